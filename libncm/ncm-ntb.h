@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-ntb.h: the pure NTB16/NTB32 codec: zero-copy parse and in-place pack. */
+#pragma once
+
+/*
+ * This layer includes no libusb, GLib or lwIP header so that fuzzers and unit
+ * tests link it directly. It never allocates. Every function is reentrant and
+ * touches only the objects passed to it, so it may run on any thread.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+	NCM_NTB_FORMAT_16 = 0,
+	NCM_NTB_FORMAT_32 = 1,
+} NcmNtbFormat;
+
+/* Bits of bmNtbFormatsSupported, also used for "formats the parser accepts". */
+#define NCM_NTB_FORMAT_BIT_16 0x01u
+#define NCM_NTB_FORMAT_BIT_32 0x02u
+
+#define NCM_NTH16_LEN 12u
+#define NCM_NTH32_LEN 16u
+#define NCM_NDP16_MIN_LEN 0x10u
+#define NCM_NDP32_MIN_LEN 0x20u
+#define NCM_ETH_MIN_FRAME 14u
+/* NDP chains longer than this are treated as hostile (also breaks cycles). */
+#define NCM_NTB_MAX_NDP_HOPS 32u
+
+/*
+ * Why an NTB, an NDP or an entry was rejected. Each has its own counter, so a
+ * user can tell a buggy device from a corrupting cable. Keep
+ * ncm_ntb_error_name() in step.
+ */
+typedef enum {
+	NCM_NTB_OK = 0,
+	NCM_NTB_ERR_TRUNCATED,          /* transfer shorter than the NTH */
+	NCM_NTB_ERR_NTH_SIGNATURE,      /* not NCMH/ncmh, or a format not accepted */
+	NCM_NTB_ERR_NTH_HEADER_LENGTH,  /* wHeaderLength != 12 / 16 */
+	NCM_NTB_ERR_BLOCK_LENGTH,       /* wBlockLength past the transfer */
+	NCM_NTB_ERR_BLOCK_TOO_BIG,      /* wBlockLength past the negotiated maximum */
+	NCM_NTB_ERR_NDP_ALIGN,          /* NDP index not a multiple of 4 */
+	NCM_NTB_ERR_NDP_INDEX,          /* NDP index inside the NTH or past the block */
+	NCM_NTB_ERR_NDP_SIGNATURE,      /* unknown NDP signature */
+	NCM_NTB_ERR_NDP_CRC,            /* CRC NDP while CRC mode is off (or vice versa) */
+	NCM_NTB_ERR_NDP_LENGTH,         /* NDP wLength below 0x10 / 0x20 */
+	NCM_NTB_ERR_NDP_OVERRUN,        /* NDP runs past the block */
+	NCM_NTB_ERR_NDP_CHAIN,          /* too many NDP hops, or a cycle */
+	NCM_NTB_ERR_ENTRY_OVERRUN,      /* entry array runs past the NDP or buffer */
+	NCM_NTB_ERR_DATAGRAM_BOUNDS,    /* datagram offset/length outside the block */
+	NCM_NTB_ERR_DATAGRAM_SHORT,     /* datagram under 14 bytes */
+	NCM_NTB_ERR_DATAGRAM_LONG,      /* datagram over the maximum datagram size */
+	NCM_NTB_ERR_NO_NDP,             /* NTH points at no NDP at all (index 0) */
+	NCM_NTB_N_ERRORS
+} NcmNtbError;
+
+/* Static, never NULL; "ok" for NCM_NTB_OK, "unknown" out of range. */
+const char *ncm_ntb_error_name(NcmNtbError err);
+
+typedef struct {
+	uint8_t formats;        /* NCM_NTB_FORMAT_BIT_* accepted; 0 means both */
+	bool crc;               /* CRC mode negotiated: expect NCM1/ncm1 and strip 4 bytes */
+	uint32_t max_block;     /* negotiated dwNtbInMaxSize; 0 = only the transfer bounds */
+	uint32_t max_datagram;  /* largest datagram accepted (Ethernet frame, no FCS) */
+} NcmNtbParseConfig;
+
+typedef struct {
+	NcmNtbFormat format;    /* format of the NTH seen (valid if it was recognised) */
+	uint16_t sequence;      /* wSequence of the NTH */
+	uint32_t datagrams;     /* datagrams handed to the callback */
+	uint32_t ndps;          /* NDPs walked */
+	uint32_t rejects;       /* total of the counts below */
+	uint32_t reasons[NCM_NTB_N_ERRORS]; /* per-reason reject counts for this NTB */
+} NcmNtbParseResult;
+
+/*
+ * Called once per good datagram, in NDP order, with a pointer into the
+ * caller's buffer (no copy). Returning false stops the parse early (for a
+ * sink that is shutting down); that is not counted as an error.
+ */
+typedef bool (*NcmNtbDatagramFunc)(void *user_data, const uint8_t *datagram, size_t len);
+
+/*
+ * Parses one received transfer @buf of @len bytes. Good datagrams are
+ * delivered even when a later part of the NTB is bad: a bad entry loses only
+ * itself (the walk of its NDP goes on), a bad NDP loses only itself and the
+ * NDPs chained after it. An NTH-level error loses the whole NTB.
+ * Returns the first error met, or NCM_NTB_OK; @result (required) holds all.
+ */
+NcmNtbError ncm_ntb_parse(const NcmNtbParseConfig *config, const uint8_t *buf, size_t len,
+			  NcmNtbDatagramFunc func, void *user_data, NcmNtbParseResult *result);
+
+/* How the packer satisfies the USB short-packet rule (see ncm_ntb_packer_finish). */
+typedef enum {
+	NCM_NTB_SHORT_ZLP = 0,  /* caller sends a zero-length packet after the NTB */
+	NCM_NTB_SHORT_PAD = 1,  /* packer appends one zero byte instead */
+} NcmNtbShortMode;
+
+typedef struct {
+	NcmNtbFormat format;
+	uint32_t max_size;        /* dwNtbOutMaxSize; capped to the buffer capacity */
+	uint16_t divisor;         /* wNdpOutDivisor: power of two >= 4, else 4 */
+	uint16_t remainder;       /* wNdpOutPayloadRemainder, taken modulo divisor */
+	uint16_t alignment;       /* wNdpOutAlignment for the NDP: power of two >= 4, else 4 */
+	uint16_t max_datagrams;   /* wNtbOutMaxDatagrams, 0 = no limit but the packer's own */
+	uint16_t max_packet;      /* bulk OUT wMaxPacketSize, for the short-packet rule */
+	NcmNtbShortMode short_mode;
+	bool ndp_first;           /* put the NDP right after the NTH (reserving room) */
+} NcmNtbPackConfig;
+
+/* Hard cap on datagrams per NTB, whatever the device allows. */
+#define NCM_NTB_PACK_MAX_DATAGRAMS 256u
+
+typedef enum {
+	NCM_NTB_PACK_OK = 0,
+	NCM_NTB_PACK_FULL,        /* no room (bytes or count): finish this NTB, retry in a new one */
+	NCM_NTB_PACK_TOO_BIG,     /* the datagram can never fit any NTB of this config */
+	NCM_NTB_PACK_TOO_SMALL,   /* under 14 bytes */
+} NcmNtbPackStatus;
+
+/* Opaque in spirit: callers use the functions, tests may peek. */
+typedef struct {
+	NcmNtbPackConfig config;  /* validated copy */
+	uint8_t *buf;
+	size_t capacity;          /* min(buffer size, max_size) */
+	size_t tail;              /* end of the last datagram */
+	uint16_t sequence;
+	uint16_t count;
+	uint16_t limit;           /* effective datagram limit */
+	uint32_t offsets[NCM_NTB_PACK_MAX_DATAGRAMS];
+	uint32_t lengths[NCM_NTB_PACK_MAX_DATAGRAMS];
+} NcmNtbPacker;
+
+/* Copies and validates @config, then starts an empty NTB with @sequence. */
+void ncm_ntb_packer_init(NcmNtbPacker *packer, const NcmNtbPackConfig *config, uint8_t *buf,
+			 size_t buf_size, uint16_t sequence);
+/* Starts a new empty NTB in the same buffer (or @buf if not NULL). */
+void ncm_ntb_packer_reset(NcmNtbPacker *packer, uint8_t *buf, uint16_t sequence);
+/* Appends a copy of @datagram. */
+NcmNtbPackStatus ncm_ntb_packer_add(NcmNtbPacker *packer, const uint8_t *datagram, size_t len);
+/*
+ * Reserves @len bytes for a datagram the caller writes itself (scatter-gather
+ * sources such as pbuf chains) and returns where, or NULL with @ret_status.
+ */
+uint8_t *ncm_ntb_packer_reserve(NcmNtbPacker *packer, size_t len, NcmNtbPackStatus *ret_status);
+/* True when a datagram of @len bytes would fit now. */
+bool ncm_ntb_packer_fits(const NcmNtbPacker *packer, size_t len);
+static inline uint16_t
+ncm_ntb_packer_count(const NcmNtbPacker *packer)
+{
+	return packer->count;
+}
+/*
+ * Writes the NTH and the NDP, and returns the NTB's length (0 if empty).
+ * If the length is below max_size and a multiple of max_packet, the
+ * short-packet rule applies: in NCM_NTB_SHORT_PAD mode one zero byte is
+ * appended (and counted in the length); in NCM_NTB_SHORT_ZLP mode
+ * *@ret_needs_zlp (may be NULL) is set and the caller must send a ZLP.
+ */
+size_t ncm_ntb_packer_finish(NcmNtbPacker *packer, bool *ret_needs_zlp);
+
+/* Power-of-two-at-least-4 rule the kernel applies to divisors and alignments. */
+uint16_t ncm_ntb_sanitize_pow2(uint16_t value);
+
+#ifdef __cplusplus
+}
+#endif

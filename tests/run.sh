@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/run.sh: the test command. Installs what it needs, fetches lwIP, builds
+# with -Werror and ASan+UBSan (gcc), builds the libFuzzer targets (clang), and
+# runs every meson suite. Prints "N passed, N failed" at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+
+tests/install-deps.sh
+netstack/lwip/fetch-lwip.sh "$top/.cache/lwip"
+
+builddir=${NCM_BUILDDIR:-$top/build-ci}
+fuzzdir=${NCM_FUZZDIR:-$top/build-fuzz}
+
+setup() { # dir, options...
+	local dir=$1; shift
+	if [ -f "$dir/build.ninja" ]; then
+		meson configure "$dir" "$@" >/dev/null
+	else
+		meson setup "$dir" "$@"
+	fi
+}
+
+setup "$builddir" -Dwerror=true -Db_sanitize=address,undefined \
+	-Dlwip=enabled -Dlwip_src="$top/.cache/lwip" -Dfuzz=disabled
+ninja -C "$builddir"
+
+CC=clang setup "$fuzzdir" -Dwerror=true -Dfuzz=enabled -Dlwip=disabled \
+	-Dexamples=false
+ninja -C "$fuzzdir"
+
+rc=0
+meson test -C "$builddir" --print-errorlogs "$@" || rc=1
+meson test -C "$fuzzdir" --print-errorlogs --suite fuzz || rc=1
+
+python3 - "$builddir" "$fuzzdir" <<'PY'
+import json, sys
+passed = failed = skipped = 0
+for d in sys.argv[1:]:
+    try:
+        lines = open(d + '/meson-logs/testlog.json').read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        r = json.loads(line)['result']
+        if r in ('OK', 'EXPECTEDFAIL'):
+            passed += 1
+        elif r == 'SKIP':
+            skipped += 1
+        else:
+            failed += 1
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+PY
+exit $rc
