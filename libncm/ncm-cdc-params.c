@@ -1,3 +1,111 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-cdc-params.c: placeholder, being written. */
+/* ncm-cdc-params.c: parses and sanitises the GET_NTB_PARAMETERS reply. */
 #include "ncm-cdc.h"
+
+enum {
+	PARAMS_LEN = 28,
+	FORMAT_NTB16 = 0x01,
+	/* NTH16 + a minimal NDP16 + one full Ethernet frame, rounded up */
+	MIN_NTB_SIZE = 2048,
+	/* the smallest alignment the spec allows; also what Linux falls back to */
+	DEFAULT_ALIGN = 4,
+};
+
+static uint16_t
+le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static uint32_t
+le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+	       ((uint32_t)p[3] << 24);
+}
+
+const char *
+ncm_params_status_name(NcmParamsStatus status)
+{
+	switch (status) {
+	case NCM_PARAMS_OK:
+		return "ok";
+	case NCM_PARAMS_ERR_SHORT:
+		return "short";
+	case NCM_PARAMS_ERR_LENGTH:
+		return "bad-wlength";
+	case NCM_PARAMS_ERR_NO_NTB16:
+		return "no-ntb16";
+	case NCM_PARAMS_ERR_IN_SIZE:
+		return "in-size";
+	case NCM_PARAMS_ERR_OUT_SIZE:
+		return "out-size";
+	}
+	return "unknown";
+}
+
+/*
+ * Divisors and alignments are used as masks by the packer, so anything but a
+ * power of two >= 4 is replaced. One that is not below the block size could
+ * leave no room for a single datagram, so it is replaced too.
+ */
+static void
+fix_modulus(uint16_t *val, uint32_t max_size, unsigned *fixups)
+{
+	uint16_t v = *val;
+
+	if (v >= DEFAULT_ALIGN && (v & (v - 1)) == 0 && v < max_size)
+		return;
+	*val = DEFAULT_ALIGN;
+	(*fixups)++;
+}
+
+static void
+decode(const uint8_t *buf, NcmNtbParams *p)
+{
+	p->formats = le16(buf + 2);
+	p->in_max_size = le32(buf + 4);
+	p->in_divisor = le16(buf + 8);
+	p->in_remainder = le16(buf + 10);
+	p->in_alignment = le16(buf + 12);
+	p->out_max_size = le32(buf + 16);
+	p->out_divisor = le16(buf + 20);
+	p->out_remainder = le16(buf + 22);
+	p->out_alignment = le16(buf + 24);
+	p->out_max_datagrams = le16(buf + 26);
+}
+
+NcmParamsStatus
+ncm_params_parse(const uint8_t *buf, size_t len, NcmNtbParams *params, unsigned *ret_fixups)
+{
+	NcmNtbParams p;
+	unsigned fixups = 0;
+	uint16_t wlength;
+
+	if (!buf || len < PARAMS_LEN)
+		return NCM_PARAMS_ERR_SHORT;
+	wlength = le16(buf);
+	if (wlength < PARAMS_LEN || wlength > len)
+		return NCM_PARAMS_ERR_LENGTH;
+
+	decode(buf, &p);
+	if (!(p.formats & FORMAT_NTB16))
+		return NCM_PARAMS_ERR_NO_NTB16;
+	/* sizes above 64 KiB are legal for NTB32; the driver caps what it uses */
+	if (p.in_max_size < MIN_NTB_SIZE)
+		return NCM_PARAMS_ERR_IN_SIZE;
+	if (p.out_max_size < MIN_NTB_SIZE)
+		return NCM_PARAMS_ERR_OUT_SIZE;
+
+	fix_modulus(&p.in_divisor, p.in_max_size, &fixups);
+	fix_modulus(&p.in_alignment, p.in_max_size, &fixups);
+	fix_modulus(&p.out_divisor, p.out_max_size, &fixups);
+	fix_modulus(&p.out_alignment, p.out_max_size, &fixups);
+	/* remainders stay as sent: the packer takes them modulo the divisor */
+
+	if (params)
+		*params = p;
+	if (ret_fixups)
+		*ret_fixups = fixups;
+	return NCM_PARAMS_OK;
+}

@@ -95,6 +95,9 @@ const char *ncm_cdc_status_name(NcmCdcStatus status);
  * Returns NCM_CDC_OK even when none is found (*@ret_n_found = 0).
  * A descriptor whose bLength runs past the blob ends the walk with
  * NCM_CDC_ERR_BAD_LENGTH, but functions completed before it are kept.
+ * BAD_LENGTH wins over TOO_MANY. Bytes past wTotalLength are not walked.
+ * No interface is reported in two functions (the first claim wins), and at
+ * most 64 comm interfaces per blob are examined.
  */
 NcmCdcStatus ncm_cdc_parse_config(const uint8_t *blob, size_t len, NcmCdcFunction *functions,
 				  size_t max_functions, size_t *ret_n_found);
@@ -134,7 +137,9 @@ const char *ncm_params_status_name(NcmParamsStatus status);
 /*
  * Parses and validates a GET_NTB_PARAMETERS reply. Divisors and alignments
  * that are not a power of two >= 4 are replaced by 4 (what the kernel does)
- * and @ret_fixups (may be NULL) counts how many were replaced.
+ * and @ret_fixups (may be NULL) counts how many were replaced. One not below its
+ * direction's max size is replaced too. Remainders are kept as sent. On
+ * error, @params and @ret_fixups are not written.
  */
 NcmParamsStatus ncm_params_parse(const uint8_t *buf, size_t len, NcmNtbParams *params,
 				 unsigned *ret_fixups);

@@ -33,6 +33,20 @@ typedef enum {
 /* NDP chains longer than this are treated as hostile (also breaks cycles). */
 #define NCM_NTB_MAX_NDP_HOPS 32u
 
+/* Signatures as little-endian 32-bit words, as they appear on the wire. */
+#define NCM_NTH16_SIGNATURE 0x484D434Eu     /* "NCMH" */
+#define NCM_NTH32_SIGNATURE 0x686D636Eu     /* "ncmh" */
+#define NCM_NDP16_SIGNATURE 0x304D434Eu     /* "NCM0" */
+#define NCM_NDP16_CRC_SIGNATURE 0x314D434Eu /* "NCM1": each datagram ends in a CRC-32 */
+#define NCM_NDP32_SIGNATURE 0x306D636Eu     /* "ncm0" */
+#define NCM_NDP32_CRC_SIGNATURE 0x316D636Eu /* "ncm1" */
+/* NDP bytes before the first {index, length} entry, and the size of an entry. */
+#define NCM_NDP16_HEADER_LEN 8u
+#define NCM_NDP32_HEADER_LEN 16u
+#define NCM_NDP16_ENTRY_LEN 4u
+#define NCM_NDP32_ENTRY_LEN 8u
+#define NCM_NTB_CRC_LEN 4u
+
 /*
  * Why an NTB, an NDP or an entry was rejected. Each has its own counter, so a
  * user can tell a buggy device from a corrupting cable. Keep
@@ -92,6 +106,24 @@ typedef bool (*NcmNtbDatagramFunc)(void *user_data, const uint8_t *datagram, siz
  * itself (the walk of its NDP goes on), a bad NDP loses only itself and the
  * NDPs chained after it. An NTH-level error loses the whole NTB.
  * Returns the first error met, or NCM_NTB_OK; @result (required) holds all.
+ *
+ * Details a device may rely on:
+ * - wBlockLength 0 means the block is the whole transfer; otherwise bytes
+ *   after the block (such as Windows' single zero byte) are ignored.
+ * - An entry whose index or length is 0 ends its NDP, as in Linux' cdc_ncm:
+ *   neither can describe a datagram. It is not counted as an error, and an
+ *   NDP that ends at once is merely empty.
+ * - An NDP whose wLength ends before a zero entry counts
+ *   NCM_NTB_ERR_ENTRY_OVERRUN once; its datagrams before that point are kept
+ *   and the chain goes on, since the NDP header itself was sound.
+ * - With config->crc, only NCM1/ncm1 NDPs are accepted (a plain NDP then is
+ *   NCM_NTB_ERR_NDP_CRC too: the device and host disagree about the mode,
+ *   so the lengths cannot be trusted either way). The CRC is not checked,
+ *   only stripped; what is left must still be at least 14 bytes.
+ * - A revisited NDP index is a cycle: NCM_NTB_ERR_NDP_CHAIN, and nothing is
+ *   delivered twice.
+ * - @config NULL means: both formats, no CRC, no limits but the transfer.
+ * - @func may be NULL (count only).
  */
 NcmNtbError ncm_ntb_parse(const NcmNtbParseConfig *config, const uint8_t *buf, size_t len,
 			  NcmNtbDatagramFunc func, void *user_data, NcmNtbParseResult *result);
@@ -102,20 +134,36 @@ typedef enum {
 	NCM_NTB_SHORT_PAD = 1,  /* packer appends one zero byte instead */
 } NcmNtbShortMode;
 
+/*
+ * Layout: by default the NDP goes after the last datagram, so datagrams are
+ * appended as they arrive; room for the NDP with one more entry (and its
+ * zero terminator) is always kept. With ndp_first the NDP sits right after
+ * the NTH (aligned) and room for `limit` entries is reserved up front; as
+ * that reservation is paid by every NTB, the limit is then at most
+ * NCM_NTB_PACK_NDP_FIRST_DATAGRAMS (the figure Linux' cdc_ncm reserves for).
+ * Padding between the parts is zeroed.
+ */
 typedef struct {
 	NcmNtbFormat format;
-	uint32_t max_size;        /* dwNtbOutMaxSize; capped to the buffer capacity */
+	/*
+	 * dwNtbOutMaxSize (0 = unknown: only the buffer bounds). The NTB never
+	 * exceeds it, the buffer, nor 65535 bytes for NTB16; the short-packet
+	 * rule compares against this device value, not the buffer.
+	 */
+	uint32_t max_size;
 	uint16_t divisor;         /* wNdpOutDivisor: power of two >= 4, else 4 */
 	uint16_t remainder;       /* wNdpOutPayloadRemainder, taken modulo divisor */
 	uint16_t alignment;       /* wNdpOutAlignment for the NDP: power of two >= 4, else 4 */
 	uint16_t max_datagrams;   /* wNtbOutMaxDatagrams, 0 = no limit but the packer's own */
-	uint16_t max_packet;      /* bulk OUT wMaxPacketSize, for the short-packet rule */
+	uint16_t max_packet;      /* bulk OUT wMaxPacketSize, for the short-packet rule (0 = off) */
 	NcmNtbShortMode short_mode;
 	bool ndp_first;           /* put the NDP right after the NTH (reserving room) */
 } NcmNtbPackConfig;
 
 /* Hard cap on datagrams per NTB, whatever the device allows. */
 #define NCM_NTB_PACK_MAX_DATAGRAMS 256u
+/* Cap on datagrams per NTB when the NDP comes first (see above). */
+#define NCM_NTB_PACK_NDP_FIRST_DATAGRAMS 40u
 
 typedef enum {
 	NCM_NTB_PACK_OK = 0,
@@ -140,7 +188,10 @@ typedef struct {
 /* Copies and validates @config, then starts an empty NTB with @sequence. */
 void ncm_ntb_packer_init(NcmNtbPacker *packer, const NcmNtbPackConfig *config, uint8_t *buf,
 			 size_t buf_size, uint16_t sequence);
-/* Starts a new empty NTB in the same buffer (or @buf if not NULL). */
+/*
+ * Starts a new empty NTB in the same buffer (or @buf if not NULL, which must
+ * be at least as large). Also the way to reuse a packer after finish().
+ */
 void ncm_ntb_packer_reset(NcmNtbPacker *packer, uint8_t *buf, uint16_t sequence);
 /* Appends a copy of @datagram. */
 NcmNtbPackStatus ncm_ntb_packer_add(NcmNtbPacker *packer, const uint8_t *datagram, size_t len);
@@ -162,6 +213,9 @@ ncm_ntb_packer_count(const NcmNtbPacker *packer)
  * short-packet rule applies: in NCM_NTB_SHORT_PAD mode one zero byte is
  * appended (and counted in the length); in NCM_NTB_SHORT_ZLP mode
  * *@ret_needs_zlp (may be NULL) is set and the caller must send a ZLP.
+ * The pad byte is outside wBlockLength, as Linux' cdc_ncm does it; the packer
+ * keeps a byte of room for it, so the result never exceeds max_size or the
+ * buffer. *@ret_needs_zlp is always written (false unless needed).
  */
 size_t ncm_ntb_packer_finish(NcmNtbPacker *packer, bool *ret_needs_zlp);
 

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-device-notify.c: the interrupt endpoint: link state and speed notifications. */
+#include "ncm-device-private.h"
+
+
+static void
+handle_notification(NcmDevice *self, const guint8 *buf, gsize len)
+{
+	NcmNotifyEvent ev = ncm_notify_parser_feed(&self->notify, buf, len);
+
+	switch (ev.type) {
+	case NCM_NOTIFY_EVENT_LINK:
+		NCM_STAT_ADD(self, intr_events, 1);
+		ncm_device_post_link(self, ev.link_up);
+		break;
+	case NCM_NOTIFY_EVENT_SPEED:
+		NCM_STAT_ADD(self, intr_events, 1);
+		ncm_device_post_speed(self, ev.down_bps, ev.up_bps);
+		break;
+	case NCM_NOTIFY_EVENT_MALFORMED:
+		NCM_STAT_ADD(self, intr_malformed, 1);
+		break;
+	case NCM_NOTIFY_EVENT_RESPONSE:
+	case NCM_NOTIFY_EVENT_UNKNOWN:
+		NCM_STAT_ADD(self, intr_events, 1);
+		break;
+	case NCM_NOTIFY_EVENT_NONE:
+		break;
+	}
+}
+
+static void LIBUSB_CALL
+intr_complete(struct libusb_transfer *xfer)
+{
+	NcmDevice *self = xfer->user_data;
+	int r;
+
+	switch (xfer->status) {
+	case LIBUSB_TRANSFER_COMPLETED:
+		handle_notification(self, xfer->buffer, (gsize)xfer->actual_length);
+		break;
+	case LIBUSB_TRANSFER_CANCELLED:
+		ncm_device_landed(self);
+		return;
+	case LIBUSB_TRANSFER_NO_DEVICE:
+		ncm_device_mark_gone(self);
+		ncm_device_landed(self);
+		return;
+	default:
+		/* A flaky interrupt pipe must not take the data path down. */
+		NCM_STAT_ADD(self, intr_malformed, 1);
+		break;
+	}
+	r = ncm_device_submit(self, xfer, TRUE);
+	if (r == LIBUSB_ERROR_NO_DEVICE)
+		ncm_device_mark_gone(self);
+}
+
+gboolean
+ncm_device_intr_start(NcmDevice *self, GError **error)
+{
+	const NcmFunctionInfo *info = self->info;
+	int r;
+
+	if (!info->intr_ep) {
+		/* Apple's functions have no interrupt endpoint: the link is up once open. */
+		ncm_device_post_link(self, TRUE);
+		return TRUE;
+	}
+	self->intr = libusb_alloc_transfer(0);
+	libusb_fill_interrupt_transfer(self->intr, self->handle, info->intr_ep, self->intr_buf,
+				       (int)MIN(sizeof(self->intr_buf),
+					        MAX(info->intr_max_packet, 16u)),
+				       intr_complete, self, 0);
+	r = ncm_device_submit(self, self->intr, FALSE);
+	if (r < 0) {
+		ncm_set_usb_error(error, r, info, "listening for link notifications");
+		return FALSE;
+	}
+	return TRUE;
+}

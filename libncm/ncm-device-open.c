@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-device-open.c: claiming the two interfaces and negotiating NTB parameters. */
+#include <string.h>
+#include <unistd.h>
+
+#include "ncm-device-private.h"
+
+
+#define NCM_NTB_SIZE_CAP 65536u
+#define NCM_NTB_SIZE_MIN 2048u
+#define NCM_ETH_MAX_FRAME 1514u
+
+static gboolean
+select_config(NcmDevice *self, GError **error)
+{
+	const NcmFunctionInfo *info = self->info;
+	int active = 0, r;
+
+	r = libusb_get_configuration(self->handle, &active);
+	if (r < 0) {
+		ncm_set_usb_error(error, r, info, "reading the active configuration");
+		return FALSE;
+	}
+	if (active == info->config_value)
+		return TRUE;
+	if (!self->options.switch_config) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_CONFIG_INACTIVE,
+			    "the NCM function of %04x:%04x is in configuration %u but %d is active: "
+			    "allow switching configuration (ncm-tun --switch-config) if nothing else "
+			    "uses the device (switching disturbs e.g. usbmuxd)",
+			    info->vid, info->pid, info->config_value, active);
+		return FALSE;
+	}
+	r = libusb_set_configuration(self->handle, info->config_value);
+	if (r < 0) {
+		ncm_set_usb_error(error, r, info, "switching configuration");
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static gboolean
+detach(NcmDevice *self, guint8 iface, gboolean *ret_detached, GError **error)
+{
+	const NcmFunctionInfo *info = self->info;
+	int r = libusb_kernel_driver_active(self->handle, iface);
+
+	*ret_detached = FALSE;
+	if (r != 1)
+		return TRUE;  /* none bound, or the platform cannot tell: claiming will say */
+	if (!self->options.detach_kernel_driver) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_KERNEL_DRIVER,
+			    "the kernel driver %s is still bound to interface %u of %04x:%04x: "
+			    "unbind it (echo %s:%u.%u > /sys/bus/usb/drivers/%s/unbind) or let "
+			    "libncm detach it",
+			    info->kernel_driver ? info->kernel_driver : "(unknown)", iface,
+			    info->vid, info->pid, info->port_path, info->config_value, iface,
+			    info->kernel_driver ? info->kernel_driver : "DRIVER");
+		return FALSE;
+	}
+	r = libusb_detach_kernel_driver(self->handle, iface);
+	if (r == LIBUSB_ERROR_NOT_FOUND)
+		return TRUE;  /* detaching the comm interface released the data one too */
+	if (r < 0) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_KERNEL_DRIVER,
+			    "cannot detach the kernel driver %s from interface %u of %04x:%04x (%s): "
+			    "unbind it by hand or run as root",
+			    info->kernel_driver ? info->kernel_driver : "(unknown)", iface,
+			    info->vid, info->pid, libusb_strerror(r));
+		return FALSE;
+	}
+	*ret_detached = TRUE;
+	return TRUE;
+}
+
+static gboolean
+claim(NcmDevice *self, guint8 iface, gboolean *ret_claimed, GError **error)
+{
+	int r = libusb_claim_interface(self->handle, iface);
+
+	if (r < 0) {
+		g_autofree gchar *what = g_strdup_printf("claiming interface %u", iface);
+
+		ncm_set_usb_error(error, r, self->info, what);
+		return FALSE;
+	}
+	*ret_claimed = TRUE;
+	return TRUE;
+}
+
+gboolean
+ncm_device_claim(NcmDevice *self, GError **error)
+{
+	const NcmFunctionInfo *info = self->info;
+	gboolean detached_data;
+
+	if (!select_config(self, error))
+		return FALSE;
+	if (!detach(self, info->comm_iface, &self->detached_comm, error) ||
+	    !detach(self, info->data_iface, &detached_data, error))
+		return FALSE;
+	self->detached_comm |= detached_data;
+	return claim(self, info->comm_iface, &self->claimed_comm, error) &&
+	       claim(self, info->data_iface, &self->claimed_data, error);
+}
+
+/* ---- Class requests --------------------------------------------------- */
+
+static int
+class_out(NcmDevice *self, guint8 request, guint16 value, guint8 *data, guint16 len)
+{
+	return libusb_control_transfer(self->handle, 0x21, request, value, self->info->comm_iface,
+				       data, len, NCM_CONTROL_TIMEOUT_MS);
+}
+
+static int
+class_in(NcmDevice *self, guint8 request, guint8 *data, guint16 len)
+{
+	return libusb_control_transfer(self->handle, 0xA1, request, 0, self->info->comm_iface, data,
+				       len, NCM_CONTROL_TIMEOUT_MS);
+}
+
+static gboolean
+request_failed(NcmDevice *self, int r, const char *what, GError **error)
+{
+	if (r == LIBUSB_ERROR_NO_DEVICE) {
+		ncm_set_usb_error(error, r, self->info, what);
+	} else {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_PROTOCOL,
+			    "%s on %04x:%04x failed (%s): the device does not speak NCM as expected; "
+			    "replug it, and report it with ncm-probe's output if it persists",
+			    what, self->info->vid, self->info->pid, libusb_strerror(r));
+	}
+	return FALSE;
+}
+
+static gboolean
+get_ntb_parameters(NcmDevice *self, NcmNtbParams *params, GError **error)
+{
+	guint8 buf[28];
+	unsigned fixups = 0;
+	int r = class_in(self, NCM_REQ_GET_NTB_PARAMETERS, buf, sizeof(buf));
+
+	if (r < 0)
+		return request_failed(self, r, "GET_NTB_PARAMETERS", error);
+	NcmParamsStatus st = ncm_params_parse(buf, (size_t)r, params, &fixups);
+	if (st != NCM_PARAMS_OK) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_PROTOCOL,
+			    "%04x:%04x sent invalid NTB parameters (%s): it cannot be driven",
+			    self->info->vid, self->info->pid, ncm_params_status_name(st));
+		return FALSE;
+	}
+	if (fixups)
+		g_debug("GET_NTB_PARAMETERS: %u divisors/alignments replaced by 4", fixups);
+	return TRUE;
+}
+
+static guint32
+pick_size(guint requested, guint32 device_max)
+{
+	guint32 size = requested ? requested : NCM_NTB_SIZE_CAP;
+
+	size = MIN(size, device_max);
+	size = MIN(size, NCM_NTB_SIZE_CAP);
+	return MAX(size, NCM_NTB_SIZE_MIN);
+}
+
+static gboolean
+set_input_size(NcmDevice *self, GError **error)
+{
+	guint32 size = self->ntb.rx_ntb_size;
+	guint8 le[4] = { size & 0xff, (size >> 8) & 0xff, (size >> 16) & 0xff, size >> 24 };
+	int r = class_out(self, NCM_REQ_SET_NTB_INPUT_SIZE, 0, le, sizeof(le));
+
+	if (r == LIBUSB_ERROR_NO_DEVICE)
+		return request_failed(self, r, "SET_NTB_INPUT_SIZE", error);
+	if (r < 0) {
+		/* The device keeps its own maximum then, which our buffers must hold. */
+		g_debug("SET_NTB_INPUT_SIZE(%u) refused: using %u", size, self->ntb.in_max_size);
+		self->ntb.rx_ntb_size = MIN(self->ntb.in_max_size, NCM_NTB_SIZE_CAP);
+	}
+	return TRUE;
+}
+
+static gboolean
+negotiate_datagram_size(NcmDevice *self, GError **error)
+{
+	guint16 want = self->ntb.max_frame;
+	guint8 buf[2];
+	int r;
+
+	if (!(self->info->net_caps & NCM_CAP_MAX_DATAGRAM))
+		return TRUE;
+	r = class_in(self, NCM_REQ_GET_MAX_DATAGRAM_SIZE, buf, sizeof(buf));
+	if (r == LIBUSB_ERROR_NO_DEVICE)
+		return request_failed(self, r, "GET_MAX_DATAGRAM_SIZE", error);
+	if (r == 2 && (buf[0] | (buf[1] << 8)) == want)
+		return TRUE;
+	buf[0] = want & 0xff;
+	buf[1] = want >> 8;
+	r = class_out(self, NCM_REQ_SET_MAX_DATAGRAM_SIZE, 0, buf, sizeof(buf));
+	if (r == LIBUSB_ERROR_NO_DEVICE)
+		return request_failed(self, r, "SET_MAX_DATAGRAM_SIZE", error);
+	if (r < 0)
+		g_debug("SET_MAX_DATAGRAM_SIZE(%u) refused", want);
+	return TRUE;
+}
+
+static gboolean
+optional_request(NcmDevice *self, guint8 cap, guint8 request, guint16 value, const char *what,
+		 GError **error)
+{
+	int r;
+
+	if (!(self->info->net_caps & cap))
+		return TRUE;
+	r = class_out(self, request, value, NULL, 0);
+	if (r == LIBUSB_ERROR_NO_DEVICE)
+		return request_failed(self, r, what, error);
+	if (r < 0)
+		g_debug("%s refused: %s", what, libusb_strerror(r));
+	return TRUE;
+}
+
+static void
+fill_ntb_info(NcmDevice *self, const NcmNtbParams *p)
+{
+	NcmNtbInfo *n = &self->ntb;
+	const NcmDeviceOptions *o = &self->options;
+
+	n->formats = p->formats;
+	n->in_max_size = p->in_max_size;
+	n->in_divisor = p->in_divisor;
+	n->in_remainder = p->in_remainder;
+	n->in_alignment = p->in_alignment;
+	n->out_max_size = p->out_max_size;
+	n->out_divisor = p->out_divisor;
+	n->out_remainder = p->out_remainder;
+	n->out_alignment = p->out_alignment;
+	n->out_max_datagrams = p->out_max_datagrams;
+	n->ntb32 = o->ntb32 && (p->formats & NCM_NTB_FORMAT_BIT_32);
+	n->rx_ntb_size = pick_size(o->rx_ntb_size, p->in_max_size);
+	n->tx_ntb_size = pick_size(o->tx_ntb_size, p->out_max_size);
+	n->max_frame = MAX(self->info->max_segment_size, NCM_ETH_MAX_FRAME);
+}
+
+gboolean
+ncm_device_negotiate(NcmDevice *self, GError **error)
+{
+	const NcmFunctionInfo *info = self->info;
+	NcmNtbParams params;
+	guint8 filter = self->options.packet_filter;
+	int r;
+
+	/* SET_NTB_FORMAT is only accepted while the data interface is at alt 0. */
+	r = libusb_set_interface_alt_setting(self->handle, info->data_iface, 0);
+	if (r < 0)
+		return request_failed(self, r, "selecting data alt setting 0", error);
+	if (!get_ntb_parameters(self, &params, error))
+		return FALSE;
+	fill_ntb_info(self, &params);
+	if (params.formats & NCM_NTB_FORMAT_BIT_32) {
+		r = class_out(self, NCM_REQ_SET_NTB_FORMAT, self->ntb.ntb32 ? 1 : 0, NULL, 0);
+		if (r < 0)
+			return request_failed(self, r, "SET_NTB_FORMAT", error);
+	}
+	if (!set_input_size(self, error) || !negotiate_datagram_size(self, error))
+		return FALSE;
+	if (!optional_request(self, NCM_CAP_CRC_MODE, NCM_REQ_SET_CRC_MODE, 0, "SET_CRC_MODE",
+			      error))
+		return FALSE;
+	if (!filter)
+		filter = NCM_FILTER_DIRECTED | NCM_FILTER_BROADCAST | NCM_FILTER_ALL_MULTICAST;
+	if (!optional_request(self, NCM_CAP_PACKET_FILTER, NCM_REQ_SET_ETHERNET_PACKET_FILTER,
+			      filter, "SET_ETHERNET_PACKET_FILTER", error))
+		return FALSE;
+	if (info->have_mac)
+		memcpy(self->mac, info->mac, 6);
+	r = libusb_set_interface_alt_setting(self->handle, info->data_iface, info->data_alt);
+	if (r < 0)
+		return request_failed(self, r, "selecting the data alt setting", error);
+	return TRUE;
+}
+
+void
+ncm_device_release(NcmDevice *self)
+{
+	const NcmFunctionInfo *info = self->info;
+	gboolean gone = g_atomic_int_get(&self->gone);
+
+	if (!self->handle)
+		return;
+	if (self->claimed_data) {
+		/* Alt 0 stops the function's data path, as the kernel does on unbind. */
+		if (!gone)
+			libusb_set_interface_alt_setting(self->handle, info->data_iface, 0);
+		libusb_release_interface(self->handle, info->data_iface);
+	}
+	if (self->claimed_comm)
+		libusb_release_interface(self->handle, info->comm_iface);
+	self->claimed_data = self->claimed_comm = FALSE;
+	if (self->detached_comm && !gone) {
+		int r = libusb_attach_kernel_driver(self->handle, info->comm_iface);
+
+		if (r < 0 && r != LIBUSB_ERROR_NO_DEVICE)
+			g_debug("re-attaching the kernel driver: %s", libusb_strerror(r));
+	}
+	libusb_close(self->handle);
+	self->handle = NULL;
+	if (self->fd >= 0) {
+		/* libusb leaves a wrapped node open: it is ours to close. */
+		close(self->fd);
+		self->fd = -1;
+	}
+}

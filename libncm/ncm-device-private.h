@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-device-private.h: NcmDevice's state, shared by its open/rx/tx/notify files. */
+#pragma once
+
+#include <libusb.h>
+
+#include "ncm-cdc.h"
+#include "ncm-context-private.h"
+#include "ncm-device.h"
+#include "ncm-error.h"
+#include "ncm-ntb.h"
+
+#define NCM_MAX_RX_TRANSFERS 64
+#define NCM_MAX_TX_TRANSFERS 64
+#define NCM_CONTROL_TIMEOUT_MS 3000
+
+typedef struct {
+	NcmDevice *device;
+	struct libusb_transfer *xfer;
+	guint8 *buf;
+	guint index;
+	guint16 datagrams;   /* TX: datagrams in this NTB, for stats at completion */
+	guint32 bytes;       /* TX: datagram bytes in this NTB */
+} NcmSlot;
+
+typedef enum {
+	NCM_STATE_OPEN,      /* negotiated, nothing in flight */
+	NCM_STATE_RUNNING,
+	NCM_STATE_CLOSING,
+	NCM_STATE_CLOSED,
+} NcmState;
+
+typedef enum {
+	NCM_FLUSH_FULL,
+	NCM_FLUSH_LIMIT,
+	NCM_FLUSH_EXPLICIT,
+	NCM_FLUSH_TIMER,
+} NcmFlushReason;
+
+struct _NcmDevice {
+	GObject parent;
+	NcmContext *context;
+	GMainContext *owner;
+	libusb_device_handle *handle;
+	int fd;                   /* usbfs node we opened and wrapped, or -1 */
+	NcmFunctionInfo *info;
+	NcmDeviceOptions options;
+	NcmNtbInfo ntb;
+	guint8 mac[6];
+	gboolean detached_comm;
+	gboolean claimed_comm;
+	gboolean claimed_data;
+
+	/* Set before start, then read-only on the event thread. */
+	NcmDeviceSink sink;
+	gpointer sink_data;
+	NcmNtbParseConfig parse_config;
+	guint64 rx_batch_bytes;   /* event thread only */
+	guint32 fault_state;      /* event thread only: xorshift for fault injection */
+
+	/*
+	 * Guards state, in_flight and the stalled list. Taken around every
+	 * submission so that close() can stop resubmission and then cancel
+	 * exactly what is in flight. Lock order: tx_lock, then flight_lock.
+	 */
+	GMutex flight_lock;
+	GCond flight_cond;
+	NcmState state;
+	guint in_flight;
+	GPtrArray *stalled;       /* NcmSlot* waiting for the halt to clear */
+	GThread *clear_thread;    /* at most one, joined by close */
+	gboolean clear_done;      /* clear_thread has finished its work */
+
+	gint running;             /* atomic: started and not closing; TX checks it */
+	gint gone;                /* atomic */
+	gint removed_emitted;     /* atomic */
+	gint link_up;             /* atomic */
+	guint32 down_bps;         /* atomic */
+	guint32 up_bps;           /* atomic */
+
+	NcmSlot *rx;
+	guint n_rx;
+	struct libusb_transfer *intr;
+	guint8 intr_buf[64];
+	NcmNotifyParser notify;   /* event thread only */
+
+	/* Guards everything TX below. Lock order: devices_lock, tx_lock, flight_lock. */
+	GMutex tx_lock;
+	NcmSlot *tx;
+	guint n_tx;
+	guint *tx_free;           /* stack of free slot indices */
+	guint n_free;
+	NcmSlot *tx_open;         /* slot being packed, or NULL */
+	gint64 tx_open_since;
+	NcmNtbPacker packer;
+	guint16 tx_sequence;
+	gboolean want_writable;
+	guint *paced;             /* ring of closed slots held back by pacing */
+	guint paced_head;
+	guint paced_count;
+	guint64 pace;             /* bytes/s, 0 = off */
+	gint64 tokens;            /* bytes the pacer may send now (may go negative) */
+	gint64 tokens_at;         /* when tokens were last refilled */
+
+	NcmStats stats;           /* every field updated with relaxed atomics */
+};
+
+#define NCM_STAT_ADD(dev, field, n) __atomic_add_fetch(&(dev)->stats.field, (n), __ATOMIC_RELAXED)
+
+/* ncm-device.c: control-plane events, posted to the owner's main context. */
+void ncm_device_post_removed(NcmDevice *self);
+void ncm_device_post_link(NcmDevice *self, gboolean up);
+void ncm_device_post_speed(NcmDevice *self, guint32 down, guint32 up);
+void ncm_device_post_error(NcmDevice *self, GError *error);
+void ncm_device_mark_gone(NcmDevice *self);
+
+/* ncm-device-open.c */
+gboolean ncm_device_claim(NcmDevice *self, GError **error);
+gboolean ncm_device_negotiate(NcmDevice *self, GError **error);
+void ncm_device_release(NcmDevice *self);
+
+/*
+ * Submits under flight_lock unless closing. @counted: @xfer is a completed
+ * transfer being resubmitted, already in the flight count (which a failure
+ * then drops). Returns the libusb result.
+ */
+int ncm_device_submit(NcmDevice *self, struct libusb_transfer *xfer, gboolean counted);
+/* A transfer left the flight (not resubmitted). */
+void ncm_device_landed(NcmDevice *self);
+
+/* ncm-device-rx.c */
+gboolean ncm_device_rx_setup(NcmDevice *self, GError **error);
+gboolean ncm_device_rx_start(NcmDevice *self, GError **error);
+void ncm_device_rx_cancel(NcmDevice *self);
+void ncm_device_rx_free(NcmDevice *self);
+
+/* ncm-device-tx.c */
+gboolean ncm_device_tx_setup(NcmDevice *self, GError **error);
+void ncm_device_tx_cancel(NcmDevice *self);
+void ncm_device_tx_free(NcmDevice *self);
+
+/* ncm-device-notify.c */
+gboolean ncm_device_intr_start(NcmDevice *self, GError **error);

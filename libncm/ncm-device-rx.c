@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-device-rx.c: bulk-IN transfers, parsed and resubmitted on the libusb event thread. */
+#include <string.h>
+
+#include "ncm-device-private.h"
+
+
+/* In-flight depth by speed: usbfs keeps up only with several reads queued. */
+static guint
+default_rx_transfers(guint speed_mbps)
+{
+	if (speed_mbps >= 5000)
+		return 16;
+	if (speed_mbps >= 480)
+		return 8;
+	return 4;
+}
+
+static bool
+deliver(void *user_data, const uint8_t *datagram, size_t len)
+{
+	NcmDevice *self = user_data;
+
+	self->rx_batch_bytes += len;
+	if (self->sink.receive)
+		self->sink.receive(self->sink_data, datagram, len);
+	return true;
+}
+
+static guint32
+fault_next(NcmDevice *self)
+{
+	guint32 x = self->fault_state;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return self->fault_state = x;
+}
+
+static void
+parse_one(NcmDevice *self, const guint8 *buf, gsize len)
+{
+	NcmNtbParseResult res;
+
+	self->rx_batch_bytes = 0;
+	ncm_ntb_parse(&self->parse_config, buf, len, deliver, self, &res);
+	NCM_STAT_ADD(self, rx_ntbs, 1);
+	NCM_STAT_ADD(self, rx_datagrams, res.datagrams);
+	NCM_STAT_ADD(self, rx_bytes, self->rx_batch_bytes);
+	if (res.rejects) {
+		NCM_STAT_ADD(self, rx_bad_ntbs, 1);
+		for (guint i = 1; i < NCM_NTB_N_ERRORS; i++)
+			if (res.reasons[i])
+				NCM_STAT_ADD(self, rx_rejects[i], res.reasons[i]);
+		g_debug("bad NTB (seq %u): %u rejects", res.sequence, res.rejects);
+	}
+}
+
+/*
+ * Test-only: damages one NTB in fault_one_in, the way a bad cable or a
+ * buggy device would, so the VM tests can prove that good frames survive.
+ */
+static void
+parse_with_faults(NcmDevice *self, guint8 *buf, gsize len)
+{
+	guint32 r = fault_next(self);
+
+	if (r % self->options.fault_one_in != 0 || len == 0) {
+		parse_one(self, buf, len);
+		return;
+	}
+	switch ((r >> 16) % 3) {
+	case 0:
+		buf[(r >> 8) % len] ^= (guint8)(1u << (r & 7));
+		parse_one(self, buf, len);
+		break;
+	case 1:
+		parse_one(self, buf, (r >> 8) % len);
+		break;
+	default:
+		parse_one(self, buf, len);
+		parse_one(self, buf, len);
+		break;
+	}
+}
+
+static void
+resubmit_stalled(NcmDevice *self, GPtrArray *slots)
+{
+	for (guint i = 0; i < slots->len; i++) {
+		NcmSlot *slot = g_ptr_array_index(slots, i);
+		int r = ncm_device_submit(self, slot->xfer, FALSE);
+
+		if (r < 0 && r != LIBUSB_ERROR_INTERRUPTED)
+			ncm_device_post_error(self, g_error_new(NCM_ERROR, NCM_ERROR_FAILED,
+						"receiving stopped: resubmitting after a stall "
+						"failed (%s); reopen the device", libusb_strerror(r)));
+	}
+}
+
+/* Clears the halt until no stalled transfer is left, then says it is done. */
+static gpointer
+clear_halt_thread(gpointer data)
+{
+	NcmDevice *self = data;
+
+	for (;;) {
+		int r = libusb_clear_halt(self->handle, self->info->bulk_in_ep);
+		g_autoptr(GPtrArray) slots = NULL;
+
+		if (r < 0)
+			g_debug("clearing the bulk-IN halt: %s", libusb_strerror(r));
+		g_mutex_lock(&self->flight_lock);
+		if (self->stalled->len == 0 || self->state != NCM_STATE_RUNNING) {
+			self->clear_done = TRUE;
+			g_mutex_unlock(&self->flight_lock);
+			return NULL;
+		}
+		slots = g_steal_pointer(&self->stalled);
+		self->stalled = g_ptr_array_new();
+		g_mutex_unlock(&self->flight_lock);
+		resubmit_stalled(self, slots);
+	}
+}
+
+/* A STALL needs a synchronous CLEAR_FEATURE, which the event thread must not do. */
+static void
+handle_stall(NcmDevice *self, NcmSlot *slot)
+{
+	NCM_STAT_ADD(self, rx_stalls, 1);
+	g_mutex_lock(&self->flight_lock);
+	g_ptr_array_add(self->stalled, slot);
+	if (self->clear_thread && self->clear_done) {
+		/* It has returned (clear_done is its last act): joining does not block. */
+		g_thread_join(g_steal_pointer(&self->clear_thread));
+	}
+	if (self->state == NCM_STATE_RUNNING && !self->clear_thread) {
+		self->clear_done = FALSE;
+		self->clear_thread = g_thread_new("ncm-clear-halt", clear_halt_thread, self);
+	}
+	if (--self->in_flight == 0)
+		g_cond_broadcast(&self->flight_cond);
+	g_mutex_unlock(&self->flight_lock);
+}
+
+static void LIBUSB_CALL
+rx_complete(struct libusb_transfer *xfer)
+{
+	NcmSlot *slot = xfer->user_data;
+	NcmDevice *self = slot->device;
+	int r;
+
+	switch (xfer->status) {
+	case LIBUSB_TRANSFER_COMPLETED:
+		if (self->options.fault_one_in)
+			parse_with_faults(self, xfer->buffer, (gsize)xfer->actual_length);
+		else
+			parse_one(self, xfer->buffer, (gsize)xfer->actual_length);
+		if (self->sink.receive_done)
+			self->sink.receive_done(self->sink_data);
+		break;
+	case LIBUSB_TRANSFER_CANCELLED:
+		ncm_device_landed(self);
+		return;
+	case LIBUSB_TRANSFER_NO_DEVICE:
+		ncm_device_mark_gone(self);
+		ncm_device_landed(self);
+		return;
+	case LIBUSB_TRANSFER_STALL:
+		handle_stall(self, slot);
+		return;
+	case LIBUSB_TRANSFER_OVERFLOW:
+		NCM_STAT_ADD(self, rx_overflows, 1);
+		break;
+	default:
+		NCM_STAT_ADD(self, rx_errors, 1);
+		break;
+	}
+	r = ncm_device_submit(self, xfer, TRUE);
+	if (r == LIBUSB_ERROR_NO_DEVICE)
+		ncm_device_mark_gone(self);
+	else if (r < 0 && r != LIBUSB_ERROR_INTERRUPTED)
+		ncm_device_post_error(self, g_error_new(NCM_ERROR, NCM_ERROR_FAILED,
+					"receiving stopped: resubmitting a bulk-IN transfer "
+					"failed (%s); reopen the device", libusb_strerror(r)));
+}
+
+gboolean
+ncm_device_rx_setup(NcmDevice *self, GError **error)
+{
+	NcmNtbInfo *n = &self->ntb;
+
+	n->rx_transfers = self->options.rx_transfers ? self->options.rx_transfers
+						      : default_rx_transfers(self->info->speed_mbps);
+	n->rx_transfers = MIN(n->rx_transfers, NCM_MAX_RX_TRANSFERS);
+	self->parse_config = (NcmNtbParseConfig){
+		.formats = n->ntb32 ? NCM_NTB_FORMAT_BIT_32 : NCM_NTB_FORMAT_BIT_16,
+		.crc = FALSE,
+		.max_block = n->rx_ntb_size,
+		.max_datagram = n->max_frame,
+	};
+	self->n_rx = n->rx_transfers;
+	self->rx = g_new0(NcmSlot, self->n_rx);
+	for (guint i = 0; i < self->n_rx; i++) {
+		NcmSlot *slot = &self->rx[i];
+
+		slot->device = self;
+		slot->index = i;
+		/* Preallocated once: no allocation per transfer on the data path. */
+		slot->buf = g_malloc(n->rx_ntb_size);
+		slot->xfer = libusb_alloc_transfer(0);
+		libusb_fill_bulk_transfer(slot->xfer, self->handle, self->info->bulk_in_ep, slot->buf,
+					  (int)n->rx_ntb_size, rx_complete, slot, 0);
+	}
+	return TRUE;
+}
+
+gboolean
+ncm_device_rx_start(NcmDevice *self, GError **error)
+{
+	for (guint i = 0; i < self->n_rx; i++) {
+		int r = ncm_device_submit(self, self->rx[i].xfer, FALSE);
+
+		if (r < 0) {
+			ncm_set_usb_error(error, r, self->info, "starting to receive");
+			return FALSE;
+		}
+	}
+	return TRUE;
+}
+
+void
+ncm_device_rx_cancel(NcmDevice *self)
+{
+	for (guint i = 0; self->rx && i < self->n_rx; i++)
+		libusb_cancel_transfer(self->rx[i].xfer);
+}
+
+void
+ncm_device_rx_free(NcmDevice *self)
+{
+	for (guint i = 0; self->rx && i < self->n_rx; i++) {
+		libusb_free_transfer(self->rx[i].xfer);
+		g_free(self->rx[i].buf);
+	}
+	g_clear_pointer(&self->rx, g_free);
+	if (self->intr) {
+		libusb_free_transfer(self->intr);
+		self->intr = NULL;
+	}
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-device.h: NcmDevice, one claimed NCM function and its data path. */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "ncm-context.h"
+#include "ncm-version.h"
+
+G_BEGIN_DECLS
+
+/**
+ * NcmDeviceOptions:
+ *
+ * Initialise with ncm_device_options_init(), then change what you need.
+ */
+typedef struct {
+	gboolean ntb32;              /* ask for NTB32 when the device supports it */
+	guint rx_ntb_size;           /* 0 = device maximum, capped at 65536 */
+	guint tx_ntb_size;           /* 0 = device maximum, capped at 65536 */
+	guint rx_transfers;          /* bulk-IN transfers in flight; 0 = by USB speed */
+	guint tx_transfers;          /* bulk-OUT transfers in flight; 0 = 8 */
+	guint64 pace_bytes_per_sec;  /* TX pacing cap, 0 = off */
+	guint flush_timeout_us;      /* last-resort flush of an open NTB; 0 = 2000 */
+	gboolean switch_config;      /* allow SET_CONFIGURATION when the function is inactive */
+	gboolean detach_kernel_driver; /* detach cdc_ncm & co (re-attached on close); TRUE */
+	gboolean ndp_first;          /* put the TX NDP after the NTH instead of at the end */
+	guint8 packet_filter;        /* SET_ETHERNET_PACKET_FILTER bits; 0 = default */
+	/* Test-only fault injection: corrupt/truncate/duplicate 1 in N received NTBs. */
+	guint fault_one_in;
+} NcmDeviceOptions;
+
+NCM_EXPORT void ncm_device_options_init(NcmDeviceOptions *options);
+
+/**
+ * NcmDeviceSink:
+ *
+ * Where received datagrams go. Every callback runs on the libusb event thread
+ * and must not block or call synchronous libusb functions.
+ * @receive: one Ethernet frame (no FCS); @frame points into the transfer
+ *   buffer and is valid only during the call.
+ * @receive_done: the end of one received NTB: flush what the frames caused.
+ * @writable: TX room came back after ncm_device_send() returned
+ *   %NCM_SEND_WOULD_BLOCK.
+ */
+typedef struct {
+	void (*receive)(gpointer user_data, const guint8 *frame, gsize len);
+	void (*receive_done)(gpointer user_data);
+	void (*writable)(gpointer user_data);
+} NcmDeviceSink;
+
+typedef enum {
+	NCM_SEND_OK,
+	NCM_SEND_WOULD_BLOCK,   /* every TX buffer is in flight: wait for sink->writable */
+	NCM_SEND_INVALID,       /* shorter than 14 bytes or longer than the max datagram */
+	NCM_SEND_CLOSED,        /* not started, closed or gone */
+} NcmSendResult;
+
+/**
+ * NcmStats:
+ *
+ * Counters since open. Snapshot with ncm_device_get_stats() from any thread.
+ */
+typedef struct {
+	guint64 rx_ntbs;
+	guint64 rx_datagrams;
+	guint64 rx_bytes;              /* datagram bytes */
+	guint64 rx_bad_ntbs;           /* NTBs with at least one reject */
+	guint64 rx_rejects[20];        /* by reason, indexed like ncm_stats_reject_name() */
+	guint64 rx_overflows;
+	guint64 rx_stalls;
+	guint64 rx_errors;             /* other transfer errors */
+	guint64 rx_sink_drops;         /* frames the sink refused (counted by sinks) */
+	guint64 tx_ntbs;
+	guint64 tx_datagrams;
+	guint64 tx_bytes;
+	guint64 tx_flush_full;         /* NTB closed because the next frame did not fit */
+	guint64 tx_flush_limit;        /* ... because it reached the datagram limit */
+	guint64 tx_flush_explicit;     /* ... because the producer called flush */
+	guint64 tx_flush_timer;        /* ... by the last-resort timer */
+	guint64 tx_would_block;
+	guint64 tx_invalid;
+	guint64 tx_errors;             /* OUT transfers that failed */
+	guint64 tx_paced_waits;        /* NTBs held back by the pacing cap */
+	guint64 intr_events;
+	guint64 intr_malformed;
+	guint64 main_dispatches;       /* callbacks queued on the owner's main context */
+} NcmStats;
+
+/* Name of rx_rejects[@index] ("nth-signature", ...), or NULL past the end. */
+NCM_EXPORT const gchar *ncm_stats_reject_name(guint index);
+
+#define NCM_TYPE_DEVICE (ncm_device_get_type())
+NCM_EXPORT G_DECLARE_FINAL_TYPE(NcmDevice, ncm_device, NCM, DEVICE, GObject)
+
+/**
+ * ncm_device_open:
+ *
+ * Claims @info's function (detaching kernel drivers from its two interfaces
+ * only), negotiates NTB parameters and sets the data interface to its data
+ * alt setting. Nothing moves until ncm_device_start(). Signals
+ * ("link-changed", "speed-changed", "removed", "error") are emitted on the
+ * caller's thread-default main context.
+ * Thread: any thread but the libusb event thread.
+ */
+NCM_EXPORT NcmDevice *ncm_device_open(NcmContext *context, const NcmFunctionInfo *info,
+				      const NcmDeviceOptions *options, GError **error);
+
+/* Attaches the sink. Call before ncm_device_start(). Thread: any. */
+NCM_EXPORT void ncm_device_set_sink(NcmDevice *self, const NcmDeviceSink *sink,
+				    gpointer user_data);
+
+/* Submits the receive and interrupt transfers. Thread: any. */
+NCM_EXPORT gboolean ncm_device_start(NcmDevice *self, GError **error);
+
+/*
+ * Cancels transfers and waits for them, releases the interfaces, sets alt 0
+ * and re-attaches kernel drivers. Safe if the device is gone, idempotent.
+ * Thread: any thread but the libusb event thread.
+ */
+NCM_EXPORT void ncm_device_close(NcmDevice *self);
+
+/*
+ * Packs one Ethernet frame into the open NTB. The NTB goes out when full,
+ * at the datagram limit, on ncm_device_flush(), or by the last-resort timer.
+ * Thread: any.
+ */
+NCM_EXPORT NcmSendResult ncm_device_send(NcmDevice *self, const guint8 *frame, gsize len);
+/* The same for a frame in several pieces (e.g. a pbuf chain). */
+NCM_EXPORT NcmSendResult ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors,
+					  guint n_vectors);
+/* The producer has nothing more queued: send the open NTB now. Thread: any. */
+NCM_EXPORT void ncm_device_flush(NcmDevice *self);
+
+NCM_EXPORT void ncm_device_get_stats(NcmDevice *self, NcmStats *ret_stats);
+NCM_EXPORT const NcmFunctionInfo *ncm_device_get_info(NcmDevice *self);
+NCM_EXPORT void ncm_device_get_mac(NcmDevice *self, guint8 ret_mac[6]);
+/* Largest Ethernet frame (wMaxSegmentSize, at least 1514). */
+NCM_EXPORT guint ncm_device_get_max_frame(NcmDevice *self);
+/* IP MTU: max frame - 14. */
+NCM_EXPORT guint ncm_device_get_mtu(NcmDevice *self);
+NCM_EXPORT gboolean ncm_device_get_link_up(NcmDevice *self);
+NCM_EXPORT gboolean ncm_device_is_gone(NcmDevice *self);
+/* Sets the TX pacing cap at run time (0 = off). Thread: any. */
+NCM_EXPORT void ncm_device_set_pacing(NcmDevice *self, guint64 bytes_per_sec);
+
+/**
+ * NcmNtbInfo:
+ *
+ * What GET_NTB_PARAMETERS said and what was negotiated.
+ */
+typedef struct {
+	guint16 formats;            /* bit0 NTB16, bit1 NTB32 */
+	guint32 in_max_size;
+	guint16 in_divisor, in_remainder, in_alignment;
+	guint32 out_max_size;
+	guint16 out_divisor, out_remainder, out_alignment;
+	guint16 out_max_datagrams;
+	/* negotiated */
+	gboolean ntb32;
+	guint32 rx_ntb_size;
+	guint32 tx_ntb_size;
+	guint rx_transfers;
+	guint tx_transfers;
+	guint max_frame;
+} NcmNtbInfo;
+
+NCM_EXPORT void ncm_device_get_ntb_info(NcmDevice *self, NcmNtbInfo *ret_info);
+
+G_END_DECLS

@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-enumerate.c: finding NCM functions in every configuration, and NcmFunctionInfo. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ncm-cdc.h"
+#include "ncm-context-private.h"
+#include "ncm-error.h"
+
+
+/* Configuration blobs are at most wTotalLength = 65535 bytes. */
+#define NCM_MAX_FUNCTIONS_PER_CONFIG 8
+
+typedef struct {
+	NcmFunctionInfo pub;
+	libusb_device *dev;   /* from the context's own list; NULL if found by a fresh scan */
+} NcmFunctionInfoPriv;
+
+/* Spelled out: G_DEFINE_BOXED_TYPE trips -Wpedantic with GLib 2.74's headers. */
+GType
+ncm_function_info_get_type(void)
+{
+	static gsize type;
+
+	if (g_once_init_enter(&type)) {
+		GType t = g_boxed_type_register_static(g_intern_static_string("NcmFunctionInfo"),
+						       (GBoxedCopyFunc)ncm_function_info_ref,
+						       (GBoxedFreeFunc)ncm_function_info_unref);
+		g_once_init_leave(&type, t);
+	}
+	return type;
+}
+
+NcmFunctionInfo *
+ncm_function_info_ref(NcmFunctionInfo *info)
+{
+	return g_atomic_rc_box_acquire(info);
+}
+
+static void
+function_info_clear(gpointer data)
+{
+	NcmFunctionInfoPriv *priv = data;
+
+	g_free(priv->pub.port_path);
+	g_free(priv->pub.manufacturer);
+	g_free(priv->pub.product);
+	g_free(priv->pub.serial);
+	g_free(priv->pub.kernel_driver);
+	g_free(priv->pub.access_error);
+	if (priv->dev)
+		libusb_unref_device(priv->dev);
+}
+
+void
+ncm_function_info_unref(NcmFunctionInfo *info)
+{
+	if (info)
+		g_atomic_rc_box_release_full(info, function_info_clear);
+}
+
+libusb_device *
+ncm_function_info_get_usb_device(const NcmFunctionInfo *info)
+{
+	return ((const NcmFunctionInfoPriv *)info)->dev;
+}
+
+gchar *
+ncm_function_info_dup_usbfs_path(const NcmFunctionInfo *info)
+{
+	return g_strdup_printf("/dev/bus/usb/%03u/%03u", info->bus, info->address);
+}
+
+void
+ncm_set_usb_error(GError **error, int usb_err, const NcmFunctionInfo *info, const char *what)
+{
+	g_autofree gchar *node = ncm_function_info_dup_usbfs_path(info);
+
+	switch (usb_err) {
+	case LIBUSB_ERROR_ACCESS:
+		g_set_error(error, NCM_ERROR, NCM_ERROR_PERMISSION,
+			    "%s: no permission on %s: run as root, or add a udev rule such as "
+			    "SUBSYSTEM==\"usb\", ATTR{idVendor}==\"%04x\", ATTR{idProduct}==\"%04x\", "
+			    "MODE=\"0660\", GROUP=\"plugdev\" and replug the device",
+			    what, node, info->vid, info->pid);
+		break;
+	case LIBUSB_ERROR_BUSY:
+		g_set_error(error, NCM_ERROR, NCM_ERROR_BUSY,
+			    "%s: %s (%04x:%04x) is claimed by another process or driver: "
+			    "stop the other program (another ncm-tun?) and try again",
+			    what, node, info->vid, info->pid);
+		break;
+	case LIBUSB_ERROR_NO_DEVICE:
+	case LIBUSB_ERROR_NOT_FOUND:
+		g_set_error(error, NCM_ERROR, NCM_ERROR_GONE,
+			    "%s: %s (%04x:%04x) is gone: it was unplugged or reset; replug it",
+			    what, node, info->vid, info->pid);
+		break;
+	default:
+		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED, "%s on %s (%04x:%04x) failed: %s",
+			    what, node, info->vid, info->pid, libusb_strerror(usb_err));
+	}
+}
+
+/* ---- Raw configuration blob, rebuilt from libusb's parse ---------------- */
+
+/*
+ * libusb keeps every descriptor it does not parse in the "extra" bytes of
+ * the descriptor before it, in order, so concatenating them gives back the
+ * configuration as the device sent it (up to alt-setting order), which our
+ * pure parser walks like any other device input.
+ */
+static void
+blob_put_endpoint(GByteArray *b, const struct libusb_endpoint_descriptor *ep)
+{
+	guint8 d[7] = { 7, LIBUSB_DT_ENDPOINT, ep->bEndpointAddress, ep->bmAttributes,
+			ep->wMaxPacketSize & 0xff, ep->wMaxPacketSize >> 8, ep->bInterval };
+
+	g_byte_array_append(b, d, sizeof(d));
+	if (ep->extra_length > 0)
+		g_byte_array_append(b, ep->extra, ep->extra_length);
+}
+
+static void
+blob_put_interface(GByteArray *b, const struct libusb_interface_descriptor *alt)
+{
+	guint8 d[9] = { 9, LIBUSB_DT_INTERFACE, alt->bInterfaceNumber, alt->bAlternateSetting,
+			alt->bNumEndpoints, alt->bInterfaceClass, alt->bInterfaceSubClass,
+			alt->bInterfaceProtocol, alt->iInterface };
+
+	g_byte_array_append(b, d, sizeof(d));
+	if (alt->extra_length > 0)
+		g_byte_array_append(b, alt->extra, alt->extra_length);
+	for (guint e = 0; e < alt->bNumEndpoints; e++)
+		blob_put_endpoint(b, &alt->endpoint[e]);
+}
+
+static GByteArray *
+config_blob(const struct libusb_config_descriptor *cfg)
+{
+	GByteArray *b = g_byte_array_new();
+	guint8 d[9] = { 9, LIBUSB_DT_CONFIG, 0, 0, cfg->bNumInterfaces, cfg->bConfigurationValue,
+			cfg->iConfiguration, cfg->bmAttributes, cfg->MaxPower };
+
+	g_byte_array_append(b, d, sizeof(d));
+	if (cfg->extra_length > 0)
+		g_byte_array_append(b, cfg->extra, cfg->extra_length);
+	for (guint i = 0; i < cfg->bNumInterfaces; i++)
+		for (int a = 0; a < cfg->interface[i].num_altsetting; a++)
+			blob_put_interface(b, &cfg->interface[i].altsetting[a]);
+	b->data[2] = b->len & 0xff;
+	b->data[3] = (b->len >> 8) & 0xff;
+	return b;
+}
+
+/* ---- Strings and sysfs ---------------------------------------------- */
+
+static gchar *
+read_ascii(libusb_device_handle *h, guint8 index)
+{
+	unsigned char buf[256];
+	int n;
+
+	if (!h || !index)
+		return NULL;
+	n = libusb_get_string_descriptor_ascii(h, index, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	return g_strdup((const char *)buf);
+}
+
+static gboolean
+read_mac(libusb_device_handle *h, guint8 index, guint8 mac[6])
+{
+	unsigned char langs[4], buf[255];
+	int n;
+
+	if (!h || !index)
+		return FALSE;
+	n = libusb_get_string_descriptor(h, 0, 0, langs, sizeof(langs));
+	if (n < 4)
+		return FALSE;
+	n = libusb_get_string_descriptor(h, index, langs[2] | (langs[3] << 8), buf, sizeof(buf));
+	return n > 0 && ncm_cdc_parse_mac_string(buf, (size_t)n, mac);
+}
+
+static gchar *
+port_path(libusb_device *dev)
+{
+	guint8 ports[8];
+	int n = libusb_get_port_numbers(dev, ports, G_N_ELEMENTS(ports));
+	GString *s = g_string_new(NULL);
+
+	g_string_printf(s, "%u", libusb_get_bus_number(dev));
+	for (int i = 0; i < n; i++)
+		g_string_append_printf(s, "%c%u", i == 0 ? '-' : '.', ports[i]);
+	return g_string_free(s, FALSE);
+}
+
+static gchar *
+kernel_driver_name(const gchar *path, guint8 config, guint8 iface)
+{
+#ifdef __linux__
+	g_autofree gchar *link = g_strdup_printf("/sys/bus/usb/devices/%s:%u.%u/driver", path,
+						 config, iface);
+	g_autofree gchar *target = g_file_read_link(link, NULL);
+
+	return target ? g_path_get_basename(target) : NULL;
+#else
+	return NULL;
+#endif
+}
+
+static guint
+speed_mbps(libusb_device *dev)
+{
+	switch (libusb_get_device_speed(dev)) {
+	case LIBUSB_SPEED_LOW: return 1;
+	case LIBUSB_SPEED_FULL: return 12;
+	case LIBUSB_SPEED_HIGH: return 480;
+	case LIBUSB_SPEED_SUPER: return 5000;
+	case LIBUSB_SPEED_SUPER_PLUS: return 10000;
+	default: return 0;
+	}
+}
+
+/* ---- Enumeration ---------------------------------------------------- */
+
+typedef struct {
+	libusb_device *dev;
+	gboolean keep_dev;             /* dev outlives the scan (the context's own list) */
+	libusb_device_handle *handle;  /* NULL if it could not be opened */
+	gchar *open_error;
+	struct libusb_device_descriptor desc;
+	gchar *path;
+	guint8 active;
+} DeviceScan;
+
+static NcmFunctionInfo *
+info_new(DeviceScan *scan, const NcmCdcFunction *f)
+{
+	NcmFunctionInfoPriv *priv = g_atomic_rc_box_new0(NcmFunctionInfoPriv);
+	NcmFunctionInfo *info = &priv->pub;
+
+	priv->dev = scan->keep_dev ? libusb_ref_device(scan->dev) : NULL;
+	info->bus = libusb_get_bus_number(scan->dev);
+	info->address = libusb_get_device_address(scan->dev);
+	info->port_path = g_strdup(scan->path);
+	info->vid = scan->desc.idVendor;
+	info->pid = scan->desc.idProduct;
+	info->manufacturer = read_ascii(scan->handle, scan->desc.iManufacturer);
+	info->product = read_ascii(scan->handle, scan->desc.iProduct);
+	info->serial = read_ascii(scan->handle, scan->desc.iSerialNumber);
+	info->have_mac = read_mac(scan->handle, f->mac_string_index, info->mac);
+	info->speed_mbps = speed_mbps(scan->dev);
+	info->active_config = scan->active;
+	info->config_value = f->config_value;
+	info->comm_iface = f->comm_iface;
+	info->data_iface = f->data_iface;
+	info->data_alt = f->data_alt;
+	info->intr_ep = f->intr_ep;
+	info->intr_max_packet = f->intr_max_packet;
+	info->bulk_in_ep = f->bulk_in_ep;
+	info->bulk_out_ep = f->bulk_out_ep;
+	info->bulk_in_max_packet = f->bulk_in_max_packet;
+	info->bulk_out_max_packet = f->bulk_out_max_packet;
+	info->max_segment_size = f->max_segment_size;
+	info->bcd_ncm = f->bcd_ncm;
+	info->net_caps = f->net_caps;
+	info->kernel_driver = kernel_driver_name(scan->path, f->config_value, f->comm_iface);
+	info->access_error = g_strdup(scan->open_error);
+	return info;
+}
+
+static void
+scan_open(DeviceScan *scan)
+{
+	int r = libusb_open(scan->dev, &scan->handle);
+
+	if (r < 0) {
+		scan->handle = NULL;
+		scan->open_error = g_strdup_printf("cannot open /dev/bus/usb/%03u/%03u: %s",
+						   libusb_get_bus_number(scan->dev),
+						   libusb_get_device_address(scan->dev),
+						   libusb_strerror(r));
+	}
+}
+
+static void
+scan_config(DeviceScan *scan, guint8 index, const NcmMatch *match, GPtrArray *out)
+{
+	struct libusb_config_descriptor *cfg;
+	NcmCdcFunction found[NCM_MAX_FUNCTIONS_PER_CONFIG];
+	size_t n = 0;
+
+	if (libusb_get_config_descriptor(scan->dev, index, &cfg) < 0)
+		return;
+	GByteArray *blob = config_blob(cfg);
+	libusb_free_config_descriptor(cfg);
+	NcmCdcStatus st = ncm_cdc_parse_config(blob->data, blob->len, found, G_N_ELEMENTS(found), &n);
+	if (st != NCM_CDC_OK)
+		g_debug("%s: configuration %u: %s", scan->path, index, ncm_cdc_status_name(st));
+	g_byte_array_unref(blob);
+
+	for (size_t i = 0; i < n; i++) {
+		if (!scan->handle && !scan->open_error)
+			scan_open(scan);
+		NcmFunctionInfo *info = info_new(scan, &found[i]);
+
+		if (!match || ncm_match_test(match, info))
+			g_ptr_array_add(out, info);
+		else
+			ncm_function_info_unref(info);
+	}
+}
+
+static void
+scan_device(libusb_device *dev, gboolean keep_dev, const NcmMatch *match, GPtrArray *out)
+{
+	DeviceScan scan = { .dev = dev, .keep_dev = keep_dev };
+	struct libusb_config_descriptor *active;
+
+	if (libusb_get_device_descriptor(dev, &scan.desc) < 0)
+		return;
+	if (match && ((match->vid && match->vid != scan.desc.idVendor) ||
+		      (match->pid && match->pid != scan.desc.idProduct)))
+		return;
+	scan.path = port_path(dev);
+	if (libusb_get_active_config_descriptor(dev, &active) == 0) {
+		scan.active = active->bConfigurationValue;
+		libusb_free_config_descriptor(active);
+	}
+	for (guint8 c = 0; c < scan.desc.bNumConfigurations; c++)
+		scan_config(&scan, c, match, out);
+	if (scan.handle)
+		libusb_close(scan.handle);
+	g_free(scan.open_error);
+	g_free(scan.path);
+}
+
+GPtrArray *
+ncm_context_enumerate(NcmContext *self, const NcmMatch *match, GError **error)
+{
+	libusb_context *usb = ncm_context_get_usb(self);
+	gboolean fresh = ncm_context_needs_fresh_scan(self);
+	libusb_device **list;
+	ssize_t n;
+	GPtrArray *out;
+
+	g_return_val_if_fail(NCM_IS_CONTEXT(self), NULL);
+	/*
+	 * Without udevd, libusb's Linux device list never learns of arrivals:
+	 * a short-lived context scans sysfs afresh, and open() wraps the node.
+	 */
+	if (fresh && libusb_init(&usb) < 0)
+		usb = ncm_context_get_usb(self);
+	n = libusb_get_device_list(usb, &list);
+	if (n < 0) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
+			    "cannot list USB devices: %s (is /dev/bus/usb readable?)",
+			    libusb_strerror((int)n));
+		if (usb != ncm_context_get_usb(self))
+			libusb_exit(usb);
+		return NULL;
+	}
+	out = g_ptr_array_new_with_free_func((GDestroyNotify)ncm_function_info_unref);
+	for (ssize_t i = 0; i < n; i++)
+		scan_device(list[i], usb == ncm_context_get_usb(self), match, out);
+	libusb_free_device_list(list, 1);
+	if (usb != ncm_context_get_usb(self))
+		libusb_exit(usb);
+	return out;
+}
+
+/* ---- Matching --------------------------------------------------------- */
+
+static gboolean
+parse_mac(const gchar *s, guint8 mac[6])
+{
+	unsigned v[6];
+
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6 ||
+	    strlen(s) != 17)
+		return FALSE;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (guint8)v[i];
+	return TRUE;
+}
+
+gboolean
+ncm_match_parse(NcmMatch *match, const gchar *text, GError **error)
+{
+	unsigned vid, pid;
+	char tail;
+
+	if (g_str_has_prefix(text, "serial=")) {
+		match->serial = text + 7;
+	} else if (g_str_has_prefix(text, "path=")) {
+		match->port_path = text + 5;
+	} else if (g_str_has_prefix(text, "mac=")) {
+		if (!parse_mac(text + 4, match->mac))
+			goto bad;
+		match->have_mac = TRUE;
+	} else if (sscanf(text, "%4x:%4x%c", &vid, &pid, &tail) == 2) {
+		match->vid = (guint16)vid;
+		match->pid = (guint16)pid;
+	} else {
+		goto bad;
+	}
+	return TRUE;
+bad:
+	g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
+		    "cannot understand device selector \"%s\": use VID:PID (hex), serial=S, "
+		    "path=BUS-PORT[.PORT...] or mac=aa:bb:cc:dd:ee:ff", text);
+	return FALSE;
+}
+
+gboolean
+ncm_match_test(const NcmMatch *match, const NcmFunctionInfo *info)
+{
+	if (match->vid && match->vid != info->vid)
+		return FALSE;
+	if (match->pid && match->pid != info->pid)
+		return FALSE;
+	if (match->serial && g_strcmp0(match->serial, info->serial) != 0)
+		return FALSE;
+	if (match->port_path && g_strcmp0(match->port_path, info->port_path) != 0)
+		return FALSE;
+	if (match->have_mac && (!info->have_mac || memcmp(match->mac, info->mac, 6) != 0))
+		return FALSE;
+	return TRUE;
+}

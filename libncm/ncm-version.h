@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-version.h: version and symbol-export macros. */
+#pragma once
+
+#define NCM_MAJOR_VERSION 0
+#define NCM_MINOR_VERSION 1
+#define NCM_MICRO_VERSION 0
+
+/* The library is built with -fvisibility=hidden; only these symbols are API. */
+#if defined(NCM_COMPILATION)
+#define NCM_EXPORT __attribute__((visibility("default")))
+#else
+#define NCM_EXPORT
+#endif

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-link.h: the datagram interface between a link (an NcmDevice, a TAP fd) and a stack. */
+#pragma once
+
+/*
+ * A link moves Ethernet frames; a stack (lwIP, the TAP backend) consumes
+ * them. The stack hands the link an NcmDeviceSink (receive, receive_done,
+ * writable), which the link calls on its own data thread (for an
+ * NcmDevice: the libusb event thread). The stack sends through the ops
+ * below from any thread. Nothing here goes through a GMainContext.
+ */
+
+#include <ncm.h>
+
+G_BEGIN_DECLS
+
+typedef struct _NcmLink NcmLink;
+
+typedef struct {
+	/* Any thread. Same contract as ncm_device_sendv(). */
+	NcmSendResult (*sendv)(NcmLink *link, const GOutputVector *vectors, guint n_vectors);
+	/* Any thread: the producer has nothing more queued. */
+	void (*flush)(NcmLink *link);
+	/* Attaches the stack's sink; call before start. */
+	void (*set_sink)(NcmLink *link, const NcmDeviceSink *sink, gpointer user_data);
+	/* Starts delivering frames to the sink. */
+	gboolean (*start)(NcmLink *link, GError **error);
+	/* Stops delivery and waits until no sink callback runs. Not from the data thread. */
+	void (*stop)(NcmLink *link);
+	void (*free)(NcmLink *link);
+} NcmLinkOps;
+
+struct _NcmLink {
+	const NcmLinkOps *ops;
+	guint8 mac[6];      /* the MAC this side uses as its own (iMACAddress for NCM) */
+	guint max_frame;    /* largest Ethernet frame, no FCS (MTU + 14) */
+};
+
+/* A link over an open NcmDevice (takes a reference). */
+NcmLink *ncm_link_new_for_device(NcmDevice *device);
+
+/*
+ * A link over a TAP fd (IFF_TAP | IFF_NO_PI), for tests and for stacks that
+ * run against the host kernel. A reader thread drains the fd, calling
+ * sink->receive per frame and sink->receive_done per burst. Takes the fd.
+ */
+NcmLink *ncm_link_new_for_tap_fd(int fd, const guint8 mac[6], guint max_frame);
+
+static inline NcmSendResult
+ncm_link_sendv(NcmLink *link, const GOutputVector *vectors, guint n_vectors)
+{
+	return link->ops->sendv(link, vectors, n_vectors);
+}
+
+static inline void
+ncm_link_flush(NcmLink *link)
+{
+	link->ops->flush(link);
+}
+
+void ncm_link_free(NcmLink *link);
+
+G_END_DECLS

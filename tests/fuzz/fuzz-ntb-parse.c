@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* fuzz-ntb-parse.c: fuzz target for the NTB parser (device input). */
+
+/*
+ * Input: a 5-byte parser config, then the transfer.
+ *   [0]    bits 0-1: formats accepted (0 and 3: both), bit 2: CRC mode,
+ *          bit 3: max_block set, bit 4: max_datagram set,
+ *          bits 5-7: stop after that many datagrams in the second pass
+ *   [1..2] max_block, little-endian
+ *   [3..4] max_datagram, little-endian
+ * Besides memory safety, this checks what the header promises: datagrams lie
+ * inside the transfer and inside wBlockLength, are at least 14 bytes and at
+ * most max_datagram, the counts add up, and a callback that stops ends the
+ * parse at once.
+ */
+
+#include <string.h>
+
+#include "fuzz.h"
+#include "ncm-le.h"
+#include "ncm-ntb.h"
+
+#define CONFIG_LEN 5
+
+typedef struct {
+	const uint8_t *buf;
+	size_t len;
+	size_t block;           /* what the NTH says, read here independently */
+	uint32_t max_datagram;
+	uint32_t seen;
+	uint32_t stop_after;
+} Check;
+
+static bool
+on_datagram(void *user_data, const uint8_t *datagram, size_t len)
+{
+	Check *c = user_data;
+	volatile uint8_t sink = 0;
+	size_t off;
+
+	FUZZ_CHECK(datagram >= c->buf && datagram < c->buf + c->len);
+	off = (size_t)(datagram - c->buf);
+	FUZZ_CHECK(len <= c->block && off <= c->block - len);
+	FUZZ_CHECK(len >= NCM_ETH_MIN_FRAME);
+	FUZZ_CHECK(c->max_datagram == 0 || len <= c->max_datagram);
+	/* Touch every byte, so ASan sees any datagram that is not really there. */
+	for (size_t i = 0; i < len; i++)
+		sink ^= datagram[i];
+	(void)sink;
+	c->seen++;
+	return c->stop_after == 0 || c->seen < c->stop_after;
+}
+
+/* The block as the NTH declares it, or the transfer when it says 0 or is unknown. */
+static size_t
+declared_block(const uint8_t *buf, size_t len)
+{
+	size_t block = 0;
+
+	if (len >= NCM_NTH16_LEN && ncm_le32_at(buf, len, 0) == NCM_NTH16_SIGNATURE)
+		block = ncm_le16_at(buf, len, 8);
+	else if (len >= NCM_NTH32_LEN && ncm_le32_at(buf, len, 0) == NCM_NTH32_SIGNATURE)
+		block = ncm_le32_at(buf, len, 8);
+	return block && block < len ? block : len;
+}
+
+static void
+check_result(NcmNtbError err, const NcmNtbParseResult *r, const Check *c)
+{
+	uint32_t sum = 0;
+
+	for (unsigned i = 0; i < NCM_NTB_N_ERRORS; i++)
+		sum += r->reasons[i];
+	FUZZ_CHECK(r->reasons[NCM_NTB_OK] == 0);
+	FUZZ_CHECK(r->rejects == sum);
+	FUZZ_CHECK(r->datagrams == c->seen);
+	FUZZ_CHECK((unsigned)err < NCM_NTB_N_ERRORS);
+	FUZZ_CHECK(err == NCM_NTB_OK ? sum == 0 : r->reasons[err] > 0);
+	FUZZ_CHECK(r->ndps <= NCM_NTB_MAX_NDP_HOPS);
+	FUZZ_CHECK(strcmp(ncm_ntb_error_name(err), "unknown") != 0);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	NcmNtbParseConfig config = { 0 };
+	NcmNtbParseResult first, second;
+	Check c = { 0 };
+	NcmNtbError err;
+
+	if (size < CONFIG_LEN)
+		return 0;
+	config.formats = data[0] & 3;
+	config.crc = data[0] & 4;
+	config.max_block = data[0] & 8 ? ncm_le16_at(data, size, 1) : 0;
+	config.max_datagram = data[0] & 16 ? ncm_le16_at(data, size, 3) : 0;
+	c.buf = data + CONFIG_LEN;
+	c.len = size - CONFIG_LEN;
+	c.block = declared_block(c.buf, c.len);
+	c.max_datagram = config.max_datagram;
+	err = ncm_ntb_parse(&config, c.buf, c.len, on_datagram, &c, &first);
+	check_result(err, &first, &c);
+
+	/* Again, stopping early: the same datagrams, cut off at the stop. */
+	c.seen = 0;
+	c.stop_after = data[0] >> 5;
+	err = ncm_ntb_parse(&config, c.buf, c.len, on_datagram, &c, &second);
+	check_result(err, &second, &c);
+	if (c.stop_after == 0)
+		FUZZ_CHECK(memcmp(&first, &second, sizeof(first)) == 0);
+	else
+		FUZZ_CHECK(second.datagrams == (first.datagrams < c.stop_after ?
+						first.datagrams : c.stop_after));
+	return 0;
+}

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* fuzz-ntb-roundtrip.c: fuzz target packing datagrams and parsing them back. */
+
+/*
+ * Input: a 17-byte packer config, then 4 bytes per datagram.
+ *   [0]      bit 0: NTB32, bit 1: NDP first, bit 2: PAD (else ZLP),
+ *            bit 3: buffer size + 64 KiB, bit 4: max_size + 64 KiB
+ *   [1..2]   buffer size     [3..4]   max_size (dwNtbOutMaxSize)
+ *   [5..6]   divisor         [7..8]   remainder
+ *   [9..10]  alignment       [11..12] max_datagrams
+ *   [13..14] max_packet      [15..16] first sequence number
+ *   then per datagram: length (le16), content seed, bit 0 of a mode byte:
+ *   write it through reserve() instead of add().
+ * Divisors and alignments arrive raw, so invalid ones are exercised too.
+ * Every NTB finished must parse back to exactly the datagrams packed, with
+ * their offsets, the NDP alignment, the size limits and the short-packet
+ * rule honoured; fits() must always predict add().
+ */
+
+#include <string.h>
+
+#include "fuzz.h"
+#include "ncm-le.h"
+#include "ncm-ntb.h"
+
+#define CONFIG_LEN 17
+#define RECORD_LEN 4
+/* Keeps one input's work bounded whatever the lengths ask for. */
+#define MAX_BYTES_PER_INPUT (1u << 20)
+
+typedef struct {
+	NcmNtbPackConfig config;
+	size_t buf_size;
+	uint8_t *buf;
+	size_t divisor, remainder, alignment;  /* as the rules say, computed here */
+	/* the NTB being packed */
+	size_t n;
+	size_t len[NCM_NTB_PACK_MAX_DATAGRAMS];
+	uint8_t seed[NCM_NTB_PACK_MAX_DATAGRAMS];
+	size_t seen;
+} Trip;
+
+static size_t
+pow2_at_least_4(uint16_t value)
+{
+	return value >= 4 && !(value & (value - 1)) ? value : 4;
+}
+
+static void
+fill(uint8_t *dst, size_t len, uint8_t seed, size_t index)
+{
+	for (size_t i = 0; i < len; i++)
+		dst[i] = (uint8_t)(seed + i * 7 + index * 13 + (i >> 8));
+}
+
+static bool
+on_datagram(void *user_data, const uint8_t *datagram, size_t len)
+{
+	Trip *t = user_data;
+	size_t i = t->seen++;
+	size_t off = (size_t)(datagram - t->buf);
+
+	FUZZ_CHECK(i < t->n);
+	FUZZ_CHECK(len == t->len[i]);
+	FUZZ_CHECK(off % t->divisor == t->remainder);
+	for (size_t j = 0; j < len; j++)
+		FUZZ_CHECK(datagram[j] == (uint8_t)(t->seed[i] + j * 7 + i * 13 + (j >> 8)));
+	return true;
+}
+
+/* Checks the short-packet rule and the size limits on an NTB of @n bytes. */
+static void
+check_lengths(const Trip *t, size_t n, size_t block, bool zlp)
+{
+	const NcmNtbPackConfig *c = &t->config;
+	const size_t max = c->max_size ? c->max_size : SIZE_MAX;
+	bool rule = c->max_packet && block % c->max_packet == 0 && block < max;
+
+	FUZZ_CHECK(n <= t->buf_size && n <= max);
+	FUZZ_CHECK(c->format == NCM_NTB_FORMAT_32 || n <= 0xFFFF);
+	if (c->short_mode == NCM_NTB_SHORT_PAD && rule) {
+		FUZZ_CHECK(n == block + 1 && t->buf[block] == 0);
+		FUZZ_CHECK(!zlp);
+	} else {
+		FUZZ_CHECK(n == block);
+		FUZZ_CHECK(zlp == rule);
+	}
+}
+
+static void
+finish_and_check(Trip *t, NcmNtbPacker *p)
+{
+	const bool wide = t->config.format == NCM_NTB_FORMAT_32;
+	NcmNtbParseConfig pc = { 0, false, t->config.max_size, 0 };
+	NcmNtbParseResult r;
+	size_t n, block, ndp;
+	bool zlp = true;
+
+	n = ncm_ntb_packer_finish(p, &zlp);
+	if (t->n == 0) {
+		FUZZ_CHECK(n == 0 && !zlp);
+		return;
+	}
+	block = wide ? ncm_le32_at(t->buf, n, 8) : ncm_le16_at(t->buf, n, 8);
+	ndp = wide ? ncm_le32_at(t->buf, n, 12) : ncm_le16_at(t->buf, n, 10);
+	check_lengths(t, n, block, zlp);
+	FUZZ_CHECK(ndp % t->alignment == 0);
+	t->seen = 0;
+	FUZZ_CHECK(ncm_ntb_parse(&pc, t->buf, n, on_datagram, t, &r) == NCM_NTB_OK);
+	FUZZ_CHECK(r.rejects == 0 && r.datagrams == t->n && t->seen == t->n);
+	FUZZ_CHECK(r.sequence == p->sequence);
+	FUZZ_CHECK(r.format == t->config.format);
+}
+
+static NcmNtbPackStatus
+add_one(Trip *t, NcmNtbPacker *p, size_t len, uint8_t seed, bool by_reserve)
+{
+	bool fits = ncm_ntb_packer_fits(p, len);
+	NcmNtbPackStatus status;
+	uint8_t *dst, *src;
+
+	if (by_reserve) {
+		dst = ncm_ntb_packer_reserve(p, len, &status);
+		FUZZ_CHECK((dst != NULL) == (status == NCM_NTB_PACK_OK));
+		if (dst)
+			fill(dst, len, seed, t->n);
+	} else if (fits) {
+		src = malloc(len);
+		FUZZ_CHECK(src);
+		fill(src, len, seed, t->n);
+		status = ncm_ntb_packer_add(p, src, len);
+		free(src);
+	} else {
+		/* Filling a datagram that cannot go in is time not spent fuzzing. */
+		static const uint8_t unused[1];
+
+		status = ncm_ntb_packer_add(p, unused, len);
+	}
+	FUZZ_CHECK(fits == (status == NCM_NTB_PACK_OK));
+	FUZZ_CHECK(len >= NCM_ETH_MIN_FRAME || status == NCM_NTB_PACK_TOO_SMALL);
+	if (status == NCM_NTB_PACK_OK) {
+		t->len[t->n] = len;
+		t->seed[t->n] = seed;
+		t->n++;
+		FUZZ_CHECK(ncm_ntb_packer_count(p) == t->n);
+	}
+	return status;
+}
+
+/* TOO_BIG must mean no NTB of this config could take it. */
+static void
+check_too_big(const Trip *t, size_t len)
+{
+	NcmNtbPacker fresh;
+	NcmNtbPackStatus status;
+
+	ncm_ntb_packer_init(&fresh, &t->config, t->buf, t->buf_size, 0);
+	FUZZ_CHECK(ncm_ntb_packer_reserve(&fresh, len, &status) == NULL);
+	FUZZ_CHECK(status == NCM_NTB_PACK_TOO_BIG);
+}
+
+static void
+read_config(Trip *t, const uint8_t *d, size_t size)
+{
+	NcmNtbPackConfig *c = &t->config;
+
+	memset(c, 0, sizeof(*c));
+	c->format = d[0] & 1 ? NCM_NTB_FORMAT_32 : NCM_NTB_FORMAT_16;
+	c->ndp_first = d[0] & 2;
+	c->short_mode = d[0] & 4 ? NCM_NTB_SHORT_PAD : NCM_NTB_SHORT_ZLP;
+	t->buf_size = ncm_le16_at(d, size, 1) + (d[0] & 8 ? 0x10000u : 0);
+	c->max_size = ncm_le16_at(d, size, 3) + (d[0] & 16 ? 0x10000u : 0);
+	c->divisor = ncm_le16_at(d, size, 5);
+	c->remainder = ncm_le16_at(d, size, 7);
+	c->alignment = ncm_le16_at(d, size, 9);
+	c->max_datagrams = ncm_le16_at(d, size, 11);
+	c->max_packet = ncm_le16_at(d, size, 13);
+	t->divisor = pow2_at_least_4(c->divisor);
+	t->remainder = c->remainder % t->divisor;
+	t->alignment = pow2_at_least_4(c->alignment);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static Trip t;
+	NcmNtbPacker p;
+	NcmNtbPackStatus status;
+	uint16_t sequence;
+	size_t budget = MAX_BYTES_PER_INPUT;
+
+	if (size < CONFIG_LEN)
+		return 0;
+	read_config(&t, data, size);
+	sequence = ncm_le16_at(data, size, 15);
+	t.buf = malloc(t.buf_size ? t.buf_size : 1);
+	FUZZ_CHECK(t.buf);
+	ncm_ntb_packer_init(&p, &t.config, t.buf, t.buf_size, sequence);
+	t.n = 0;
+	for (size_t pos = CONFIG_LEN; size - pos >= RECORD_LEN && budget; pos += RECORD_LEN) {
+		size_t len = ncm_le16_at(data, size, pos);
+		uint8_t seed = data[pos + 2];
+		bool by_reserve = data[pos + 3] & 1;
+
+		status = add_one(&t, &p, len, seed, by_reserve);
+		if (status == NCM_NTB_PACK_OK || status == NCM_NTB_PACK_FULL)
+			budget = len < budget ? budget - len : 0;
+		if (status == NCM_NTB_PACK_TOO_BIG)
+			check_too_big(&t, len);
+		if (status != NCM_NTB_PACK_FULL)
+			continue;
+		/* FULL promises the datagram fits a new NTB. */
+		FUZZ_CHECK(t.n > 0);
+		finish_and_check(&t, &p);
+		ncm_ntb_packer_reset(&p, NULL, ++sequence);
+		t.n = 0;
+		FUZZ_CHECK(add_one(&t, &p, len, seed, by_reserve) == NCM_NTB_PACK_OK);
+	}
+	finish_and_check(&t, &p);
+	free(t.buf);
+	return 0;
+}

@@ -1,0 +1,51 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/vm/guest-driver-frames.sh: libncm exchanges ARP and NDP with f_ncm's Linux stack, then 10,000 frames each way.
+# VM_NTB=16|32 picks the format, VM_PROFILE the gadget; VM_SWITCH=1 for config2.
+set -eu
+. "$VM_LIB"
+
+count=${VM_COUNT:-10000}
+opts=
+[ "${VM_NTB:-16}" = 32 ] && opts="$opts --ntb32"
+[ "${VM_SWITCH:-0}" = 1 ] && opts="$opts --switch-config"
+
+gadget_setup "${VM_PROFILE:-ncm}"
+log "usb speed $(usb_speed), active configuration $(usb_active_config)"
+if [ "${VM_SWITCH:-0}" = 1 ]; then
+	# Without leave to switch, opening must refuse and say how to proceed.
+	if vmtest-driver frames -t 5 >"$VM_OUT/noswitch.txt" 2>&1; then
+		fail "opened an inactive configuration without --switch-config"
+	fi
+	cat "$VM_OUT/noswitch.txt"
+	check "refusal names the configuration and the way out" \
+		grep -q "in configuration 2 but 1 is active.*switch" "$VM_OUT/noswitch.txt"
+fi
+
+vmtest-driver frames $opts | tee "$VM_OUT/frames.txt"
+check "negotiated NTB${VM_NTB:-16}" grep -q "negotiated: NTB${VM_NTB:-16}" "$VM_OUT/frames.txt"
+[ "${VM_SWITCH:-0}" = 1 ] && check "configuration 2 is active" usb_config_is 2
+
+# TX: the peer's netdev must count every frame libncm sent.
+ifn=$(gadget_ifname 0)
+before=$(peer_run cat "/sys/class/net/$ifn/statistics/rx_packets")
+vmtest-driver tx $opts -c "$count" -r 4000 | tee "$VM_OUT/tx.txt"
+after=$(peer_run cat "/sys/class/net/$ifn/statistics/rx_packets")
+got=$((after - before))
+echo "peer counted $got frames for $count sent (plus ARP)"
+check "peer received all $count frames" [ "$got" -ge "$count" ]
+check "peer received no more than sent + ARP" [ "$got" -le $((count + 20)) ]
+
+# RX: the peer's Linux stack sends; libncm must see each datagram once.
+peer_run $IP neigh replace "$(host_ip4)" lladdr "$VM_HOST_MAC" dev "$ifn" nud permanent
+vmtest-driver rx $opts -c "$count" -t 60 >"$VM_OUT/rx.txt" 2>&1 &
+rxpid=$!
+wait_for 30 "libncm receiver ready" grep -q '^ready' "$VM_OUT/rx.txt" ||
+	{ cat "$VM_OUT/rx.txt"; fail "vmtest-driver rx did not start"; }
+peer_run vmtest-driver peer-send -c "$count" -r 4000
+rc=0
+wait $rxpid || rc=$?
+cat "$VM_OUT/rx.txt"
+[ $rc = 0 ] || fail "libncm did not receive every frame exactly once"
+ok "received $count frames exactly once"
+vm_info

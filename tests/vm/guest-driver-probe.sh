@@ -1,0 +1,18 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/vm/guest-driver-probe.sh: ncm-probe reads f_ncm's MAC, formats and NTB sizes, and gives the device back to cdc_ncm.
+set -eu
+. "$VM_LIB"
+
+gadget_setup "${VM_PROFILE:-ncm}"
+host_use_kernel
+ncm-probe >"$VM_OUT/probe.txt" 2>&1 || { cat "$VM_OUT/probe.txt"; fail "ncm-probe failed"; }
+cat "$VM_OUT/probe.txt"
+check "probe shows the iMACAddress $VM_HOST_MAC" grep -q "mac: *$VM_HOST_MAC" "$VM_OUT/probe.txt"
+check "probe shows NTB16 and NTB32" grep -q "ntb formats: *NTB16 NTB32" "$VM_OUT/probe.txt"
+check "probe shows 16384 in" grep -q "ntb in: *max 16384," "$VM_OUT/probe.txt"
+check "probe shows 16384 out" grep -q "ntb out: *max 16384," "$VM_OUT/probe.txt"
+check "probe names the kernel driver it found" grep -q "kernel driver: *cdc_ncm" "$VM_OUT/probe.txt"
+# The query detached cdc_ncm; closing must have re-attached it.
+check "cdc_ncm is back after the probe" wait_for "$VM_WAIT" "cdc_ncm netdev" host_netdevs_up
+vm_info

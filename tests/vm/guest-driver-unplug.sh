@@ -1,0 +1,25 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/vm/guest-driver-unplug.sh: unplug while libncm streams: removal is reported, nothing hangs, replug is found again.
+set -eu
+. "$VM_LIB"
+
+gadget_setup ncm
+vmtest-driver unplug -t 60 >"$VM_OUT/unplug.txt" 2>&1 &
+pid=$!
+wait_for 30 "libncm streaming" grep -q '^streaming' "$VM_OUT/unplug.txt" ||
+	{ cat "$VM_OUT/unplug.txt"; fail "vmtest-driver did not start streaming"; }
+sleep 1
+gadget_unplug
+wait_for 20 "removal reported" grep -q 'event: removed' "$VM_OUT/unplug.txt" ||
+	{ cat "$VM_OUT/unplug.txt"; fail "libncm did not report the removal"; }
+wait_for 20 "device closed" grep -q '^closed in' "$VM_OUT/unplug.txt" ||
+	{ cat "$VM_OUT/unplug.txt"; fail "closing after removal hung"; }
+gadget_replug
+rc=0
+wait $pid || rc=$?
+cat "$VM_OUT/unplug.txt"
+[ $rc = 0 ] || fail "libncm did not get the device back after replug (status $rc)"
+check "arrival was reported" grep -q 'event: function-added' "$VM_OUT/unplug.txt"
+check "traffic flowed after replug" grep -q 'replug: traffic flows again' "$VM_OUT/unplug.txt"
+vm_info

@@ -1,0 +1,344 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/vm/run-vm.sh: boots Debian's kernel in QEMU with dummy_hcd + f_ncm and runs one guest script.
+#
+# Usage: run-vm.sh --script FILE [options]   (see --help and tests/vm/README.md)
+#
+# Exit status: the guest script's own status; 77 when QEMU or another host
+# prerequisite is missing outside CI; 99 for a harness failure (fetch, image
+# build, boot failure, kernel panic, missing prerequisite under CI=true);
+# 124 when the guest script or the whole VM ran out of time.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+prog=run-vm
+
+# Bump when the base image's layout changes, so cached bases are rebuilt.
+base_format=1
+
+# Loaded at boot: the USB host and gadget cores, f_ncm, the kernel's host
+# driver and the 9p result share. Other modules ride along for modprobe.
+boot_modules="configfs usbcore usb-common udc-core libcomposite u_ether usb_f_ncm
+	mii usbnet cdc_ether cdc_ncm tun 9pnet_virtio 9p virtio_pci"
+extra_modules="dummy_hcd usb_f_acm usb_f_ecm usb_f_eem usb_f_rndis usb_f_fs
+	usb_f_mass_storage usb_f_ss_lb veth usbmon"
+
+script=
+out=
+profile=ncm
+timeout_s=240
+cache=${VM_CACHE_DIR:-$here/../../.cache/vm}
+accel=${VM_ACCEL:-auto}
+mem=1024
+smp=2
+cmdline_extra=
+bins=()
+files=()
+envs=()
+
+usage() {
+	cat <<EOF
+usage: $0 --script FILE [options]
+  --script FILE      guest script (run by busybox sh in the guest); required
+  --out DIR          receives what the guest writes to \$VM_OUT, plus console.log,
+                     guest.log, guest-status, dmesg.txt (default: a new /tmp dir)
+  --profile P        gadget profile: ncm (default), ss, config2, dual
+  --bin PATH         host executable to copy in with its shared libraries; on the
+                     guest PATH by its base name (repeatable)
+  --file SRC:DEST    host file to copy to guest path DEST (repeatable)
+  --env NAME=VALUE   variable for the guest script (repeatable)
+  --timeout S        hard limit for the whole VM in seconds (default $timeout_s)
+  --cache DIR        kernel and base image cache (default <source root>/.cache/vm)
+  --accel A          tcg, kvm or auto (default auto: kvm if /dev/kvm is usable)
+  --memory MB        guest memory (default $mem)
+  --append ARGS      extra kernel command line
+EOF
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--script) script=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	--profile) profile=$2; shift 2 ;;
+	--bin) bins+=("$2"); shift 2 ;;
+	--file) files+=("$2"); shift 2 ;;
+	--env) envs+=("$2"); shift 2 ;;
+	--timeout) timeout_s=$2; shift 2 ;;
+	--cache) cache=$2; shift 2 ;;
+	--accel) accel=$2; shift 2 ;;
+	--memory) mem=$2; shift 2 ;;
+	--append) cmdline_extra=$2; shift 2 ;;
+	-h|--help) usage; exit 0 ;;
+	*) echo "$prog: unknown argument '$1'" >&2; usage >&2; exit 99 ;;
+	esac
+done
+
+log() { echo "$prog: $*" >&2; }
+harness_fail() { log "HARNESS ERROR: $*"; exit 99; }
+
+[ -n "$script" ] || { usage >&2; exit 99; }
+[ -f "$script" ] || harness_fail "no guest script '$script'"
+case $profile in ncm|ss|config2|dual) ;; *) harness_fail "unknown profile '$profile'" ;; esac
+case $timeout_s in ''|*[!0-9]*) harness_fail "--timeout takes whole seconds" ;; esac
+for e in "${envs[@]+"${envs[@]}"}"; do
+	case ${e%%=*} in
+	''|[0-9]*|*[!A-Za-z0-9_]*) harness_fail "--env '$e' is not NAME=VALUE" ;;
+	esac
+	[ "${e#*=}" != "$e" ] || harness_fail "--env '$e' is not NAME=VALUE"
+done
+
+# A developer without QEMU gets a skip; CI must not silently skip the suite.
+qemu=${QEMU:-qemu-system-x86_64}
+missing=()
+for tool in "$qemu" cpio depmod dpkg-deb apt-get apt-cache ldd flock timeout sha256sum; do
+	command -v "$tool" >/dev/null || missing+=("$tool")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	msg="missing host tools: ${missing[*]} (tests/install-deps.sh installs them)"
+	if [ "${CI:-}" = true ]; then
+		harness_fail "$msg; CI=true, so this is a failure"
+	fi
+	log "SKIP: $msg"
+	exit 77
+fi
+
+start_ns=$(date +%s%N)
+elapsed() { echo "$(( ($(date +%s%N) - start_ns) / 1000000 )) ms"; }
+
+mkdir -p "$cache"
+cache=$(cd "$cache" && pwd)
+ver=$("$here/fetch-kernel.sh" "$cache") || harness_fail "kernel fetch failed"
+kroot=$cache/kernel-$ver
+kmods=$kroot/lib/modules/$ver
+
+# ---- copying executables with their libraries ------------------------------
+
+# Prints the absolute paths of the shared objects ldd resolves for $1 (the
+# ELF interpreter included); nothing for static binaries and scripts.
+shared_libs() {
+	local f=$1 out
+	out=$(LC_ALL=C ldd "$f" 2>&1) || return 0
+	if grep -q 'not found' <<<"$out"; then
+		harness_fail "ldd $f: $(grep 'not found' <<<"$out" | tr -s ' \t' ' ')"
+	fi
+	awk '$2 == "=>" && $3 ~ /^\// { print $3; next }
+	     $1 ~ /^\// { print $1 }' <<<"$out"
+}
+
+# install_file STAGE SRC DEST: copies SRC (following symlinks) to DEST
+# inside STAGE, keeping the mode.
+install_file() {
+	mkdir -p "$1$(dirname "$3")"
+	cp -L --preserve=mode "$2" "$1$3"
+}
+
+# install_with_libs STAGE SRC DEST: the binary plus every library at the path
+# ldd found it, so that the guest's loader (and $ORIGIN run paths of build-tree
+# binaries, which are mirrored at their host paths) resolve the same files.
+install_with_libs() {
+	local stage=$1 src=$2 dest=$3 lib libs
+	install_file "$stage" "$src" "$dest"
+	libs=$(shared_libs "$src")
+	for lib in $libs; do
+		[ -e "$stage$lib" ] || install_file "$stage" "$lib" "$lib"
+		echo "$(dirname "$lib")" >>"$stage/.libdirs"
+	done
+}
+
+make_cpio() { # STAGE OUTPUT
+	(cd "$1" && find . ! -name .libdirs | LC_ALL=C sort |
+		cpio -o -H newc -R 0:0 --quiet) >"$2"
+}
+
+# ---- the base image: busybox, tools, modules; cached per kernel ------------
+
+module_path() { # NAME -> path relative to lib/modules/VER, from modules.dep
+	local n=${1//-/_}
+	awk -F: -v n="$n" '{
+		b = $1; sub(/.*\//, "", b); sub(/\.ko(\.[a-z]+)?$/, "", b);
+		gsub(/-/, "_", b); if (b == n) { print $1; exit } }' "$kmods/modules.dep"
+}
+
+module_closure() { # NAMES... -> relative paths of the modules and dependencies
+	local m p
+	for m in "$@"; do
+		p=$(module_path "$m")
+		if [ -z "$p" ]; then
+			grep -qE "/${m//[-_]/[-_]}\.ko" "$kmods/modules.builtin" && continue
+			harness_fail "kernel $ver has no module $m"
+		fi
+		echo "$p"
+		awk -F: -v p="$p" '$1 == p { n = split($2, d, " "); for (i = 1; i <= n; i++) print d[i] }' \
+			"$kmods/modules.dep"
+	done | sort -u
+}
+
+build_base() { # OUTPUT
+	local stage rel rels dest a libs
+	stage=$(mktemp -d "$cache/.base.XXXXXX")
+	mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,usr/local/bin,lib,lib64,proc,sys,dev,run,tmp,out,root,etc,vm,var}
+	chmod 1777 "$stage/tmp"
+	ln -s ../run "$stage/var/run"
+	install_file "$stage" /bin/busybox /bin/busybox
+	libs=$(shared_libs "$stage/bin/busybox")
+	[ -z "$libs" ] || harness_fail "/bin/busybox is not static (install busybox-static)"
+	[ -x /usr/bin/ip ] && [ -x /usr/bin/iperf3 ] ||
+		harness_fail "need /usr/bin/ip and /usr/bin/iperf3 (iproute2, iperf3)"
+	install_with_libs "$stage" /usr/bin/ip /usr/bin/ip
+	install_with_libs "$stage" /usr/bin/iperf3 /usr/bin/iperf3
+	# Applet links only where no real tool sits, so execvp() from test
+	# programs finds the real ip.
+	for a in $("$stage/bin/busybox" --list-full); do
+		[ -e "$stage/$a" ] || [ -L "$stage/$a" ] || ln -s /bin/busybox "$stage/$a"
+	done
+	printf 'root:x:0:0:root:/root:/bin/sh\n' >"$stage/etc/passwd"
+	printf 'root:x:0:\n' >"$stage/etc/group"
+
+	# Only the modules we use, with a modules.dep of their own so that
+	# busybox modprobe works in the guest. Compressed modules are unpacked
+	# here because busybox cannot read them.
+	rels=$(module_closure $boot_modules $extra_modules)
+	for rel in $rels; do
+		dest=$stage/lib/modules/$ver/${rel%.xz}
+		dest=${dest%.zst}
+		mkdir -p "$(dirname "$dest")"
+		case $rel in
+		*.xz) xz -dc "$kmods/$rel" >"$dest" ;;
+		*.zst) zstd -qdc "$kmods/$rel" >"$dest" ;;
+		*) cp "$kmods/$rel" "$dest" ;;
+		esac
+	done
+	cp "$kmods"/modules.{order,builtin,builtin.modinfo} "$stage/lib/modules/$ver/"
+	depmod -b "$stage" "$ver"
+	echo "$boot_modules" | tr -s ' \t\n' '\n' | sed '/^$/d' >"$stage/vm/boot-modules"
+	echo "$ver" >"$stage/vm/kernel-version"
+	sort -u "$stage/.libdirs" >"$stage/vm/base-libdirs"
+	make_cpio "$stage" "$1.tmp"
+	mv "$1.tmp" "$1"
+	rm -rf "$stage"
+}
+
+base_key() {
+	{
+		echo "$base_format $ver $boot_modules $extra_modules"
+		sha256sum "$0" /bin/busybox /usr/bin/ip /usr/bin/iperf3 \
+			$(shared_libs /usr/bin/ip) $(shared_libs /usr/bin/iperf3)
+	} | sha256sum | cut -c1-16
+}
+
+key=$(base_key)
+base=$cache/base-$ver-$key.cpio
+(
+	flock 9
+	if [ ! -f "$base" ]; then
+		log "building base image for $ver"
+		rm -f "$cache"/base-"$ver"-*.cpio
+		build_base "$base"
+	fi
+) 9>"$cache/.base.lock" || harness_fail "base image build failed"
+
+# ---- the per-run image: init, guest library, script, binaries ---------------
+
+work=$(mktemp -d /tmp/run-vm.XXXXXX)
+qemu_pid=
+cleanup() {
+	[ -z "$qemu_pid" ] || kill "$qemu_pid" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+stage=$work/stage
+mkdir -p "$stage/vm" "$stage/usr/local/bin"
+install -m 755 "$here/init.sh" "$stage/init"
+install -m 644 "$here/guest-lib.sh" "$stage/vm/guest-lib.sh"
+install -m 755 "$script" "$stage/vm/script.sh"
+for b in "${bins[@]+"${bins[@]}"}"; do
+	[ -f "$b" ] && [ -x "$b" ] || harness_fail "--bin $b is not an executable file"
+	b=$(realpath "$b")
+	install_with_libs "$stage" "$b" "$b"
+	ln -sf "$b" "$stage/usr/local/bin/$(basename "$b")"
+done
+for f in "${files[@]+"${files[@]}"}"; do
+	src=${f%%:*} dest=${f#*:}
+	[ "$src" != "$f" ] && [ "${dest#/}" != "$dest" ] || harness_fail "--file '$f' is not SRC:/ABS/DEST"
+	[ -e "$src" ] || harness_fail "--file source $src does not exist"
+	mkdir -p "$stage$(dirname "$dest")"
+	cp -rL "$src" "$stage$dest"
+done
+{
+	q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+	echo "export VM_PROFILE=$(q "$profile")"
+	# The guest stops its script a little before the host kills QEMU, so
+	# that it can still save dmesg and a status.
+	echo "export VM_SCRIPT_TIMEOUT=$(( timeout_s > 40 ? timeout_s - 20 : timeout_s ))"
+	[ -f "$stage/.libdirs" ] &&
+		echo "export LD_LIBRARY_PATH=$(q "$(sort -u "$stage/.libdirs" | paste -sd:)")"
+	for e in "${envs[@]+"${envs[@]}"}"; do
+		echo "export ${e%%=*}=$(q "${e#*=}")"
+	done
+} >"$stage/vm/env"
+make_cpio "$stage" "$work/run.cpio"
+cat "$base" "$work/run.cpio" >"$work/initrd.cpio"
+
+# ---- the output directory -------------------------------------------------
+
+if [ -z "$out" ]; then
+	out=$(mktemp -d /tmp/vm-out.XXXXXX)
+fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+# Stale files from an earlier run would pass for fresh results, but a
+# mistyped --out must never wipe a directory we did not create.
+if [ -n "$(ls -A "$out")" ]; then
+	[ -f "$out/.vm-out" ] || harness_fail "--out $out is not empty and was not made by $prog; refusing to clear it"
+	find "$out" -mindepth 1 -delete
+fi
+touch "$out/.vm-out"
+
+# ---- boot -------------------------------------------------------------------
+
+if [ "$accel" = auto ]; then
+	accel=tcg
+	[ -r /dev/kvm ] && [ -w /dev/kvm ] && accel=kvm
+fi
+case $accel in
+tcg) accel_args=(-accel tcg,thread=multi) ;;
+kvm) accel_args=(-accel kvm -cpu host) ;;
+*) harness_fail "unknown --accel '$accel'" ;;
+esac
+
+# fetch-kernel.sh unpacks the ELF image: booting it through PVH skips the
+# in-guest decompression, which costs seconds under TCG.
+kernel_image=$kroot/boot/vmlinux-$ver
+[ -f "$kernel_image" ] || kernel_image=$kroot/boot/vmlinuz-$ver
+
+log "kernel $ver, profile $profile, accel $accel, timeout ${timeout_s}s, image ready after $(elapsed)"
+log "out: $out"
+
+set +e
+timeout -k 10 "$timeout_s" "$qemu" "${accel_args[@]}" -smp "$smp" -m "$mem" \
+	-nographic -monitor none -no-reboot -nic none \
+	-kernel "$kernel_image" -initrd "$work/initrd.cpio" \
+	-append "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init $cmdline_extra" \
+	-virtfs "local,path=$out,mount_tag=vmout,security_model=none,id=vmout" \
+	${VM_QEMU_ARGS:-} </dev/null 2>&1 | tee "$out/console.log"
+qrc=${PIPESTATUS[0]}
+set -e
+
+status=
+[ -f "$out/guest-status" ] && status=$(cat "$out/guest-status")
+if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+	log "TIMEOUT: the VM did not finish within ${timeout_s}s and was killed (console: $out/console.log)"
+	exit 124
+fi
+case $status in
+''|*[!0-9]*)
+	log "HARNESS ERROR: the guest reported no status (boot failure or kernel panic?); qemu exited $qrc"
+	log "last console lines ($out/console.log):"
+	tail -n 20 "$out/console.log" | sed 's/^/    /' >&2
+	exit 99 ;;
+esac
+[ "$status" = 124 ] && log "TIMEOUT: the guest script ran out of time (VM_SCRIPT_TIMEOUT)"
+log "guest script exited $status (kernel $ver, profile $profile) after $(elapsed); results in $out"
+exit "$status"

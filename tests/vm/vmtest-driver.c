@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* vmtest-driver.c: drives the VM's f_ncm gadget through libncm at the frame level. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <ncm.h>
+
+#define HOST_IP4 "192.168.77.2"
+#define PEER_IP4 "192.168.77.1"
+#define HOST_IP6 "fd77::2"
+#define PEER_IP6 "fd77::1"
+#define RX_PORT 9001
+#define TX_PORT 9002
+#define MAX_COUNT 1000000
+
+static gboolean opt_ntb32;
+static gboolean opt_switch;
+static gint opt_count = 10000;
+static gint opt_timeout = 30;
+static gint opt_rate = 2000;
+
+static const GOptionEntry entries[] = {
+	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32, "Ask for NTB32", NULL },
+	{ "switch-config", 0, 0, G_OPTION_ARG_NONE, &opt_switch, "Allow SET_CONFIGURATION", NULL },
+	{ "count", 'c', 0, G_OPTION_ARG_INT, &opt_count, "Frames to send or expect", "N" },
+	{ "timeout", 't', 0, G_OPTION_ARG_INT, &opt_timeout, "Seconds before giving up", "S" },
+	{ "rate", 'r', 0, G_OPTION_ARG_INT, &opt_rate, "Frames per second to send", "N" },
+	{ NULL }
+};
+
+typedef struct {
+	NcmContext *ctx;
+	NcmDevice *dev;
+	GMainLoop *loop;
+	guint8 mac[6];
+	guint8 peer_mac[6];
+	gint got_arp;          /* atomic */
+	gint got_na;           /* atomic */
+	gint removed;          /* atomic */
+	gint arrived;          /* atomic */
+	guint8 *seen;          /* RX sequence bitmap, event thread only */
+	gint rx_unique;        /* atomic */
+	gint rx_dups;          /* atomic */
+} Test;
+
+static guint16
+csum_add(guint32 sum, const guint8 *p, gsize len)
+{
+	for (gsize i = 0; i + 1 < len; i += 2)
+		sum += (guint32)(p[i] << 8 | p[i + 1]);
+	if (len & 1)
+		sum += (guint32)p[len - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (guint16)sum;
+}
+
+static gsize
+build_arp(Test *t, guint8 *f)
+{
+	memset(f, 0xff, 6);
+	memcpy(f + 6, t->mac, 6);
+	f[12] = 0x08, f[13] = 0x06;
+	const guint8 hdr[8] = { 0, 1, 8, 0, 6, 4, 0, 1 };
+	memcpy(f + 14, hdr, 8);
+	memcpy(f + 22, t->mac, 6);
+	inet_pton(AF_INET, HOST_IP4, f + 28);
+	memset(f + 32, 0, 6);
+	inet_pton(AF_INET, PEER_IP4, f + 38);
+	return 42;
+}
+
+static gsize
+build_ns(Test *t, guint8 *f)
+{
+	guint8 target[16], src[16], dst[16] = { 0xff, 0x02, [11] = 1, [12] = 0xff };
+	guint8 *ip = f + 14, *icmp = f + 54;
+	guint32 sum;
+
+	inet_pton(AF_INET6, PEER_IP6, target);
+	inet_pton(AF_INET6, HOST_IP6, src);
+	memcpy(dst + 13, target + 13, 3);
+	const guint8 mcast[6] = { 0x33, 0x33, 0xff, target[13], target[14], target[15] };
+	memcpy(f, mcast, 6);
+	memcpy(f + 6, t->mac, 6);
+	f[12] = 0x86, f[13] = 0xdd;
+	memset(ip, 0, 40);
+	ip[0] = 0x60;
+	ip[5] = 32;  /* payload: 24 NS + 8 source link-layer option */
+	ip[6] = 58;
+	ip[7] = 255;
+	memcpy(ip + 8, src, 16);
+	memcpy(ip + 24, dst, 16);
+	memset(icmp, 0, 32);
+	icmp[0] = 135;
+	memcpy(icmp + 8, target, 16);
+	icmp[24] = 1, icmp[25] = 1;
+	memcpy(icmp + 26, t->mac, 6);
+	/* Pseudo-header: addresses, length, next header. */
+	sum = csum_add(0, ip + 8, 32);
+	sum += 32 + 58;
+	guint16 c = ~csum_add(sum, icmp, 32);
+	icmp[2] = c >> 8, icmp[3] = c & 0xff;
+	return 14 + 40 + 32;
+}
+
+static gsize
+build_udp(Test *t, guint8 *f, guint32 seq)
+{
+	guint8 *ip = f + 14, *udp = f + 34;
+	const gsize payload = 64;
+
+	memcpy(f, t->peer_mac, 6);
+	memcpy(f + 6, t->mac, 6);
+	f[12] = 0x08, f[13] = 0x00;
+	memset(ip, 0, 20);
+	ip[0] = 0x45;
+	ip[2] = (20 + 8 + payload) >> 8, ip[3] = (20 + 8 + payload) & 0xff;
+	ip[8] = 64, ip[9] = 17;
+	inet_pton(AF_INET, HOST_IP4, ip + 12);
+	inet_pton(AF_INET, PEER_IP4, ip + 16);
+	guint16 c = ~csum_add(0, ip, 20);
+	ip[10] = c >> 8, ip[11] = c & 0xff;
+	udp[0] = 0x23, udp[1] = 0x29;  /* 9001 */
+	udp[2] = TX_PORT >> 8, udp[3] = TX_PORT & 0xff;
+	udp[4] = 0, udp[5] = 8 + payload;
+	udp[6] = udp[7] = 0;  /* no checksum: allowed for IPv4 */
+	memset(udp + 8, 0, payload);
+	memcpy(udp + 8, &seq, 4);
+	return 14 + 20 + 8 + payload;
+}
+
+static void
+on_receive(gpointer data, const guint8 *f, gsize len)
+{
+	Test *t = data;
+	guint8 peer4[4], peer6[16];
+
+	if (len < 14)
+		return;
+	inet_pton(AF_INET, PEER_IP4, peer4);
+	inet_pton(AF_INET6, PEER_IP6, peer6);
+	if (f[12] == 0x08 && f[13] == 0x06 && len >= 42 && f[21] == 2 &&
+	    memcmp(f + 28, peer4, 4) == 0) {
+		memcpy(t->peer_mac, f + 22, 6);
+		g_atomic_int_set(&t->got_arp, 1);
+	} else if (f[12] == 0x86 && f[13] == 0xdd && len >= 14 + 40 + 24 && f[20] == 58 &&
+		   f[54] == 136 && memcmp(f + 62, peer6, 16) == 0) {
+		g_atomic_int_set(&t->got_na, 1);
+	} else if (f[12] == 0x08 && f[13] == 0x00 && len >= 14 + 28 + 4 && f[23] == 17 &&
+		   (f[36] << 8 | f[37]) == RX_PORT) {
+		guint32 seq;
+
+		memcpy(&seq, f + 42, 4);
+		seq = ntohl(seq);
+		if (seq >= MAX_COUNT)
+			return;
+		if (t->seen[seq / 8] & (1u << (seq % 8))) {
+			g_atomic_int_inc(&t->rx_dups);
+		} else {
+			t->seen[seq / 8] |= 1u << (seq % 8);
+			g_atomic_int_inc(&t->rx_unique);
+		}
+	}
+}
+
+static void
+on_removed(NcmDevice *dev, gpointer data)
+{
+	Test *t = data;
+
+	printf("event: removed\n");
+	g_atomic_int_set(&t->removed, 1);
+}
+
+static void
+on_link(NcmDevice *dev, gboolean up, gpointer data)
+{
+	printf("event: link %s\n", up ? "up" : "down");
+}
+
+static void
+on_function_added(NcmContext *ctx, NcmFunctionInfo *info, gpointer data)
+{
+	Test *t = data;
+
+	printf("event: function-added %s %04x:%04x\n", info->port_path, info->vid, info->pid);
+	g_atomic_int_set(&t->arrived, 1);
+}
+
+static gboolean
+wait_flag(gint *flag, gint seconds)
+{
+	gint64 end = g_get_monotonic_time() + seconds * G_USEC_PER_SEC;
+
+	while (!g_atomic_int_get(flag) && g_get_monotonic_time() < end)
+		if (!g_main_context_iteration(NULL, FALSE))
+			g_usleep(2000);
+	return g_atomic_int_get(flag);
+}
+
+static gboolean
+open_first(Test *t, GError **error)
+{
+	NcmDeviceOptions opts;
+	NcmDeviceSink sink = { .receive = on_receive };
+	g_autoptr(GPtrArray) all = NULL;
+	gint64 end = g_get_monotonic_time() + opt_timeout * G_USEC_PER_SEC;
+
+	do {
+		g_clear_pointer(&all, g_ptr_array_unref);
+		all = ncm_context_enumerate(t->ctx, NULL, error);
+		if (!all)
+			return FALSE;
+		if (all->len == 0)
+			g_usleep(100000);
+	} while (all->len == 0 && g_get_monotonic_time() < end);
+	if (all->len == 0) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_NOT_FOUND, "no NCM function appeared");
+		return FALSE;
+	}
+	ncm_device_options_init(&opts);
+	opts.ntb32 = opt_ntb32;
+	opts.switch_config = opt_switch;
+	t->dev = ncm_device_open(t->ctx, g_ptr_array_index(all, 0), &opts, error);
+	if (!t->dev)
+		return FALSE;
+	ncm_device_get_mac(t->dev, t->mac);
+	g_signal_connect(t->dev, "removed", G_CALLBACK(on_removed), t);
+	g_signal_connect(t->dev, "link-changed", G_CALLBACK(on_link), t);
+	ncm_device_set_sink(t->dev, &sink, t);
+	return ncm_device_start(t->dev, error);
+}
+
+static NcmSendResult
+send_frame(Test *t, const guint8 *f, gsize len)
+{
+	NcmSendResult r;
+
+	/* WOULD_BLOCK is backpressure: wait for a TX transfer to come back. */
+	while ((r = ncm_device_send(t->dev, f, len)) == NCM_SEND_WOULD_BLOCK)
+		g_usleep(200);
+	return r;
+}
+
+static gboolean
+resolve_peer(Test *t)
+{
+	guint8 f[128];
+
+	for (int i = 0; i < 20 && !g_atomic_int_get(&t->got_arp); i++) {
+		send_frame(t, f, build_arp(t, f));
+		ncm_device_flush(t->dev);
+		wait_flag(&t->got_arp, 1);
+	}
+	return g_atomic_int_get(&t->got_arp);
+}
+
+static void
+print_stats(Test *t)
+{
+	NcmStats s;
+
+	ncm_device_get_stats(t->dev, &s);
+	printf("stats: rx_ntbs=%" G_GUINT64_FORMAT " rx_datagrams=%" G_GUINT64_FORMAT
+	       " rx_bad_ntbs=%" G_GUINT64_FORMAT " tx_ntbs=%" G_GUINT64_FORMAT
+	       " tx_datagrams=%" G_GUINT64_FORMAT " tx_errors=%" G_GUINT64_FORMAT
+	       " tx_flush_explicit=%" G_GUINT64_FORMAT " tx_flush_timer=%" G_GUINT64_FORMAT
+	       " main_dispatches=%" G_GUINT64_FORMAT "\n",
+	       s.rx_ntbs, s.rx_datagrams, s.rx_bad_ntbs, s.tx_ntbs, s.tx_datagrams, s.tx_errors,
+	       s.tx_flush_explicit, s.tx_flush_timer, s.main_dispatches);
+}
+
+/* ARP and neighbour solicitation, answered by the gadget's own Linux stack. */
+static int
+cmd_frames(Test *t)
+{
+	guint8 f[128];
+	NcmNtbInfo ntb;
+
+	ncm_device_get_ntb_info(t->dev, &ntb);
+	printf("negotiated: %s rx %u tx %u\n", ntb.ntb32 ? "NTB32" : "NTB16", ntb.rx_ntb_size,
+	       ntb.tx_ntb_size);
+	if (!resolve_peer(t)) {
+		printf("FAIL: no ARP reply from " PEER_IP4 "\n");
+		return 1;
+	}
+	printf("arp: " PEER_IP4 " is at %02x:%02x:%02x:%02x:%02x:%02x\n", t->peer_mac[0],
+	       t->peer_mac[1], t->peer_mac[2], t->peer_mac[3], t->peer_mac[4], t->peer_mac[5]);
+	for (int i = 0; i < 20 && !g_atomic_int_get(&t->got_na); i++) {
+		send_frame(t, f, build_ns(t, f));
+		ncm_device_flush(t->dev);
+		wait_flag(&t->got_na, 1);
+	}
+	if (!g_atomic_int_get(&t->got_na)) {
+		printf("FAIL: no neighbour advertisement from " PEER_IP6 "\n");
+		return 1;
+	}
+	printf("ndp: " PEER_IP6 " answered\n");
+	print_stats(t);
+	return 0;
+}
+
+static int
+cmd_tx(Test *t)
+{
+	guint8 f[128];
+	NcmStats s;
+	gint64 start = g_get_monotonic_time();
+
+	if (!resolve_peer(t)) {
+		printf("FAIL: no ARP reply\n");
+		return 1;
+	}
+	for (gint i = 0; i < opt_count; i++) {
+		if (send_frame(t, f, build_udp(t, f, htonl((guint32)i))) != NCM_SEND_OK) {
+			printf("FAIL: send %d refused\n", i);
+			return 1;
+		}
+		/* Batches of 10, then a flush: how a real producer ends a burst. */
+		if (i % 10 == 9) {
+			ncm_device_flush(t->dev);
+			gint64 due = start + (gint64)(i + 1) * G_USEC_PER_SEC / opt_rate;
+			gint64 now = g_get_monotonic_time();
+			if (due > now)
+				g_usleep((gulong)(due - now));
+		}
+	}
+	ncm_device_flush(t->dev);
+	g_usleep(500000);
+	ncm_device_get_stats(t->dev, &s);
+	print_stats(t);
+	/* +1: the ARP request(s) before the stream. */
+	if (s.tx_datagrams < (guint64)opt_count + 1 || s.tx_errors) {
+		printf("FAIL: device confirmed %" G_GUINT64_FORMAT " datagrams\n", s.tx_datagrams);
+		return 1;
+	}
+	printf("tx: sent %d udp frames\n", opt_count);
+	return 0;
+}
+
+static int
+cmd_rx(Test *t)
+{
+	gint64 end = g_get_monotonic_time() + opt_timeout * G_USEC_PER_SEC;
+	NcmStats s;
+
+	/* Tell the peer we are ready; the guest script starts the sender on this line. */
+	printf("ready\n");
+	fflush(stdout);
+	while (g_atomic_int_get(&t->rx_unique) < opt_count && g_get_monotonic_time() < end)
+		g_usleep(10000);
+	g_usleep(300000);
+	ncm_device_get_stats(t->dev, &s);
+	print_stats(t);
+	printf("rx: unique=%d dups=%d expected=%d\n", g_atomic_int_get(&t->rx_unique),
+	       g_atomic_int_get(&t->rx_dups), opt_count);
+	if (g_atomic_int_get(&t->rx_unique) != opt_count || g_atomic_int_get(&t->rx_dups) ||
+	    s.rx_bad_ntbs || s.rx_datagrams < (guint64)opt_count) {
+		printf("FAIL: receive mismatch\n");
+		return 1;
+	}
+	return 0;
+}
+
+/* Streams until the device disappears, then waits for it to come back. */
+static int
+cmd_unplug(Test *t)
+{
+	guint8 f[128];
+	gint64 removed_at;
+	g_autoptr(GError) error = NULL;
+
+	if (!resolve_peer(t)) {
+		printf("FAIL: no ARP reply\n");
+		return 1;
+	}
+	printf("streaming\n");
+	fflush(stdout);
+	for (guint32 i = 0; !g_atomic_int_get(&t->removed); i++) {
+		NcmSendResult r = ncm_device_send(t->dev, f, build_udp(t, f, htonl(i)));
+
+		if (i % 8 == 7 || r != NCM_SEND_OK)
+			ncm_device_flush(t->dev);
+		if (r != NCM_SEND_OK)
+			g_usleep(500);
+		g_main_context_iteration(NULL, FALSE);
+	}
+	removed_at = g_get_monotonic_time();
+	print_stats(t);
+	ncm_device_close(t->dev);
+	printf("closed in %" G_GINT64_FORMAT " ms\n", (g_get_monotonic_time() - removed_at) / 1000);
+	g_clear_object(&t->dev);
+
+	g_signal_connect(t->ctx, "function-added", G_CALLBACK(on_function_added), t);
+	if (!ncm_context_watch(t->ctx, NULL, 200, &error)) {
+		printf("FAIL: %s\n", error->message);
+		return 1;
+	}
+	g_atomic_int_set(&t->arrived, 0);
+	if (!wait_flag(&t->arrived, opt_timeout)) {
+		printf("FAIL: the device did not come back\n");
+		return 1;
+	}
+	g_atomic_int_set(&t->got_arp, 0);
+	if (!open_first(t, &error) || !resolve_peer(t)) {
+		printf("FAIL: reopening after replug: %s\n", error ? error->message : "no ARP reply");
+		return 1;
+	}
+	printf("replug: traffic flows again\n");
+	return 0;
+}
+
+/* Plain-socket UDP sender for the peer's side (run in its namespace). */
+static int
+cmd_peer_send(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(RX_PORT) };
+	guint8 payload[64] = { 0 };
+	gint64 start = g_get_monotonic_time();
+
+	inet_pton(AF_INET, HOST_IP4, &to.sin_addr);
+	for (gint i = 0; i < opt_count; i++) {
+		guint32 seq = htonl((guint32)i);
+
+		memcpy(payload, &seq, 4);
+		while (sendto(fd, payload, sizeof(payload), 0, (struct sockaddr *)&to, sizeof(to)) < 0)
+			g_usleep(1000);
+		gint64 due = start + (gint64)(i + 1) * G_USEC_PER_SEC / opt_rate;
+		gint64 now = g_get_monotonic_time();
+		if (due > now)
+			g_usleep((gulong)(due - now));
+	}
+	close(fd);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	g_autoptr(GOptionContext) oc = g_option_context_new("frames|tx|rx|unplug|peer-send");
+	g_autoptr(GError) error = NULL;
+	Test t = { 0 };
+	int rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	g_option_context_add_main_entries(oc, entries, NULL);
+	if (!g_option_context_parse(oc, &argc, &argv, &error) || argc != 2) {
+		fprintf(stderr, "usage: vmtest-driver [options] frames|tx|rx|unplug|peer-send\n");
+		return 2;
+	}
+	opt_count = CLAMP(opt_count, 1, MAX_COUNT);
+	if (g_str_equal(argv[1], "peer-send"))
+		return cmd_peer_send();
+
+	t.seen = g_malloc0(MAX_COUNT / 8 + 1);
+	t.ctx = ncm_context_new(&error);
+	if (!t.ctx || !open_first(&t, &error)) {
+		printf("FAIL: %s\n", error->message);
+		return 1;
+	}
+	if (g_str_equal(argv[1], "frames"))
+		rc = cmd_frames(&t);
+	else if (g_str_equal(argv[1], "tx"))
+		rc = cmd_tx(&t);
+	else if (g_str_equal(argv[1], "rx"))
+		rc = cmd_rx(&t);
+	else if (g_str_equal(argv[1], "unplug"))
+		rc = cmd_unplug(&t);
+	else
+		rc = 2;
+	if (t.dev)
+		ncm_device_close(t.dev);
+	g_clear_object(&t.dev);
+	g_clear_object(&t.ctx);
+	g_free(t.seen);
+	return rc;
+}
