@@ -8,12 +8,15 @@
 static gboolean opt_no_open;
 static gboolean opt_keep_driver;
 static gchar **opt_match;
+static gboolean opt_apple;
 
 static const GOptionEntry entries[] = {
 	{ "no-open", 'n', 0, G_OPTION_ARG_NONE, &opt_no_open,
 	  "Do not claim functions to read NTB parameters (descriptors only)", NULL },
 	{ "keep-driver", 'k', 0, G_OPTION_ARG_NONE, &opt_keep_driver,
 	  "Skip functions a kernel driver holds instead of detaching it for the query", NULL },
+	{ "apple-switch", 'a', 0, G_OPTION_ARG_NONE, &opt_apple,
+	  "First ask Apple devices (iOS 17+) to expose NCM, then list", NULL },
 	{ "device", 'd', 0, G_OPTION_ARG_STRING_ARRAY, &opt_match,
 	  "Select: VID:PID, serial=S, path=BUS-PORT.., mac=aa:bb:..", "SEL" },
 	{ NULL }
@@ -127,6 +130,18 @@ main(int argc, char **argv)
 		}
 	}
 	ctx = ncm_context_new(&error);
+	if (ctx && opt_apple) {
+		guint n = ncm_context_switch_apple_devices(ctx, &error);
+
+		if (error) {
+			fprintf(stderr, "ncm-probe: %s\n", error->message);
+			return 2;
+		}
+		if (n) {
+			printf("asked %u Apple device(s) for NCM; waiting for them to re-enumerate\n", n);
+			g_usleep(3 * G_USEC_PER_SEC);
+		}
+	}
 	if (!ctx || !(all = ncm_context_enumerate(ctx, &match, &error))) {
 		fprintf(stderr, "ncm-probe: %s\n", error->message);
 		return 2;

@@ -106,6 +106,16 @@ NCM_EXPORT GPtrArray *ncm_context_enumerate(NcmContext *self, const NcmMatch *ma
 NCM_EXPORT gboolean ncm_context_watch(NcmContext *self, const NcmMatch *match, guint poll_ms,
 				      GError **error);
 
+/**
+ * ncm_context_switch_apple_devices:
+ *
+ * Apple devices (iOS 17+) expose their NCM function only after a vendor
+ * request. Sends it to every Apple device not yet in that mode and returns
+ * how many were asked (they then re-enumerate: watch for "function-added").
+ * Thread: any thread but the libusb event thread.
+ */
+NCM_EXPORT guint ncm_context_switch_apple_devices(NcmContext *self, GError **error);
+
 /* Counts of callbacks the library queued on the owner's main context. */
 NCM_EXPORT guint64 ncm_context_get_main_dispatches(NcmContext *self);
 

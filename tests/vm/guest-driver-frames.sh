@@ -49,3 +49,8 @@ cat "$VM_OUT/rx.txt"
 [ $rc = 0 ] || fail "libncm did not receive every frame exactly once"
 ok "received $count frames exactly once"
 vm_info
+
+# Pacing: 2000 frames of 106 bytes under a 100 kB/s cap take at least ~2 s.
+vmtest-driver tx $opts -c 2000 -r 100000 -p 100000 | tee "$VM_OUT/pace.txt"
+check "the pacing cap held the sender back" grep -q '^pace:' "$VM_OUT/pace.txt"
+vm_info

@@ -221,7 +221,11 @@ build_base() { # OUTPUT
 base_key() {
 	{
 		echo "$base_format $ver $boot_modules $extra_modules"
-		sha256sum "$0" /bin/busybox /usr/bin/ip /usr/bin/iperf3 \
+		# The code that builds the base, not the whole runner, so that
+		# editing the runner does not cost a rebuild.
+		declare -f shared_libs install_file install_with_libs make_cpio \
+			module_path module_closure build_base
+		sha256sum /bin/busybox /usr/bin/ip /usr/bin/iperf3 \
 			$(shared_libs /usr/bin/ip) $(shared_libs /usr/bin/iperf3)
 	} | sha256sum | cut -c1-16
 }
@@ -240,9 +244,9 @@ base=$cache/base-$ver-$key.cpio
 # ---- the per-run image: init, guest library, script, binaries ---------------
 
 work=$(mktemp -d /tmp/run-vm.XXXXXX)
-qemu_pid=
+vm_pid=
 cleanup() {
-	[ -z "$qemu_pid" ] || kill "$qemu_pid" 2>/dev/null || true
+	[ -z "$vm_pid" ] || kill "$vm_pid" 2>/dev/null || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -316,15 +320,21 @@ kernel_image=$kroot/boot/vmlinux-$ver
 log "kernel $ver, profile $profile, accel $accel, timeout ${timeout_s}s, image ready after $(elapsed)"
 log "out: $out"
 
-set +e
-timeout -k 10 "$timeout_s" "$qemu" "${accel_args[@]}" -smp "$smp" -m "$mem" \
+# --foreground keeps QEMU in our process group, so whoever kills the test
+# (meson on its timeout, Ctrl-C) kills the VM too; the trap covers a signal
+# sent to this script alone.
+timeout --foreground -k 10 "$timeout_s" "$qemu" "${accel_args[@]}" -smp "$smp" -m "$mem" \
 	-nographic -monitor none -no-reboot -nic none \
 	-kernel "$kernel_image" -initrd "$work/initrd.cpio" \
 	-append "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init $cmdline_extra" \
 	-virtfs "local,path=$out,mount_tag=vmout,security_model=none,id=vmout" \
-	${VM_QEMU_ARGS:-} </dev/null 2>&1 | tee "$out/console.log"
-qrc=${PIPESTATUS[0]}
-set -e
+	${VM_QEMU_ARGS:-} </dev/null > >(tee "$out/console.log") 2>&1 &
+vm_pid=$!
+qrc=0
+wait "$vm_pid" || qrc=$?
+vm_pid=
+# Let tee write the last console lines before our summary.
+sleep 0.2
 
 status=
 [ -f "$out/guest-status" ] && status=$(cat "$out/guest-status")
@@ -340,5 +350,7 @@ case $status in
 	exit 99 ;;
 esac
 [ "$status" = 124 ] && log "TIMEOUT: the guest script ran out of time (VM_SCRIPT_TIMEOUT)"
-log "guest script exited $status (kernel $ver, profile $profile) after $(elapsed); results in $out"
+info="kernel $ver, profile $profile"
+[ -s "$out/vm-info" ] && info=$(cat "$out/vm-info")
+log "guest script exited $status ($info) after $(elapsed); results in $out"
 exit "$status"

@@ -23,6 +23,7 @@ static gboolean opt_switch;
 static gint opt_count = 10000;
 static gint opt_timeout = 30;
 static gint opt_rate = 2000;
+static gint64 opt_pace;
 
 static const GOptionEntry entries[] = {
 	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32, "Ask for NTB32", NULL },
@@ -30,6 +31,7 @@ static const GOptionEntry entries[] = {
 	{ "count", 'c', 0, G_OPTION_ARG_INT, &opt_count, "Frames to send or expect", "N" },
 	{ "timeout", 't', 0, G_OPTION_ARG_INT, &opt_timeout, "Seconds before giving up", "S" },
 	{ "rate", 'r', 0, G_OPTION_ARG_INT, &opt_rate, "Frames per second to send", "N" },
+	{ "pace", 'p', 0, G_OPTION_ARG_INT64, &opt_pace, "TX pacing cap in bytes/s", "B" },
 	{ NULL }
 };
 
@@ -227,6 +229,7 @@ open_first(Test *t, GError **error)
 	ncm_device_options_init(&opts);
 	opts.ntb32 = opt_ntb32;
 	opts.switch_config = opt_switch;
+	opts.pace_bytes_per_sec = (guint64)MAX(opt_pace, 0);
 	t->dev = ncm_device_open(t->ctx, g_ptr_array_index(all, 0), &opts, error);
 	if (!t->dev)
 		return FALSE;
@@ -310,13 +313,14 @@ static int
 cmd_tx(Test *t)
 {
 	guint8 f[128];
-	NcmStats s;
-	gint64 start = g_get_monotonic_time();
+	NcmStats s = { 0 };
+	gint64 start;
 
 	if (!resolve_peer(t)) {
 		printf("FAIL: no ARP reply\n");
 		return 1;
 	}
+	start = g_get_monotonic_time();
 	for (gint i = 0; i < opt_count; i++) {
 		if (send_frame(t, f, build_udp(t, f, htonl((guint32)i))) != NCM_SEND_OK) {
 			printf("FAIL: send %d refused\n", i);
@@ -332,9 +336,25 @@ cmd_tx(Test *t)
 		}
 	}
 	ncm_device_flush(t->dev);
-	g_usleep(500000);
-	ncm_device_get_stats(t->dev, &s);
+	for (int i = 0; i < 3000 && s.tx_datagrams < (guint64)opt_count + 1; i++) {
+		g_usleep(10000);
+		ncm_device_get_stats(t->dev, &s);
+	}
+	gint64 elapsed = g_get_monotonic_time() - start;
 	print_stats(t);
+	if (opt_pace) {
+		/* Datagram bytes undercount the wire, so this floor is safe on any machine. */
+		gint64 floor_us = (gint64)(s.tx_bytes * G_USEC_PER_SEC / (guint64)opt_pace);
+
+		printf("pace: %" G_GUINT64_FORMAT " bytes in %" G_GINT64_FORMAT " ms at cap %"
+		       G_GINT64_FORMAT " B/s (floor %" G_GINT64_FORMAT " ms), %" G_GUINT64_FORMAT
+		       " paced waits\n", s.tx_bytes, elapsed / 1000, opt_pace, floor_us / 1000,
+		       s.tx_paced_waits);
+		if (elapsed < floor_us * 9 / 10 || s.tx_paced_waits == 0) {
+			printf("FAIL: the pacing cap was not honoured\n");
+			return 1;
+		}
+	}
 	/* +1: the ARP request(s) before the stream. */
 	if (s.tx_datagrams < (guint64)opt_count + 1 || s.tx_errors) {
 		printf("FAIL: device confirmed %" G_GUINT64_FORMAT " datagrams\n", s.tx_datagrams);
@@ -463,9 +483,8 @@ main(int argc, char **argv)
 	t.ctx = ncm_context_new(&error);
 	if (!t.ctx || !open_first(&t, &error)) {
 		printf("FAIL: %s\n", error->message);
-		return 1;
-	}
-	if (g_str_equal(argv[1], "frames"))
+		rc = 1;
+	} else if (g_str_equal(argv[1], "frames"))
 		rc = cmd_frames(&t);
 	else if (g_str_equal(argv[1], "tx"))
 		rc = cmd_tx(&t);

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-apple.c: asking Apple devices to expose their NCM function (iOS 17+ CoreDevice). */
+#include "ncm-cdc.h"
+#include "ncm-context-private.h"
+#include "ncm-error.h"
+
+static int
+usb_control(void *user_data, const NcmControlSetup *setup, uint8_t *data)
+{
+	return libusb_control_transfer(user_data, setup->request_type, setup->request, setup->value,
+				       setup->index, data, setup->length, 3000);
+}
+
+static gboolean
+switch_one(libusb_device *dev, guint *n_requested, GError **error)
+{
+	libusb_device_handle *h;
+	uint32_t mode = 0;
+	int r = libusb_open(dev, &h);
+
+	if (r < 0) {
+		g_set_error(error, NCM_ERROR, r == LIBUSB_ERROR_ACCESS ? NCM_ERROR_PERMISSION
+							     : NCM_ERROR_FAILED,
+			    "cannot open Apple device /dev/bus/usb/%03u/%03u to switch it to NCM: "
+			    "%s%s", libusb_get_bus_number(dev), libusb_get_device_address(dev),
+			    libusb_strerror(r),
+			    r == LIBUSB_ERROR_ACCESS ? " (run as root or add a udev rule)" : "");
+		return FALSE;
+	}
+	NcmAppleSwitchResult res = ncm_apple_mode_switch(usb_control, h, &mode);
+	libusb_close(h);
+	if (res == NCM_APPLE_SWITCH_FAILED) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_PROTOCOL,
+			    "the Apple device on bus %u did not accept the NCM mode request: "
+			    "unlock and trust the host, or update it to iOS 17 or later",
+			    libusb_get_bus_number(dev));
+		return FALSE;
+	}
+	g_debug("Apple device mode 0x%08x: %s", mode,
+		res == NCM_APPLE_SWITCH_ALREADY ? "already NCM" : "switch requested");
+	if (res == NCM_APPLE_SWITCH_REQUESTED)
+		(*n_requested)++;
+	return TRUE;
+}
+
+guint
+ncm_context_switch_apple_devices(NcmContext *self, GError **error)
+{
+	libusb_device **list;
+	ssize_t n = libusb_get_device_list(ncm_context_get_usb(self), &list);
+	guint requested = 0;
+
+	if (n < 0) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED, "cannot list USB devices: %s",
+			    libusb_strerror((int)n));
+		return 0;
+	}
+	for (ssize_t i = 0; i < n; i++) {
+		struct libusb_device_descriptor d;
+
+		if (libusb_get_device_descriptor(list[i], &d) < 0 || d.idVendor != NCM_APPLE_VID)
+			continue;
+		if (!switch_one(list[i], &requested, error))
+			break;
+	}
+	libusb_free_device_list(list, 1);
+	return requested;
+}

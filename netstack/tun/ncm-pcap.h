@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-pcap.h: a classic pcap writer (LINKTYPE_ETHERNET) safe to call from several data threads. */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct _NcmPcap NcmPcap;
+
+/* Creates (truncates) @path and writes the global header. Thread: any. */
+NcmPcap *ncm_pcap_open(const gchar *path, GError **error);
+
+/*
+ * Appends one frame with the current time. Records never interleave: a
+ * mutex serialises writers. Write errors stop the capture (counted) rather
+ * than failing the data path. Thread: any.
+ */
+void ncm_pcap_write(NcmPcap *pcap, const guint8 *frame, gsize len);
+
+/* Pushes buffered records to the file (e.g. at the end of a burst). Thread: any. */
+void ncm_pcap_flush(NcmPcap *pcap);
+
+/* Records written so far, and records lost to write errors. Thread: any. */
+guint64 ncm_pcap_get_records(NcmPcap *pcap);
+guint64 ncm_pcap_get_lost(NcmPcap *pcap);
+
+/* Flushes and closes. Accepts NULL. No writer may still be running. */
+void ncm_pcap_close(NcmPcap *pcap);
+
+G_END_DECLS

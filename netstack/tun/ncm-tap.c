@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-tap.c: the TAP backend: sink writes for RX, a draining reader thread for TX. */
+#include "ncm-tap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gio/gio.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+/* Larger than any frame the kernel hands a TAP (64 KiB MTU + Ethernet + VLAN). */
+#define TAP_READ_BUF (65536 + 32)
+
+#ifndef TUNSETCARRIER
+#define TUNSETCARRIER _IOW('T', 226, int)
+#endif
+
+/* Counters with one writer each (RX: the link's data thread; TX: the reader). */
+#define STAT_ADD(tap, field, n) __atomic_fetch_add(&(tap)->stats.field, (n), __ATOMIC_RELAXED)
+#define STAT_GET(tap, field) __atomic_load_n(&(tap)->stats.field, __ATOMIC_RELAXED)
+
+struct _NcmTap {
+	int fd;
+	int wake_fd;      /* the link's writable callback signals it */
+	int stop_fd;      /* ncm_tap_detach() signals it */
+	gchar *name;
+	int ifindex;
+	gboolean persistent;
+	NcmPcap *pcap;    /* set while detached, read by both data threads */
+	NcmLink *link;    /* owner's thread writes it, only while the reader is stopped */
+	GThread *reader;
+	guint8 *buf;      /* the reader's frame buffer */
+	NcmTapStats stats;
+};
+
+/* ---- device → kernel (the link's data thread) ----------------------------- */
+
+static void
+sink_receive(gpointer user_data, const guint8 *frame, gsize len)
+{
+	NcmTap *tap = user_data;
+	ssize_t n;
+
+	if (tap->pcap)
+		ncm_pcap_write(tap->pcap, frame, len);
+	do
+		n = write(tap->fd, frame, len);
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)len) {
+		STAT_ADD(tap, rx_frames, 1);
+		STAT_ADD(tap, rx_bytes, len);
+	} else if (n < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
+		/* Waiting here would stall every other frame of the NTB: drop. */
+		STAT_ADD(tap, rx_drops_full, 1);
+	} else {
+		STAT_ADD(tap, rx_errors, 1);
+	}
+}
+
+static void
+sink_receive_done(gpointer user_data)
+{
+	NcmTap *tap = user_data;
+
+	if (tap->pcap)
+		ncm_pcap_flush(tap->pcap);
+}
+
+static void
+sink_writable(gpointer user_data)
+{
+	NcmTap *tap = user_data;
+	guint64 one = 1;
+
+	if (write(tap->wake_fd, &one, sizeof(one)) < 0)
+		g_debug("tap: eventfd write: %s", g_strerror(errno));
+}
+
+static const NcmDeviceSink tap_sink = {
+	.receive = sink_receive,
+	.receive_done = sink_receive_done,
+	.writable = sink_writable,
+};
+
+/* ---- kernel → device (the reader thread) ---------------------------------- */
+
+static void
+eventfd_reset(int fd)
+{
+	guint64 v;
+
+	while (read(fd, &v, sizeof(v)) < 0 && errno == EINTR)
+		;
+}
+
+/* Waits until @fd is readable; FALSE when detach asked the reader to stop. */
+static gboolean
+wait_readable(NcmTap *tap, int fd)
+{
+	struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = tap->stop_fd, .events = POLLIN } };
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			g_warning("tap: poll: %s", g_strerror(errno));
+			return FALSE;
+		}
+		if (p[1].revents)
+			return FALSE;
+		if (p[0].revents)
+			return TRUE;
+	}
+}
+
+/* One frame into the link; the frame is kept across NCM_SEND_WOULD_BLOCK. */
+static gboolean
+send_frame(NcmTap *tap, const guint8 *frame, gsize len)
+{
+	GOutputVector v = { frame, len };
+
+	for (;;) {
+		switch (ncm_link_sendv(tap->link, &v, 1)) {
+		case NCM_SEND_OK:
+			STAT_ADD(tap, tx_frames, 1);
+			STAT_ADD(tap, tx_bytes, len);
+			if (tap->pcap)
+				ncm_pcap_write(tap->pcap, frame, len);
+			return TRUE;
+		case NCM_SEND_WOULD_BLOCK:
+			STAT_ADD(tap, tx_waits, 1);
+			if (!wait_readable(tap, tap->wake_fd))
+				return FALSE;
+			eventfd_reset(tap->wake_fd);
+			break;
+		case NCM_SEND_INVALID:
+			STAT_ADD(tap, tx_drops_invalid, 1);
+			return TRUE;
+		case NCM_SEND_CLOSED:
+		default:
+			STAT_ADD(tap, tx_drops_closed, 1);
+			return TRUE;
+		}
+	}
+}
+
+/* Reads until EAGAIN, then flushes once. FALSE when the reader must stop. */
+static gboolean
+drain_burst(NcmTap *tap)
+{
+	guint frames = 0;
+
+	for (;;) {
+		ssize_t n = read(tap->fd, tap->buf, TAP_READ_BUF);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n <= 0) {
+			/* EBADFD while the interface is being torn down, for instance. */
+			STAT_ADD(tap, tx_read_errors, 1);
+			g_debug("tap: read: %s", n < 0 ? g_strerror(errno) : "end of file");
+			g_usleep(10000);
+			break;
+		}
+		if (!send_frame(tap, tap->buf, (gsize)n))
+			return FALSE;
+		frames++;
+	}
+	if (frames) {
+		ncm_link_flush(tap->link);
+		STAT_ADD(tap, tx_bursts, 1);
+		if (tap->pcap)
+			ncm_pcap_flush(tap->pcap);
+	}
+	return TRUE;
+}
+
+static gpointer
+reader_main(gpointer data)
+{
+	NcmTap *tap = data;
+
+	while (wait_readable(tap, tap->fd) && drain_burst(tap))
+		;
+	return NULL;
+}
+
+/* ---- control (the owner's thread) ---------------------------------------- */
+
+gboolean
+ncm_tap_attach(NcmTap *tap, NcmLink *link, GError **error)
+{
+	g_return_val_if_fail(!tap->link, FALSE);
+
+	tap->link = link;
+	link->ops->set_sink(link, &tap_sink, tap);
+	if (!link->ops->start(link, error)) {
+		tap->link = NULL;
+		return FALSE;
+	}
+	eventfd_reset(tap->stop_fd);
+	eventfd_reset(tap->wake_fd);
+	tap->reader = g_thread_new("ncm-tap-tx", reader_main, tap);
+	return TRUE;
+}
+
+void
+ncm_tap_detach(NcmTap *tap)
+{
+	guint64 one = 1;
+
+	if (!tap->link)
+		return;
+	if (write(tap->stop_fd, &one, sizeof(one)) < 0)
+		g_warning("tap: eventfd write: %s", g_strerror(errno));
+	g_thread_join(tap->reader);
+	tap->reader = NULL;
+	tap->link->ops->stop(tap->link);
+	tap->link = NULL;
+}
+
+static NcmTap *
+tap_new(int fd, const gchar *name)
+{
+	NcmTap *tap = g_new0(NcmTap, 1);
+	int flags = fcntl(fd, F_GETFL);
+
+	/* Neither path may ever block on the fd (see ncm-tap.h). */
+	if (flags >= 0)
+		fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+	tap->fd = fd;
+	tap->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	tap->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	g_assert(tap->wake_fd >= 0 && tap->stop_fd >= 0);
+	tap->name = g_strdup(name ? name : "");
+	tap->buf = g_malloc(TAP_READ_BUF);
+	return tap;
+}
+
+NcmTap *
+ncm_tap_new_for_fd(int fd, const gchar *name)
+{
+	return tap_new(fd, name);
+}
+
+static gboolean
+tap_open_error(GError **error, int err, const gchar *name)
+{
+	if (err == ENOENT || err == ENODEV || err == ENXIO)
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+			    "no /dev/net/tun: load the tun module (modprobe tun)");
+	else if (err == EPERM || err == EACCES)
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+			    "creating TAP interface %s needs CAP_NET_ADMIN: run as root, or have "
+			    "root create it beforehand with an owner "
+			    "(ip tuntap add mode tap user USER name ncm0) and use that name",
+			    name);
+	else if (err == EBUSY)
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_BUSY,
+			    "TAP interface %s is already in use by another process", name);
+	else if (err == EINVAL)
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "%s exists but is not a single-queue TAP interface: pick another name",
+			    name);
+	else
+		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(err),
+			    "cannot open TAP interface %s: %s", name, g_strerror(err));
+	return FALSE;
+}
+
+NcmTap *
+ncm_tap_open(const gchar *name, GError **error)
+{
+	struct ifreq ifr = { 0 };
+	NcmTap *tap;
+	int fd, err;
+
+	if (!name)
+		name = "ncm%d";
+	if (strlen(name) >= IFNAMSIZ) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "interface name %s is longer than %d characters", name, IFNAMSIZ - 1);
+		return NULL;
+	}
+	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		tap_open_error(error, errno, name);
+		return NULL;
+	}
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	g_strlcpy(ifr.ifr_name, name, IFNAMSIZ);
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+		err = errno;
+		close(fd);
+		tap_open_error(error, err, name);
+		return NULL;
+	}
+	tap = tap_new(fd, ifr.ifr_name);
+	tap->ifindex = (int)if_nametoindex(ifr.ifr_name);
+	if (ioctl(fd, TUNGETIFF, &ifr) == 0)
+		tap->persistent = (ifr.ifr_flags & IFF_PERSIST) != 0;
+	return tap;
+}
+
+const gchar *
+ncm_tap_get_name(NcmTap *tap)
+{
+	return tap->name;
+}
+
+int
+ncm_tap_get_ifindex(NcmTap *tap)
+{
+	return tap->ifindex;
+}
+
+int
+ncm_tap_get_fd(NcmTap *tap)
+{
+	return tap->fd;
+}
+
+gboolean
+ncm_tap_is_persistent(NcmTap *tap)
+{
+	return tap->persistent;
+}
+
+void
+ncm_tap_set_pcap(NcmTap *tap, NcmPcap *pcap)
+{
+	g_return_if_fail(!tap->link);
+	tap->pcap = pcap;
+}
+
+gboolean
+ncm_tap_set_carrier(NcmTap *tap, gboolean on, GError **error)
+{
+	int v = on ? 1 : 0;
+
+	if (ioctl(tap->fd, TUNSETCARRIER, &v) < 0) {
+		int err = errno;
+
+		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(err),
+			    "setting carrier %s on %s: %s", on ? "on" : "off", tap->name,
+			    g_strerror(err));
+		return FALSE;
+	}
+	return TRUE;
+}
+
+void
+ncm_tap_get_stats(NcmTap *tap, NcmTapStats *ret_stats)
+{
+	ret_stats->rx_frames = STAT_GET(tap, rx_frames);
+	ret_stats->rx_bytes = STAT_GET(tap, rx_bytes);
+	ret_stats->rx_drops_full = STAT_GET(tap, rx_drops_full);
+	ret_stats->rx_errors = STAT_GET(tap, rx_errors);
+	ret_stats->tx_frames = STAT_GET(tap, tx_frames);
+	ret_stats->tx_bytes = STAT_GET(tap, tx_bytes);
+	ret_stats->tx_bursts = STAT_GET(tap, tx_bursts);
+	ret_stats->tx_waits = STAT_GET(tap, tx_waits);
+	ret_stats->tx_drops_invalid = STAT_GET(tap, tx_drops_invalid);
+	ret_stats->tx_drops_closed = STAT_GET(tap, tx_drops_closed);
+	ret_stats->tx_read_errors = STAT_GET(tap, tx_read_errors);
+}
+
+void
+ncm_tap_free(NcmTap *tap)
+{
+	if (!tap)
+		return;
+	ncm_tap_detach(tap);
+	close(tap->fd);
+	close(tap->wake_fd);
+	close(tap->stop_fd);
+	g_free(tap->buf);
+	g_free(tap->name);
+	g_free(tap);
+}

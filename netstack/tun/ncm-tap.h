@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-tap.h: the TAP backend: an NcmLink's frames as a kernel network interface. */
+#pragma once
+
+#include <glib.h>
+
+#include "ncm-link.h"
+#include "ncm-pcap.h"
+
+G_BEGIN_DECLS
+
+/*
+ * Two data paths, no queue of our own in between:
+ * - device → kernel: the link's sink (its data thread, for an NcmDevice the
+ *   libusb event thread) writes each frame to the non-blocking fd; when the
+ *   kernel refuses it (EAGAIN) the frame is dropped and counted, never waited for.
+ * - kernel → device: a reader thread drains the fd until EAGAIN, packs every
+ *   frame into the link and flushes once per burst (one NTB per burst, not per
+ *   frame). On NCM_SEND_WOULD_BLOCK it keeps the frame and waits for the
+ *   link's writable callback.
+ */
+typedef struct _NcmTap NcmTap;
+
+typedef struct {
+	guint64 rx_frames;         /* device → kernel: frames written to the fd */
+	guint64 rx_bytes;
+	guint64 rx_drops_full;     /* ... dropped: the fd was full (EAGAIN) */
+	guint64 rx_errors;         /* ... dropped: other write errors (e.g. interface down) */
+	guint64 tx_frames;         /* kernel → device: frames the link accepted */
+	guint64 tx_bytes;
+	guint64 tx_bursts;         /* flushes, one per drained burst */
+	guint64 tx_waits;          /* waits for writable after NCM_SEND_WOULD_BLOCK */
+	guint64 tx_drops_invalid;  /* too short or too long for the link */
+	guint64 tx_drops_closed;   /* the link was closed or gone */
+	guint64 tx_read_errors;
+} NcmTapStats;
+
+/*
+ * Opens /dev/net/tun and attaches to (or creates) the TAP interface @name
+ * (IFF_TAP | IFF_NO_PI); "%d" in @name lets the kernel number it; NULL means
+ * "ncm%d". A non-persistent interface disappears with ncm_tap_free().
+ * Errors say what to do (modprobe tun, CAP_NET_ADMIN, pre-created owner).
+ * Thread: any.
+ */
+NcmTap *ncm_tap_open(const gchar *name, GError **error);
+
+/* Wraps an fd that carries one frame per read/write (tests: a socketpair). Takes @fd. */
+NcmTap *ncm_tap_new_for_fd(int fd, const gchar *name);
+
+const gchar *ncm_tap_get_name(NcmTap *tap);
+/* The interface index, 0 when the fd is not a TAP interface. */
+int ncm_tap_get_ifindex(NcmTap *tap);
+int ncm_tap_get_fd(NcmTap *tap);
+/* TRUE when the interface was made persistent (pre-created): it outlives us. */
+gboolean ncm_tap_is_persistent(NcmTap *tap);
+
+/* Records every frame crossing the link (both directions). Not owned. Set while detached. */
+void ncm_tap_set_pcap(NcmTap *tap, NcmPcap *pcap);
+
+/* Sets the interface's carrier (TUNSETCARRIER) to mirror the device's link. Thread: any. */
+gboolean ncm_tap_set_carrier(NcmTap *tap, gboolean on, GError **error);
+
+/*
+ * Installs the sink on @link, starts it and starts the reader thread. The
+ * link is not owned: detach before freeing it. Thread: the owner's.
+ */
+gboolean ncm_tap_attach(NcmTap *tap, NcmLink *link, GError **error);
+
+/*
+ * Stops the reader thread, then stops the link (for an NcmDevice:
+ * ncm_device_close), after which no sink callback runs. Idempotent.
+ * Thread: the owner's, never the link's data thread.
+ */
+void ncm_tap_detach(NcmTap *tap);
+
+/* Thread: any. */
+void ncm_tap_get_stats(NcmTap *tap, NcmTapStats *ret_stats);
+
+/* Detaches, closes the fd. Accepts NULL. */
+void ncm_tap_free(NcmTap *tap);
+
+G_END_DECLS

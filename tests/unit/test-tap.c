@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* test-tap.c: the TAP backend and rtnetlink helper against the real kernel, in a private netns. */
+#include "ncm-pcap.h"
+#include "ncm-rtnl.h"
+#include "ncm-tap.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static const guint8 tap_mac[6] = { 0x02, 0x00, 0x00, 0x79, 0x00, 0x01 };
+static const guint8 peer_mac[6] = { 0x02, 0x00, 0x00, 0x79, 0x00, 0x02 };
+static const guint8 tap_ip4[4] = { 192, 168, 79, 1 };
+static const guint8 peer_ip4[4] = { 192, 168, 79, 2 };
+static const guint8 tap_ip6[16] = { 0xfd, 0x79, [15] = 1 };
+static const guint8 peer_ip6[16] = { 0xfd, 0x79, [15] = 2 };
+#define MARKER_ETHERTYPE 0x88b5   /* IEEE local experimental: nothing in the kernel answers it */
+#define WAIT_US (5 * G_USEC_PER_SEC)
+
+static gboolean have_netns;
+static gchar *no_netns_reason;
+
+/* Tests needing a netns skip without one, unless CI=true says the runner must have it. */
+static gboolean
+require_netns(void)
+{
+	if (have_netns)
+		return TRUE;
+	if (g_strcmp0(g_getenv("CI"), "true") == 0) {
+		g_test_message("CI=true but no network namespace: %s", no_netns_reason);
+		g_test_fail();
+	} else {
+		g_test_skip(no_netns_reason);
+	}
+	return FALSE;
+}
+
+/* ---- a fake link standing in for the NCM device -------------------------- */
+
+typedef struct {
+	GBytes *frame;   /* NULL: a flush */
+} LinkEvent;
+
+typedef struct {
+	NcmLink link;
+	GMutex lock;     /* guards everything below */
+	GCond cond;
+	GArray *events;
+	guint attempts;
+	gboolean blocked;
+	gboolean started;
+	const NcmDeviceSink *sink;
+	gpointer sink_data;
+} FakeLink;
+
+static NcmSendResult
+fake_sendv(NcmLink *link, const GOutputVector *v, guint n)
+{
+	FakeLink *f = (FakeLink *)link;
+	NcmSendResult r = NCM_SEND_OK;
+
+	g_assert_cmpuint(n, ==, 1);
+	g_mutex_lock(&f->lock);
+	f->attempts++;
+	if (v[0].size < 14 || v[0].size > link->max_frame) {
+		r = NCM_SEND_INVALID;
+	} else if (f->blocked) {
+		r = NCM_SEND_WOULD_BLOCK;
+	} else {
+		LinkEvent e = { g_bytes_new(v[0].buffer, v[0].size) };
+
+		g_array_append_val(f->events, e);
+	}
+	g_cond_broadcast(&f->cond);
+	g_mutex_unlock(&f->lock);
+	return r;
+}
+
+static void
+fake_flush(NcmLink *link)
+{
+	FakeLink *f = (FakeLink *)link;
+	LinkEvent e = { NULL };
+
+	g_mutex_lock(&f->lock);
+	g_array_append_val(f->events, e);
+	g_cond_broadcast(&f->cond);
+	g_mutex_unlock(&f->lock);
+}
+
+static void
+fake_set_sink(NcmLink *link, const NcmDeviceSink *sink, gpointer data)
+{
+	FakeLink *f = (FakeLink *)link;
+
+	f->sink = sink;
+	f->sink_data = data;
+}
+
+static gboolean
+fake_start(NcmLink *link, GError **error)
+{
+	((FakeLink *)link)->started = TRUE;
+	return TRUE;
+}
+
+static void
+fake_stop(NcmLink *link)
+{
+	((FakeLink *)link)->started = FALSE;
+}
+
+static void
+fake_free(NcmLink *link)
+{
+	FakeLink *f = (FakeLink *)link;
+
+	for (guint i = 0; i < f->events->len; i++)
+		g_clear_pointer(&g_array_index(f->events, LinkEvent, i).frame, g_bytes_unref);
+	g_array_unref(f->events);
+	g_mutex_clear(&f->lock);
+	g_cond_clear(&f->cond);
+	g_free(f);
+}
+
+static const NcmLinkOps fake_ops = {
+	fake_sendv, fake_flush, fake_set_sink, fake_start, fake_stop, fake_free,
+};
+
+static FakeLink *
+fake_link_new(void)
+{
+	FakeLink *f = g_new0(FakeLink, 1);
+
+	f->link.ops = &fake_ops;
+	memcpy(f->link.mac, tap_mac, 6);
+	f->link.max_frame = 1514;
+	g_mutex_init(&f->lock);
+	g_cond_init(&f->cond);
+	f->events = g_array_new(FALSE, TRUE, sizeof(LinkEvent));
+	return f;
+}
+
+/* Frames arrive as the libusb thread would deliver them: one NTB = frames + done. */
+static void
+fake_receive(FakeLink *f, const guint8 *frame, gsize len)
+{
+	f->sink->receive(f->sink_data, frame, len);
+	f->sink->receive_done(f->sink_data);
+}
+
+typedef gboolean (*FrameMatch)(const guint8 *frame, gsize len, gconstpointer data);
+
+/* Index of the first event from @from on whose frame matches, waiting up to WAIT_US. */
+static gint
+fake_wait_frame(FakeLink *f, guint from, FrameMatch match, gconstpointer data)
+{
+	gint64 deadline = g_get_monotonic_time() + WAIT_US;
+	gint found = -1;
+
+	g_mutex_lock(&f->lock);
+	while (found < 0) {
+		for (guint i = from; i < f->events->len && found < 0; i++) {
+			GBytes *b = g_array_index(f->events, LinkEvent, i).frame;
+			gsize len;
+			const guint8 *p = b ? g_bytes_get_data(b, &len) : NULL;
+
+			if (p && match(p, len, data))
+				found = (gint)i;
+		}
+		if (found < 0 && !g_cond_wait_until(&f->cond, &f->lock, deadline))
+			break;
+	}
+	g_mutex_unlock(&f->lock);
+	return found;
+}
+
+/* The first flush at or after @from, waiting up to WAIT_US; -1 if none came. */
+static gint
+fake_wait_flush(FakeLink *f, guint from)
+{
+	gint64 deadline = g_get_monotonic_time() + WAIT_US;
+
+	g_mutex_lock(&f->lock);
+	for (;;) {
+		for (guint i = from; i < f->events->len; i++) {
+			if (!g_array_index(f->events, LinkEvent, i).frame) {
+				g_mutex_unlock(&f->lock);
+				return (gint)i;
+			}
+		}
+		if (!g_cond_wait_until(&f->cond, &f->lock, deadline))
+			break;
+	}
+	g_mutex_unlock(&f->lock);
+	return -1;
+}
+
+/* ---- frames ---------------------------------------------------------------- */
+
+static gsize
+eth_header(guint8 *p, const guint8 *dst, const guint8 *src, guint16 type)
+{
+	memcpy(p, dst, 6);
+	memcpy(p + 6, src, 6);
+	p[12] = (guint8)(type >> 8);
+	p[13] = (guint8)type;
+	return 14;
+}
+
+static guint16
+get_be16(const guint8 *p)
+{
+	return (guint16)(p[0] << 8 | p[1]);
+}
+
+static void
+put_be16(guint8 *p, guint16 v)
+{
+	p[0] = (guint8)(v >> 8);
+	p[1] = (guint8)v;
+}
+
+/* The Internet checksum over @len bytes, continuing from @sum. */
+static guint16
+inet_csum(const guint8 *p, gsize len, guint32 sum)
+{
+	for (gsize i = 0; i + 1 < len; i += 2)
+		sum += get_be16(p + i);
+	if (len & 1)
+		sum += (guint32)p[len - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (guint16)~sum;
+}
+
+static gsize
+arp_request(guint8 *f)
+{
+	static const guint8 bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	static const guint8 hdr[8] = { 0, 1, 0x08, 0, 6, 4, 0, 1 };
+	guint8 *a = f + eth_header(f, bcast, peer_mac, 0x0806);
+
+	memcpy(a, hdr, 8);
+	memcpy(a + 8, peer_mac, 6);
+	memcpy(a + 14, peer_ip4, 4);
+	memset(a + 18, 0, 6);
+	memcpy(a + 24, tap_ip4, 4);
+	return 14 + 28;
+}
+
+static gboolean
+is_arp_reply(const guint8 *f, gsize len, gconstpointer data)
+{
+	const guint8 *a = f + 14;
+
+	return len >= 42 && get_be16(f + 12) == 0x0806 && get_be16(a + 6) == 2 &&
+	       !memcmp(f, peer_mac, 6) && !memcmp(f + 6, tap_mac, 6) &&
+	       !memcmp(a + 8, tap_mac, 6) && !memcmp(a + 14, tap_ip4, 4) &&
+	       !memcmp(a + 18, peer_mac, 6) && !memcmp(a + 24, peer_ip4, 4);
+}
+
+static gsize
+icmp_echo(guint8 *f, guint16 id)
+{
+	guint8 *ip = f + eth_header(f, tap_mac, peer_mac, 0x0800);
+	guint8 *icmp = ip + 20;
+
+	memset(ip, 0, 20 + 16);
+	ip[0] = 0x45;
+	put_be16(ip + 2, 20 + 16);
+	ip[8] = 64;
+	ip[9] = 1;
+	memcpy(ip + 12, peer_ip4, 4);
+	memcpy(ip + 16, tap_ip4, 4);
+	put_be16(ip + 10, inet_csum(ip, 20, 0));
+	icmp[0] = 8;
+	put_be16(icmp + 4, id);
+	put_be16(icmp + 6, 1);
+	memcpy(icmp + 8, "libncm!!", 8);
+	put_be16(icmp + 2, inet_csum(icmp, 16, 0));
+	return 14 + 20 + 16;
+}
+
+static gboolean
+is_echo_reply(const guint8 *f, gsize len, gconstpointer data)
+{
+	const guint8 *ip = f + 14;
+
+	return len >= 14 + 36 && get_be16(f + 12) == 0x0800 && !memcmp(f, peer_mac, 6) &&
+	       ip[9] == 1 && !memcmp(ip + 12, tap_ip4, 4) && !memcmp(ip + 16, peer_ip4, 4) &&
+	       ip[20] == 0 && get_be16(ip + 24) == GPOINTER_TO_UINT(data) &&
+	       !memcmp(ip + 28, "libncm!!", 8);
+}
+
+/* A neighbour solicitation for tap_ip6 from peer_ip6, to the solicited-node group. */
+static gsize
+ndp_solicit(guint8 *f)
+{
+	static const guint8 mcast_mac[6] = { 0x33, 0x33, 0xff, 0x00, 0x00, 0x01 };
+	static const guint8 snm[16] = { 0xff, 0x02, [11] = 1, [12] = 0xff, [15] = 1 };
+	guint8 *ip = f + eth_header(f, mcast_mac, peer_mac, 0x86dd);
+	guint8 *icmp = ip + 40;
+	guint32 sum = 32 + 58;
+
+	memset(ip, 0, 40 + 32);
+	ip[0] = 0x60;
+	put_be16(ip + 4, 32);
+	ip[6] = 58;
+	ip[7] = 255;
+	memcpy(ip + 8, peer_ip6, 16);
+	memcpy(ip + 24, snm, 16);
+	icmp[0] = 135;
+	memcpy(icmp + 8, tap_ip6, 16);
+	icmp[24] = 1;  /* source link-layer address option */
+	icmp[25] = 1;
+	memcpy(icmp + 26, peer_mac, 6);
+	/* The pseudo-header: both addresses, upper-layer length, next header. */
+	for (guint i = 0; i < 32; i += 2)
+		sum += get_be16(ip + 8 + i);
+	put_be16(icmp + 2, inet_csum(icmp, 32, sum));
+	return 14 + 40 + 32;
+}
+
+static gboolean
+is_ndp_advert(const guint8 *f, gsize len, gconstpointer data)
+{
+	const guint8 *ip = f + 14;
+
+	return len >= 14 + 40 + 24 && get_be16(f + 12) == 0x86dd && ip[6] == 58 &&
+	       !memcmp(f, peer_mac, 6) && ip[40] == 136 && !memcmp(ip + 48, tap_ip6, 16);
+}
+
+static gboolean
+is_marker(const guint8 *f, gsize len, gconstpointer data)
+{
+	return len >= 15 && get_be16(f + 12) == MARKER_ETHERTYPE &&
+	       f[14] == GPOINTER_TO_UINT(data);
+}
