@@ -345,3 +345,181 @@ is_marker(const guint8 *f, gsize len, gconstpointer data)
 	return len >= 15 && get_be16(f + 12) == MARKER_ETHERTYPE &&
 	       f[14] == GPOINTER_TO_UINT(data);
 }
+
+/* ---- a tiny pcap reader ------------------------------------------------------ */
+
+/* Reads a classic pcap file back, asserting its header; returns the frames as GBytes. */
+static GPtrArray *
+pcap_read(const gchar *path)
+{
+	g_autofree guint8 *data = NULL;
+	GPtrArray *frames = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+	gsize len, off = 24;
+	guint32 h[6];
+
+	g_assert_true(g_file_get_contents(path, (gchar **)&data, &len, NULL));
+	g_assert_cmpuint(len, >=, 24);
+	memcpy(h, data, 24);
+	g_assert_cmphex(h[0], ==, 0xa1b2c3d4);       /* microsecond, host order */
+	g_assert_cmphex(h[1], ==, 2u | (4u << 16));  /* version 2.4 (little-endian host) */
+	g_assert_cmpuint(h[5], ==, 1);               /* LINKTYPE_ETHERNET */
+	while (off < len) {
+		guint32 r[4];
+
+		g_assert_cmpuint(len - off, >=, 16);
+		memcpy(r, data + off, 16);
+		g_assert_cmpuint(r[1], <, 1000000);
+		g_assert_cmpuint(r[2], ==, r[3]);
+		g_assert_cmpuint(len - off - 16, >=, r[2]);
+		g_ptr_array_add(frames, g_bytes_new(data + off + 16, r[2]));
+		off += 16 + r[2];
+	}
+	return frames;
+}
+
+static gboolean
+frames_contain(GPtrArray *frames, FrameMatch match, gconstpointer data)
+{
+	for (guint i = 0; i < frames->len; i++) {
+		gsize len;
+		const guint8 *p = g_bytes_get_data(frames->pdata[i], &len);
+
+		if (match(p, len, data))
+			return TRUE;
+	}
+	return FALSE;
+}
+
+static gboolean
+is_bytes(const guint8 *f, gsize len, gconstpointer data)
+{
+	gsize n;
+	const guint8 *p = g_bytes_get_data((GBytes *)data, &n);
+
+	return len == n && !memcmp(f, p, n);
+}
+
+/* ---- tests ----------------------------------------------------------------- */
+
+static void
+assert_ok(gboolean ok, GError *error)
+{
+	g_assert_no_error(error);
+	g_assert_true(ok);
+}
+
+static NcmTap *
+configured_tap(guint mtu)
+{
+	GError *error = NULL;
+	NcmRtnlPrefix p4, p6;
+	NcmTap *tap = ncm_tap_open("ncmtest%d", &error);
+	int idx;
+
+	g_assert_no_error(error);
+	idx = ncm_tap_get_ifindex(tap);
+	g_assert_cmpint(idx, >, 0);
+	assert_ok(ncm_rtnl_prefix_parse(&p4, "192.168.79.1/24", &error), error);
+	assert_ok(ncm_rtnl_prefix_parse(&p6, "fd79::1/64", &error), error);
+	assert_ok(ncm_rtnl_set_mtu(idx, mtu, &error), error);
+	assert_ok(ncm_rtnl_set_mac(idx, tap_mac, &error), error);
+	assert_ok(ncm_rtnl_set_up(idx, TRUE, &error), error);
+	assert_ok(ncm_rtnl_add_address(idx, &p4, FALSE, &error), error);
+	assert_ok(ncm_rtnl_add_address(idx, &p6, TRUE, &error), error);
+	return tap;
+}
+
+static void
+assert_ifreq(const gchar *name, unsigned long req, struct ifreq *ifr)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	memset(ifr, 0, sizeof(*ifr));
+	g_strlcpy(ifr->ifr_name, name, IFNAMSIZ);
+	g_assert_cmpint(ioctl(s, req, ifr), ==, 0);
+	close(s);
+}
+
+/* The prefix length of @family's address @addr on @name, or -1 if absent. */
+static int
+kernel_prefix(const gchar *name, int family, const guint8 *addr)
+{
+	struct ifaddrs *all, *i;
+	int found = -1;
+
+	g_assert_cmpint(getifaddrs(&all), ==, 0);
+	for (i = all; i; i = i->ifa_next) {
+		const guint8 *a, *m;
+		gsize n = family == AF_INET ? 4 : 16;
+		int bits = 0;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != family || strcmp(i->ifa_name, name))
+			continue;
+		a = family == AF_INET ? (const guint8 *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
+				      : ((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr.s6_addr;
+		m = family == AF_INET ? (const guint8 *)&((struct sockaddr_in *)i->ifa_netmask)->sin_addr
+				      : ((struct sockaddr_in6 *)i->ifa_netmask)->sin6_addr.s6_addr;
+		if (memcmp(a, addr, n))
+			continue;
+		for (gsize b = 0; b < n; b++)
+			bits += __builtin_popcount(m[b]);
+		found = bits;
+	}
+	freeifaddrs(all);
+	return found;
+}
+
+static void
+test_rtnl_setup(void)
+{
+	NcmTap *tap;
+	struct ifreq ifr;
+	const gchar *name;
+
+	if (!require_netns())
+		return;
+	tap = configured_tap(1400);
+	name = ncm_tap_get_name(tap);
+	g_assert_true(g_str_has_prefix(name, "ncmtest"));
+	g_assert_false(ncm_tap_is_persistent(tap));
+	assert_ifreq(name, SIOCGIFMTU, &ifr);
+	g_assert_cmpint(ifr.ifr_mtu, ==, 1400);
+	assert_ifreq(name, SIOCGIFHWADDR, &ifr);
+	g_assert_cmpmem(ifr.ifr_hwaddr.sa_data, 6, tap_mac, 6);
+	assert_ifreq(name, SIOCGIFFLAGS, &ifr);
+	g_assert_true(ifr.ifr_flags & IFF_UP);
+	g_assert_cmpint(kernel_prefix(name, AF_INET, tap_ip4), ==, 24);
+	g_assert_cmpint(kernel_prefix(name, AF_INET6, tap_ip6), ==, 64);
+	ncm_tap_free(tap);
+	/* Not persistent: closing the fd removed the interface. */
+	g_assert_cmpuint(if_nametoindex("ncmtest0"), ==, 0);
+}
+
+static void
+test_rtnl_errors(void)
+{
+	GError *error = NULL;
+	NcmRtnlPrefix p;
+
+	assert_ok(ncm_rtnl_prefix_parse(&p, "10.1.2.3", &error), error);
+	g_assert_cmpint(p.family, ==, AF_INET);
+	g_assert_cmpuint(p.prefix, ==, 32);
+	assert_ok(ncm_rtnl_prefix_parse(&p, "fd79::5/64", &error), error);
+	g_assert_cmpint(p.family, ==, AF_INET6);
+	g_assert_cmpuint(p.prefix, ==, 64);
+	g_assert_cmpuint(p.addr[15], ==, 5);
+	g_assert_false(ncm_rtnl_prefix_parse(&p, "10.1.2.3/33", &error));
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT);
+	g_clear_error(&error);
+	g_assert_false(ncm_rtnl_prefix_parse(&p, "host.example/24", &error));
+	g_clear_error(&error);
+	g_assert_false(ncm_rtnl_prefix_parse(&p, "fd79::1/", &error));
+	g_clear_error(&error);
+	if (!require_netns())
+		return;
+	/* The kernel's refusal comes back as an error, not silence. */
+	g_assert_false(ncm_rtnl_set_mtu(1000000, 1500, &error));
+	g_assert_nonnull(error);
+	g_test_message("expected: %s", error->message);
+	g_clear_error(&error);
+}
