@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
@@ -522,4 +523,452 @@ test_rtnl_errors(void)
 	g_assert_nonnull(error);
 	g_test_message("expected: %s", error->message);
 	g_clear_error(&error);
+}
+
+typedef struct {
+	FakeLink *fake;
+	NcmTap *tap;
+	NcmPcap *pcap;
+	gchar *pcap_path;
+} Rig;
+
+static void
+rig_attach(Rig *rig, NcmTap *tap, gboolean with_pcap)
+{
+	GError *error = NULL;
+
+	rig->fake = fake_link_new();
+	rig->tap = tap;
+	if (with_pcap) {
+		int fd = g_file_open_tmp("test-tap-XXXXXX.pcap", &rig->pcap_path, &error);
+
+		g_assert_no_error(error);
+		close(fd);
+		rig->pcap = ncm_pcap_open(rig->pcap_path, &error);
+		g_assert_no_error(error);
+		ncm_tap_set_pcap(tap, rig->pcap);
+	}
+	assert_ok(ncm_tap_attach(tap, &rig->fake->link, &error), error);
+	g_assert_true(rig->fake->started);
+}
+
+static void
+rig_free(Rig *rig)
+{
+	ncm_tap_free(rig->tap);
+	g_assert_false(rig->fake->started);
+	ncm_link_free(&rig->fake->link);
+	ncm_pcap_close(rig->pcap);
+	if (rig->pcap_path)
+		unlink(rig->pcap_path);
+	g_free(rig->pcap_path);
+}
+
+/* One request into the kernel through the RX path, its answer out through the reader. */
+static gint
+exchange(Rig *rig, const guint8 *req, gsize len, FrameMatch match, gconstpointer data)
+{
+	gint at;
+
+	fake_receive(rig->fake, req, len);
+	at = fake_wait_frame(rig->fake, 0, match, data);
+	g_assert_cmpint(at, >=, 0);
+	/* The burst that carried the answer was flushed. */
+	g_assert_cmpint(fake_wait_flush(rig->fake, (guint)at + 1), >, at);
+	return at;
+}
+
+static void
+test_kernel_answers(void)
+{
+	Rig rig = { 0 };
+	guint8 f[128];
+	gsize len;
+	NcmTapStats st;
+	g_autoptr(GPtrArray) recorded = NULL;
+	g_autoptr(GBytes) arp = NULL;
+
+	if (!require_netns())
+		return;
+	rig_attach(&rig, configured_tap(1500), TRUE);
+	len = arp_request(f);
+	arp = g_bytes_new(f, len);
+	exchange(&rig, f, len, is_arp_reply, NULL);
+	len = icmp_echo(f, 0x4e43);
+	exchange(&rig, f, len, is_echo_reply, GUINT_TO_POINTER(0x4e43));
+	len = ndp_solicit(f);
+	exchange(&rig, f, len, is_ndp_advert, NULL);
+	ncm_tap_get_stats(rig.tap, &st);
+	g_assert_cmpuint(st.rx_frames, ==, 3);
+	g_assert_cmpuint(st.rx_drops_full + st.rx_errors, ==, 0);
+	g_assert_cmpuint(st.tx_frames, >=, 3);
+	g_assert_cmpuint(st.tx_bursts, >=, 1);
+	g_assert_cmpuint(st.tx_bursts, <=, st.tx_frames);
+	ncm_tap_detach(rig.tap);
+	/* Both directions were recorded at the link boundary. */
+	ncm_pcap_flush(rig.pcap);
+	recorded = pcap_read(rig.pcap_path);
+	g_assert_cmpuint(recorded->len, ==, ncm_pcap_get_records(rig.pcap));
+	g_assert_cmpuint(recorded->len, ==, st.rx_frames + st.tx_frames);
+	g_assert_true(frames_contain(recorded, is_bytes, arp));
+	g_assert_true(frames_contain(recorded, is_arp_reply, NULL));
+	g_assert_true(frames_contain(recorded, is_ndp_advert, NULL));
+	rig_free(&rig);
+}
+
+/* Frames written to a link that is down are dropped and counted, not fatal. */
+static void
+test_rx_interface_down(void)
+{
+	Rig rig = { 0 };
+	GError *error = NULL;
+	guint8 f[64];
+	NcmTapStats st;
+
+	if (!require_netns())
+		return;
+	rig_attach(&rig, configured_tap(1500), FALSE);
+	assert_ok(ncm_rtnl_set_up(ncm_tap_get_ifindex(rig.tap), FALSE, &error), error);
+	fake_receive(rig.fake, f, arp_request(f));
+	ncm_tap_get_stats(rig.tap, &st);
+	g_assert_cmpuint(st.rx_frames + st.rx_drops_full + st.rx_errors, ==, 1);
+	g_test_message("down: rx_frames %" G_GUINT64_FORMAT " errors %" G_GUINT64_FORMAT,
+		       st.rx_frames, st.rx_errors);
+	rig_free(&rig);
+}
+
+/* Puts a marker frame on the kernel side of the fd: the reader will read it. */
+typedef void (*InjectFunc)(int fd, guint marker);
+
+static void
+inject_write(int fd, guint marker)
+{
+	guint8 f[60] = { 0 };
+
+	eth_header(f, peer_mac, tap_mac, MARKER_ETHERTYPE);
+	f[14] = (guint8)marker;
+	g_assert_cmpint(write(fd, f, sizeof(f)), ==, sizeof(f));
+}
+
+static guint
+fake_attempts(FakeLink *f)
+{
+	guint n;
+
+	g_mutex_lock(&f->lock);
+	n = f->attempts;
+	g_mutex_unlock(&f->lock);
+	return n;
+}
+
+static void
+fake_set_blocked(FakeLink *f, gboolean blocked)
+{
+	g_mutex_lock(&f->lock);
+	f->blocked = blocked;
+	g_mutex_unlock(&f->lock);
+}
+
+/*
+ * Marker 1 meets NCM_SEND_WOULD_BLOCK; markers 2-4 queue behind it; writable
+ * releases them: all four arrive in order, marker 1 included (kept, not
+ * dropped), and exactly one flush follows the burst.
+ */
+static void
+run_burst(Rig *rig, InjectFunc inject, int fd)
+{
+	gint at[5];
+	gint64 deadline = g_get_monotonic_time() + WAIT_US;
+	NcmTapStats st;
+
+	fake_set_blocked(rig->fake, TRUE);
+	inject(fd, 1);
+	while (fake_attempts(rig->fake) < 1 && g_get_monotonic_time() < deadline)
+		g_usleep(1000);
+	g_assert_cmpuint(fake_attempts(rig->fake), ==, 1);
+	for (guint m = 2; m <= 4; m++)
+		inject(fd, m);
+	fake_set_blocked(rig->fake, FALSE);
+	rig->fake->sink->writable(rig->fake->sink_data);
+	for (guint m = 1; m <= 4; m++) {
+		at[m] = fake_wait_frame(rig->fake, 0, is_marker, GUINT_TO_POINTER(m));
+		g_assert_cmpint(at[m], >=, 0);
+		if (m > 1)
+			g_assert_cmpint(at[m], ==, at[m - 1] + 1);
+	}
+	g_assert_cmpint(fake_wait_flush(rig->fake, 0), ==, at[4] + 1);
+	ncm_tap_get_stats(rig->tap, &st);
+	g_assert_cmpuint(st.tx_waits, ==, 1);
+	g_assert_cmpuint(st.tx_frames, ==, 4);
+	g_assert_cmpuint(st.tx_bursts, ==, 1);
+	g_assert_cmpuint(fake_attempts(rig->fake), ==, 5);
+}
+
+static void
+test_burst_socketpair(void)
+{
+	Rig rig = { 0 };
+	int sp[2];
+
+	g_assert_cmpint(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp), ==, 0);
+	rig_attach(&rig, ncm_tap_new_for_fd(sp[0], NULL), FALSE);
+	g_assert_cmpint(ncm_tap_get_ifindex(rig.tap), ==, 0);
+	run_burst(&rig, inject_write, sp[1]);
+	rig_free(&rig);
+	close(sp[1]);
+}
+
+static int packet_ifindex;
+
+static void
+inject_packet(int fd, guint marker)
+{
+	struct sockaddr_ll to = { .sll_family = AF_PACKET, .sll_ifindex = packet_ifindex,
+				  .sll_halen = 6 };
+	guint8 f[60] = { 0 };
+
+	eth_header(f, peer_mac, tap_mac, MARKER_ETHERTYPE);
+	f[14] = (guint8)marker;
+	memcpy(to.sll_addr, peer_mac, 6);
+	g_assert_cmpint(sendto(fd, f, sizeof(f), 0, (struct sockaddr *)&to, sizeof(to)), ==,
+			sizeof(f));
+}
+
+static void
+write_sysctl(const gchar *path, const gchar *value)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	g_assert_cmpint(fd, >=, 0);
+	g_assert_cmpint(write(fd, value, strlen(value)), ==, (ssize_t)strlen(value));
+	close(fd);
+}
+
+/* The kernel transmits on the TAP (a packet socket), with IPv6 off so nothing else talks. */
+static void
+test_burst_kernel(void)
+{
+	Rig rig = { 0 };
+	GError *error = NULL;
+	NcmTap *tap;
+	g_autofree gchar *knob = NULL;
+	int s;
+
+	if (!require_netns())
+		return;
+	tap = ncm_tap_open("ncmtest%d", &error);
+	g_assert_no_error(error);
+	knob = g_strdup_printf("/proc/sys/net/ipv6/conf/%s/disable_ipv6", ncm_tap_get_name(tap));
+	write_sysctl(knob, "1");
+	packet_ifindex = ncm_tap_get_ifindex(tap);
+	assert_ok(ncm_rtnl_set_up(packet_ifindex, TRUE, &error), error);
+	rig_attach(&rig, tap, FALSE);
+	s = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	g_assert_cmpint(s, >=, 0);
+	run_burst(&rig, inject_packet, s);
+	close(s);
+	rig_free(&rig);
+}
+
+/*
+ * The kernel side stops taking frames (a datagram socket nobody reads): the
+ * RX path drops and counts instead of blocking, and what got through is
+ * intact and in order.
+ */
+static void
+test_rx_full_drops(void)
+{
+	Rig rig = { 0 };
+	guint8 f[1000] = { 0 }, in[2000];
+	const guint n = 300;
+	guint got = 0, last = 0;
+	NcmTapStats st;
+	int sp[2];
+	ssize_t r;
+
+	g_assert_cmpint(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp), ==, 0);
+	rig_attach(&rig, ncm_tap_new_for_fd(sp[0], NULL), FALSE);
+	for (guint i = 1; i <= n; i++) {
+		memcpy(f + 16, &i, sizeof(i));
+		rig.fake->sink->receive(rig.fake->sink_data, f, sizeof(f));
+	}
+	rig.fake->sink->receive_done(rig.fake->sink_data);
+	ncm_tap_get_stats(rig.tap, &st);
+	g_assert_cmpuint(st.rx_drops_full, >, 0);
+	g_assert_cmpuint(st.rx_frames + st.rx_drops_full, ==, n);
+	g_assert_cmpuint(st.rx_errors, ==, 0);
+	while ((r = recv(sp[1], in, sizeof(in), MSG_DONTWAIT)) > 0) {
+		guint seq;
+
+		g_assert_cmpint(r, ==, sizeof(f));
+		memcpy(&seq, in + 16, sizeof(seq));
+		g_assert_cmpuint(seq, >, last);
+		last = seq;
+		got++;
+	}
+	g_assert_cmpuint(got, ==, st.rx_frames);
+	g_test_message("%u frames: %" G_GUINT64_FORMAT " delivered, %" G_GUINT64_FORMAT
+		       " dropped", n, st.rx_frames, st.rx_drops_full);
+	rig_free(&rig);
+	close(sp[1]);
+}
+
+/* ---- pcap under concurrency ------------------------------------------------ */
+
+#define PCAP_THREADS 4
+#define PCAP_PER_THREAD 500
+
+typedef struct {
+	NcmPcap *pcap;
+	guint id;
+} PcapWriter;
+
+/* Frame @seq of writer @id: its length and every byte derive from both. */
+static gsize
+pcap_test_frame(guint8 *f, guint id, guint seq)
+{
+	gsize len = 60 + (id * 131 + seq * 17) % 1455;
+
+	eth_header(f, peer_mac, tap_mac, MARKER_ETHERTYPE);
+	f[14] = (guint8)id;
+	memcpy(f + 15, &seq, sizeof(seq));
+	for (gsize i = 19; i < len; i++)
+		f[i] = (guint8)(i + id + seq);
+	return len;
+}
+
+static gpointer
+pcap_writer_main(gpointer data)
+{
+	PcapWriter *w = data;
+	guint8 f[1514];
+
+	for (guint seq = 0; seq < PCAP_PER_THREAD; seq++)
+		ncm_pcap_write(w->pcap, f, pcap_test_frame(f, w->id, seq));
+	return NULL;
+}
+
+static void
+pcap_check_records(GPtrArray *frames)
+{
+	guint next[PCAP_THREADS] = { 0 };
+	guint8 want[1514];
+
+	g_assert_cmpuint(frames->len, ==, PCAP_THREADS * PCAP_PER_THREAD);
+	for (guint i = 0; i < frames->len; i++) {
+		gsize len;
+		const guint8 *p = g_bytes_get_data(frames->pdata[i], &len);
+		guint id = p[14], seq;
+
+		g_assert_cmpuint(id, <, PCAP_THREADS);
+		memcpy(&seq, p + 15, sizeof(seq));
+		/* Each writer's records are whole and in its own order. */
+		g_assert_cmpuint(seq, ==, next[id]);
+		next[id]++;
+		g_assert_cmpmem(p, len, want, pcap_test_frame(want, id, seq));
+	}
+}
+
+static void
+pcap_check_tcpdump(const gchar *path)
+{
+	g_autofree gchar *tcpdump = g_find_program_in_path("tcpdump");
+	g_autofree gchar *out = NULL, *err = NULL;
+	g_autoptr(GError) error = NULL;
+	const gchar *argv[] = { NULL, "-nn", "-r", path, NULL };
+	g_auto(GStrv) lines = NULL;
+	int status;
+
+	if (!tcpdump) {
+		g_test_message("tcpdump not installed: only the built-in reader checked the file");
+		return;
+	}
+	argv[0] = tcpdump;
+	g_assert_true(g_spawn_sync(NULL, (gchar **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+				   &out, &err, &status, &error));
+	g_assert_no_error(error);
+	g_assert_true(g_spawn_check_wait_status(status, NULL));
+	lines = g_strsplit(g_strchomp(out), "\n", -1);
+	g_assert_cmpuint(g_strv_length(lines), ==, PCAP_THREADS * PCAP_PER_THREAD);
+}
+
+static void
+test_pcap_concurrent(void)
+{
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *path = NULL;
+	g_autoptr(GPtrArray) frames = NULL;
+	PcapWriter w[PCAP_THREADS];
+	GThread *t[PCAP_THREADS];
+	NcmPcap *pcap;
+	int fd = g_file_open_tmp("test-tap-XXXXXX.pcap", &path, &error);
+
+	g_assert_no_error(error);
+	close(fd);
+	pcap = ncm_pcap_open(path, &error);
+	g_assert_no_error(error);
+	for (guint i = 0; i < PCAP_THREADS; i++) {
+		w[i] = (PcapWriter){ pcap, i };
+		t[i] = g_thread_new("pcap-writer", pcap_writer_main, &w[i]);
+	}
+	for (guint i = 0; i < PCAP_THREADS; i++)
+		g_thread_join(t[i]);
+	g_assert_cmpuint(ncm_pcap_get_records(pcap), ==, PCAP_THREADS * PCAP_PER_THREAD);
+	g_assert_cmpuint(ncm_pcap_get_lost(pcap), ==, 0);
+	ncm_pcap_close(pcap);
+	frames = pcap_read(path);
+	pcap_check_records(frames);
+	pcap_check_tcpdump(path);
+	unlink(path);
+}
+
+static void
+test_pcap_open_error(void)
+{
+	g_autoptr(GError) error = NULL;
+
+	g_assert_null(ncm_pcap_open("/nonexistent-dir/x.pcap", &error));
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND);
+	g_assert_nonnull(strstr(error->message, "/nonexistent-dir/x.pcap"));
+}
+
+/* A private network namespace keeps 192.168.79.0/24 and fd79::/64 off the host. */
+static void
+enter_netns(void)
+{
+	int fd;
+
+	if (geteuid() != 0) {
+		no_netns_reason = g_strdup("needs root for a network namespace and TAP devices");
+		return;
+	}
+	if (unshare(CLONE_NEWNET) < 0) {
+		no_netns_reason = g_strdup_printf("unshare(CLONE_NEWNET): %s", g_strerror(errno));
+		return;
+	}
+	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		no_netns_reason = g_strdup_printf("/dev/net/tun: %s (modprobe tun)",
+						  g_strerror(errno));
+		return;
+	}
+	close(fd);
+	have_netns = TRUE;
+}
+
+int
+main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	enter_netns();
+	g_test_add_func("/tap/rtnl/setup", test_rtnl_setup);
+	g_test_add_func("/tap/rtnl/errors", test_rtnl_errors);
+	g_test_add_func("/tap/kernel-answers", test_kernel_answers);
+	g_test_add_func("/tap/rx/interface-down", test_rx_interface_down);
+	g_test_add_func("/tap/rx/full-drops", test_rx_full_drops);
+	g_test_add_func("/tap/tx/burst-socketpair", test_burst_socketpair);
+	g_test_add_func("/tap/tx/burst-kernel", test_burst_kernel);
+	g_test_add_func("/tap/pcap/concurrent", test_pcap_concurrent);
+	g_test_add_func("/tap/pcap/open-error", test_pcap_open_error);
+	return g_test_run();
 }

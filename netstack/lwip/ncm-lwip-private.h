@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-lwip-private.h: what the lwIP netstack's files share: locking, counters, addresses (private). */
+#pragma once
+
+#include "lwip/ip_addr.h"
+#include "lwip/netif.h"
+
+#include "ncm-lwip.h"
+#include "ncm-lwip-sync.h"
+
+/*
+ * Lock order: the lwIP core lock first, then a connection's, listener's or
+ * UDP socket's own lock, then a netif's peer lock. Code holding one of the
+ * latter never takes the core lock.
+ */
+
+/* Counters, bumped with atomics from any thread. */
+typedef enum {
+	LWIP_COUNT_RX_FRAMES,
+	LWIP_COUNT_RX_DROPS,
+	LWIP_COUNT_TX_FRAMES,
+	LWIP_COUNT_TX_QUEUED,
+	LWIP_COUNT_TX_DROPS,
+	LWIP_COUNT_TX_FLUSHES,
+	LWIP_COUNT_WINDOW_POSTS,
+	LWIP_COUNT_MAIN_DISPATCHES,
+	LWIP_COUNT_N,
+} LwipCounter;
+
+void lwip_count(LwipCounter counter, guint64 n);
+
+/* The default stack's input mode, read on the link thread per frame. */
+NcmLwipInputMode lwip_input_mode(void);
+
+/*
+ * A batch of lwIP work: LOCK_TCPIP_CORE() plus bookkeeping so that output
+ * produced inside is flushed to the links once, when the outermost batch
+ * ends. lwip_batch_begin/end do the same for code already holding the core
+ * lock (callbacks on the tcpip thread).
+ */
+void lwip_core_lock(void);
+void lwip_core_unlock(void);
+void lwip_batch_begin(void);
+void lwip_batch_end(void);
+
+/* Core lock held: whether the current lwIP work is inside a batch. Output
+ * outside one (the tcpip thread's timers and queued input) schedules a
+ * flush callback instead. */
+gboolean lwip_in_batch(void);
+/* Core lock held: posts one flush of all netifs to the tcpip thread. */
+void lwip_schedule_flush(void);
+/* Core lock held: flushes every netif with output since its last flush. */
+void lwip_netifs_flush(void);
+
+/* GInetAddress <-> ip_addr_t (no zone). */
+void lwip_addr_from_gio(GInetAddress *address, ip_addr_t *ret_ip);
+GInetAddress *lwip_addr_to_gio(const ip_addr_t *ip);
+GInetSocketAddress *lwip_sockaddr_to_gio(const ip_addr_t *ip, u16_t port);
+/* Core lock held: the netif for @scope_id, else the default one, else the first. */
+struct netif *lwip_netif_for_scope(guint scope_id);
+/* Core lock held: gives a link-local IPv6 @ip the zone of its netif. */
+void lwip_addr_assign_zone(ip_addr_t *ip, guint scope_id);
+
+/* lwIP's err_t as a G_IO_ERROR code. */
+gint lwip_err_to_io(err_t err);
+
+/* Marks a GTask's hand-over between threads for ThreadSanitizer: GTask
+ * passes data through GLib's own (uninstrumented) locks. */
+#define lwip_tsan_handover(obj) ncm_lwip_tsan_release(obj)
+#define lwip_tsan_takeover(obj) ncm_lwip_tsan_acquire(obj)
