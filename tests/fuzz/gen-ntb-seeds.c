@@ -231,6 +231,11 @@ gen_parse_rejects(void)
 	pack(&s, &c, lens, 3);
 	make_crc(&s);
 	emit_parse(&s, "reject-ntb16-crc-mode-off", 0, 0, 0);
+	/* One NDP more than the hop limit, each pointing at datagram 0. */
+	pack(&s, &c, lens, 1);
+	for (unsigned i = 0; i < NCM_NTB_MAX_NDP_HOPS; i++)
+		add_chained_ndp(&s);
+	emit_parse(&s, "reject-ntb16-too-many-ndps", 0, 0, 0);
 	/* wBlockLength past the negotiated maximum. */
 	pack(&s, &c, lens, 3);
 	emit_parse(&s, "reject-ntb16-block-too-big", 8, (uint16_t)(s.len - 4), 0);

@@ -24,6 +24,7 @@ static gint opt_count = 10000;
 static gint opt_timeout = 30;
 static gint opt_rate = 2000;
 static gint64 opt_pace;
+static gint opt_size = 64;
 
 static const GOptionEntry entries[] = {
 	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32, "Ask for NTB32", NULL },
@@ -31,6 +32,7 @@ static const GOptionEntry entries[] = {
 	{ "count", 'c', 0, G_OPTION_ARG_INT, &opt_count, "Frames to send or expect", "N" },
 	{ "timeout", 't', 0, G_OPTION_ARG_INT, &opt_timeout, "Seconds before giving up", "S" },
 	{ "rate", 'r', 0, G_OPTION_ARG_INT, &opt_rate, "Frames per second to send", "N" },
+	{ "size", 's', 0, G_OPTION_ARG_INT, &opt_size, "UDP payload bytes (4..1472)", "N" },
 	{ "pace", 'p', 0, G_OPTION_ARG_INT64, &opt_pace, "TX pacing cap in bytes/s", "B" },
 	{ NULL }
 };
@@ -48,6 +50,8 @@ typedef struct {
 	guint8 *seen;          /* RX sequence bitmap, event thread only */
 	gint rx_unique;        /* atomic */
 	gint rx_dups;          /* atomic */
+	gint64 rx_first;       /* atomic: first and last counted arrival */
+	gint64 rx_last;
 } Test;
 
 static guint16
@@ -115,7 +119,7 @@ static gsize
 build_udp(Test *t, guint8 *f, guint32 seq)
 {
 	guint8 *ip = f + 14, *udp = f + 34;
-	const gsize payload = 64;
+	const gsize payload = (gsize)opt_size;
 
 	memcpy(f, t->peer_mac, 6);
 	memcpy(f + 6, t->mac, 6);
@@ -130,7 +134,7 @@ build_udp(Test *t, guint8 *f, guint32 seq)
 	ip[10] = c >> 8, ip[11] = c & 0xff;
 	udp[0] = 0x23, udp[1] = 0x29;  /* 9001 */
 	udp[2] = TX_PORT >> 8, udp[3] = TX_PORT & 0xff;
-	udp[4] = 0, udp[5] = 8 + payload;
+	udp[4] = (8 + payload) >> 8, udp[5] = (8 + payload) & 0xff;
 	udp[6] = udp[7] = 0;  /* no checksum: allowed for IPv4 */
 	memset(udp + 8, 0, payload);
 	memcpy(udp + 8, &seq, 4);
@@ -166,6 +170,11 @@ on_receive(gpointer data, const guint8 *f, gsize len)
 			g_atomic_int_inc(&t->rx_dups);
 		} else {
 			t->seen[seq / 8] |= 1u << (seq % 8);
+			gint64 now = g_get_monotonic_time();
+
+			__atomic_store_n(&t->rx_last, now, __ATOMIC_RELAXED);
+			if (!__atomic_load_n(&t->rx_first, __ATOMIC_RELAXED))
+				__atomic_store_n(&t->rx_first, now, __ATOMIC_RELAXED);
 			g_atomic_int_inc(&t->rx_unique);
 		}
 	}
@@ -312,7 +321,7 @@ cmd_frames(Test *t)
 static int
 cmd_tx(Test *t)
 {
-	guint8 f[128];
+	guint8 f[1600];
 	NcmStats s = { 0 };
 	gint64 start;
 
@@ -329,6 +338,8 @@ cmd_tx(Test *t)
 		/* Batches of 10, then a flush: how a real producer ends a burst. */
 		if (i % 10 == 9) {
 			ncm_device_flush(t->dev);
+			if (opt_rate <= 0)
+				continue;
 			gint64 due = start + (gint64)(i + 1) * G_USEC_PER_SEC / opt_rate;
 			gint64 now = g_get_monotonic_time();
 			if (due > now)
@@ -342,6 +353,7 @@ cmd_tx(Test *t)
 	}
 	gint64 elapsed = g_get_monotonic_time() - start;
 	print_stats(t);
+	printf("tx_elapsed_us: %" G_GINT64_FORMAT "\n", elapsed);
 	if (opt_pace) {
 		/* Datagram bytes undercount the wire, so this floor is safe on any machine. */
 		gint64 floor_us = (gint64)(s.tx_bytes * G_USEC_PER_SEC / (guint64)opt_pace);
@@ -380,6 +392,11 @@ cmd_rx(Test *t)
 	print_stats(t);
 	printf("rx: unique=%d dups=%d expected=%d\n", g_atomic_int_get(&t->rx_unique),
 	       g_atomic_int_get(&t->rx_dups), opt_count);
+	printf("rx_elapsed_us: %" G_GINT64_FORMAT "\n",
+	       __atomic_load_n(&t->rx_last, __ATOMIC_RELAXED) -
+	       __atomic_load_n(&t->rx_first, __ATOMIC_RELAXED));
+	if (opt_rate <= 0)
+		return 0;  /* a flood measures; losses are the result, not a failure */
 	if (g_atomic_int_get(&t->rx_unique) != opt_count || g_atomic_int_get(&t->rx_dups) ||
 	    s.rx_bad_ntbs || s.rx_datagrams < (guint64)opt_count) {
 		printf("FAIL: receive mismatch\n");
@@ -442,7 +459,7 @@ cmd_peer_send(void)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(RX_PORT) };
-	guint8 payload[64] = { 0 };
+	guint8 payload[1472] = { 0 };
 	gint64 start = g_get_monotonic_time();
 
 	inet_pton(AF_INET, HOST_IP4, &to.sin_addr);
@@ -450,8 +467,10 @@ cmd_peer_send(void)
 		guint32 seq = htonl((guint32)i);
 
 		memcpy(payload, &seq, 4);
-		while (sendto(fd, payload, sizeof(payload), 0, (struct sockaddr *)&to, sizeof(to)) < 0)
+		while (sendto(fd, payload, (size_t)opt_size, 0, (struct sockaddr *)&to, sizeof(to)) < 0)
 			g_usleep(1000);
+		if (opt_rate <= 0)
+			continue;
 		gint64 due = start + (gint64)(i + 1) * G_USEC_PER_SEC / opt_rate;
 		gint64 now = g_get_monotonic_time();
 		if (due > now)
@@ -476,6 +495,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	opt_count = CLAMP(opt_count, 1, MAX_COUNT);
+	opt_size = CLAMP(opt_size, 4, 1472);
 	if (g_str_equal(argv[1], "peer-send"))
 		return cmd_peer_send();
 

@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-lwip-netif.c: an lwIP Ethernet netif over an NcmLink: input batches, output packing, peer learning. */
+#define G_LOG_DOMAIN "ncm-lwip"
+
+#include <string.h>
+
+#include "lwip/dhcp.h"
+#include "lwip/etharp.h"
+#include "lwip/ethip6.h"
+#include "lwip/netif.h"
+#include "lwip/pbuf.h"
+#include "lwip/tcpip.h"
+#include "netif/ethernet.h"
+
+#include "ncm-lwip-private.h"
+
+/* Frames collected on the link thread before they enter lwIP under one
+ * acquisition of the core lock; an NTB rarely carries more. */
+#define RX_BATCH 64
+
+/* A frame with more pieces than this is flattened first (rare: lwIP
+ * chains headers + at most a few data pbufs). */
+#define TX_MAX_VECTORS 16
+
+struct _NcmLwipNetif {
+	struct netif netif;
+	NcmLink *link;
+	gboolean started;
+
+	/* Core lock: output since the last ncm_link_flush(). */
+	gboolean flush_pending;
+	/* Core lock: frames refused with WOULD_BLOCK, sent in order on
+	 * sink->writable. A ring of pbuf references. */
+	struct pbuf *txq[NCM_LWIP_TXQ_LEN];
+	guint txq_head, txq_len;
+
+	/* Link thread only. */
+	struct pbuf *rx_batch[RX_BATCH];
+	guint rx_len;
+
+	/* Peer learnt from ARP / ND; a leaf lock. */
+	GMutex peer_lock;
+	gboolean have_peer4, have_peer6;
+	guint8 peer4[4], peer6[16];
+	guint8 peer4_mac[6], peer6_mac[6];
+};
+
+/* Core lock: every netif we added. */
+static GList *netifs;
+
+/* ---- Output ---------------------------------------------------------------- */
+
+void
+lwip_netifs_flush(void)
+{
+	for (GList *l = netifs; l != NULL; l = l->next) {
+		NcmLwipNetif *n = l->data;
+
+		if (!n->flush_pending)
+			continue;
+		n->flush_pending = FALSE;
+		ncm_link_flush(n->link);
+		lwip_count(LWIP_COUNT_TX_FLUSHES, 1);
+	}
+}
+
+/* Core lock held. Output outside a batch (timers, queued input on the
+ * tcpip thread) would otherwise wait for the link's last-resort timer. */
+static void
+mark_output(NcmLwipNetif *n)
+{
+	n->flush_pending = TRUE;
+	if (!lwip_in_batch())
+		lwip_schedule_flush();
+}
+
+static NcmSendResult
+send_pbuf(NcmLwipNetif *n, struct pbuf *p)
+{
+	GOutputVector v[TX_MAX_VECTORS];
+	struct pbuf *flat = NULL;
+	NcmSendResult r;
+	guint count = 0;
+
+	for (struct pbuf *q = p; q != NULL && count < TX_MAX_VECTORS; q = q->next)
+		v[count++] = (GOutputVector){q->payload, q->len};
+	if (pbuf_clen(p) > TX_MAX_VECTORS) {
+		flat = pbuf_clone(PBUF_RAW, PBUF_RAM, p);
+		if (flat == NULL)
+			return NCM_SEND_INVALID;
+		v[0] = (GOutputVector){flat->payload, flat->len};
+		count = 1;
+	}
+	r = ncm_link_sendv(n->link, v, count);
+	if (flat != NULL)
+		pbuf_free(flat);
+	return r;
+}
+
+/* Core lock held. */
+static void
+txq_push(NcmLwipNetif *n, struct pbuf *p)
+{
+	if (n->txq_len == NCM_LWIP_TXQ_LEN) {
+		lwip_count(LWIP_COUNT_TX_DROPS, 1);
+		return;
+	}
+	/* TCP leaves a segment it still references alone on retransmission,
+	 * so holding a reference keeps the bytes stable. */
+	pbuf_ref(p);
+	n->txq[(n->txq_head + n->txq_len) % NCM_LWIP_TXQ_LEN] = p;
+	n->txq_len++;
+	lwip_count(LWIP_COUNT_TX_QUEUED, 1);
+}
+
+/* Core lock held: sends queued frames until the link refuses again. */
+static void
+txq_drain(NcmLwipNetif *n)
+{
+	while (n->txq_len > 0) {
+		struct pbuf *p = n->txq[n->txq_head];
+		NcmSendResult r = send_pbuf(n, p);
+
+		if (r == NCM_SEND_WOULD_BLOCK)
+			return;
+		if (r == NCM_SEND_OK) {
+			lwip_count(LWIP_COUNT_TX_FRAMES, 1);
+			mark_output(n);
+		} else {
+			lwip_count(LWIP_COUNT_TX_DROPS, 1);
+		}
+		pbuf_free(p);
+		n->txq_head = (n->txq_head + 1) % NCM_LWIP_TXQ_LEN;
+		n->txq_len--;
+	}
+}
+
+/* netif->linkoutput: core lock held. Never fails towards lwIP: a frame the
+ * link cannot take is queued, or dropped and counted (TCP retransmits). */
+static err_t
+netif_linkoutput(struct netif *netif, struct pbuf *p)
+{
+	NcmLwipNetif *n = netif->state;
+	NcmSendResult r;
+
+	if (n->txq_len > 0) {
+		txq_push(n, p);
+		return ERR_OK;
+	}
+	r = send_pbuf(n, p);
+	if (r == NCM_SEND_OK) {
+		lwip_count(LWIP_COUNT_TX_FRAMES, 1);
+		mark_output(n);
+	} else if (r == NCM_SEND_WOULD_BLOCK) {
+		/* The link sends what it holds once it is full, but an open
+		 * NTB must still be flushed for writable to come. */
+		mark_output(n);
+		txq_push(n, p);
+	} else {
+		lwip_count(LWIP_COUNT_TX_DROPS, 1);
+	}
+	return ERR_OK;
+}
+
+/* ---- Peer learning ----------------------------------------------------------- */
+
+static void
+learn(NcmLwipNetif *n, gboolean v6, const guint8 *ip, const guint8 *mac)
+{
+	guint8 *dst_ip = v6 ? n->peer6 : n->peer4;
+	guint8 *dst_mac = v6 ? n->peer6_mac : n->peer4_mac;
+	gsize ip_len = v6 ? 16 : 4;
+
+	ncm_lwip_mutex_lock(&n->peer_lock);
+	memcpy(dst_ip, ip, ip_len);
+	memcpy(dst_mac, mac, 6);
+	if (v6)
+		n->have_peer6 = TRUE;
+	else
+		n->have_peer4 = TRUE;
+	ncm_lwip_mutex_unlock(&n->peer_lock);
+}
+
+/* Link thread: records the sender of ARP packets and of ICMPv6 neighbour
+ * discovery messages (router/neighbour solicitations and advertisements).
+ * The frame is read in place; nothing is allocated. */
+static void
+learn_peer(NcmLwipNetif *n, const guint8 *f, gsize len)
+{
+	static const guint8 zero[16];
+	guint16 type;
+
+	if (len < 14)
+		return;
+	type = (guint16)(f[12] << 8 | f[13]);
+	if (type == 0x0806 && len >= 14 + 28 && f[14 + 4] == 6 && f[14 + 5] == 4) {
+		/* ARP: sender MAC at 8, sender IPv4 at 14; 0.0.0.0 probes say nothing. */
+		if (memcmp(f + 14 + 14, zero, 4) != 0)
+			learn(n, FALSE, f + 14 + 14, f + 14 + 8);
+	} else if (type == 0x86DD && len >= 14 + 40 + 4 && f[14 + 6] == 58) {
+		guint8 icmp = f[14 + 40];
+
+		if (icmp >= 133 && icmp <= 136 && memcmp(f + 14 + 8, zero, 16) != 0)
+			learn(n, TRUE, f + 14 + 8, f + 6);
+	}
+}
+
+gboolean
+ncm_lwip_netif_get_peer(NcmLwipNetif *netif, GSocketFamily family, GInetAddress **ret_address,
+			guint8 ret_mac[6])
+{
+	gboolean v6 = family == G_SOCKET_FAMILY_IPV6;
+	gboolean have;
+
+	ncm_lwip_mutex_lock(&netif->peer_lock);
+	have = v6 ? netif->have_peer6 : netif->have_peer4;
+	if (have && ret_address != NULL)
+		*ret_address = g_inet_address_new_from_bytes(v6 ? netif->peer6 : netif->peer4,
+							     family);
+	if (have && ret_mac != NULL)
+		memcpy(ret_mac, v6 ? netif->peer6_mac : netif->peer4_mac, 6);
+	ncm_lwip_mutex_unlock(&netif->peer_lock);
+	return have;
+}
+
+/* ---- Input (link thread) ---------------------------------------------------------- */
+
+/* Measured over TAP (tests/unit/test-lwip-tap.c, /lwip-tap/tcp/input-modes):
+ * processing under the core lock on the link thread beat queueing each
+ * frame to the tcpip thread, which adds a hand-over and a thread wake-up
+ * per frame; hence NCM_LWIP_INPUT_LOCKED is the default. */
+static void
+rx_drain(NcmLwipNetif *n)
+{
+	if (n->rx_len == 0)
+		return;
+	lwip_core_lock();
+	for (guint i = 0; i < n->rx_len; i++) {
+		if (ethernet_input(n->rx_batch[i], &n->netif) != ERR_OK) {
+			pbuf_free(n->rx_batch[i]);
+			lwip_count(LWIP_COUNT_RX_DROPS, 1);
+		}
+	}
+	n->rx_len = 0;
+	lwip_core_unlock();
+}
+
+static void
+sink_receive(gpointer user_data, const guint8 *frame, gsize len)
+{
+	NcmLwipNetif *n = user_data;
+	struct pbuf *p;
+
+	learn_peer(n, frame, len);
+	lwip_count(LWIP_COUNT_RX_FRAMES, 1);
+	/* The frame lives in the link's buffer only during this call. */
+	p = len <= 0xFFFF ? pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_RAM) : NULL;
+	if (p == NULL) {
+		lwip_count(LWIP_COUNT_RX_DROPS, 1);
+		return;
+	}
+	memcpy(p->payload, frame, len);
+	if (lwip_input_mode() == NCM_LWIP_INPUT_QUEUED) {
+		if (tcpip_input(p, &n->netif) != ERR_OK) {
+			pbuf_free(p);
+			lwip_count(LWIP_COUNT_RX_DROPS, 1);
+		}
+		return;
+	}
+	n->rx_batch[n->rx_len++] = p;
+	if (n->rx_len == RX_BATCH)
+		rx_drain(n);
+}
+
+static void
+sink_receive_done(gpointer user_data)
+{
+	/* Queued input is flushed by the callback its output schedules. */
+	rx_drain(user_data);
+}
+
+static void
+sink_writable(gpointer user_data)
+{
+	NcmLwipNetif *n = user_data;
+
+	lwip_core_lock();
+	txq_drain(n);
+	lwip_core_unlock();
+}
+
+static const NcmDeviceSink netif_sink = {
+	.receive = sink_receive,
+	.receive_done = sink_receive_done,
+	.writable = sink_writable,
+};
+
+/* ---- Set-up ------------------------------------------------------------------------- */
+
+static err_t
+netif_init_cb(struct netif *netif)
+{
+	NcmLwipNetif *n = netif->state;
+
+	netif->name[0] = 'u';
+	netif->name[1] = 'n';
+	netif->mtu = (u16_t)MIN(n->link->max_frame - 14, 0xFFFFu);
+	netif->mtu6 = netif->mtu;
+	netif->hwaddr_len = ETH_HWADDR_LEN;
+	memcpy(netif->hwaddr, n->link->mac, ETH_HWADDR_LEN);
+	netif->flags =
+	    NETIF_FLAG_BROADCAST | NETIF_FLAG_ETHARP | NETIF_FLAG_ETHERNET | NETIF_FLAG_MLD6;
+	netif->output = etharp_output;
+	netif->output_ip6 = ethip6_output;
+	netif->linkoutput = netif_linkoutput;
+	return ERR_OK;
+}
+
+void
+ncm_lwip_netif_config_init(NcmLwipNetifConfig *config)
+{
+	*config = (NcmLwipNetifConfig){
+		.ipv6_link_local = TRUE,
+		.ipv6_dad = TRUE,
+		.ipv6_slaac = TRUE,
+	};
+}
+
+/* Core lock held. */
+static void
+add_ip6(NcmLwipNetif *n, const NcmLwipNetifConfig *config)
+{
+	s8_t idx;
+
+	if (config->ipv6_link_local) {
+		netif_create_ip6_linklocal_address(&n->netif, 1);
+		if (!config->ipv6_dad)
+			netif_ip6_addr_set_state(&n->netif, 0, IP6_ADDR_PREFERRED);
+	}
+	if (config->ipv6 != NULL) {
+		ip_addr_t ip;
+
+		lwip_addr_from_gio(config->ipv6, &ip);
+		if (netif_add_ip6_address(&n->netif, ip_2_ip6(&ip), &idx) == ERR_OK &&
+		    !config->ipv6_dad)
+			netif_ip6_addr_set_state(&n->netif, idx, IP6_ADDR_PREFERRED);
+	}
+	netif_set_ip6_autoconfig_enabled(&n->netif, config->ipv6_slaac ? 1 : 0);
+}
+
+static gboolean
+check_config(NcmLink *link, const NcmLwipNetifConfig *config, GError **error)
+{
+	if (config->ipv4 != NULL && g_inet_address_get_family(config->ipv4) != G_SOCKET_FAMILY_IPV4)
+		goto bad;
+	if (config->ipv4_gateway != NULL &&
+	    g_inet_address_get_family(config->ipv4_gateway) != G_SOCKET_FAMILY_IPV4)
+		goto bad;
+	if (config->ipv6 != NULL && g_inet_address_get_family(config->ipv6) != G_SOCKET_FAMILY_IPV6)
+		goto bad;
+	if (config->ipv4_prefix > 32)
+		goto bad;
+	if (link->max_frame < 14 + 576) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "link frames of %u bytes are too small for IP", link->max_frame);
+		return FALSE;
+	}
+	return TRUE;
+bad:
+	g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "netif config: ipv4 and ipv4_gateway must be IPv4 addresses with a "
+			    "prefix of at most 32, ipv6 an IPv6 address");
+	return FALSE;
+}
+
+/* Core lock held. */
+static gboolean
+netif_add_locked(NcmLwipNetif *n, const NcmLwipNetifConfig *config)
+{
+	ip_addr_t addr, mask, gw;
+	guint prefix = config->ipv4_prefix ? config->ipv4_prefix : 24;
+
+	ip_addr_set_zero_ip4(&addr);
+	ip_addr_set_zero_ip4(&mask);
+	ip_addr_set_zero_ip4(&gw);
+	if (config->ipv4 != NULL) {
+		lwip_addr_from_gio(config->ipv4, &addr);
+		ip_2_ip4(&mask)->addr = prefix == 0 ? 0 : lwip_htonl(0xFFFFFFFFu << (32 - prefix));
+	}
+	if (config->ipv4_gateway != NULL)
+		lwip_addr_from_gio(config->ipv4_gateway, &gw);
+	if (netif_add(&n->netif, ip_2_ip4(&addr), ip_2_ip4(&mask), ip_2_ip4(&gw), n,
+		      netif_init_cb, tcpip_input) == NULL)
+		return FALSE;
+	add_ip6(n, config);
+	netifs = g_list_append(netifs, n);
+	return TRUE;
+}
+
+/* Core lock held. */
+static void
+netif_up_locked(NcmLwipNetif *n, const NcmLwipNetifConfig *config)
+{
+	if (config->make_default || config->ipv4_gateway != NULL || netif_default == NULL)
+		netif_set_default(&n->netif);
+	netif_set_up(&n->netif);
+	netif_set_link_up(&n->netif);
+	if (config->ipv4 == NULL && config->dhcp)
+		dhcp_start(&n->netif);
+}
+
+NcmLwipNetif *
+ncm_lwip_netif_add(NcmLwipStack *stack, NcmLink *link, const NcmLwipNetifConfig *config,
+		   GError **error)
+{
+	NcmLwipNetif *n;
+	gboolean added;
+
+	g_return_val_if_fail(NCM_LWIP_IS_STACK(stack), NULL);
+	if (!check_config(link, config, error))
+		return NULL;
+	n = g_new0(NcmLwipNetif, 1);
+	n->link = link;
+	g_mutex_init(&n->peer_lock);
+	lwip_core_lock();
+	added = netif_add_locked(n, config);
+	lwip_core_unlock();
+	if (!added) {
+		g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_FAILED, "lwIP refused the netif");
+		n->link = NULL;
+		ncm_lwip_netif_remove(n);
+		ncm_link_free(link);
+		return NULL;
+	}
+	/* Frames may arrive as soon as the link starts: the netif exists, but
+	 * it is down and drops them until it is up below. */
+	link->ops->set_sink(link, &netif_sink, n);
+	if (!link->ops->start(link, error)) {
+		ncm_lwip_netif_remove(n);
+		return NULL;
+	}
+	n->started = TRUE;
+	lwip_core_lock();
+	netif_up_locked(n, config);
+	lwip_core_unlock();
+	return n;
+}
+
+void
+ncm_lwip_netif_remove(NcmLwipNetif *n)
+{
+	if (n == NULL)
+		return;
+	/* No sink callback may run once the netif is gone. */
+	if (n->started)
+		n->link->ops->stop(n->link);
+	lwip_core_lock();
+	if (g_list_find(netifs, n) != NULL) {
+		dhcp_stop(&n->netif);
+		netif_set_down(&n->netif);
+		netif_remove(&n->netif);
+		netifs = g_list_remove(netifs, n);
+	}
+	while (n->txq_len > 0) {
+		pbuf_free(n->txq[n->txq_head]);
+		n->txq_head = (n->txq_head + 1) % NCM_LWIP_TXQ_LEN;
+		n->txq_len--;
+	}
+	n->flush_pending = FALSE;
+	lwip_core_unlock();
+	for (guint i = 0; i < n->rx_len; i++)
+		pbuf_free(n->rx_batch[i]);
+	ncm_link_free(n->link);
+	g_mutex_clear(&n->peer_lock);
+	g_free(n);
+}
+
+guint
+ncm_lwip_netif_get_index(NcmLwipNetif *netif)
+{
+	guint index;
+
+	lwip_core_lock();
+	index = netif_get_index(&netif->netif);
+	lwip_core_unlock();
+	return index;
+}
+
+GList *
+ncm_lwip_netif_get_addresses(NcmLwipNetif *netif)
+{
+	struct netif *nif = &netif->netif;
+	GList *list = NULL;
+
+	lwip_core_lock();
+	if (!ip4_addr_isany_val(*netif_ip4_addr(nif)))
+		list = g_list_append(list, lwip_addr_to_gio(netif_ip_addr4(nif)));
+	for (int i = 0; i < LWIP_IPV6_NUM_ADDRESSES; i++) {
+		if (ip6_addr_isvalid(netif_ip6_addr_state(nif, i)))
+			list = g_list_append(list, lwip_addr_to_gio(netif_ip_addr6(nif, i)));
+	}
+	lwip_core_unlock();
+	return list;
+}

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-lwip-stack.c: the process-wide lwIP instance: start-up, batching and flushing, counters. */
+#define G_LOG_DOMAIN "ncm-lwip"
+
+#include <string.h>
+
+#include "lwip/tcpip.h"
+
+#include "ncm-lwip-private.h"
+
+struct _NcmLwipStack {
+	GObject parent;
+};
+
+G_DEFINE_TYPE(NcmLwipStack, ncm_lwip_stack, G_TYPE_OBJECT)
+
+/* lwIP's state is global, so is ours. */
+static guint64 counters[LWIP_COUNT_N]; /* atomics */
+static gint input_mode;                /* atomic NcmLwipInputMode */
+
+/* Core lock: nesting depth of lwip_batch_begin(), and whether a flush
+ * callback is already queued on the tcpip thread. */
+static guint batch_depth;
+static gboolean flush_scheduled;
+
+void
+lwip_count(LwipCounter counter, guint64 n)
+{
+	__atomic_fetch_add(&counters[counter], n, __ATOMIC_RELAXED);
+}
+
+NcmLwipInputMode
+lwip_input_mode(void)
+{
+	return (NcmLwipInputMode)g_atomic_int_get(&input_mode);
+}
+
+void
+lwip_batch_begin(void)
+{
+	batch_depth++;
+}
+
+void
+lwip_batch_end(void)
+{
+	if (--batch_depth == 0)
+		lwip_netifs_flush();
+}
+
+void
+lwip_core_lock(void)
+{
+	LOCK_TCPIP_CORE();
+	lwip_batch_begin();
+}
+
+void
+lwip_core_unlock(void)
+{
+	lwip_batch_end();
+	UNLOCK_TCPIP_CORE();
+}
+
+gboolean
+lwip_in_batch(void)
+{
+	return batch_depth > 0;
+}
+
+/* tcpip thread, after the timers or queued frames that produced output. */
+static void
+flush_callback(void *arg)
+{
+	flush_scheduled = FALSE;
+	lwip_netifs_flush();
+}
+
+void
+lwip_schedule_flush(void)
+{
+	if (flush_scheduled)
+		return;
+	/* A full mailbox means the tcpip thread has queued work ahead: the
+	 * next output from that work tries again. Flush now rather than
+	 * leave frames sitting in an open NTB. */
+	if (tcpip_try_callback(flush_callback, NULL) == ERR_OK)
+		flush_scheduled = TRUE;
+	else
+		lwip_netifs_flush();
+}
+
+static void
+tcpip_ready(void *arg)
+{
+	GMutex *lock = ((gpointer *)arg)[0];
+	GCond *cond = ((gpointer *)arg)[1];
+	gboolean *done = ((gpointer *)arg)[2];
+
+	ncm_lwip_mutex_lock(lock);
+	*done = TRUE;
+	g_cond_broadcast(cond);
+	ncm_lwip_mutex_unlock(lock);
+}
+
+static void
+start_lwip(void)
+{
+	GMutex lock;
+	GCond cond;
+	gboolean done = FALSE;
+	gpointer args[3] = {&lock, &cond, &done};
+
+	g_mutex_init(&lock);
+	g_cond_init(&cond);
+	tcpip_init(tcpip_ready, args);
+	ncm_lwip_mutex_lock(&lock);
+	while (!done)
+		ncm_lwip_cond_wait(&cond, &lock);
+	ncm_lwip_mutex_unlock(&lock);
+	g_cond_clear(&cond);
+	g_mutex_clear(&lock);
+}
+
+static void
+ncm_lwip_stack_init(NcmLwipStack *self)
+{
+}
+
+static void
+ncm_lwip_stack_class_init(NcmLwipStackClass *klass)
+{
+}
+
+NcmLwipStack *
+ncm_lwip_stack_get_default(void)
+{
+	static gsize once;
+	static NcmLwipStack *stack;
+
+	if (g_once_init_enter(&once)) {
+		/* tcpip_init() may run once per process; tests that use lwIP
+		 * directly must go through here too. */
+		start_lwip();
+		stack = g_object_new(NCM_LWIP_TYPE_STACK, NULL);
+		g_once_init_leave(&once, 1);
+	}
+	return g_object_ref(stack);
+}
+
+void
+ncm_lwip_stack_get_stats(NcmLwipStack *self, NcmLwipStats *ret_stats)
+{
+	guint64 v[LWIP_COUNT_N];
+
+	g_return_if_fail(NCM_LWIP_IS_STACK(self));
+	for (guint i = 0; i < LWIP_COUNT_N; i++)
+		v[i] = __atomic_load_n(&counters[i], __ATOMIC_RELAXED);
+	*ret_stats = (NcmLwipStats){
+		.rx_frames = v[LWIP_COUNT_RX_FRAMES],
+		.rx_drops = v[LWIP_COUNT_RX_DROPS],
+		.tx_frames = v[LWIP_COUNT_TX_FRAMES],
+		.tx_queued = v[LWIP_COUNT_TX_QUEUED],
+		.tx_drops = v[LWIP_COUNT_TX_DROPS],
+		.tx_flushes = v[LWIP_COUNT_TX_FLUSHES],
+		.window_posts = v[LWIP_COUNT_WINDOW_POSTS],
+		.main_dispatches = v[LWIP_COUNT_MAIN_DISPATCHES],
+	};
+}
+
+void
+ncm_lwip_stack_set_input_mode(NcmLwipStack *self, NcmLwipInputMode mode)
+{
+	g_return_if_fail(NCM_LWIP_IS_STACK(self));
+	g_atomic_int_set(&input_mode, (gint)mode);
+}
+
+/* ---- Addresses and errors ------------------------------------------------ */
+
+void
+lwip_addr_from_gio(GInetAddress *address, ip_addr_t *ret_ip)
+{
+	const guint8 *bytes = g_inet_address_to_bytes(address);
+
+	if (g_inet_address_get_family(address) == G_SOCKET_FAMILY_IPV4) {
+		ip_addr_set_zero_ip4(ret_ip);
+		memcpy(&ip_2_ip4(ret_ip)->addr, bytes, 4);
+	} else {
+		ip_addr_set_zero_ip6(ret_ip);
+		memcpy(ip_2_ip6(ret_ip)->addr, bytes, 16);
+	}
+}
+
+GInetAddress *
+lwip_addr_to_gio(const ip_addr_t *ip)
+{
+	if (IP_IS_V4(ip))
+		return g_inet_address_new_from_bytes((const guint8 *)&ip_2_ip4(ip)->addr,
+						     G_SOCKET_FAMILY_IPV4);
+	return g_inet_address_new_from_bytes((const guint8 *)ip_2_ip6(ip)->addr,
+					     G_SOCKET_FAMILY_IPV6);
+}
+
+GInetSocketAddress *
+lwip_sockaddr_to_gio(const ip_addr_t *ip, u16_t port)
+{
+	g_autoptr(GInetAddress) address = lwip_addr_to_gio(ip);
+	guint32 scope = 0;
+
+	if (IP_IS_V6(ip) && ip6_addr_has_zone(ip_2_ip6(ip)))
+		scope = ip6_addr_zone(ip_2_ip6(ip));
+	return G_INET_SOCKET_ADDRESS(g_object_new(G_TYPE_INET_SOCKET_ADDRESS, "address", address,
+						  "port", (guint)port, "scope-id", scope, NULL));
+}
+
+struct netif *
+lwip_netif_for_scope(guint scope_id)
+{
+	struct netif *netif = NULL;
+
+	if (scope_id != 0 && scope_id <= 255)
+		netif = netif_get_by_index((u8_t)scope_id);
+	if (netif == NULL)
+		netif = netif_default;
+	if (netif == NULL)
+		netif = netif_list;
+	return netif;
+}
+
+void
+lwip_addr_assign_zone(ip_addr_t *ip, guint scope_id)
+{
+	struct netif *netif;
+
+	if (!IP_IS_V6(ip) || !ip6_addr_islinklocal(ip_2_ip6(ip)))
+		return;
+	netif = lwip_netif_for_scope(scope_id);
+	if (netif != NULL)
+		ip6_addr_assign_zone(ip_2_ip6(ip), IP6_UNICAST, netif);
+}
+
+gint
+lwip_err_to_io(err_t err)
+{
+	switch (err) {
+	case ERR_RST:
+	case ERR_CLSD:
+		return G_IO_ERROR_CONNECTION_CLOSED;
+	case ERR_ABRT:
+	case ERR_TIMEOUT:
+		return G_IO_ERROR_TIMED_OUT;
+	case ERR_RTE:
+		return G_IO_ERROR_HOST_UNREACHABLE;
+	case ERR_USE:
+		return G_IO_ERROR_ADDRESS_IN_USE;
+	case ERR_MEM:
+	case ERR_BUF:
+		return G_IO_ERROR_NO_SPACE;
+	case ERR_VAL:
+	case ERR_ARG:
+		return G_IO_ERROR_INVALID_ARGUMENT;
+	case ERR_CONN:
+		return G_IO_ERROR_NOT_CONNECTED;
+	default:
+		return G_IO_ERROR_FAILED;
+	}
+}

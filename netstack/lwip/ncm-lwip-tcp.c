@@ -1,0 +1,698 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-lwip-tcp.c: TCP over lwIP's raw API: per-connection queues, reads, writes, connect. */
+#define G_LOG_DOMAIN "ncm-lwip"
+
+#include <string.h>
+
+#include "lwip/tcpip.h"
+#include "lwip/timeouts.h"
+
+#include "ncm-lwip-chunk.h"
+#include "ncm-lwip-tcp.h"
+
+LwipConn *
+lwip_conn_new(void)
+{
+	LwipConn *c = g_new0(LwipConn, 1);
+
+	c->refs = 1;
+	c->error = -1;
+	g_mutex_init(&c->lock);
+	g_cond_init(&c->cond);
+	return c;
+}
+
+LwipConn *
+lwip_conn_ref(LwipConn *c)
+{
+	g_atomic_int_inc(&c->refs);
+	return c;
+}
+
+void
+lwip_conn_unref(LwipConn *c)
+{
+	if (!g_atomic_int_dec_and_test(&c->refs))
+		return;
+	/* The chain holds one reference per pbuf: freeing the head frees all. */
+	if (c->rx_head != NULL)
+		pbuf_free(c->rx_head);
+	g_clear_object(&c->rx_wake);
+	g_clear_object(&c->tx_wake);
+	g_cond_clear(&c->cond);
+	g_mutex_clear(&c->lock);
+	g_free(c);
+}
+
+static const char *
+error_message(gint code)
+{
+	switch (code) {
+	case G_IO_ERROR_CONNECTION_REFUSED:
+		return "connection refused";
+	case G_IO_ERROR_CONNECTION_CLOSED:
+		return "connection reset by peer";
+	case G_IO_ERROR_BROKEN_PIPE:
+		return "connection reset by peer (broken pipe)";
+	case G_IO_ERROR_TIMED_OUT:
+		return "connection timed out";
+	case G_IO_ERROR_CLOSED:
+		return "connection is closed";
+	case G_IO_ERROR_HOST_UNREACHABLE:
+		return "no route to host";
+	default:
+		return "connection failed";
+	}
+}
+
+/* c->lock held: the readiness of both directions may have changed. */
+static void
+wake_locked(LwipConn *c, gboolean rx, gboolean tx)
+{
+	GCancellable *wakes[2] = {rx ? c->rx_wake : NULL, tx ? c->tx_wake : NULL};
+
+	g_cond_broadcast(&c->cond);
+	for (guint i = 0; i < 2; i++) {
+		if (wakes[i] != NULL && !g_cancellable_is_cancelled(wakes[i])) {
+			g_cancellable_cancel(wakes[i]);
+			lwip_count(LWIP_COUNT_MAIN_DISPATCHES, 1);
+		}
+	}
+}
+
+/* c->lock held. */
+static void
+fail_locked(LwipConn *c, gint code)
+{
+	if (c->error < 0)
+		c->error = code;
+	wake_locked(c, TRUE, TRUE);
+}
+
+/* ---- lwIP callbacks (core lock held) ---------------------------------------- */
+
+static err_t
+conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+{
+	LwipConn *c = arg;
+	struct pbuf *last;
+
+	ncm_lwip_mutex_lock(&c->lock);
+	if (p == NULL) {
+		c->rx_eof = TRUE;
+	} else if (c->in_closed) {
+		/* Nobody reads any more: keep the window open. */
+		ncm_lwip_recved_chunked(pcb, p->tot_len);
+		pbuf_free(p);
+	} else {
+		for (last = p; last->next != NULL; last = last->next)
+			;
+		if (c->rx_tail != NULL)
+			c->rx_tail->next = p;
+		else
+			c->rx_head = p;
+		c->rx_tail = last;
+		c->rx_bytes += p->tot_len;
+	}
+	wake_locked(c, TRUE, FALSE);
+	ncm_lwip_mutex_unlock(&c->lock);
+	return ERR_OK;
+}
+
+static err_t
+conn_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+{
+	LwipConn *c = arg;
+
+	ncm_lwip_mutex_lock(&c->lock);
+	c->snd_room = tcp_sndbuf(pcb);
+	if (c->snd_room >= LWIP_CONN_WRITE_LOWAT)
+		wake_locked(c, FALSE, TRUE);
+	ncm_lwip_mutex_unlock(&c->lock);
+	return ERR_OK;
+}
+
+/* lwIP has freed the pcb already. */
+static void
+conn_err(void *arg, err_t err)
+{
+	LwipConn *c = arg;
+
+	c->pcb = NULL;
+	ncm_lwip_mutex_lock(&c->lock);
+	c->reset = err == ERR_RST;
+	if (err == ERR_RST && !c->connected)
+		fail_locked(c, G_IO_ERROR_CONNECTION_REFUSED);
+	else
+		fail_locked(c, lwip_err_to_io(err));
+	ncm_lwip_mutex_unlock(&c->lock);
+	lwip_conn_unref(c);
+}
+
+static err_t
+conn_connected(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+	LwipConn *c = arg;
+
+	ncm_lwip_mutex_lock(&c->lock);
+	c->connected = TRUE;
+	c->snd_room = tcp_sndbuf(pcb);
+	wake_locked(c, FALSE, TRUE);
+	ncm_lwip_mutex_unlock(&c->lock);
+	return ERR_OK;
+}
+
+void
+lwip_conn_attach(LwipConn *c, struct tcp_pcb *pcb)
+{
+	c->pcb = pcb;
+	lwip_conn_ref(c);
+	tcp_arg(pcb, c);
+	tcp_recv(pcb, conn_recv);
+	tcp_sent(pcb, conn_sent);
+	tcp_err(pcb, conn_err);
+	ncm_lwip_mutex_lock(&c->lock);
+	c->snd_room = tcp_sndbuf(pcb);
+	ncm_lwip_mutex_unlock(&c->lock);
+}
+
+/* Core lock held: returns the window for bytes read so far. */
+static void
+credit_apply(LwipConn *c)
+{
+	gsize n;
+
+	ncm_lwip_mutex_lock(&c->lock);
+	n = c->credit;
+	c->credit = 0;
+	c->credit_posted = FALSE;
+	ncm_lwip_mutex_unlock(&c->lock);
+	if (c->pcb != NULL && n > 0)
+		ncm_lwip_recved_chunked(c->pcb, n);
+}
+
+void
+lwip_conn_close_pcb(LwipConn *c, gboolean abort)
+{
+	struct tcp_pcb *pcb = c->pcb;
+
+	if (pcb == NULL)
+		return;
+	/* Read bytes whose credit is still in flight would make tcp_close()
+	 * see unread data and reset the connection. */
+	credit_apply(c);
+	tcp_arg(pcb, NULL);
+	tcp_recv(pcb, NULL);
+	tcp_sent(pcb, NULL);
+	tcp_err(pcb, NULL);
+	c->pcb = NULL;
+	if (abort || tcp_close(pcb) != ERR_OK)
+		tcp_abort(pcb);
+	ncm_lwip_mutex_lock(&c->lock);
+	fail_locked(c, G_IO_ERROR_CLOSED);
+	ncm_lwip_mutex_unlock(&c->lock);
+	lwip_conn_unref(c);
+}
+
+/* ---- Reading ------------------------------------------------------------------- */
+
+/* tcpip thread, posted by a reader. */
+static void
+credit_callback(void *arg)
+{
+	LwipConn *c = arg;
+
+	lwip_batch_begin();
+	credit_apply(c);
+	lwip_batch_end();
+	lwip_conn_unref(c);
+}
+
+/* Posted, not waited for: a reader never makes a round trip to the tcpip
+ * thread. At most one post per connection is in flight; it carries all
+ * credit accumulated until it runs. */
+static void
+post_credit(LwipConn *c)
+{
+	lwip_conn_ref(c);
+	if (tcpip_try_callback(credit_callback, c) == ERR_OK) {
+		lwip_count(LWIP_COUNT_WINDOW_POSTS, 1);
+		return;
+	}
+	/* Mailbox full: a lost update could leave the window shut for good. */
+	lwip_core_lock();
+	credit_apply(c);
+	lwip_core_unlock();
+	lwip_conn_unref(c);
+}
+
+/* c->lock held, rx_bytes > 0. */
+static gsize
+copy_out_locked(LwipConn *c, guint8 *buf, gsize count)
+{
+	gsize done = 0;
+
+	while (done < count && c->rx_head != NULL) {
+		struct pbuf *h = c->rx_head;
+		gsize take = MIN(h->len - c->rx_off, count - done);
+
+		memcpy(buf + done, (const guint8 *)h->payload + c->rx_off, take);
+		done += take;
+		c->rx_off += take;
+		if (c->rx_off < h->len)
+			break;
+		c->rx_head = h->next;
+		if (c->rx_head == NULL)
+			c->rx_tail = NULL;
+		h->next = NULL;
+		pbuf_free(h);
+		c->rx_off = 0;
+	}
+	c->rx_bytes -= done;
+	c->credit += done;
+	return done;
+}
+
+static void
+cancel_wake(GCancellable *cancellable, gpointer data)
+{
+	LwipConn *c = data;
+
+	ncm_lwip_mutex_lock(&c->lock);
+	g_cond_broadcast(&c->cond);
+	ncm_lwip_mutex_unlock(&c->lock);
+}
+
+static gssize
+read_locked(LwipConn *c, void *buf, gsize count, gboolean blocking, GCancellable *cancellable,
+	    GError **error)
+{
+	for (;;) {
+		if (c->rx_bytes > 0)
+			return (gssize)copy_out_locked(c, buf, count);
+		if (c->rx_eof)
+			return 0;
+		if (c->error >= 0) {
+			g_set_error_literal(error, G_IO_ERROR, c->error, error_message(c->error));
+			return -1;
+		}
+		if (g_cancellable_set_error_if_cancelled(cancellable, error))
+			return -1;
+		if (!blocking) {
+			g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK,
+					    "no data received yet");
+			return -1;
+		}
+		ncm_lwip_cond_wait(&c->cond, &c->lock);
+	}
+}
+
+gssize
+lwip_conn_read(LwipConn *c, void *buf, gsize count, gboolean blocking, GCancellable *cancellable,
+	       GError **error)
+{
+	gulong handler = 0;
+	gboolean post;
+	gssize n;
+
+	if (count == 0)
+		return 0;
+	if (blocking && cancellable != NULL)
+		handler = g_cancellable_connect(cancellable, G_CALLBACK(cancel_wake), c, NULL);
+	ncm_lwip_mutex_lock(&c->lock);
+	n = read_locked(c, buf, count, blocking, cancellable, error);
+	post = n > 0 && !c->credit_posted;
+	if (post)
+		c->credit_posted = TRUE;
+	ncm_lwip_mutex_unlock(&c->lock);
+	if (handler != 0)
+		g_cancellable_disconnect(cancellable, handler);
+	if (post)
+		post_credit(c);
+	return n;
+}
+
+gboolean
+lwip_conn_readable(LwipConn *c)
+{
+	gboolean ready;
+
+	ncm_lwip_mutex_lock(&c->lock);
+	ready = c->rx_bytes > 0 || c->rx_eof || c->error >= 0;
+	ncm_lwip_mutex_unlock(&c->lock);
+	return ready;
+}
+
+/* ---- Writing ------------------------------------------------------------------- */
+
+/* Core lock held, c->pcb == NULL: why writing cannot work. */
+static void
+set_write_error(LwipConn *c, GError **error)
+{
+	gint code;
+
+	ncm_lwip_mutex_lock(&c->lock);
+	code = c->error >= 0 ? c->error : G_IO_ERROR_CLOSED;
+	if (c->reset)
+		code = G_IO_ERROR_BROKEN_PIPE;
+	ncm_lwip_mutex_unlock(&c->lock);
+	g_set_error_literal(error, G_IO_ERROR, code, error_message(code));
+}
+
+/* Core lock held: copies what fits into lwIP, in tcp_sndbuf()-sized pieces
+ * (tcp_write() takes a u16_t). Returns 0 when nothing fit. */
+static gssize
+write_locked(struct tcp_pcb *pcb, const guint8 *buf, gsize count, GError **error)
+{
+	gsize limit = MIN(count, LWIP_CONN_WRITE_MAX);
+	gsize done = 0;
+
+	while (done < limit) {
+		u16_t len = (u16_t)MIN((gsize)tcp_sndbuf(pcb), limit - done);
+		u8_t flags = TCP_WRITE_FLAG_COPY;
+		err_t err;
+
+		if (len == 0)
+			break;
+		if (done + len < limit)
+			flags |= TCP_WRITE_FLAG_MORE;
+		err = tcp_write(pcb, buf + done, len, flags);
+		if (err == ERR_MEM)
+			break;
+		if (err != ERR_OK) {
+			if (done > 0)
+				break;
+			g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_BROKEN_PIPE,
+					    "connection is not open for writing");
+			return -1;
+		}
+		done += len;
+	}
+	if (done > 0)
+		tcp_output(pcb);
+	return (gssize)done;
+}
+
+static gssize
+write_some(LwipConn *c, const void *buf, gsize count, GError **error)
+{
+	gssize n;
+
+	lwip_core_lock();
+	if (c->pcb == NULL) {
+		set_write_error(c, error);
+		n = -1;
+	} else {
+		n = write_locked(c->pcb, buf, count, error);
+		ncm_lwip_mutex_lock(&c->lock);
+		/* Nothing fit (the segment queue may be full while bytes are
+		 * free): wait for the next ACK rather than spin. */
+		c->snd_room = n == 0 ? 0 : tcp_sndbuf(c->pcb);
+		ncm_lwip_mutex_unlock(&c->lock);
+	}
+	/* Flushes what tcp_output() packed into the link. */
+	lwip_core_unlock();
+	return n;
+}
+
+/* FALSE when cancelled; errors of the connection show in the next write. */
+static gboolean
+wait_writable(LwipConn *c, GCancellable *cancellable, GError **error)
+{
+	gboolean cancelled;
+
+	ncm_lwip_mutex_lock(&c->lock);
+	while (c->snd_room < LWIP_CONN_WRITE_LOWAT && c->error < 0 &&
+	       !g_cancellable_is_cancelled(cancellable))
+		ncm_lwip_cond_wait(&c->cond, &c->lock);
+	ncm_lwip_mutex_unlock(&c->lock);
+	cancelled = g_cancellable_set_error_if_cancelled(cancellable, error);
+	return !cancelled;
+}
+
+gssize
+lwip_conn_write(LwipConn *c, const void *buf, gsize count, gboolean blocking,
+		GCancellable *cancellable, GError **error)
+{
+	gulong handler = 0;
+	gssize n;
+
+	if (count == 0)
+		return 0;
+	if (blocking && cancellable != NULL)
+		handler = g_cancellable_connect(cancellable, G_CALLBACK(cancel_wake), c, NULL);
+	for (;;) {
+		n = write_some(c, buf, count, error);
+		if (n != 0)
+			break;
+		if (!blocking) {
+			g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK,
+					    "send buffer full");
+			n = -1;
+			break;
+		}
+		if (!wait_writable(c, cancellable, error)) {
+			n = -1;
+			break;
+		}
+	}
+	if (handler != 0)
+		g_cancellable_disconnect(cancellable, handler);
+	return n;
+}
+
+gboolean
+lwip_conn_writable(LwipConn *c)
+{
+	gboolean ready;
+
+	ncm_lwip_mutex_lock(&c->lock);
+	ready = c->snd_room >= LWIP_CONN_WRITE_LOWAT || c->error >= 0;
+	ncm_lwip_mutex_unlock(&c->lock);
+	return ready;
+}
+
+GCancellable *
+lwip_conn_wake_for(LwipConn *c, gboolean write)
+{
+	GCancellable **slot = write ? &c->tx_wake : &c->rx_wake;
+	gboolean ready = write ? lwip_conn_writable(c) : lwip_conn_readable(c);
+	GCancellable *wake;
+
+	ncm_lwip_mutex_lock(&c->lock);
+	if (*slot == NULL || g_cancellable_is_cancelled(*slot)) {
+		g_clear_object(slot);
+		*slot = g_cancellable_new();
+	}
+	wake = g_object_ref(*slot);
+	ncm_lwip_mutex_unlock(&c->lock);
+	/* Ready already: the source fires at once. A change after the check
+	 * above cancels the slot too, so no wake-up is lost. */
+	if (ready)
+		g_cancellable_cancel(wake);
+	return wake;
+}
+
+void
+lwip_conn_shutdown_write(LwipConn *c)
+{
+	lwip_core_lock();
+	ncm_lwip_mutex_lock(&c->lock);
+	c->out_closed = TRUE;
+	ncm_lwip_mutex_unlock(&c->lock);
+	if (c->pcb != NULL)
+		tcp_shutdown(c->pcb, 0, 1);
+	lwip_core_unlock();
+}
+
+void
+lwip_conn_mark_in_closed(LwipConn *c)
+{
+	ncm_lwip_mutex_lock(&c->lock);
+	c->in_closed = TRUE;
+	ncm_lwip_mutex_unlock(&c->lock);
+}
+
+/* ---- Connecting ------------------------------------------------------------------- */
+
+/* tcpip thread: the connect deadline passed. */
+static void
+connect_timeout(void *arg)
+{
+	LwipConn *c = arg;
+	gboolean connected;
+
+	c->timer_armed = FALSE;
+	ncm_lwip_mutex_lock(&c->lock);
+	connected = c->connected;
+	if (!connected)
+		fail_locked(c, G_IO_ERROR_TIMED_OUT);
+	ncm_lwip_mutex_unlock(&c->lock);
+	if (!connected) {
+		lwip_batch_begin();
+		lwip_conn_close_pcb(c, TRUE);
+		lwip_batch_end();
+	}
+	lwip_conn_unref(c);
+}
+
+/* Core lock held. */
+static err_t
+connect_locked(LwipConn *c, ip_addr_t *ip, guint16 port, guint scope, guint timeout_ms)
+{
+	struct tcp_pcb *pcb;
+	err_t err;
+
+	lwip_addr_assign_zone(ip, scope);
+	pcb = tcp_new_ip_type(IP_GET_TYPE(ip));
+	if (pcb == NULL)
+		return ERR_MEM;
+	lwip_conn_attach(c, pcb);
+	if (scope != 0 && lwip_netif_for_scope(scope) != NULL)
+		tcp_bind_netif(pcb, lwip_netif_for_scope(scope));
+	err = tcp_connect(pcb, ip, port, conn_connected);
+	if (err != ERR_OK) {
+		lwip_conn_close_pcb(c, TRUE);
+		return err;
+	}
+	if (timeout_ms > 0) {
+		c->timer_armed = TRUE;
+		sys_timeout(timeout_ms, connect_timeout, lwip_conn_ref(c));
+	}
+	return ERR_OK;
+}
+
+static LwipConn *
+connect_start(GInetSocketAddress *address, guint timeout_ms, GError **error)
+{
+	LwipConn *c = lwip_conn_new();
+	ip_addr_t ip;
+	err_t err;
+
+	lwip_addr_from_gio(g_inet_socket_address_get_address(address), &ip);
+	lwip_core_lock();
+	err = connect_locked(c, &ip, g_inet_socket_address_get_port(address),
+			     g_inet_socket_address_get_scope_id(address), timeout_ms);
+	lwip_core_unlock();
+	if (err != ERR_OK) {
+		gint code = err == ERR_RTE ? G_IO_ERROR_HOST_UNREACHABLE : lwip_err_to_io(err);
+
+		g_set_error(error, G_IO_ERROR, code, "cannot connect: %s",
+			    err == ERR_RTE ? "no route to host" : lwip_strerr(err));
+		lwip_conn_unref(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Waits for the handshake; on failure the pcb is gone when it returns. */
+static gboolean
+connect_wait(LwipConn *c, GCancellable *cancellable, GError **error)
+{
+	gulong handler = 0;
+	gboolean ok, timer;
+	gint code;
+
+	if (cancellable != NULL)
+		handler = g_cancellable_connect(cancellable, G_CALLBACK(cancel_wake), c, NULL);
+	ncm_lwip_mutex_lock(&c->lock);
+	while (!c->connected && c->error < 0 && !g_cancellable_is_cancelled(cancellable))
+		ncm_lwip_cond_wait(&c->cond, &c->lock);
+	ok = c->connected;
+	code = c->error;
+	ncm_lwip_mutex_unlock(&c->lock);
+	if (handler != 0)
+		g_cancellable_disconnect(cancellable, handler);
+	if (!ok && !g_cancellable_set_error_if_cancelled(cancellable, error))
+		g_set_error_literal(error, G_IO_ERROR, code, error_message(code));
+
+	lwip_core_lock();
+	timer = c->timer_armed;
+	if (timer)
+		sys_untimeout(connect_timeout, c);
+	c->timer_armed = FALSE;
+	if (!ok)
+		lwip_conn_close_pcb(c, TRUE);
+	lwip_core_unlock();
+	if (timer)
+		lwip_conn_unref(c);
+	return ok;
+}
+
+NcmLwipConnection *
+ncm_lwip_stack_connect(NcmLwipStack *self, GInetSocketAddress *address, guint timeout_ms,
+		       GCancellable *cancellable, GError **error)
+{
+	LwipConn *c;
+
+	g_return_val_if_fail(NCM_LWIP_IS_STACK(self), NULL);
+	g_return_val_if_fail(G_IS_INET_SOCKET_ADDRESS(address), NULL);
+	if (g_cancellable_set_error_if_cancelled(cancellable, error))
+		return NULL;
+	c = connect_start(address, timeout_ms, error);
+	if (c == NULL)
+		return NULL;
+	if (!connect_wait(c, cancellable, error)) {
+		lwip_conn_unref(c);
+		return NULL;
+	}
+	return lwip_connection_new(c);
+}
+
+typedef struct {
+	GInetSocketAddress *address;
+	guint timeout_ms;
+} ConnectData;
+
+static void
+connect_data_free(gpointer data)
+{
+	ConnectData *d = data;
+
+	g_object_unref(d->address);
+	g_free(d);
+}
+
+/* A worker thread of GTask's pool: connecting is control plane, and the
+ * blocking path already handles timeout and cancellation. */
+static void
+connect_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+	ConnectData *d;
+	NcmLwipConnection *conn;
+	GError *error = NULL;
+
+	lwip_tsan_takeover(task);
+	d = task_data;
+	conn = ncm_lwip_stack_connect(source, d->address, d->timeout_ms, cancellable, &error);
+	lwip_count(LWIP_COUNT_MAIN_DISPATCHES, 1);
+	lwip_tsan_handover(task);
+	if (conn != NULL)
+		g_task_return_pointer(task, conn, g_object_unref);
+	else
+		g_task_return_error(task, error);
+}
+
+void
+ncm_lwip_stack_connect_async(NcmLwipStack *self, GInetSocketAddress *address, guint timeout_ms,
+			     GCancellable *cancellable, GAsyncReadyCallback callback,
+			     gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+	ConnectData *d = g_new0(ConnectData, 1);
+
+	d->address = g_object_ref(address);
+	d->timeout_ms = timeout_ms;
+	g_task_set_source_tag(task, ncm_lwip_stack_connect_async);
+	g_task_set_task_data(task, d, connect_data_free);
+	lwip_tsan_handover(task);
+	g_task_run_in_thread(task, connect_thread);
+}
+
+NcmLwipConnection *
+ncm_lwip_stack_connect_finish(NcmLwipStack *self, GAsyncResult *result, GError **error)
+{
+	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
+	lwip_tsan_takeover(result);
+	return g_task_propagate_pointer(G_TASK(result), error);
+}
