@@ -12,6 +12,7 @@ netstack/lwip/fetch-lwip.sh "$top/.cache/lwip"
 
 builddir=${NCM_BUILDDIR:-$top/build-ci}
 fuzzdir=${NCM_FUZZDIR:-$top/build-fuzz}
+tsandir=${NCM_TSANDIR:-$top/build-tsan}
 
 setup() { # dir, options...
 	local dir=$1; shift
@@ -30,11 +31,18 @@ CC=clang setup "$fuzzdir" -Dwerror=true -Dfuzz=enabled -Dlwip=disabled \
 	-Dexamples=false
 ninja -C "$fuzzdir"
 
+# Thread code again under ThreadSanitizer (clang: its runtime is the one
+# libclang-rt ships); only the unit suite, which holds the threaded tests.
+CC=clang setup "$tsandir" -Dwerror=true -Db_sanitize=thread -Db_lundef=false \
+	-Dlwip=enabled -Dlwip_src="$top/.cache/lwip" -Dfuzz=disabled -Dexamples=false
+ninja -C "$tsandir"
+
 rc=0
 meson test -C "$builddir" --print-errorlogs "$@" || rc=1
 meson test -C "$fuzzdir" --print-errorlogs --suite fuzz || rc=1
+meson test -C "$tsandir" --print-errorlogs --suite unit || rc=1
 
-python3 - "$builddir" "$fuzzdir" <<'PY'
+python3 - "$builddir" "$fuzzdir" "$tsandir" <<'PY'
 import json, sys
 passed = failed = skipped = 0
 for d in sys.argv[1:]:

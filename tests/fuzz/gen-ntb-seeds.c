@@ -94,27 +94,36 @@ make_crc(Seed *s)
 	s->ntb[ndp_index(s) + 3] = '1';
 }
 
-/* Appends a second NDP, chained from the first, that points at datagram 0 again. */
+static size_t
+next_ndp(const Seed *s, size_t ndp)
+{
+	return s->wide ? ncm_le32_at(s->ntb, s->len, ndp + 8) : ncm_le16_at(s->ntb, s->len, ndp + 6);
+}
+
+/* Appends an NDP, chained from the last one, that points at datagram 0 again. */
 static void
 add_chained_ndp(Seed *s)
 {
 	const size_t first = ndp_index(s);
+	size_t last = first;
 	const size_t at = (s->len + 3) & ~(size_t)3;
 	const size_t hdr = s->wide ? NCM_NDP32_HEADER_LEN : NCM_NDP16_HEADER_LEN;
 	const size_t entry = s->wide ? NCM_NDP32_ENTRY_LEN : NCM_NDP16_ENTRY_LEN;
 	const size_t len = hdr + 2 * entry;
 	const size_t end = at + len;
 
+	while (next_ndp(s, last) != 0)
+		last = next_ndp(s, last);
 	memset(s->ntb + s->len, 0, end - s->len);
 	memcpy(s->ntb + at, s->ntb + first, hdr + entry);
 	ncm_le16_put(s->ntb, end, at + 4, (uint16_t)len);
 	if (s->wide) {
 		ncm_le32_put(s->ntb, end, at + 8, 0);
-		ncm_le32_put(s->ntb, end, first + 8, (uint32_t)at);
+		ncm_le32_put(s->ntb, end, last + 8, (uint32_t)at);
 		ncm_le32_put(s->ntb, end, 8, (uint32_t)end);
 	} else {
 		ncm_le16_put(s->ntb, end, at + 6, 0);
-		ncm_le16_put(s->ntb, end, first + 6, (uint16_t)at);
+		ncm_le16_put(s->ntb, end, last + 6, (uint16_t)at);
 		ncm_le16_put(s->ntb, end, 8, (uint16_t)end);
 	}
 	s->len = end;

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-lwip-stream.c: NcmLwipConnection, a GIOStream with pollable input and output streams over an LwipConn. */
+#define G_LOG_DOMAIN "ncm-lwip"
+
+#include "ncm-lwip-tcp.h"
+
+/* ---- Input stream -------------------------------------------------------------- */
+
+#define LWIP_TYPE_INPUT_STREAM (lwip_input_stream_get_type())
+G_DECLARE_FINAL_TYPE(LwipInputStream, lwip_input_stream, LWIP, INPUT_STREAM, GInputStream)
+
+struct _LwipInputStream {
+	GInputStream parent;
+	LwipConn *conn;
+};
+
+static void lwip_input_pollable_init(GPollableInputStreamInterface *iface);
+
+G_DEFINE_TYPE_WITH_CODE(LwipInputStream, lwip_input_stream, G_TYPE_INPUT_STREAM,
+			G_IMPLEMENT_INTERFACE(G_TYPE_POLLABLE_INPUT_STREAM,
+					      lwip_input_pollable_init))
+
+static gssize
+lwip_input_read(GInputStream *stream, void *buffer, gsize count, GCancellable *cancellable,
+		GError **error)
+{
+	return lwip_conn_read(LWIP_INPUT_STREAM(stream)->conn, buffer, count, TRUE, cancellable,
+			      error);
+}
+
+static gboolean
+lwip_input_close(GInputStream *stream, GCancellable *cancellable, GError **error)
+{
+	lwip_conn_mark_in_closed(LWIP_INPUT_STREAM(stream)->conn);
+	return TRUE;
+}
+
+static gboolean
+lwip_input_is_readable(GPollableInputStream *stream)
+{
+	return lwip_conn_readable(LWIP_INPUT_STREAM(stream)->conn);
+}
+
+static gssize
+lwip_input_read_nonblocking(GPollableInputStream *stream, void *buffer, gsize count,
+			    GError **error)
+{
+	return lwip_conn_read(LWIP_INPUT_STREAM(stream)->conn, buffer, count, FALSE, NULL, error);
+}
+
+/* A pollable source whose child fires once the connection cancels its
+ * wake-up cancellable: no fd, and only an armed source costs a wake-up. */
+static GSource *
+make_source(GObject *stream, LwipConn *conn, gboolean write, GCancellable *cancellable)
+{
+	g_autoptr(GCancellable) wake = lwip_conn_wake_for(conn, write);
+	g_autoptr(GSource) child = g_cancellable_source_new(wake);
+	GSource *source = g_pollable_source_new_full(stream, NULL, cancellable);
+
+	g_source_set_dummy_callback(child);
+	g_source_add_child_source(source, child);
+	return source;
+}
+
+static GSource *
+lwip_input_create_source(GPollableInputStream *stream, GCancellable *cancellable)
+{
+	return make_source(G_OBJECT(stream), LWIP_INPUT_STREAM(stream)->conn, FALSE, cancellable);
+}
+
+static void
+lwip_input_pollable_init(GPollableInputStreamInterface *iface)
+{
+	iface->is_readable = lwip_input_is_readable;
+	iface->create_source = lwip_input_create_source;
+	iface->read_nonblocking = lwip_input_read_nonblocking;
+}
+
+static void
+lwip_input_finalize(GObject *object)
+{
+	lwip_conn_unref(LWIP_INPUT_STREAM(object)->conn);
+	G_OBJECT_CLASS(lwip_input_stream_parent_class)->finalize(object);
+}
+
+static void
+lwip_input_stream_init(LwipInputStream *self)
+{
+}
+
+static void
+lwip_input_stream_class_init(LwipInputStreamClass *klass)
+{
+	G_OBJECT_CLASS(klass)->finalize = lwip_input_finalize;
+	G_INPUT_STREAM_CLASS(klass)->read_fn = lwip_input_read;
+	G_INPUT_STREAM_CLASS(klass)->close_fn = lwip_input_close;
+}
+
+/* ---- Output stream -------------------------------------------------------------- */
+
+#define LWIP_TYPE_OUTPUT_STREAM (lwip_output_stream_get_type())
+G_DECLARE_FINAL_TYPE(LwipOutputStream, lwip_output_stream, LWIP, OUTPUT_STREAM, GOutputStream)
+
+struct _LwipOutputStream {
+	GOutputStream parent;
+	LwipConn *conn;
+};
+
+static void lwip_output_pollable_init(GPollableOutputStreamInterface *iface);
+
+G_DEFINE_TYPE_WITH_CODE(LwipOutputStream, lwip_output_stream, G_TYPE_OUTPUT_STREAM,
+			G_IMPLEMENT_INTERFACE(G_TYPE_POLLABLE_OUTPUT_STREAM,
+					      lwip_output_pollable_init))
+
+static gssize
+lwip_output_write(GOutputStream *stream, const void *buffer, gsize count,
+		  GCancellable *cancellable, GError **error)
+{
+	return lwip_conn_write(LWIP_OUTPUT_STREAM(stream)->conn, buffer, count, TRUE, cancellable,
+			       error);
+}
+
+/* Sends FIN; lwIP still delivers what it holds, and reading goes on. */
+static gboolean
+lwip_output_close(GOutputStream *stream, GCancellable *cancellable, GError **error)
+{
+	lwip_conn_shutdown_write(LWIP_OUTPUT_STREAM(stream)->conn);
+	return TRUE;
+}
+
+static gboolean
+lwip_output_is_writable(GPollableOutputStream *stream)
+{
+	return lwip_conn_writable(LWIP_OUTPUT_STREAM(stream)->conn);
+}
+
+static gssize
+lwip_output_write_nonblocking(GPollableOutputStream *stream, const void *buffer, gsize count,
+			      GError **error)
+{
+	return lwip_conn_write(LWIP_OUTPUT_STREAM(stream)->conn, buffer, count, FALSE, NULL,
+			       error);
+}
+
+static GSource *
+lwip_output_create_source(GPollableOutputStream *stream, GCancellable *cancellable)
+{
+	return make_source(G_OBJECT(stream), LWIP_OUTPUT_STREAM(stream)->conn, TRUE, cancellable);
+}
+
+static void
+lwip_output_pollable_init(GPollableOutputStreamInterface *iface)
+{
+	iface->is_writable = lwip_output_is_writable;
+	iface->create_source = lwip_output_create_source;
+	iface->write_nonblocking = lwip_output_write_nonblocking;
+}
+
+static void
+lwip_output_finalize(GObject *object)
+{
+	lwip_conn_unref(LWIP_OUTPUT_STREAM(object)->conn);
+	G_OBJECT_CLASS(lwip_output_stream_parent_class)->finalize(object);
+}
+
+static void
+lwip_output_stream_init(LwipOutputStream *self)
+{
+}
+
+static void
+lwip_output_stream_class_init(LwipOutputStreamClass *klass)
+{
+	G_OBJECT_CLASS(klass)->finalize = lwip_output_finalize;
+	G_OUTPUT_STREAM_CLASS(klass)->write_fn = lwip_output_write;
+	G_OUTPUT_STREAM_CLASS(klass)->close_fn = lwip_output_close;
+}
+
+/* ---- The connection ---------------------------------------------------------------- */
+
+struct _NcmLwipConnection {
+	GIOStream parent;
+	LwipConn *conn;
+	GInputStream *input;
+	GOutputStream *output;
+	GInetSocketAddress *local, *remote;
+};
+
+G_DEFINE_TYPE(NcmLwipConnection, ncm_lwip_connection, G_TYPE_IO_STREAM)
+
+static GInputStream *
+connection_get_input(GIOStream *stream)
+{
+	return NCM_LWIP_CONNECTION(stream)->input;
+}
+
+static GOutputStream *
+connection_get_output(GIOStream *stream)
+{
+	return NCM_LWIP_CONNECTION(stream)->output;
+}
+
+static void
+connection_close_pcb(NcmLwipConnection *self)
+{
+	lwip_core_lock();
+	lwip_conn_close_pcb(self->conn, FALSE);
+	lwip_core_unlock();
+}
+
+/* Both streams are closed first (FIN after the queued data), then the pcb
+ * is handed to lwIP to finish the close on its own. */
+static gboolean
+connection_close(GIOStream *stream, GCancellable *cancellable, GError **error)
+{
+	NcmLwipConnection *self = NCM_LWIP_CONNECTION(stream);
+
+	g_output_stream_close(self->output, NULL, NULL);
+	g_input_stream_close(self->input, NULL, NULL);
+	connection_close_pcb(self);
+	return TRUE;
+}
+
+static void
+connection_finalize(GObject *object)
+{
+	NcmLwipConnection *self = NCM_LWIP_CONNECTION(object);
+
+	connection_close_pcb(self);
+	g_clear_object(&self->input);
+	g_clear_object(&self->output);
+	g_clear_object(&self->local);
+	g_clear_object(&self->remote);
+	lwip_conn_unref(self->conn);
+	G_OBJECT_CLASS(ncm_lwip_connection_parent_class)->finalize(object);
+}
+
+static void
+ncm_lwip_connection_init(NcmLwipConnection *self)
+{
+}
+
+static void
+ncm_lwip_connection_class_init(NcmLwipConnectionClass *klass)
+{
+	G_OBJECT_CLASS(klass)->finalize = connection_finalize;
+	G_IO_STREAM_CLASS(klass)->get_input_stream = connection_get_input;
+	G_IO_STREAM_CLASS(klass)->get_output_stream = connection_get_output;
+	G_IO_STREAM_CLASS(klass)->close_fn = connection_close;
+}
+
+NcmLwipConnection *
+lwip_connection_new(LwipConn *c)
+{
+	NcmLwipConnection *self = g_object_new(NCM_LWIP_TYPE_CONNECTION, NULL);
+	LwipInputStream *in = g_object_new(LWIP_TYPE_INPUT_STREAM, NULL);
+	LwipOutputStream *out = g_object_new(LWIP_TYPE_OUTPUT_STREAM, NULL);
+
+	in->conn = lwip_conn_ref(c);
+	out->conn = lwip_conn_ref(c);
+	self->conn = c;
+	self->input = G_INPUT_STREAM(in);
+	self->output = G_OUTPUT_STREAM(out);
+	lwip_core_lock();
+	if (c->pcb != NULL) {
+		self->local = lwip_sockaddr_to_gio(&c->pcb->local_ip, c->pcb->local_port);
+		self->remote = lwip_sockaddr_to_gio(&c->pcb->remote_ip, c->pcb->remote_port);
+	}
+	lwip_core_unlock();
+	return self;
+}
+
+GInetSocketAddress *
+ncm_lwip_connection_get_local_address(NcmLwipConnection *self)
+{
+	g_return_val_if_fail(NCM_LWIP_IS_CONNECTION(self), NULL);
+	return self->local;
+}
+
+GInetSocketAddress *
+ncm_lwip_connection_get_remote_address(NcmLwipConnection *self)
+{
+	g_return_val_if_fail(NCM_LWIP_IS_CONNECTION(self), NULL);
+	return self->remote;
+}
