@@ -56,15 +56,28 @@ void lwip_netifs_flush(void);
 void lwip_addr_from_gio(GInetAddress *address, ip_addr_t *ret_ip);
 GInetAddress *lwip_addr_to_gio(const ip_addr_t *ip);
 GInetSocketAddress *lwip_sockaddr_to_gio(const ip_addr_t *ip, u16_t port);
+/* The scope id of an IPv6 socket address, 0 for IPv4. */
+guint lwip_scope_of(GInetSocketAddress *address);
 /* Core lock held: the netif for @scope_id, else the default one, else the first. */
 struct netif *lwip_netif_for_scope(guint scope_id);
 /* Core lock held: gives a link-local IPv6 @ip the zone of its netif. */
 void lwip_addr_assign_zone(ip_addr_t *ip, guint scope_id);
 
+/* Core lock held: whether lwIP can send to @ip at all. lwIP routes
+ * off-link IPv4 to the default netif even without a gateway, and its
+ * TCP then retries a SYN that etharp_output() refuses until timeout. */
+gboolean lwip_routable(const ip_addr_t *ip);
+
 /* lwIP's err_t as a G_IO_ERROR code. */
 gint lwip_err_to_io(err_t err);
 
-/* Marks a GTask's hand-over between threads for ThreadSanitizer: GTask
- * passes data through GLib's own (uninstrumented) locks. */
-#define lwip_tsan_handover(obj) ncm_lwip_tsan_release(obj)
-#define lwip_tsan_takeover(obj) ncm_lwip_tsan_acquire(obj)
+/*
+ * Runs a blocking control-plane call (connect, accept, receive) for an
+ * async API on a thread of its own; the GTask then completes on the
+ * caller's thread-default main context. Not GTask's pool: it caps its
+ * threads (a few accepts could starve it), and it hands tasks over
+ * through GLib-internal locks ThreadSanitizer cannot see, while
+ * pthread_create() and the main context's eventfd are visible to it.
+ * Counts one main-context dispatch. Takes @task.
+ */
+void lwip_task_run_in_thread(GTask *task, GTaskThreadFunc func);

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "lwip/ip.h"
 #include "lwip/tcpip.h"
 
 #include "ncm-lwip-private.h"
@@ -175,6 +176,37 @@ ncm_lwip_stack_set_input_mode(NcmLwipStack *self, NcmLwipInputMode mode)
 	g_atomic_int_set(&input_mode, (gint)mode);
 }
 
+static gpointer
+task_thread(gpointer data)
+{
+	GTask *task = data;
+	union {
+		GTaskThreadFunc func;
+		gpointer ptr;
+	} u = {.ptr = g_object_get_data(G_OBJECT(task), "ncm-lwip-func")};
+	GTaskThreadFunc func = u.func;
+
+	func(task, g_task_get_source_object(task), g_task_get_task_data(task),
+	     g_task_get_cancellable(task));
+	lwip_count(LWIP_COUNT_MAIN_DISPATCHES, 1);
+	g_object_unref(task);
+	return NULL;
+}
+
+void
+lwip_task_run_in_thread(GTask *task, GTaskThreadFunc func)
+{
+	/* GObject data holds a gpointer; a union avoids an ISO C cast
+	 * between function and object pointers. */
+	union {
+		GTaskThreadFunc func;
+		gpointer ptr;
+	} u = {.func = func};
+
+	g_object_set_data(G_OBJECT(task), "ncm-lwip-func", u.ptr);
+	g_thread_unref(g_thread_new("ncm-lwip-task", task_thread, task));
+}
+
 /* ---- Addresses and errors ------------------------------------------------ */
 
 void
@@ -205,12 +237,22 @@ GInetSocketAddress *
 lwip_sockaddr_to_gio(const ip_addr_t *ip, u16_t port)
 {
 	g_autoptr(GInetAddress) address = lwip_addr_to_gio(ip);
-	guint32 scope = 0;
 
 	if (IP_IS_V6(ip) && ip6_addr_has_zone(ip_2_ip6(ip)))
-		scope = ip6_addr_zone(ip_2_ip6(ip));
-	return G_INET_SOCKET_ADDRESS(g_object_new(G_TYPE_INET_SOCKET_ADDRESS, "address", address,
-						  "port", (guint)port, "scope-id", scope, NULL));
+		return G_INET_SOCKET_ADDRESS(g_object_new(G_TYPE_INET_SOCKET_ADDRESS, "address",
+							  address, "port", (guint)port, "scope-id",
+							  (guint)ip6_addr_zone(ip_2_ip6(ip)), NULL));
+	return G_INET_SOCKET_ADDRESS(g_inet_socket_address_new(address, port));
+}
+
+guint
+lwip_scope_of(GInetSocketAddress *address)
+{
+	GInetAddress *inet = g_inet_socket_address_get_address(address);
+
+	if (g_inet_address_get_family(inet) != G_SOCKET_FAMILY_IPV6)
+		return 0;
+	return g_inet_socket_address_get_scope_id(address);
 }
 
 struct netif *
@@ -239,6 +281,21 @@ lwip_addr_assign_zone(ip_addr_t *ip, guint scope_id)
 		ip6_addr_assign_zone(ip_2_ip6(ip), IP6_UNICAST, netif);
 }
 
+gboolean
+lwip_routable(const ip_addr_t *ip)
+{
+	struct netif *netif;
+
+	if (IP_IS_V6(ip))
+		return ip6_route(IP6_ADDR_ANY6, ip_2_ip6(ip)) != NULL;
+	netif = ip4_route(ip_2_ip4(ip));
+	if (netif == NULL)
+		return FALSE;
+	return ip4_addr_netcmp(ip_2_ip4(ip), netif_ip4_addr(netif), netif_ip4_netmask(netif)) ||
+	       !ip4_addr_isany_val(*netif_ip4_gw(netif)) ||
+	       ip4_addr_isbroadcast(ip_2_ip4(ip), netif);
+}
+
 gint
 lwip_err_to_io(err_t err)
 {
@@ -250,7 +307,7 @@ lwip_err_to_io(err_t err)
 	case ERR_TIMEOUT:
 		return G_IO_ERROR_TIMED_OUT;
 	case ERR_RTE:
-		return G_IO_ERROR_HOST_UNREACHABLE;
+		return G_IO_ERROR_NETWORK_UNREACHABLE;
 	case ERR_USE:
 		return G_IO_ERROR_ADDRESS_IN_USE;
 	case ERR_MEM:

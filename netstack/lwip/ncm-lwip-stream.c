@@ -35,6 +35,45 @@ lwip_input_close(GInputStream *stream, GCancellable *cancellable, GError **error
 	return TRUE;
 }
 
+/* Closing never blocks, so the async variants complete at once instead
+ * of GIO's default of a thread from its pool. */
+static void
+close_async_now(gpointer stream, gboolean (*close_fn)(gpointer), GCancellable *cancellable,
+		GAsyncReadyCallback callback, gpointer user_data)
+{
+	g_autoptr(GTask) task = g_task_new(stream, cancellable, callback, user_data);
+
+	close_fn(stream);
+	lwip_count(LWIP_COUNT_MAIN_DISPATCHES, 1);
+	g_task_return_boolean(task, TRUE);
+}
+
+static gboolean
+close_finish(gpointer stream, GAsyncResult *result, GError **error)
+{
+	return g_task_propagate_boolean(G_TASK(result), error);
+}
+
+static gboolean
+input_close_now(gpointer stream)
+{
+	lwip_conn_mark_in_closed(LWIP_INPUT_STREAM(stream)->conn);
+	return TRUE;
+}
+
+static void
+lwip_input_close_async(GInputStream *stream, int io_priority, GCancellable *cancellable,
+		       GAsyncReadyCallback callback, gpointer user_data)
+{
+	close_async_now(stream, input_close_now, cancellable, callback, user_data);
+}
+
+static gboolean
+lwip_input_close_finish(GInputStream *stream, GAsyncResult *result, GError **error)
+{
+	return close_finish(stream, result, error);
+}
+
 static gboolean
 lwip_input_is_readable(GPollableInputStream *stream)
 {
@@ -48,18 +87,14 @@ lwip_input_read_nonblocking(GPollableInputStream *stream, void *buffer, gsize co
 	return lwip_conn_read(LWIP_INPUT_STREAM(stream)->conn, buffer, count, FALSE, NULL, error);
 }
 
-/* A pollable source whose child fires once the connection cancels its
- * wake-up cancellable: no fd, and only an armed source costs a wake-up. */
+/* Level-triggered: the child is ready while the direction is, and the
+ * connection wakes its context up on changes. No fd per connection. */
 static GSource *
 make_source(GObject *stream, LwipConn *conn, gboolean write, GCancellable *cancellable)
 {
-	g_autoptr(GCancellable) wake = lwip_conn_wake_for(conn, write);
-	g_autoptr(GSource) child = g_cancellable_source_new(wake);
-	GSource *source = g_pollable_source_new_full(stream, NULL, cancellable);
+	g_autoptr(GSource) child = lwip_conn_source_new(conn, write);
 
-	g_source_set_dummy_callback(child);
-	g_source_add_child_source(source, child);
-	return source;
+	return g_pollable_source_new_full(stream, child, cancellable);
 }
 
 static GSource *
@@ -94,6 +129,8 @@ lwip_input_stream_class_init(LwipInputStreamClass *klass)
 	G_OBJECT_CLASS(klass)->finalize = lwip_input_finalize;
 	G_INPUT_STREAM_CLASS(klass)->read_fn = lwip_input_read;
 	G_INPUT_STREAM_CLASS(klass)->close_fn = lwip_input_close;
+	G_INPUT_STREAM_CLASS(klass)->close_async = lwip_input_close_async;
+	G_INPUT_STREAM_CLASS(klass)->close_finish = lwip_input_close_finish;
 }
 
 /* ---- Output stream -------------------------------------------------------------- */
@@ -126,6 +163,26 @@ lwip_output_close(GOutputStream *stream, GCancellable *cancellable, GError **err
 {
 	lwip_conn_shutdown_write(LWIP_OUTPUT_STREAM(stream)->conn);
 	return TRUE;
+}
+
+static gboolean
+output_close_now(gpointer stream)
+{
+	lwip_conn_shutdown_write(LWIP_OUTPUT_STREAM(stream)->conn);
+	return TRUE;
+}
+
+static void
+lwip_output_close_async(GOutputStream *stream, int io_priority, GCancellable *cancellable,
+			GAsyncReadyCallback callback, gpointer user_data)
+{
+	close_async_now(stream, output_close_now, cancellable, callback, user_data);
+}
+
+static gboolean
+lwip_output_close_finish(GOutputStream *stream, GAsyncResult *result, GError **error)
+{
+	return close_finish(stream, result, error);
 }
 
 static gboolean
@@ -174,6 +231,8 @@ lwip_output_stream_class_init(LwipOutputStreamClass *klass)
 	G_OBJECT_CLASS(klass)->finalize = lwip_output_finalize;
 	G_OUTPUT_STREAM_CLASS(klass)->write_fn = lwip_output_write;
 	G_OUTPUT_STREAM_CLASS(klass)->close_fn = lwip_output_close;
+	G_OUTPUT_STREAM_CLASS(klass)->close_async = lwip_output_close_async;
+	G_OUTPUT_STREAM_CLASS(klass)->close_finish = lwip_output_close_finish;
 }
 
 /* ---- The connection ---------------------------------------------------------------- */
@@ -221,6 +280,25 @@ connection_close(GIOStream *stream, GCancellable *cancellable, GError **error)
 	return TRUE;
 }
 
+static gboolean
+connection_close_now(gpointer stream)
+{
+	return connection_close(stream, NULL, NULL);
+}
+
+static void
+connection_close_async(GIOStream *stream, int io_priority, GCancellable *cancellable,
+		       GAsyncReadyCallback callback, gpointer user_data)
+{
+	close_async_now(stream, connection_close_now, cancellable, callback, user_data);
+}
+
+static gboolean
+connection_close_finish(GIOStream *stream, GAsyncResult *result, GError **error)
+{
+	return close_finish(stream, result, error);
+}
+
 static void
 connection_finalize(GObject *object)
 {
@@ -247,6 +325,8 @@ ncm_lwip_connection_class_init(NcmLwipConnectionClass *klass)
 	G_IO_STREAM_CLASS(klass)->get_input_stream = connection_get_input;
 	G_IO_STREAM_CLASS(klass)->get_output_stream = connection_get_output;
 	G_IO_STREAM_CLASS(klass)->close_fn = connection_close;
+	G_IO_STREAM_CLASS(klass)->close_async = connection_close_async;
+	G_IO_STREAM_CLASS(klass)->close_finish = connection_close_finish;
 }
 
 NcmLwipConnection *

@@ -37,8 +37,7 @@ lwip_conn_unref(LwipConn *c)
 	/* The chain holds one reference per pbuf: freeing the head frees all. */
 	if (c->rx_head != NULL)
 		pbuf_free(c->rx_head);
-	g_clear_object(&c->rx_wake);
-	g_clear_object(&c->tx_wake);
+	g_assert(c->waiters == NULL);
 	g_cond_clear(&c->cond);
 	g_mutex_clear(&c->lock);
 	g_free(c);
@@ -50,31 +49,39 @@ error_message(gint code)
 	switch (code) {
 	case G_IO_ERROR_CONNECTION_REFUSED:
 		return "connection refused";
-	case G_IO_ERROR_CONNECTION_CLOSED:
+	case G_IO_ERROR_CONNECTION_CLOSED: /* == G_IO_ERROR_BROKEN_PIPE */
 		return "connection reset by peer";
-	case G_IO_ERROR_BROKEN_PIPE:
-		return "connection reset by peer (broken pipe)";
 	case G_IO_ERROR_TIMED_OUT:
 		return "connection timed out";
 	case G_IO_ERROR_CLOSED:
 		return "connection is closed";
-	case G_IO_ERROR_HOST_UNREACHABLE:
+	case G_IO_ERROR_NETWORK_UNREACHABLE:
 		return "no route to host";
 	default:
 		return "connection failed";
 	}
 }
 
-/* c->lock held: the readiness of both directions may have changed. */
+/* A source waiting for one direction of a connection. */
+typedef struct {
+	GSource source;
+	LwipConn *conn;
+	gboolean write;
+	GMainContext *context; /* conn->lock: where it waits, once it prepared */
+} LwipSource;
+
+/* c->lock held: the readiness of a direction may have changed. Blocking
+ * callers wait on the GCond; sources get their context woken up, which
+ * is what the stack counts as a main-context dispatch. */
 static void
 wake_locked(LwipConn *c, gboolean rx, gboolean tx)
 {
-	GCancellable *wakes[2] = {rx ? c->rx_wake : NULL, tx ? c->tx_wake : NULL};
-
 	g_cond_broadcast(&c->cond);
-	for (guint i = 0; i < 2; i++) {
-		if (wakes[i] != NULL && !g_cancellable_is_cancelled(wakes[i])) {
-			g_cancellable_cancel(wakes[i]);
+	for (GSList *l = c->waiters; l != NULL; l = l->next) {
+		LwipSource *s = l->data;
+
+		if (s->context != NULL && (s->write ? tx : rx)) {
+			g_main_context_wakeup(s->context);
 			lwip_count(LWIP_COUNT_MAIN_DISPATCHES, 1);
 		}
 	}
@@ -472,25 +479,85 @@ lwip_conn_writable(LwipConn *c)
 	return ready;
 }
 
-GCancellable *
-lwip_conn_wake_for(LwipConn *c, gboolean write)
+static gboolean
+source_prepare(GSource *source, gint *timeout)
 {
-	GCancellable **slot = write ? &c->tx_wake : &c->rx_wake;
-	gboolean ready = write ? lwip_conn_writable(c) : lwip_conn_readable(c);
-	GCancellable *wake;
+	LwipSource *s = (LwipSource *)source;
+	GMainContext *context = g_source_get_context(source);
 
-	ncm_lwip_mutex_lock(&c->lock);
-	if (*slot == NULL || g_cancellable_is_cancelled(*slot)) {
-		g_clear_object(slot);
-		*slot = g_cancellable_new();
+	*timeout = -1;
+	/* The context is known only once attached: register it here, on
+	 * its own thread, before it polls. */
+	ncm_lwip_mutex_lock(&s->conn->lock);
+	if (s->context != context) {
+		if (s->context != NULL)
+			g_main_context_unref(s->context);
+		s->context = g_main_context_ref(context);
 	}
-	wake = g_object_ref(*slot);
+	ncm_lwip_mutex_unlock(&s->conn->lock);
+	return s->write ? lwip_conn_writable(s->conn) : lwip_conn_readable(s->conn);
+}
+
+static gboolean
+source_check(GSource *source)
+{
+	LwipSource *s = (LwipSource *)source;
+
+	return s->write ? lwip_conn_writable(s->conn) : lwip_conn_readable(s->conn);
+}
+
+/* The parent GPollableSource calls the application's callback. */
+static gboolean
+source_dispatch(GSource *source, GSourceFunc callback, gpointer user_data)
+{
+	return G_SOURCE_CONTINUE;
+}
+
+static void
+source_finalize(GSource *source)
+{
+	LwipSource *s = (LwipSource *)source;
+	GMainContext *context;
+
+	ncm_lwip_mutex_lock(&s->conn->lock);
+	s->conn->waiters = g_slist_remove(s->conn->waiters, s);
+	context = s->context;
+	s->context = NULL;
+	ncm_lwip_mutex_unlock(&s->conn->lock);
+	if (context != NULL)
+		g_main_context_unref(context);
+	lwip_conn_unref(s->conn);
+}
+
+/* g_pollable_source_new_full() gives the child a dummy closure, which
+ * GLib allows only for sources that can call one; ours never does. */
+static gboolean
+source_closure_callback(gpointer data)
+{
+	return G_SOURCE_CONTINUE;
+}
+
+static GSourceFuncs source_funcs = {
+	.prepare = source_prepare,
+	.check = source_check,
+	.dispatch = source_dispatch,
+	.finalize = source_finalize,
+	.closure_callback = source_closure_callback,
+};
+
+GSource *
+lwip_conn_source_new(LwipConn *c, gboolean write)
+{
+	GSource *source = g_source_new(&source_funcs, sizeof(LwipSource));
+	LwipSource *s = (LwipSource *)source;
+
+	g_source_set_name(source, write ? "ncm-lwip-writable" : "ncm-lwip-readable");
+	s->conn = lwip_conn_ref(c);
+	s->write = write;
+	ncm_lwip_mutex_lock(&c->lock);
+	c->waiters = g_slist_prepend(c->waiters, s);
 	ncm_lwip_mutex_unlock(&c->lock);
-	/* Ready already: the source fires at once. A change after the check
-	 * above cancels the slot too, so no wake-up is lost. */
-	if (ready)
-		g_cancellable_cancel(wake);
-	return wake;
+	return source;
 }
 
 void
@@ -544,6 +611,8 @@ connect_locked(LwipConn *c, ip_addr_t *ip, guint16 port, guint scope, guint time
 	err_t err;
 
 	lwip_addr_assign_zone(ip, scope);
+	if (!lwip_routable(ip))
+		return ERR_RTE;
 	pcb = tcp_new_ip_type(IP_GET_TYPE(ip));
 	if (pcb == NULL)
 		return ERR_MEM;
@@ -572,12 +641,10 @@ connect_start(GInetSocketAddress *address, guint timeout_ms, GError **error)
 	lwip_addr_from_gio(g_inet_socket_address_get_address(address), &ip);
 	lwip_core_lock();
 	err = connect_locked(c, &ip, g_inet_socket_address_get_port(address),
-			     g_inet_socket_address_get_scope_id(address), timeout_ms);
+			     lwip_scope_of(address), timeout_ms);
 	lwip_core_unlock();
 	if (err != ERR_OK) {
-		gint code = err == ERR_RTE ? G_IO_ERROR_HOST_UNREACHABLE : lwip_err_to_io(err);
-
-		g_set_error(error, G_IO_ERROR, code, "cannot connect: %s",
+		g_set_error(error, G_IO_ERROR, lwip_err_to_io(err), "cannot connect: %s",
 			    err == ERR_RTE ? "no route to host" : lwip_strerr(err));
 		lwip_conn_unref(c);
 		return NULL;
@@ -653,8 +720,8 @@ connect_data_free(gpointer data)
 	g_free(d);
 }
 
-/* A worker thread of GTask's pool: connecting is control plane, and the
- * blocking path already handles timeout and cancellation. */
+/* Connecting is control plane, and the blocking path already handles
+ * timeout and cancellation: run it on a thread of its own. */
 static void
 connect_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
@@ -662,37 +729,35 @@ connect_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *c
 	NcmLwipConnection *conn;
 	GError *error = NULL;
 
-	lwip_tsan_takeover(task);
 	d = task_data;
 	conn = ncm_lwip_stack_connect(source, d->address, d->timeout_ms, cancellable, &error);
-	lwip_count(LWIP_COUNT_MAIN_DISPATCHES, 1);
-	lwip_tsan_handover(task);
 	if (conn != NULL)
 		g_task_return_pointer(task, conn, g_object_unref);
 	else
 		g_task_return_error(task, error);
 }
 
+/* GTask source tag (ISO C has no function-to-object pointer cast). */
+static char source_tag;
+
 void
 ncm_lwip_stack_connect_async(NcmLwipStack *self, GInetSocketAddress *address, guint timeout_ms,
 			     GCancellable *cancellable, GAsyncReadyCallback callback,
 			     gpointer user_data)
 {
-	g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+	GTask *task = g_task_new(self, cancellable, callback, user_data);
 	ConnectData *d = g_new0(ConnectData, 1);
 
 	d->address = g_object_ref(address);
 	d->timeout_ms = timeout_ms;
-	g_task_set_source_tag(task, ncm_lwip_stack_connect_async);
+	g_task_set_source_tag(task, &source_tag);
 	g_task_set_task_data(task, d, connect_data_free);
-	lwip_tsan_handover(task);
-	g_task_run_in_thread(task, connect_thread);
+	lwip_task_run_in_thread(task, connect_thread);
 }
 
 NcmLwipConnection *
 ncm_lwip_stack_connect_finish(NcmLwipStack *self, GAsyncResult *result, GError **error)
 {
 	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
-	lwip_tsan_takeover(result);
 	return g_task_propagate_pointer(G_TASK(result), error);
 }

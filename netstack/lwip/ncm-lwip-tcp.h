@@ -43,9 +43,9 @@ typedef struct {
 	/* tcp_sndbuf() as of the last lwIP event, for writability. */
 	gsize snd_room;
 
-	/* Pollable sources wait on these; cancelled when the direction may
-	 * have become ready. NULL until a source asks. */
-	GCancellable *rx_wake, *tx_wake;
+	/* Pollable sources (LwipSource) attached to a main context: woken
+	 * when their direction may have become ready. */
+	GSList *waiters;
 } LwipConn;
 
 /* A writer wakes up when this much send buffer is free: fewer, larger
@@ -70,8 +70,9 @@ gssize lwip_conn_write(LwipConn *c, const void *buf, gsize count, gboolean block
 		       GCancellable *cancellable, GError **error);
 gboolean lwip_conn_readable(LwipConn *c);
 gboolean lwip_conn_writable(LwipConn *c);
-/* A cancellable that is cancelled once the direction may be ready. */
-GCancellable *lwip_conn_wake_for(LwipConn *c, gboolean write);
+/* A source that is ready while the direction is (level-triggered), to be
+ * the child of a GPollableSource. */
+GSource *lwip_conn_source_new(LwipConn *c, gboolean write);
 /* Sends FIN after queued data. */
 void lwip_conn_shutdown_write(LwipConn *c);
 void lwip_conn_mark_in_closed(LwipConn *c);

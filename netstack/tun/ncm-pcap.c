@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <gio/gio.h>
+#include <pthread.h>
 #include <stdio.h>
 
 #define PCAP_MAGIC 0xa1b2c3d4u
@@ -11,8 +12,12 @@
 #define LINKTYPE_ETHERNET 1u
 
 struct _NcmPcap {
-	/* Guards file, records and lost; taken alone, never with another lock. */
-	GMutex lock;
+	/*
+	 * Guards file, records and lost; taken alone, never with another lock.
+	 * A pthread mutex, not a GMutex: ThreadSanitizer sees GLib's futex-based
+	 * GMutex as no lock at all.
+	 */
+	pthread_mutex_t lock;
 	FILE *file;
 	guint64 records;
 	guint64 lost;
@@ -49,7 +54,7 @@ ncm_pcap_open(const gchar *path, GError **error)
 		return NULL;
 	}
 	pcap = g_new0(NcmPcap, 1);
-	g_mutex_init(&pcap->lock);
+	pthread_mutex_init(&pcap->lock, NULL);
 	pcap->file = f;
 	return pcap;
 }
@@ -62,7 +67,7 @@ ncm_pcap_write(NcmPcap *pcap, const guint8 *frame, gsize len)
 	guint32 rec[4] = { (guint32)(now / G_USEC_PER_SEC), (guint32)(now % G_USEC_PER_SEC),
 			   caplen, (guint32)len };
 
-	g_mutex_lock(&pcap->lock);
+	pthread_mutex_lock(&pcap->lock);
 	if (!pcap->file) {
 		pcap->lost++;
 	} else if (fwrite(rec, sizeof(rec), 1, pcap->file) != 1 ||
@@ -75,16 +80,16 @@ ncm_pcap_write(NcmPcap *pcap, const guint8 *frame, gsize len)
 	} else {
 		pcap->records++;
 	}
-	g_mutex_unlock(&pcap->lock);
+	pthread_mutex_unlock(&pcap->lock);
 }
 
 void
 ncm_pcap_flush(NcmPcap *pcap)
 {
-	g_mutex_lock(&pcap->lock);
+	pthread_mutex_lock(&pcap->lock);
 	if (pcap->file)
 		fflush(pcap->file);
-	g_mutex_unlock(&pcap->lock);
+	pthread_mutex_unlock(&pcap->lock);
 }
 
 guint64
@@ -92,9 +97,9 @@ ncm_pcap_get_records(NcmPcap *pcap)
 {
 	guint64 n;
 
-	g_mutex_lock(&pcap->lock);
+	pthread_mutex_lock(&pcap->lock);
 	n = pcap->records;
-	g_mutex_unlock(&pcap->lock);
+	pthread_mutex_unlock(&pcap->lock);
 	return n;
 }
 
@@ -103,9 +108,9 @@ ncm_pcap_get_lost(NcmPcap *pcap)
 {
 	guint64 n;
 
-	g_mutex_lock(&pcap->lock);
+	pthread_mutex_lock(&pcap->lock);
 	n = pcap->lost;
-	g_mutex_unlock(&pcap->lock);
+	pthread_mutex_unlock(&pcap->lock);
 	return n;
 }
 
@@ -116,6 +121,6 @@ ncm_pcap_close(NcmPcap *pcap)
 		return;
 	if (pcap->file)
 		fclose(pcap->file);
-	g_mutex_clear(&pcap->lock);
+	pthread_mutex_destroy(&pcap->lock);
 	g_free(pcap);
 }

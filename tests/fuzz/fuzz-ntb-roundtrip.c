@@ -14,7 +14,9 @@
  * Divisors and alignments arrive raw, so invalid ones are exercised too.
  * Every NTB finished must parse back to exactly the datagrams packed, with
  * their offsets, the NDP alignment, the size limits and the short-packet
- * rule honoured; fits() must always predict add().
+ * rule honoured; fits() must always predict add(). A model of the layout
+ * rules, written here apart from the packer, must agree with every status
+ * and offset, so the packer can neither waste room nor overstep it.
  */
 
 #include <string.h>
@@ -32,9 +34,13 @@ typedef struct {
 	NcmNtbPackConfig config;
 	size_t buf_size;
 	uint8_t *buf;
-	size_t divisor, remainder, alignment;  /* as the rules say, computed here */
+	/* the model: the rules, computed here */
+	size_t divisor, remainder, alignment;
+	size_t capacity, limit, nth_len, start;
 	/* the NTB being packed */
 	size_t n;
+	size_t tail;
+	size_t off[NCM_NTB_PACK_MAX_DATAGRAMS];
 	size_t len[NCM_NTB_PACK_MAX_DATAGRAMS];
 	uint8_t seed[NCM_NTB_PACK_MAX_DATAGRAMS];
 	size_t seen;
@@ -44,6 +50,74 @@ static size_t
 pow2_at_least_4(uint16_t value)
 {
 	return value >= 4 && !(value & (value - 1)) ? value : 4;
+}
+
+static size_t
+round_up(size_t value, size_t to)
+{
+	return (value + to - 1) / to * to;
+}
+
+static size_t
+model_ndp_len(const Trip *t, size_t entries)
+{
+	const bool wide = t->config.format == NCM_NTB_FORMAT_32;
+
+	return (wide ? 16 : 8) + (entries + 1) * (wide ? 8 : 4);
+}
+
+static void
+model_init(Trip *t)
+{
+	const NcmNtbPackConfig *c = &t->config;
+	const size_t max = c->max_size ? c->max_size : SIZE_MAX;
+	const bool wide = c->format == NCM_NTB_FORMAT_32;
+
+	t->divisor = pow2_at_least_4(c->divisor);
+	t->remainder = c->remainder % t->divisor;
+	t->alignment = pow2_at_least_4(c->alignment);
+	t->limit = c->ndp_first ? 40 : 256;
+	if (c->max_datagrams && c->max_datagrams < t->limit)
+		t->limit = c->max_datagrams;
+	t->capacity = t->buf_size < max ? t->buf_size : max;
+	if (!wide && t->capacity > 0xFFFF)
+		t->capacity = 0xFFFF;
+	if (c->short_mode == NCM_NTB_SHORT_PAD && c->max_packet && t->capacity &&
+	    t->capacity < max)
+		t->capacity--;
+	t->nth_len = wide ? 16 : 12;
+	t->start = t->nth_len;
+	if (c->ndp_first)
+		t->start = round_up(t->nth_len, t->alignment) + model_ndp_len(t, t->limit);
+}
+
+static bool
+model_place(const Trip *t, size_t tail, size_t count, size_t len, size_t *ret_off)
+{
+	const size_t off = tail + (t->remainder + t->divisor - tail % t->divisor) % t->divisor;
+	const size_t end = off + len;
+
+	if (count >= t->limit || end > t->capacity)
+		return false;
+	if (!t->config.ndp_first &&
+	    round_up(end, t->alignment) + model_ndp_len(t, count + 1) > t->capacity)
+		return false;
+	*ret_off = off;
+	return true;
+}
+
+static NcmNtbPackStatus
+model_status(const Trip *t, size_t len, size_t *ret_off)
+{
+	size_t unused;
+
+	if (len < NCM_ETH_MIN_FRAME)
+		return NCM_NTB_PACK_TOO_SMALL;
+	if (model_place(t, t->tail, t->n, len, ret_off))
+		return NCM_NTB_PACK_OK;
+	if (model_place(t, t->start, 0, len, &unused))
+		return NCM_NTB_PACK_FULL;
+	return NCM_NTB_PACK_TOO_BIG;
 }
 
 /*
@@ -80,6 +154,7 @@ on_datagram(void *user_data, const uint8_t *datagram, size_t len)
 
 	FUZZ_CHECK(i < t->n);
 	FUZZ_CHECK(len == t->len[i]);
+	FUZZ_CHECK(off == t->off[i]);
 	FUZZ_CHECK(off % t->divisor == t->remainder);
 	FUZZ_CHECK(memcmp(datagram, content(t->seed[i], i), len) == 0);
 	return true;
@@ -122,6 +197,13 @@ finish_and_check(Trip *t, NcmNtbPacker *p)
 	ndp = wide ? ncm_le32_at(t->buf, n, 12) : ncm_le16_at(t->buf, n, 10);
 	check_lengths(t, n, block, zlp);
 	FUZZ_CHECK(ndp % t->alignment == 0);
+	if (t->config.ndp_first) {
+		FUZZ_CHECK(ndp == round_up(t->nth_len, t->alignment));
+		FUZZ_CHECK(block == t->tail);
+	} else {
+		FUZZ_CHECK(ndp == round_up(t->tail, t->alignment));
+		FUZZ_CHECK(block == ndp + model_ndp_len(t, t->n));
+	}
 	t->seen = 0;
 	FUZZ_CHECK(ncm_ntb_parse(&pc, t->buf, n, on_datagram, t, &r) == NCM_NTB_OK);
 	FUZZ_CHECK(r.rejects == 0 && r.datagrams == t->n && t->seen == t->n);
@@ -133,9 +215,11 @@ static NcmNtbPackStatus
 add_one(Trip *t, NcmNtbPacker *p, size_t len, uint8_t seed, bool by_reserve)
 {
 	bool fits = ncm_ntb_packer_fits(p, len);
-	NcmNtbPackStatus status;
-	uint8_t *dst;
+	NcmNtbPackStatus status, expected;
+	size_t off = 0;
+	uint8_t *dst = NULL;
 
+	expected = model_status(t, len, &off);
 	/* len <= 0xFFFF, so the slice stays inside the pattern. */
 	if (by_reserve) {
 		dst = ncm_ntb_packer_reserve(p, len, &status);
@@ -146,26 +230,17 @@ add_one(Trip *t, NcmNtbPacker *p, size_t len, uint8_t seed, bool by_reserve)
 		status = ncm_ntb_packer_add(p, content(seed, t->n), len);
 	}
 	FUZZ_CHECK(fits == (status == NCM_NTB_PACK_OK));
-	FUZZ_CHECK(len >= NCM_ETH_MIN_FRAME || status == NCM_NTB_PACK_TOO_SMALL);
+	FUZZ_CHECK(status == expected);
 	if (status == NCM_NTB_PACK_OK) {
+		FUZZ_CHECK(dst == NULL || dst == t->buf + off);
+		t->tail = off + len;
+		t->off[t->n] = off;
 		t->len[t->n] = len;
 		t->seed[t->n] = seed;
 		t->n++;
 		FUZZ_CHECK(ncm_ntb_packer_count(p) == t->n);
 	}
 	return status;
-}
-
-/* TOO_BIG must mean no NTB of this config could take it. */
-static void
-check_too_big(const Trip *t, size_t len)
-{
-	NcmNtbPacker fresh;
-	NcmNtbPackStatus status;
-
-	ncm_ntb_packer_init(&fresh, &t->config, t->buf, t->buf_size, 0);
-	FUZZ_CHECK(ncm_ntb_packer_reserve(&fresh, len, &status) == NULL);
-	FUZZ_CHECK(status == NCM_NTB_PACK_TOO_BIG);
 }
 
 static void
@@ -184,9 +259,7 @@ read_config(Trip *t, const uint8_t *d, size_t size)
 	c->alignment = ncm_le16_at(d, size, 9);
 	c->max_datagrams = ncm_le16_at(d, size, 11);
 	c->max_packet = ncm_le16_at(d, size, 13);
-	t->divisor = pow2_at_least_4(c->divisor);
-	t->remainder = c->remainder % t->divisor;
-	t->alignment = pow2_at_least_4(c->alignment);
+	model_init(t);
 }
 
 int
@@ -205,7 +278,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	t.buf = malloc(t.buf_size ? t.buf_size : 1);
 	FUZZ_CHECK(t.buf);
 	ncm_ntb_packer_init(&p, &t.config, t.buf, t.buf_size, sequence);
+	FUZZ_CHECK(p.capacity == t.capacity && p.limit == t.limit);
 	t.n = 0;
+	t.tail = t.start;
 	for (size_t pos = CONFIG_LEN; size - pos >= RECORD_LEN && budget; pos += RECORD_LEN) {
 		size_t len = ncm_le16_at(data, size, pos);
 		uint8_t seed = data[pos + 2];
@@ -214,8 +289,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		status = add_one(&t, &p, len, seed, by_reserve);
 		if (status == NCM_NTB_PACK_OK || status == NCM_NTB_PACK_FULL)
 			budget = len < budget ? budget - len : 0;
-		if (status == NCM_NTB_PACK_TOO_BIG)
-			check_too_big(&t, len);
 		if (status != NCM_NTB_PACK_FULL)
 			continue;
 		/* FULL promises the datagram fits a new NTB. */
@@ -223,6 +296,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		finish_and_check(&t, &p);
 		ncm_ntb_packer_reset(&p, NULL, ++sequence);
 		t.n = 0;
+		t.tail = t.start;
 		FUZZ_CHECK(add_one(&t, &p, len, seed, by_reserve) == NCM_NTB_PACK_OK);
 	}
 	finish_and_check(&t, &p);

@@ -261,11 +261,16 @@ add_checked(NcmNtbPacker *p, const Model *m, Expected *e, size_t len, uint32_t s
 		dst = ncm_ntb_packer_reserve(p, len, &status);
 		if (dst)
 			fill(dst, len, seed);
-	} else {
-		copy = g_malloc(len ? len : 1);
+	} else if (len >= 14 && fits_model) {
+		copy = g_malloc(len);
 		fill(copy, len, seed);
 		status = ncm_ntb_packer_add(p, copy, len);
 		g_free(copy);
+	} else {
+		/* Must be refused before a byte is read, so no need to fill it. */
+		static const uint8_t nothing[1];
+
+		status = ncm_ntb_packer_add(p, nothing, len);
 	}
 	if (len < 14)
 		g_assert_cmpint(status, ==, NCM_NTB_PACK_TOO_SMALL);

@@ -10,6 +10,7 @@
 #include <ifaddrs.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <string.h>
@@ -52,8 +53,9 @@ typedef struct {
 
 typedef struct {
 	NcmLink link;
-	GMutex lock;     /* guards everything below */
-	GCond cond;
+	/* Guards everything below. pthread, not GMutex: TSan cannot see GLib's futexes. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;     /* on CLOCK_MONOTONIC */
 	GArray *events;
 	guint attempts;
 	gboolean blocked;
@@ -69,7 +71,7 @@ fake_sendv(NcmLink *link, const GOutputVector *v, guint n)
 	NcmSendResult r = NCM_SEND_OK;
 
 	g_assert_cmpuint(n, ==, 1);
-	g_mutex_lock(&f->lock);
+	pthread_mutex_lock(&f->lock);
 	f->attempts++;
 	if (v[0].size < 14 || v[0].size > link->max_frame) {
 		r = NCM_SEND_INVALID;
@@ -80,8 +82,8 @@ fake_sendv(NcmLink *link, const GOutputVector *v, guint n)
 
 		g_array_append_val(f->events, e);
 	}
-	g_cond_broadcast(&f->cond);
-	g_mutex_unlock(&f->lock);
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
 	return r;
 }
 
@@ -91,10 +93,10 @@ fake_flush(NcmLink *link)
 	FakeLink *f = (FakeLink *)link;
 	LinkEvent e = { NULL };
 
-	g_mutex_lock(&f->lock);
+	pthread_mutex_lock(&f->lock);
 	g_array_append_val(f->events, e);
-	g_cond_broadcast(&f->cond);
-	g_mutex_unlock(&f->lock);
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
 }
 
 static void
@@ -127,8 +129,8 @@ fake_free(NcmLink *link)
 	for (guint i = 0; i < f->events->len; i++)
 		g_clear_pointer(&g_array_index(f->events, LinkEvent, i).frame, g_bytes_unref);
 	g_array_unref(f->events);
-	g_mutex_clear(&f->lock);
-	g_cond_clear(&f->cond);
+	pthread_mutex_destroy(&f->lock);
+	pthread_cond_destroy(&f->cond);
 	g_free(f);
 }
 
@@ -140,12 +142,16 @@ static FakeLink *
 fake_link_new(void)
 {
 	FakeLink *f = g_new0(FakeLink, 1);
+	pthread_condattr_t attr;
 
 	f->link.ops = &fake_ops;
 	memcpy(f->link.mac, tap_mac, 6);
 	f->link.max_frame = 1514;
-	g_mutex_init(&f->lock);
-	g_cond_init(&f->cond);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->cond, &attr);
+	pthread_condattr_destroy(&attr);
 	f->events = g_array_new(FALSE, TRUE, sizeof(LinkEvent));
 	return f;
 }
@@ -158,6 +164,15 @@ fake_receive(FakeLink *f, const guint8 *frame, gsize len)
 	f->sink->receive_done(f->sink_data);
 }
 
+/* g_cond_wait_until() for the pthread cond: FALSE once @deadline (monotonic µs) passed. */
+static gboolean
+fake_wait_until(FakeLink *f, gint64 deadline)
+{
+	struct timespec ts = { deadline / G_USEC_PER_SEC, (deadline % G_USEC_PER_SEC) * 1000 };
+
+	return pthread_cond_timedwait(&f->cond, &f->lock, &ts) == 0;
+}
+
 typedef gboolean (*FrameMatch)(const guint8 *frame, gsize len, gconstpointer data);
 
 /* Index of the first event from @from on whose frame matches, waiting up to WAIT_US. */
@@ -167,7 +182,7 @@ fake_wait_frame(FakeLink *f, guint from, FrameMatch match, gconstpointer data)
 	gint64 deadline = g_get_monotonic_time() + WAIT_US;
 	gint found = -1;
 
-	g_mutex_lock(&f->lock);
+	pthread_mutex_lock(&f->lock);
 	while (found < 0) {
 		for (guint i = from; i < f->events->len && found < 0; i++) {
 			GBytes *b = g_array_index(f->events, LinkEvent, i).frame;
@@ -177,10 +192,10 @@ fake_wait_frame(FakeLink *f, guint from, FrameMatch match, gconstpointer data)
 			if (p && match(p, len, data))
 				found = (gint)i;
 		}
-		if (found < 0 && !g_cond_wait_until(&f->cond, &f->lock, deadline))
+		if (found < 0 && !fake_wait_until(f, deadline))
 			break;
 	}
-	g_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&f->lock);
 	return found;
 }
 
@@ -190,18 +205,18 @@ fake_wait_flush(FakeLink *f, guint from)
 {
 	gint64 deadline = g_get_monotonic_time() + WAIT_US;
 
-	g_mutex_lock(&f->lock);
+	pthread_mutex_lock(&f->lock);
 	for (;;) {
 		for (guint i = from; i < f->events->len; i++) {
 			if (!g_array_index(f->events, LinkEvent, i).frame) {
-				g_mutex_unlock(&f->lock);
+				pthread_mutex_unlock(&f->lock);
 				return (gint)i;
 			}
 		}
-		if (!g_cond_wait_until(&f->cond, &f->lock, deadline))
+		if (!fake_wait_until(f, deadline))
 			break;
 	}
-	g_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&f->lock);
 	return -1;
 }
 
@@ -598,13 +613,14 @@ test_kernel_answers(void)
 	exchange(&rig, f, len, is_echo_reply, GUINT_TO_POINTER(0x4e43));
 	len = ndp_solicit(f);
 	exchange(&rig, f, len, is_ndp_advert, NULL);
+	/* Joins the reader: its counters are final. */
+	ncm_tap_detach(rig.tap);
 	ncm_tap_get_stats(rig.tap, &st);
 	g_assert_cmpuint(st.rx_frames, ==, 3);
 	g_assert_cmpuint(st.rx_drops_full + st.rx_errors, ==, 0);
 	g_assert_cmpuint(st.tx_frames, >=, 3);
 	g_assert_cmpuint(st.tx_bursts, >=, 1);
 	g_assert_cmpuint(st.tx_bursts, <=, st.tx_frames);
-	ncm_tap_detach(rig.tap);
 	/* Both directions were recorded at the link boundary. */
 	ncm_pcap_flush(rig.pcap);
 	recorded = pcap_read(rig.pcap_path);
@@ -631,9 +647,9 @@ test_rx_interface_down(void)
 	assert_ok(ncm_rtnl_set_up(ncm_tap_get_ifindex(rig.tap), FALSE, &error), error);
 	fake_receive(rig.fake, f, arp_request(f));
 	ncm_tap_get_stats(rig.tap, &st);
-	g_assert_cmpuint(st.rx_frames + st.rx_drops_full + st.rx_errors, ==, 1);
-	g_test_message("down: rx_frames %" G_GUINT64_FORMAT " errors %" G_GUINT64_FORMAT,
-		       st.rx_frames, st.rx_errors);
+	/* The kernel refuses writes to a down TAP with EIO. */
+	g_assert_cmpuint(st.rx_errors, ==, 1);
+	g_assert_cmpuint(st.rx_frames + st.rx_drops_full, ==, 0);
 	rig_free(&rig);
 }
 
@@ -655,18 +671,18 @@ fake_attempts(FakeLink *f)
 {
 	guint n;
 
-	g_mutex_lock(&f->lock);
+	pthread_mutex_lock(&f->lock);
 	n = f->attempts;
-	g_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&f->lock);
 	return n;
 }
 
 static void
 fake_set_blocked(FakeLink *f, gboolean blocked)
 {
-	g_mutex_lock(&f->lock);
+	pthread_mutex_lock(&f->lock);
 	f->blocked = blocked;
-	g_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&f->lock);
 }
 
 /*
@@ -697,6 +713,7 @@ run_burst(Rig *rig, InjectFunc inject, int fd)
 			g_assert_cmpint(at[m], ==, at[m - 1] + 1);
 	}
 	g_assert_cmpint(fake_wait_flush(rig->fake, 0), ==, at[4] + 1);
+	ncm_tap_detach(rig->tap);
 	ncm_tap_get_stats(rig->tap, &st);
 	g_assert_cmpuint(st.tx_waits, ==, 1);
 	g_assert_cmpuint(st.tx_frames, ==, 4);
@@ -876,7 +893,7 @@ pcap_check_tcpdump(const gchar *path)
 	g_autofree gchar *out = NULL, *err = NULL;
 	g_autoptr(GError) error = NULL;
 	const gchar *argv[] = { NULL, "-nn", "-r", path, NULL };
-	g_auto(GStrv) lines = NULL;
+	guint records = 0;
 	int status;
 
 	if (!tcpdump) {
@@ -888,8 +905,11 @@ pcap_check_tcpdump(const gchar *path)
 				   &out, &err, &status, &error));
 	g_assert_no_error(error);
 	g_assert_true(g_spawn_check_wait_status(status, NULL));
-	lines = g_strsplit(g_strchomp(out), "\n", -1);
-	g_assert_cmpuint(g_strv_length(lines), ==, PCAP_THREADS * PCAP_PER_THREAD);
+	/* One summary line per record; hex dumps of the payload are indented. */
+	for (const gchar *l = out; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
+		if (*l != '\t' && *l != ' ' && *l != '\n')
+			records++;
+	g_assert_cmpuint(records, ==, PCAP_THREADS * PCAP_PER_THREAD);
 }
 
 static void

@@ -113,5 +113,12 @@ if [ ! -f "$root/.complete" ]; then
 fi
 
 echo "$ver" >"$cache/kernel-version"
+# A superseded kernel costs ~0.5 GB; only the current one is ever booted.
+for old in "$cache"/kernel-*/ "$cache"/linux-image-*.deb "$cache"/base-*.cpio; do
+	case $old in
+	"$cache"/kernel-"$ver"/|"$cache"/"$pkg"_*|"$cache"/base-"$ver"-*) ;;
+	*) [ -e "$old" ] && rm -rf "$old" && log "removed superseded ${old#"$cache"/}" ;;
+	esac
+done
 log "kernel $ver (package $pkg $(cat "$root/.package-version"))"
 echo "$ver"

@@ -38,6 +38,9 @@ check "peer received no more than sent + ARP" [ "$got" -le $((count + 20)) ]
 
 # RX: the peer's Linux stack sends; libncm must see each datagram once.
 peer_run $IP neigh replace "$(host_ip4)" lladdr "$VM_HOST_MAC" dev "$ifn" nud permanent
+# A starved TCG guest can stall the reader for longer than the default
+# 1000-packet queue covers; f_ncm then never sees the frames. Queue them all.
+peer_run $IP link set dev "$ifn" txqueuelen $((count + 1000))
 vmtest-driver rx $opts -c "$count" -t 60 >"$VM_OUT/rx.txt" 2>&1 &
 rxpid=$!
 wait_for 30 "libncm receiver ready" grep -q '^ready' "$VM_OUT/rx.txt" ||
@@ -46,6 +49,7 @@ peer_run vmtest-driver peer-send -c "$count" -r 4000
 rc=0
 wait $rxpid || rc=$?
 cat "$VM_OUT/rx.txt"
+echo "peer tx_dropped: $(peer_run cat "/sys/class/net/$ifn/statistics/tx_dropped")"
 [ $rc = 0 ] || fail "libncm did not receive every frame exactly once"
 ok "received $count frames exactly once"
 vm_info

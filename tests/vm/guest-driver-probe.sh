@@ -13,6 +13,11 @@ check "probe shows NTB16 and NTB32" grep -q "ntb formats: *NTB16 NTB32" "$VM_OUT
 check "probe shows 16384 in" grep -q "ntb in: *max 16384," "$VM_OUT/probe.txt"
 check "probe shows 16384 out" grep -q "ntb out: *max 16384," "$VM_OUT/probe.txt"
 check "probe names the kernel driver it found" grep -q "kernel driver: *cdc_ncm" "$VM_OUT/probe.txt"
+if [ "$GADGET_PROFILE" = dual ]; then
+	check "probe lists both NCM functions" [ "$(grep -c '^ *mac:' "$VM_OUT/probe.txt")" = 2 ]
+	check "probe shows the second iMACAddress $VM_HOST_MAC2" grep -q "mac: *$VM_HOST_MAC2" "$VM_OUT/probe.txt"
+	check "both functions answered GET_NTB_PARAMETERS" [ "$(grep -c 'ntb in: *max 16384,' "$VM_OUT/probe.txt")" = 2 ]
+fi
 # The query detached cdc_ncm; closing must have re-attached it.
 check "cdc_ncm is back after the probe" wait_for "$VM_WAIT" "cdc_ncm netdev" host_netdevs_up
 vm_info

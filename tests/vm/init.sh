@@ -53,6 +53,8 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 vmout /out ||
 	harness_error "cannot mount the 9p result share"
 /usr/bin/ip link set lo up
 
+# A newline first: the firmware leaves the cursor mid-line.
+echo
 echo "vm: kernel $VM_KERNEL, profile $VM_PROFILE, up $(cut -d' ' -f1 /proc/uptime) s"
 
 # tee keeps the console live while guest.log stays free of kernel messages.

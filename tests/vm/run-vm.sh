@@ -320,6 +320,9 @@ kernel_image=$kroot/boot/vmlinux-$ver
 log "kernel $ver, profile $profile, accel $accel, timeout ${timeout_s}s, image ready after $(elapsed)"
 log "out: $out"
 
+# The firmware's terminal resets would garble test logs; console.log keeps them.
+strip_ansi='s/\x1bc//g; s/\x1b\[[0-9;?]*[A-Za-z]//g; s/\r$//'
+
 # --foreground keeps QEMU in our process group, so whoever kills the test
 # (meson on its timeout, Ctrl-C) kills the VM too; the trap covers a signal
 # sent to this script alone.
@@ -328,7 +331,7 @@ timeout --foreground -k 10 "$timeout_s" "$qemu" "${accel_args[@]}" -smp "$smp" -
 	-kernel "$kernel_image" -initrd "$work/initrd.cpio" \
 	-append "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init $cmdline_extra" \
 	-virtfs "local,path=$out,mount_tag=vmout,security_model=none,id=vmout" \
-	${VM_QEMU_ARGS:-} </dev/null > >(tee "$out/console.log") 2>&1 &
+	${VM_QEMU_ARGS:-} </dev/null > >(tee "$out/console.log" | sed -u "$strip_ansi") 2>&1 &
 vm_pid=$!
 qrc=0
 wait "$vm_pid" || qrc=$?

@@ -1,0 +1,637 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-tun: runs a USB CDC-NCM function as an ordinary network interface (TAP), like cdc_ncm. */
+#include <errno.h>
+#include <glib-unix.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <ncm.h>
+
+#include "ncm-link.h"
+#include "ncm-pcap.h"
+#include "ncm-rtnl.h"
+#include "ncm-tap.h"
+
+enum {
+	EXIT_OK = 0,       /* stopped by SIGINT/SIGTERM */
+	EXIT_RUNTIME = 1,  /* the device went away (without --persist) or failed */
+	EXIT_SETUP = 2,    /* bad options, no device, no permission */
+};
+
+static gchar **opt_device;
+static gchar *opt_name;
+static gint opt_mtu;
+static gchar **opt_ipv4;
+static gchar **opt_ipv6;
+static gboolean opt_persist;
+static gchar *opt_pace;
+static gchar *opt_pcap;
+static gchar *opt_user;
+static gboolean opt_ntb32;
+static gboolean opt_no_up;
+
+static const GOptionEntry entries[] = {
+	{ "device", 'd', 0, G_OPTION_ARG_STRING_ARRAY, &opt_device,
+	  "Select the function: VID:PID, serial=S, path=BUS-PORT.., mac=aa:bb:.. (repeat to combine)",
+	  "SEL" },
+	{ "name", 'n', 0, G_OPTION_ARG_STRING, &opt_name,
+	  "Interface name; %d is numbered by the kernel (default ncm%d)", "NAME" },
+	{ "mtu", 'm', 0, G_OPTION_ARG_INT, &opt_mtu,
+	  "IP MTU (default: the device's, wMaxSegmentSize - 14)", "MTU" },
+	{ "ipv4", '4', 0, G_OPTION_ARG_STRING_ARRAY, &opt_ipv4,
+	  "Add an IPv4 address, e.g. 192.168.79.1/24 (repeatable)", "ADDR/PREFIX" },
+	{ "ipv6", '6', 0, G_OPTION_ARG_STRING_ARRAY, &opt_ipv6,
+	  "Add an IPv6 address, e.g. fd79::1/64 (repeatable)", "ADDR/PREFIX" },
+	{ "persist", 'p', 0, G_OPTION_ARG_NONE, &opt_persist,
+	  "Keep the interface through unplug and replug; resume when the device is back", NULL },
+	{ "pace", 0, 0, G_OPTION_ARG_STRING, &opt_pace,
+	  "Cap transmission at RATE bytes/s (suffix k, M, G: powers of 1000)", "RATE" },
+	{ "pcap", 0, 0, G_OPTION_ARG_FILENAME, &opt_pcap,
+	  "Record every datagram, both directions, to FILE (classic pcap)", "FILE" },
+	{ "user", 'u', 0, G_OPTION_ARG_STRING, &opt_user,
+	  "Drop privileges to USER after opening the interface and the device", "USER" },
+	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32,
+	  "Use NTB32 when the device supports it", NULL },
+	{ "no-up", 0, 0, G_OPTION_ARG_NONE, &opt_no_up,
+	  "Leave the interface's addresses and up/down state alone", NULL },
+	{ NULL }
+};
+
+static const gchar description[] =
+	"DESCRIPTION\n"
+	"  ncm-tun claims one USB CDC-NCM function (detaching cdc_ncm from it) and\n"
+	"  makes it an ordinary network interface through a TAP device: what the\n"
+	"  kernel's cdc_ncm would do, in userspace. The interface gets the function's\n"
+	"  MAC address (iMACAddress) and MTU, the addresses given, and is set up.\n"
+	"  It runs in the foreground until SIGINT or SIGTERM, then gives the\n"
+	"  function back to cdc_ncm and removes the interface (unless it was\n"
+	"  created beforehand as a persistent interface).\n"
+	"\n"
+	"EXAMPLES\n"
+	"  As root, the only NCM device, with addresses:\n"
+	"    ncm-tun --ipv4 192.168.79.1/24 --ipv6 fd79::1/64\n"
+	"  One device of several, kept across replugs, capped at 20 MB/s:\n"
+	"    ncm-tun -d 0525:a4a1 -d serial=0123 --persist --pace 20M\n"
+	"  Without root: root creates the interface once, owned by user U\n"
+	"  (and configures its addresses), then U runs ncm-tun on it:\n"
+	"    ip tuntap add mode tap user U name ncm0\n"
+	"    ip link set ncm0 address <the function's MAC> mtu 1500 up\n"
+	"    ncm-tun --name ncm0            (as U)\n"
+	"  U also needs write access to the device's /dev/bus/usb node (a udev rule).\n"
+	"  Record a session for a bug report:\n"
+	"    ncm-tun --pcap /tmp/ncm.pcap ...; tcpdump -r /tmp/ncm.pcap\n"
+	"\n"
+	"SIGNALS\n"
+	"  SIGINT, SIGTERM  release the device (cdc_ncm takes it back), remove\n"
+	"                   the interface, print statistics and exit.\n"
+	"  SIGUSR1          print statistics to stderr and keep running.\n"
+	"\n"
+	"EXIT STATUS\n"
+	"  0  stopped by SIGINT or SIGTERM\n"
+	"  1  the device went away (without --persist) or failed while running\n"
+	"  2  setup failed: bad options, no matching device, no permission, busy\n"
+	"\n"
+	"NOTES\n"
+	"  Creating an interface needs CAP_NET_ADMIN; so do setting its MTU, MAC,\n"
+	"  addresses and up state. On a pre-created interface without that\n"
+	"  capability, ncm-tun warns and leaves its configuration to root.\n"
+	"  No /dev/net/tun: load the module (modprobe tun).\n"
+	"  The interface's carrier follows the device's NETWORK_CONNECTION\n"
+	"  notifications; functions without an interrupt endpoint are always up.\n"
+	"  Frames the kernel does not take fast enough are dropped and counted,\n"
+	"  never queued: the statistics show them as rx-drops.\n"
+	"  With --user, a replugged device (--persist) is opened as USER: it needs\n"
+	"  access to the new /dev/bus/usb node.\n";
+
+typedef struct {
+	GMainLoop *loop;
+	NcmContext *ctx;
+	NcmMatch match;
+	NcmDeviceOptions options;
+	NcmTap *tap;
+	NcmPcap *pcap;
+	NcmDevice *device;       /* NULL while waiting for a replug */
+	NcmLink *link;
+	guint8 mac[6];           /* the interface's MAC, from the first device */
+	NcmStats past;           /* summed over devices already closed */
+	guint sessions;
+	guint retry_id;
+	int status;
+} Tun;
+
+static void tun_detach(Tun *tun, const gchar *why);
+
+/* ---- statistics --------------------------------------------------------- */
+
+/* NcmStats is all guint64 counters: sum them field by field. */
+static void
+stats_add(NcmStats *sum, const NcmStats *add)
+{
+	guint64 *s = (guint64 *)sum;
+	const guint64 *a = (const guint64 *)add;
+
+	G_STATIC_ASSERT(sizeof(NcmStats) % sizeof(guint64) == 0);
+	for (gsize i = 0; i < sizeof(NcmStats) / sizeof(guint64); i++)
+		s[i] += a[i];
+}
+
+static void
+print_rejects(const NcmStats *st)
+{
+	for (guint i = 0; i < G_N_ELEMENTS(st->rx_rejects); i++) {
+		const gchar *name = ncm_stats_reject_name(i);
+
+		if (name && st->rx_rejects[i])
+			fprintf(stderr, "  rx reject %-24s %" G_GUINT64_FORMAT "\n", name,
+				st->rx_rejects[i]);
+	}
+}
+
+static void
+print_stats(Tun *tun)
+{
+	NcmStats st = tun->past;
+	NcmTapStats ts;
+
+	if (tun->device) {
+		NcmStats now;
+
+		ncm_device_get_stats(tun->device, &now);
+		stats_add(&st, &now);
+	}
+	ncm_tap_get_stats(tun->tap, &ts);
+	fprintf(stderr, "ncm-tun: %s, %u device session(s)\n", ncm_tap_get_name(tun->tap),
+		tun->sessions);
+	fprintf(stderr, "  usb rx: %" G_GUINT64_FORMAT " NTBs, %" G_GUINT64_FORMAT
+		" datagrams, %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " bad NTBs, %"
+		G_GUINT64_FORMAT " errors\n", st.rx_ntbs, st.rx_datagrams, st.rx_bytes,
+		st.rx_bad_ntbs, st.rx_errors + st.rx_overflows + st.rx_stalls);
+	print_rejects(&st);
+	fprintf(stderr, "  usb tx: %" G_GUINT64_FORMAT " NTBs, %" G_GUINT64_FORMAT
+		" datagrams, %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " would-block, %"
+		G_GUINT64_FORMAT " errors, %" G_GUINT64_FORMAT " paced waits\n", st.tx_ntbs,
+		st.tx_datagrams, st.tx_bytes, st.tx_would_block, st.tx_errors, st.tx_paced_waits);
+	fprintf(stderr, "  tap rx: %" G_GUINT64_FORMAT " frames, %" G_GUINT64_FORMAT
+		" rx-drops (interface full), %" G_GUINT64_FORMAT " write errors\n", ts.rx_frames,
+		ts.rx_drops_full, ts.rx_errors);
+	fprintf(stderr, "  tap tx: %" G_GUINT64_FORMAT " frames in %" G_GUINT64_FORMAT
+		" bursts, %" G_GUINT64_FORMAT " waits, %" G_GUINT64_FORMAT " dropped (invalid), %"
+		G_GUINT64_FORMAT " dropped (no device)\n", ts.tx_frames, ts.tx_bursts, ts.tx_waits,
+		ts.tx_drops_invalid, ts.tx_drops_closed);
+	if (tun->pcap)
+		fprintf(stderr, "  pcap: %" G_GUINT64_FORMAT " records, %" G_GUINT64_FORMAT
+			" lost\n", ncm_pcap_get_records(tun->pcap), ncm_pcap_get_lost(tun->pcap));
+}
+
+/* ---- option parsing ----------------------------------------------------- */
+
+static gboolean
+parse_rate(const gchar *text, guint64 *ret_rate, GError **error)
+{
+	gchar *end = NULL;
+	gdouble v = g_ascii_strtod(text, &end);
+	gdouble mult = 1;
+
+	if (end && (*end == 'k' || *end == 'K'))
+		mult = 1e3;
+	else if (end && (*end == 'm' || *end == 'M'))
+		mult = 1e6;
+	else if (end && (*end == 'g' || *end == 'G'))
+		mult = 1e9;
+	if (mult > 1)
+		end++;
+	if (end == text || !end || *end || !(v > 0) || v * mult > 1e15) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--pace %s: expected bytes per second such as 500k, 20M or 1.5G", text);
+		return FALSE;
+	}
+	*ret_rate = (guint64)(v * mult);
+	return TRUE;
+}
+
+static gboolean
+parse_options(Tun *tun, int *argc, char ***argv, GError **error)
+{
+	g_autoptr(GOptionContext) oc = g_option_context_new("- a USB CDC-NCM function as a network interface");
+
+	g_option_context_add_main_entries(oc, entries, NULL);
+	g_option_context_set_description(oc, description);
+	if (!g_option_context_parse(oc, argc, argv, error))
+		return FALSE;
+	if (*argc > 1) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+			    "unexpected argument %s (see --help)", (*argv)[1]);
+		return FALSE;
+	}
+	for (guint i = 0; opt_device && opt_device[i]; i++)
+		if (!ncm_match_parse(&tun->match, opt_device[i], error))
+			return FALSE;
+	ncm_device_options_init(&tun->options);
+	tun->options.ntb32 = opt_ntb32;
+	if (opt_pace && !parse_rate(opt_pace, &tun->options.pace_bytes_per_sec, error))
+		return FALSE;
+	if (opt_mtu < 0 || (opt_mtu > 0 && opt_mtu < 68)) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--mtu %d: expected at least 68", opt_mtu);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/* Parses every --ipv4/--ipv6 up front so mistakes stop us before anything is claimed. */
+static GArray *
+parse_prefixes(GError **error)
+{
+	g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(NcmRtnlPrefix));
+	gchar **lists[2] = { opt_ipv4, opt_ipv6 };
+	const int families[2] = { AF_INET, AF_INET6 };
+
+	for (guint l = 0; l < 2; l++) {
+		for (guint i = 0; lists[l] && lists[l][i]; i++) {
+			NcmRtnlPrefix p;
+
+			if (!ncm_rtnl_prefix_parse(&p, lists[l][i], error))
+				return NULL;
+			if (p.family != families[l]) {
+				g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+					    "%s is not an IPv%c address", lists[l][i],
+					    l ? '6' : '4');
+				return NULL;
+			}
+			g_array_append_val(all, p);
+		}
+	}
+	return g_steal_pointer(&all);
+}
+
+/* ---- the device ---------------------------------------------------------- */
+
+/* The one function the filters select; several is an error, not a guess. */
+static NcmFunctionInfo *
+select_function(Tun *tun, GError **error)
+{
+	g_autoptr(GPtrArray) all = ncm_context_enumerate(tun->ctx, &tun->match, error);
+	g_autoptr(GString) list = g_string_new(NULL);
+
+	if (!all)
+		return NULL;
+	if (all->len == 1)
+		return ncm_function_info_ref(all->pdata[0]);
+	if (all->len == 0) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_NOT_FOUND,
+			    "no USB CDC-NCM function matches%s (ncm-probe lists them)",
+			    opt_device ? " the --device filters" : "");
+		return NULL;
+	}
+	for (guint i = 0; i < all->len; i++) {
+		const NcmFunctionInfo *info = all->pdata[i];
+
+		g_string_append_printf(list, "\n  path=%s  %04x:%04x  serial=%s", info->port_path,
+				       info->vid, info->pid, info->serial ? info->serial : "?");
+	}
+	g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
+		    "%u functions match; pick one with --device:%s", all->len, list->str);
+	return NULL;
+}
+
+static void
+on_link_changed(NcmDevice *device, gboolean up, Tun *tun)
+{
+	g_autoptr(GError) error = NULL;
+
+	g_message("%s: link %s", ncm_tap_get_name(tun->tap), up ? "up" : "down");
+	if (!ncm_tap_set_carrier(tun->tap, up, &error))
+		g_warning("%s", error->message);
+}
+
+static void
+on_removed(NcmDevice *device, Tun *tun)
+{
+	tun_detach(tun, "the device went away");
+}
+
+static void
+on_device_error(NcmDevice *device, GError *error, Tun *tun)
+{
+	g_warning("device error: %s", error->message);
+	tun_detach(tun, "the device failed");
+}
+
+/* Claims the function and connects its control-plane signals; nothing moves yet. */
+static gboolean
+tun_open(Tun *tun, const NcmFunctionInfo *info, GError **error)
+{
+	NcmDevice *device = ncm_device_open(tun->ctx, info, &tun->options, error);
+
+	if (!device)
+		return FALSE;
+	g_signal_connect(device, "link-changed", G_CALLBACK(on_link_changed), tun);
+	g_signal_connect(device, "removed", G_CALLBACK(on_removed), tun);
+	g_signal_connect(device, "error", G_CALLBACK(on_device_error), tun);
+	tun->device = device;
+	return TRUE;
+}
+
+/* Starts the data path between the device and the interface: one session. */
+static gboolean
+tun_start(Tun *tun, GError **error)
+{
+	const NcmFunctionInfo *info = ncm_device_get_info(tun->device);
+	gboolean carrier;
+
+	tun->link = ncm_link_new_for_device(tun->device);
+	if (!ncm_tap_attach(tun->tap, tun->link, error)) {
+		ncm_link_free(g_steal_pointer(&tun->link));
+		g_signal_handlers_disconnect_by_data(tun->device, tun);
+		ncm_device_close(tun->device);
+		g_clear_object(&tun->device);
+		return FALSE;
+	}
+	tun->sessions++;
+	/* Without an interrupt endpoint no NETWORK_CONNECTION ever comes: assume up. */
+	carrier = info->intr_ep == 0 || ncm_device_get_link_up(tun->device);
+	ncm_tap_set_carrier(tun->tap, carrier, NULL);
+	g_message("%s: %04x:%04x at %s attached", ncm_tap_get_name(tun->tap), info->vid,
+		  info->pid, info->port_path);
+	return TRUE;
+}
+
+/* Ends the session; the interface stays. Exits unless --persist. */
+static void
+tun_detach(Tun *tun, const gchar *why)
+{
+	NcmStats st;
+
+	if (!tun->device)
+		return;
+	g_signal_handlers_disconnect_by_data(tun->device, tun);
+	ncm_tap_set_carrier(tun->tap, FALSE, NULL);
+	/* Stops the reader, then ncm_device_close(): cdc_ncm gets the function back. */
+	ncm_tap_detach(tun->tap);
+	ncm_device_get_stats(tun->device, &st);
+	stats_add(&tun->past, &st);
+	ncm_link_free(g_steal_pointer(&tun->link));
+	g_clear_object(&tun->device);
+	if (!why)
+		return;
+	if (opt_persist) {
+		g_message("%s: %s; waiting for it to come back", ncm_tap_get_name(tun->tap), why);
+		return;
+	}
+	g_printerr("ncm-tun: %s\n", why);
+	tun->status = EXIT_RUNTIME;
+	g_main_loop_quit(tun->loop);
+}
+
+/* ---- the interface ------------------------------------------------------- */
+
+/*
+ * Without CAP_NET_ADMIN a pre-created interface is root's to configure: say
+ * what to do and carry on. An interface we created must be configured.
+ */
+static gboolean
+setup_step(Tun *tun, gboolean ok, GError **error)
+{
+	if (ok)
+		return TRUE;
+	if (ncm_tap_is_persistent(tun->tap) &&
+	    g_error_matches(*error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED)) {
+		g_warning("%s on %s: %s; configure it as root (ip link / ip addr)",
+			  "leaving setup", ncm_tap_get_name(tun->tap), (*error)->message);
+		g_clear_error(error);
+		return TRUE;
+	}
+	return FALSE;
+}
+
+static gboolean
+setup_interface(Tun *tun, GArray *prefixes, GError **error)
+{
+	int idx = ncm_tap_get_ifindex(tun->tap);
+	guint mtu = ncm_device_get_mtu(tun->device);
+
+	if (opt_mtu > 0 && (guint)opt_mtu > mtu) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--mtu %d is larger than the device's maximum (%u)", opt_mtu, mtu);
+		return FALSE;
+	}
+	if (opt_mtu > 0)
+		mtu = (guint)opt_mtu;
+	ncm_device_get_mac(tun->device, tun->mac);
+	if (!setup_step(tun, ncm_rtnl_set_mtu(idx, mtu, error), error) ||
+	    !setup_step(tun, ncm_rtnl_set_mac(idx, tun->mac, error), error))
+		return FALSE;
+	if (opt_no_up)
+		return TRUE;
+	for (guint i = 0; i < prefixes->len; i++) {
+		const NcmRtnlPrefix *p = &g_array_index(prefixes, NcmRtnlPrefix, i);
+
+		if (!setup_step(tun, ncm_rtnl_add_address(idx, p, FALSE, error), error))
+			return FALSE;
+	}
+	return setup_step(tun, ncm_rtnl_set_up(idx, TRUE, error), error);
+}
+
+/* A different function came back under --persist: the interface follows its MAC. */
+static void
+follow_mac(Tun *tun)
+{
+	g_autoptr(GError) error = NULL;
+	guint8 mac[6];
+
+	ncm_device_get_mac(tun->device, mac);
+	if (!memcmp(mac, tun->mac, 6))
+		return;
+	if (!ncm_rtnl_set_mac(ncm_tap_get_ifindex(tun->tap), mac, &error))
+		g_warning("the device's MAC changed and the interface keeps its old one: %s",
+			  error->message);
+	else
+		memcpy(tun->mac, mac, 6);
+}
+
+/* ---- --persist: replug ------------------------------------------------------ */
+
+static void
+try_reattach(Tun *tun, const NcmFunctionInfo *info)
+{
+	g_autoptr(GError) error = NULL;
+
+	if (tun->device || !ncm_match_test(&tun->match, info))
+		return;
+	if (!tun_open(tun, info, &error) || !tun_start(tun, &error)) {
+		/* It may still be settling (busy, strings unreadable): the retry timer tries again. */
+		g_message("reattach %s: %s", info->port_path, error->message);
+		return;
+	}
+	follow_mac(tun);
+}
+
+static void
+on_function_added(NcmContext *ctx, NcmFunctionInfo *info, Tun *tun)
+{
+	try_reattach(tun, info);
+}
+
+static void
+on_device_removed(NcmContext *ctx, guint bus, guint address, Tun *tun)
+{
+	const NcmFunctionInfo *info;
+
+	if (!tun->device)
+		return;
+	info = ncm_device_get_info(tun->device);
+	if (info->bus == bus && info->address == address)
+		tun_detach(tun, "the device went away");
+}
+
+/* Covers what no arrival announces: an error on a device that stayed plugged in. */
+static gboolean
+on_retry(gpointer data)
+{
+	Tun *tun = data;
+	g_autoptr(GPtrArray) all = NULL;
+
+	if (tun->device)
+		return G_SOURCE_CONTINUE;
+	all = ncm_context_enumerate(tun->ctx, &tun->match, NULL);
+	for (guint i = 0; all && i < all->len && !tun->device; i++)
+		try_reattach(tun, all->pdata[i]);
+	return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+start_persist(Tun *tun, GError **error)
+{
+	g_signal_connect(tun->ctx, "function-added", G_CALLBACK(on_function_added), tun);
+	g_signal_connect(tun->ctx, "device-removed", G_CALLBACK(on_device_removed), tun);
+	if (!ncm_context_watch(tun->ctx, &tun->match, 0, error))
+		return FALSE;
+	tun->retry_id = g_timeout_add_seconds(2, on_retry, tun);
+	return TRUE;
+}
+
+/* ---- privileges, signals, main ----------------------------------------------- */
+
+/* After this, the open TAP fd and usbfs fd keep working; nothing new can be created. */
+static gboolean
+drop_privileges(const gchar *user, GError **error)
+{
+	struct passwd *pw = getpwnam(user);
+
+	if (!pw) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--user %s: no such user", user);
+		return FALSE;
+	}
+	if (initgroups(pw->pw_name, pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0 ||
+	    setuid(pw->pw_uid) < 0) {
+		int err = errno;
+
+		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(err),
+			    "dropping privileges to %s: %s (--user needs root)", user,
+			    g_strerror(err));
+		return FALSE;
+	}
+	if (pw->pw_uid != 0 && setuid(0) == 0) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED,
+			    "dropping privileges to %s did not stick", user);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static gboolean
+on_quit_signal(gpointer data)
+{
+	Tun *tun = data;
+
+	g_main_loop_quit(tun->loop);
+	return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+on_stats_signal(gpointer data)
+{
+	print_stats(data);
+	return G_SOURCE_CONTINUE;
+}
+
+/* Everything up to the running data path; errors here exit with EXIT_SETUP. */
+static gboolean
+tun_setup(Tun *tun, GArray *prefixes, GError **error)
+{
+	g_autoptr(NcmFunctionInfo) info = NULL;
+
+	if (opt_user && !getpwnam(opt_user)) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--user %s: no such user", opt_user);
+		return FALSE;
+	}
+	tun->ctx = ncm_context_new(error);
+	if (!tun->ctx || !(info = select_function(tun, error)))
+		return FALSE;
+	tun->tap = ncm_tap_open(opt_name, error);
+	if (!tun->tap)
+		return FALSE;
+	if (opt_pcap && !(tun->pcap = ncm_pcap_open(opt_pcap, error)))
+		return FALSE;
+	ncm_tap_set_pcap(tun->tap, tun->pcap);
+	if (!tun_open(tun, info, error))
+		return FALSE;
+	if (!setup_interface(tun, prefixes, error) || !tun_start(tun, error))
+		return FALSE;
+	if (opt_user && !drop_privileges(opt_user, error))
+		return FALSE;
+	return !opt_persist || start_persist(tun, error);
+}
+
+static void
+tun_cleanup(Tun *tun)
+{
+	if (tun->retry_id)
+		g_source_remove(tun->retry_id);
+	if (tun->device)
+		tun_detach(tun, NULL);
+	if (tun->sessions)
+		print_stats(tun);
+	/* A non-persistent interface goes with its fd. */
+	ncm_tap_free(tun->tap);
+	ncm_pcap_close(tun->pcap);
+	g_clear_object(&tun->ctx);
+	g_main_loop_unref(tun->loop);
+}
+
+int
+main(int argc, char **argv)
+{
+	Tun tun = { .status = EXIT_OK };
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GArray) prefixes = NULL;
+
+	if (!parse_options(&tun, &argc, &argv, &error) || !(prefixes = parse_prefixes(&error))) {
+		fprintf(stderr, "ncm-tun: %s\n", error->message);
+		return EXIT_SETUP;
+	}
+	tun.loop = g_main_loop_new(NULL, FALSE);
+	/* Before setup: a signal then must still give the device back to cdc_ncm. */
+	g_unix_signal_add(SIGINT, on_quit_signal, &tun);
+	g_unix_signal_add(SIGTERM, on_quit_signal, &tun);
+	g_unix_signal_add(SIGUSR1, on_stats_signal, &tun);
+	if (!tun_setup(&tun, prefixes, &error)) {
+		fprintf(stderr, "ncm-tun: %s\n", error->message);
+		tun.status = EXIT_SETUP;
+		tun_cleanup(&tun);
+		return tun.status;
+	}
+	g_message("%s: running (SIGUSR1 prints statistics, SIGINT/SIGTERM stop)",
+		  ncm_tap_get_name(tun.tap));
+	g_main_loop_run(tun.loop);
+	tun_cleanup(&tun);
+	return tun.status;
+}

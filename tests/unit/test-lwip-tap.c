@@ -1,0 +1,1038 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* test-lwip-tap.c: the lwIP netstack against the Linux kernel's TCP/UDP through a TAP device in a private netns. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <gio/gio.h>
+
+#include "ncm-link.h"
+#include "ncm-lwip.h"
+
+/* Generous for ASan/TSan on a loaded two-core machine. */
+#define IO_TIMEOUT_S 60
+#define TAP_NAME "ncmtap0"
+#define KERNEL_V4 "192.168.78.1"
+#define LWIP_V4 "192.168.78.2"
+#define KERNEL_V6 "fd78::1"
+#define LWIP_V6 "fd78::2"
+#define FNV_INIT 2166136261u
+
+static const char *skip_reason;
+static NcmLwipStack *stack;
+static NcmLwipNetif *netif;
+static guint8 kernel_mac[6];
+static const guint8 lwip_mac[6] = {0x02, 0x00, 0x00, 0x00, 0x78, 0x02};
+
+/* ---- Helpers -------------------------------------------------------------------- */
+
+/* Skips without a netns/TAP, but fails in CI, where the setup must work. */
+static gboolean
+have_tap(void)
+{
+	if (skip_reason == NULL)
+		return TRUE;
+	if (g_strcmp0(g_getenv("CI"), "true") == 0)
+		g_test_fail_printf("CI=true but no TAP test network: %s", skip_reason);
+	else
+		g_test_skip(skip_reason);
+	return FALSE;
+}
+
+static guint32
+fnv1a(guint32 h, const void *buf, gsize len)
+{
+	const guint8 *b = buf;
+
+	for (gsize i = 0; i < len; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+/* xorshift32 from @seed: different streams per direction and connection. */
+static guint8 *
+make_data(gsize size, guint32 seed)
+{
+	guint8 *data = g_malloc(size);
+	guint32 x = seed | 1;
+
+	for (gsize i = 0; i < size; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		data[i] = (guint8)x;
+	}
+	return data;
+}
+
+static GInetSocketAddress *
+sockaddr(const char *ip, guint16 port)
+{
+	return G_INET_SOCKET_ADDRESS(g_inet_socket_address_new_from_string(ip, port));
+}
+
+static double
+mbit_per_s(gsize bytes, gint64 us)
+{
+	return us > 0 ? (double)bytes * 8.0 / (double)us : 0.0;
+}
+
+/* ---- Kernel side ------------------------------------------------------------------ */
+
+static void
+set_timeouts(int fd)
+{
+	struct timeval tv = {.tv_sec = IO_TIMEOUT_S};
+
+	g_assert_no_errno(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	g_assert_no_errno(setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+}
+
+/* Fills @ss from a numeric IPv4 or IPv6 address. */
+static socklen_t
+make_sockaddr(const char *ip, guint16 port, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (strchr(ip, ':') != NULL) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		g_assert_cmpint(inet_pton(AF_INET6, ip, &s6->sin6_addr), ==, 1);
+		return sizeof(*s6);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(port);
+		g_assert_cmpint(inet_pton(AF_INET, ip, &s4->sin_addr), ==, 1);
+		return sizeof(*s4);
+	}
+}
+
+static guint16
+bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	g_assert_no_errno(getsockname(fd, (struct sockaddr *)&ss, &len));
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/* A kernel socket of @type bound to @ip (port 0: ephemeral). */
+static int
+kernel_socket(const char *ip, int type, guint16 *ret_port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = make_sockaddr(ip, 0, &ss);
+	int fd = socket(ss.ss_family, type | SOCK_CLOEXEC, 0);
+	int one = 1;
+
+	g_assert_cmpint(fd, >=, 0);
+	g_assert_no_errno(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	g_assert_no_errno(bind(fd, (struct sockaddr *)&ss, len));
+	if (type == SOCK_STREAM)
+		g_assert_no_errno(listen(fd, 64));
+	set_timeouts(fd);
+	*ret_port = bound_port(fd);
+	return fd;
+}
+
+static gboolean
+write_all_fd(int fd, const guint8 *data, gsize len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, data, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return FALSE;
+		data += n;
+		len -= (gsize)n;
+	}
+	return TRUE;
+}
+
+/* Reads to EOF; returns the byte count, or -1 on error. */
+static gssize
+read_all_fd(int fd, guint32 *hash, gint64 *ret_eof_time)
+{
+	g_autofree guint8 *buf = g_malloc(256 * 1024);
+	gsize total = 0;
+
+	for (;;) {
+		ssize_t n = read(fd, buf, 256 * 1024);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		*hash = fnv1a(*hash, buf, (gsize)n);
+		total += (gsize)n;
+	}
+	if (ret_eof_time != NULL)
+		*ret_eof_time = g_get_monotonic_time();
+	return (gssize)total;
+}
+
+/* What a kernel peer thread did. */
+typedef struct {
+	int fd;           /* listening or connecting socket */
+	const char *ip;   /* for a connecting peer: where lwIP listens */
+	guint16 port;
+	gsize send_size;  /* bytes to send after reading to EOF */
+	guint32 seed;
+	gssize received;
+	guint32 hash;
+	gint64 eof_time;
+	gboolean sent_ok;
+} KernelPeer;
+
+/* Server: accept one connection, read to EOF, answer send_size bytes. */
+static gpointer
+kernel_sink_source(gpointer data)
+{
+	KernelPeer *k = data;
+	int c = accept4(k->fd, NULL, NULL, SOCK_CLOEXEC);
+	g_autofree guint8 *reply = make_data(k->send_size, k->seed);
+
+	k->hash = FNV_INIT;
+	k->received = -1;
+	if (c < 0)
+		return NULL;
+	set_timeouts(c);
+	k->received = read_all_fd(c, &k->hash, &k->eof_time);
+	k->sent_ok = write_all_fd(c, reply, k->send_size);
+	close(c);
+	return NULL;
+}
+
+/* Client: connect to lwIP, send send_size bytes, shut down writing, read to EOF. */
+static gpointer
+kernel_client(gpointer data)
+{
+	KernelPeer *k = data;
+	struct sockaddr_storage ss;
+	socklen_t len = make_sockaddr(k->ip, k->port, &ss);
+	g_autofree guint8 *payload = make_data(k->send_size, k->seed);
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	k->hash = FNV_INIT;
+	k->received = -1;
+	set_timeouts(fd);
+	if (connect(fd, (struct sockaddr *)&ss, len) == 0) {
+		k->sent_ok = write_all_fd(fd, payload, k->send_size);
+		shutdown(fd, SHUT_WR);
+		k->received = read_all_fd(fd, &k->hash, &k->eof_time);
+	}
+	close(fd);
+	return NULL;
+}
+
+/* Echo server for @n connections, each on its own thread. */
+static gpointer
+kernel_echo_one(gpointer data)
+{
+	int c = GPOINTER_TO_INT(data);
+	g_autofree guint8 *buf = g_malloc(64 * 1024);
+	ssize_t n;
+
+	set_timeouts(c);
+	while ((n = read(c, buf, 64 * 1024)) > 0)
+		if (!write_all_fd(c, buf, (gsize)n))
+			break;
+	close(c);
+	return NULL;
+}
+
+typedef struct {
+	int fd;
+	guint n;
+} EchoServer;
+
+static gpointer
+kernel_echo_server(gpointer data)
+{
+	EchoServer *e = data;
+	GPtrArray *threads = g_ptr_array_new();
+
+	for (guint i = 0; i < e->n; i++) {
+		int c = accept4(e->fd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (c < 0)
+			break;
+		g_ptr_array_add(threads, g_thread_new("echo", kernel_echo_one, GINT_TO_POINTER(c)));
+	}
+	for (guint i = 0; i < threads->len; i++)
+		g_thread_join(threads->pdata[i]);
+	g_ptr_array_free(threads, TRUE);
+	return NULL;
+}
+
+/* ---- lwIP side stream helpers ---------------------------------------------------- */
+
+static gssize
+read_to_eof(GInputStream *in, guint32 *hash, GError **error)
+{
+	g_autofree guint8 *buf = g_malloc(128 * 1024);
+	gsize total = 0;
+
+	for (;;) {
+		gssize n = g_input_stream_read(in, buf, 128 * 1024, NULL, error);
+
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			return (gssize)total;
+		*hash = fnv1a(*hash, buf, (gsize)n);
+		total += (gsize)n;
+	}
+}
+
+static void
+write_and_close(GOutputStream *out, const guint8 *data, gsize size)
+{
+	g_autoptr(GError) error = NULL;
+	gsize written = 0;
+
+	g_assert_true(g_output_stream_write_all(out, data, size, &written, NULL, &error));
+	g_assert_no_error(error);
+	g_assert_cmpuint(written, ==, size);
+	g_assert_true(g_output_stream_close(out, NULL, &error));
+}
+
+/* ---- TCP: lwIP client, kernel server ---------------------------------------------- */
+
+/* lwIP sends @size bytes to a kernel server, which answers @size bytes
+ * after EOF; both directions checksummed and timed. No main context is
+ * involved, so the stack must schedule nothing on one. */
+static void
+run_client_transfer(const char *kernel_ip, gsize size, const char *label)
+{
+	KernelPeer k = {.send_size = size, .seed = 0xd0e1};
+	g_autofree guint8 *up = make_data(size, 0x5eed);
+	g_autoptr(GInetSocketAddress) addr = NULL;
+	g_autoptr(NcmLwipConnection) conn = NULL;
+	g_autoptr(GError) error = NULL;
+	NcmLwipStats before, after;
+	guint32 hash = FNV_INIT;
+	gint64 t0, t1, t2;
+	GThread *thread;
+	gssize got;
+
+	k.fd = kernel_socket(kernel_ip, SOCK_STREAM, &k.port);
+	thread = g_thread_new("kernel-server", kernel_sink_source, &k);
+	addr = sockaddr(kernel_ip, k.port);
+	ncm_lwip_stack_get_stats(stack, &before);
+	conn = ncm_lwip_stack_connect(stack, addr, 10000, NULL, &error);
+	g_assert_no_error(error);
+	t0 = g_get_monotonic_time();
+	write_and_close(g_io_stream_get_output_stream(G_IO_STREAM(conn)), up, size);
+	got = read_to_eof(g_io_stream_get_input_stream(G_IO_STREAM(conn)), &hash, &error);
+	t2 = g_get_monotonic_time();
+	g_assert_no_error(error);
+	g_assert_true(g_io_stream_close(G_IO_STREAM(conn), NULL, NULL));
+	g_thread_join(thread);
+	close(k.fd);
+	t1 = k.eof_time;
+	ncm_lwip_stack_get_stats(stack, &after);
+
+	g_assert_cmpint(k.received, ==, (gssize)size);
+	g_assert_cmphex(k.hash, ==, fnv1a(FNV_INIT, up, size));
+	g_assert_true(k.sent_ok);
+	g_assert_cmpint(got, ==, (gssize)size);
+	{
+		g_autofree guint8 *down = make_data(size, k.seed);
+
+		g_assert_cmphex(hash, ==, fnv1a(FNV_INIT, down, size));
+	}
+	/* Data never went through a main context... */
+	g_assert_cmpuint(after.main_dispatches, ==, before.main_dispatches);
+	/* ...and output was flushed per batch, not per frame. */
+	g_assert_cmpuint(after.tx_flushes - before.tx_flushes, <,
+			 (after.tx_frames - before.tx_frames) / 2);
+	g_test_message("%s: lwIP->kernel %.0f Mbit/s, kernel->lwIP %.0f Mbit/s (%" G_GSIZE_FORMAT
+		       " bytes each; %" G_GUINT64_FORMAT " frames out, %" G_GUINT64_FORMAT
+		       " flushes, %" G_GUINT64_FORMAT " window posts)",
+		       label, mbit_per_s(size, t1 - t0), mbit_per_s(size, t2 - t1), size,
+		       after.tx_frames - before.tx_frames, after.tx_flushes - before.tx_flushes,
+		       after.window_posts - before.window_posts);
+}
+
+/* NCM_LWIP_TAP_MIB=N transfers N MiB each way instead: for measuring. */
+static gsize
+bulk_size(void)
+{
+	const char *mib = g_getenv("NCM_LWIP_TAP_MIB");
+
+	return (mib ? g_ascii_strtoull(mib, NULL, 10) : 8) * 1024 * 1024;
+}
+
+static void
+test_client_v4(void)
+{
+	if (!have_tap())
+		return;
+	run_client_transfer(KERNEL_V4, bulk_size(), "IPv4 locked input");
+}
+
+/* The other input mode, for comparison (see sink_receive() in ncm-lwip-netif.c). */
+static void
+test_client_v4_queued(void)
+{
+	if (!have_tap())
+		return;
+	ncm_lwip_stack_set_input_mode(stack, NCM_LWIP_INPUT_QUEUED);
+	run_client_transfer(KERNEL_V4, bulk_size(), "IPv4 queued input");
+	ncm_lwip_stack_set_input_mode(stack, NCM_LWIP_INPUT_LOCKED);
+}
+
+static void
+test_client_v6(void)
+{
+	if (!have_tap())
+		return;
+	run_client_transfer(KERNEL_V6, 4 * 1024 * 1024, "IPv6");
+}
+
+/* ---- TCP: kernel client, lwIP server ---------------------------------------------- */
+
+static void
+run_server_transfer(const char *lwip_ip, gsize size)
+{
+	g_autoptr(NcmLwipListener) listener = NULL;
+	g_autoptr(NcmLwipConnection) conn = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree guint8 *up = make_data(size, 0xc11e);
+	g_autofree guint8 *down = make_data(size, 0x5e4e);
+	KernelPeer k = {.ip = lwip_ip, .send_size = size, .seed = 0xc11e};
+	guint32 hash = FNV_INIT;
+	GThread *thread;
+	gssize got;
+
+	listener = ncm_lwip_stack_listen(stack, NULL, 0, &error);
+	g_assert_no_error(error);
+	k.port = ncm_lwip_listener_get_port(listener);
+	g_assert_cmpuint(k.port, !=, 0);
+	thread = g_thread_new("kernel-client", kernel_client, &k);
+	conn = ncm_lwip_listener_accept(listener, NULL, &error);
+	g_assert_no_error(error);
+	got = read_to_eof(g_io_stream_get_input_stream(G_IO_STREAM(conn)), &hash, &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(got, ==, (gssize)size);
+	g_assert_cmphex(hash, ==, fnv1a(FNV_INIT, up, size));
+	write_and_close(g_io_stream_get_output_stream(G_IO_STREAM(conn)), down, size);
+	g_assert_true(g_io_stream_close(G_IO_STREAM(conn), NULL, NULL));
+	g_thread_join(thread);
+	g_assert_true(k.sent_ok);
+	g_assert_cmpint(k.received, ==, (gssize)size);
+	g_assert_cmphex(k.hash, ==, fnv1a(FNV_INIT, down, size));
+}
+
+static void
+test_server_v4(void)
+{
+	if (have_tap())
+		run_server_transfer(LWIP_V4, 4 * 1024 * 1024);
+}
+
+static void
+test_server_v6(void)
+{
+	if (have_tap())
+		run_server_transfer(LWIP_V6, 4 * 1024 * 1024);
+}
+
+/* ---- Concurrent connections ---------------------------------------------------------- */
+
+#define N_CONCURRENT 16
+#define CONCURRENT_SIZE (256 * 1024)
+
+typedef struct {
+	guint16 port;
+	guint index;
+	gboolean ok;
+} EchoClient;
+
+static gpointer
+echo_client(gpointer data)
+{
+	EchoClient *e = data;
+	g_autoptr(GInetSocketAddress) addr = sockaddr(e->index % 2 ? KERNEL_V6 : KERNEL_V4, e->port);
+	g_autofree guint8 *payload = make_data(CONCURRENT_SIZE, 0x1000 + e->index);
+	g_autoptr(NcmLwipConnection) conn = NULL;
+	g_autoptr(GError) error = NULL;
+	guint32 hash = FNV_INIT;
+	gssize got;
+
+	conn = ncm_lwip_stack_connect(stack, addr, 10000, NULL, &error);
+	if (conn == NULL)
+		return NULL;
+	if (!g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)), payload,
+				       CONCURRENT_SIZE, NULL, NULL, &error) ||
+	    !g_output_stream_close(g_io_stream_get_output_stream(G_IO_STREAM(conn)), NULL, &error))
+		return NULL;
+	got = read_to_eof(g_io_stream_get_input_stream(G_IO_STREAM(conn)), &hash, &error);
+	e->ok = got == CONCURRENT_SIZE && hash == fnv1a(FNV_INIT, payload, CONCURRENT_SIZE);
+	return NULL;
+}
+
+/* The echo server listens on both families through one IPv6 socket. */
+static int
+kernel_dual_listener(guint16 *ret_port)
+{
+	return kernel_socket("::", SOCK_STREAM, ret_port);
+}
+
+static void
+test_concurrent(void)
+{
+	EchoServer server = {.n = N_CONCURRENT};
+	EchoClient clients[N_CONCURRENT];
+	GThread *threads[N_CONCURRENT];
+	GThread *server_thread;
+	guint16 port;
+
+	if (!have_tap())
+		return;
+	server.fd = kernel_dual_listener(&port);
+	server_thread = g_thread_new("echo-server", kernel_echo_server, &server);
+	for (guint i = 0; i < N_CONCURRENT; i++) {
+		clients[i] = (EchoClient){.port = port, .index = i};
+		threads[i] = g_thread_new("echo-client", echo_client, &clients[i]);
+	}
+	for (guint i = 0; i < N_CONCURRENT; i++)
+		g_thread_join(threads[i]);
+	g_thread_join(server_thread);
+	close(server.fd);
+	for (guint i = 0; i < N_CONCURRENT; i++)
+		g_assert_true(clients[i].ok);
+}
+
+/* ---- Errors --------------------------------------------------------------------------- */
+
+/* The kernel accepts and closes with SO_LINGER 0: an RST. */
+static gpointer
+kernel_resetter(gpointer data)
+{
+	KernelPeer *k = data;
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	int c = accept4(k->fd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (c >= 0) {
+		g_assert_no_errno(setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+		close(c);
+	}
+	return NULL;
+}
+
+static void
+test_reset(void)
+{
+	KernelPeer k = {0};
+	g_autoptr(GInetSocketAddress) addr = NULL;
+	g_autoptr(NcmLwipConnection) conn = NULL;
+	g_autoptr(GError) error = NULL;
+	GThread *thread;
+	guint8 buf[64];
+	gssize n;
+
+	if (!have_tap())
+		return;
+	k.fd = kernel_socket(KERNEL_V4, SOCK_STREAM, &k.port);
+	thread = g_thread_new("kernel-reset", kernel_resetter, &k);
+	addr = sockaddr(KERNEL_V4, k.port);
+	conn = ncm_lwip_stack_connect(stack, addr, 10000, NULL, &error);
+	g_assert_no_error(error);
+	g_thread_join(thread);
+	close(k.fd);
+	n = g_input_stream_read(g_io_stream_get_input_stream(G_IO_STREAM(conn)), buf, sizeof(buf),
+				NULL, &error);
+	g_assert_cmpint(n, ==, -1);
+	/* G_IO_ERROR_CONNECTION_CLOSED and _BROKEN_PIPE are one code. */
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED);
+	g_clear_error(&error);
+	n = g_output_stream_write(g_io_stream_get_output_stream(G_IO_STREAM(conn)), buf,
+				  sizeof(buf), NULL, &error);
+	g_assert_cmpint(n, ==, -1);
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_BROKEN_PIPE);
+}
+
+static void
+expect_connect_error(const char *ip, guint16 port, guint timeout_ms, gint code)
+{
+	g_autoptr(GInetSocketAddress) addr = sockaddr(ip, port);
+	g_autoptr(GError) error = NULL;
+	NcmLwipConnection *conn;
+
+	conn = ncm_lwip_stack_connect(stack, addr, timeout_ms, NULL, &error);
+	g_assert_null(conn);
+	g_assert_error(error, G_IO_ERROR, code);
+}
+
+static void
+test_refused(void)
+{
+	guint16 port;
+	int fd;
+
+	if (!have_tap())
+		return;
+	/* A port that was just free: bound, then closed. */
+	fd = kernel_socket(KERNEL_V4, SOCK_STREAM, &port);
+	close(fd);
+	expect_connect_error(KERNEL_V4, port, 10000, G_IO_ERROR_CONNECTION_REFUSED);
+	expect_connect_error(KERNEL_V6, port, 10000, G_IO_ERROR_CONNECTION_REFUSED);
+}
+
+static void
+test_timeout(void)
+{
+	gint64 t0;
+	gint64 elapsed;
+
+	if (!have_tap())
+		return;
+	/* Nobody owns .99: ARP goes unanswered. */
+	t0 = g_get_monotonic_time();
+	expect_connect_error("192.168.78.99", 80, 500, G_IO_ERROR_TIMED_OUT);
+	elapsed = g_get_monotonic_time() - t0;
+	g_assert_cmpint(elapsed, >=, 450 * 1000);
+	g_assert_cmpint(elapsed, <, 10 * G_TIME_SPAN_SECOND);
+	/* Off-link without a gateway: no route at all. */
+	expect_connect_error("10.99.0.1", 80, 500, G_IO_ERROR_NETWORK_UNREACHABLE);
+}
+
+static gpointer
+cancel_later(gpointer data)
+{
+	g_usleep(100 * 1000);
+	g_cancellable_cancel(data);
+	return NULL;
+}
+
+static void
+test_cancel(void)
+{
+	g_autoptr(GInetSocketAddress) addr = sockaddr("192.168.78.98", 80);
+	g_autoptr(GCancellable) cancellable = g_cancellable_new();
+	g_autoptr(GError) error = NULL;
+	GThread *thread;
+
+	if (!have_tap())
+		return;
+	thread = g_thread_new("cancel", cancel_later, cancellable);
+	g_assert_null(ncm_lwip_stack_connect(stack, addr, 0, cancellable, &error));
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+	g_thread_join(thread);
+}
+
+/* ---- UDP ------------------------------------------------------------------------------ */
+
+static gpointer
+kernel_udp_echo(gpointer data)
+{
+	int fd = GPOINTER_TO_INT(data);
+	guint8 buf[2048];
+
+	for (;;) {
+		struct sockaddr_storage from;
+		socklen_t len = sizeof(from);
+		ssize_t n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &len);
+
+		/* A zero-length datagram ends the echo. */
+		if (n <= 0)
+			break;
+		sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&from, len);
+	}
+	return NULL;
+}
+
+static void
+udp_echo_family(NcmLwipUdpSocket *sock, const char *ip, guint16 port, gsize max_len)
+{
+	g_autoptr(GInetSocketAddress) to = sockaddr(ip, port);
+	guint8 out[2048], in[2048];
+	guint lost = 0;
+
+	for (guint i = 0; i < 300; i++) {
+		g_autoptr(GInetSocketAddress) from = NULL;
+		g_autoptr(GError) error = NULL;
+		gsize len = i == 0 ? max_len : 1 + (i * 97u) % max_len;
+		gssize n;
+
+		for (gsize j = 0; j < len; j++)
+			out[j] = (guint8)(i * 31 + j);
+		g_assert_true(ncm_lwip_udp_socket_send_to(sock, to, out, len, &error));
+		g_assert_no_error(error);
+		n = ncm_lwip_udp_socket_receive_from(sock, &from, in, sizeof(in), 5000, NULL, &error);
+		if (n < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT)) {
+			lost++;
+			continue;
+		}
+		g_assert_no_error(error);
+		g_assert_cmpint(n, ==, (gssize)len);
+		g_assert_cmpmem(in, len, out, len);
+		g_assert_cmpuint(g_inet_socket_address_get_port(from), ==, port);
+	}
+	/* Over a TAP nothing should be lost; allow a stray one under load. */
+	g_assert_cmpuint(lost, <=, 1);
+}
+
+static void
+test_udp_echo(void)
+{
+	g_autoptr(NcmLwipUdpSocket) sock = NULL;
+	g_autoptr(GInetSocketAddress) stop = NULL;
+	g_autoptr(GError) error = NULL;
+	GThread *thread;
+	guint16 port;
+	int fd;
+
+	if (!have_tap())
+		return;
+	fd = kernel_socket("::", SOCK_DGRAM, &port);
+	thread = g_thread_new("udp-echo", kernel_udp_echo, GINT_TO_POINTER(fd));
+	sock = ncm_lwip_stack_udp_bind(stack, NULL, &error);
+	g_assert_no_error(error);
+	/* Up to the MTU: 1500 - 20 - 8 and 1500 - 40 - 8. */
+	udp_echo_family(sock, KERNEL_V4, port, 1472);
+	udp_echo_family(sock, KERNEL_V6, port, 1452);
+	stop = sockaddr(KERNEL_V4, port);
+	g_assert_true(ncm_lwip_udp_socket_send_to(sock, stop, "", 0, &error));
+	g_thread_join(thread);
+	close(fd);
+	g_assert_cmpuint(ncm_lwip_udp_socket_get_drops(sock), ==, 0);
+}
+
+/* ---- Async on a main context: connect, splice, GDataInputStream -------------------- */
+
+#define ASYNC_LINES 20000
+
+typedef struct {
+	GMainLoop *loop;
+	NcmLwipConnection *conn;
+	GDataInputStream *data_in;
+	guint lines;
+	gboolean bad_line;
+	gboolean splice_done;
+	gboolean read_done;
+	GError *error;
+} AsyncState;
+
+static void
+async_maybe_quit(AsyncState *s)
+{
+	if ((s->splice_done && s->read_done) || s->error != NULL)
+		g_main_loop_quit(s->loop);
+}
+
+static void
+async_line_cb(GObject *source, GAsyncResult *result, gpointer data)
+{
+	AsyncState *s = data;
+	g_autofree char *line =
+	    g_data_input_stream_read_line_finish(s->data_in, result, NULL, &s->error);
+	char expect[32];
+
+	if (line == NULL) {
+		s->read_done = TRUE;
+		async_maybe_quit(s);
+		return;
+	}
+	g_snprintf(expect, sizeof(expect), "line %05u", s->lines);
+	if (strcmp(line, expect) != 0)
+		s->bad_line = TRUE;
+	s->lines++;
+	g_data_input_stream_read_line_async(s->data_in, G_PRIORITY_DEFAULT, NULL, async_line_cb, s);
+}
+
+static void
+async_splice_cb(GObject *source, GAsyncResult *result, gpointer data)
+{
+	AsyncState *s = data;
+
+	if (g_output_stream_splice_finish(G_OUTPUT_STREAM(source), result, &s->error) >= 0)
+		s->splice_done = TRUE;
+	async_maybe_quit(s);
+}
+
+static GInputStream *
+make_lines(void)
+{
+	GString *text = g_string_new(NULL);
+	g_autoptr(GBytes) bytes = NULL;
+
+	for (guint i = 0; i < ASYNC_LINES; i++)
+		g_string_append_printf(text, "line %05u\n", i);
+	bytes = g_string_free_to_bytes(text);
+	return g_memory_input_stream_new_from_bytes(bytes);
+}
+
+static void
+async_connected_cb(GObject *source, GAsyncResult *result, gpointer data)
+{
+	AsyncState *s = data;
+	g_autoptr(GInputStream) lines = NULL;
+
+	s->conn = ncm_lwip_stack_connect_finish(stack, result, &s->error);
+	if (s->conn == NULL) {
+		async_maybe_quit(s);
+		return;
+	}
+	lines = make_lines();
+	s->data_in = g_data_input_stream_new(g_io_stream_get_input_stream(G_IO_STREAM(s->conn)));
+	g_output_stream_splice_async(g_io_stream_get_output_stream(G_IO_STREAM(s->conn)), lines,
+				     G_OUTPUT_STREAM_SPLICE_CLOSE_SOURCE |
+					 G_OUTPUT_STREAM_SPLICE_CLOSE_TARGET,
+				     G_PRIORITY_DEFAULT, NULL, async_splice_cb, s);
+	g_data_input_stream_read_line_async(s->data_in, G_PRIORITY_DEFAULT, NULL, async_line_cb, s);
+}
+
+static gboolean
+async_deadline(gpointer data)
+{
+	AsyncState *s = data;
+
+	g_set_error_literal(&s->error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT, "async echo stalled");
+	g_main_loop_quit(s->loop);
+	return G_SOURCE_REMOVE;
+}
+
+static void
+test_async_echo(void)
+{
+	g_autoptr(GMainContext) context = g_main_context_new();
+	g_autoptr(GInetSocketAddress) addr = NULL;
+	EchoServer server = {.n = 1};
+	AsyncState s = {0};
+	NcmLwipStats before, after;
+	GThread *server_thread;
+	GSource *deadline;
+	guint16 port;
+
+	if (!have_tap())
+		return;
+	server.fd = kernel_dual_listener(&port);
+	server_thread = g_thread_new("echo-server", kernel_echo_server, &server);
+	addr = sockaddr(KERNEL_V6, port);
+	g_main_context_push_thread_default(context);
+	s.loop = g_main_loop_new(context, FALSE);
+	deadline = g_timeout_source_new_seconds(IO_TIMEOUT_S);
+	g_source_set_callback(deadline, async_deadline, &s, NULL);
+	g_source_attach(deadline, context);
+	ncm_lwip_stack_get_stats(stack, &before);
+	ncm_lwip_stack_connect_async(stack, addr, 10000, NULL, async_connected_cb, &s);
+	g_main_loop_run(s.loop);
+	ncm_lwip_stack_get_stats(stack, &after);
+	g_source_destroy(deadline);
+	g_source_unref(deadline);
+	g_assert_no_error(s.error);
+	g_assert_false(s.bad_line);
+	g_assert_cmpuint(s.lines, ==, ASYNC_LINES);
+	/* The async path does use the main context, and the counter sees it. */
+	g_assert_cmpuint(after.main_dispatches, >, before.main_dispatches);
+	g_clear_object(&s.data_in);
+	g_io_stream_close(G_IO_STREAM(s.conn), NULL, NULL);
+	g_clear_object(&s.conn);
+	g_main_loop_unref(s.loop);
+	g_main_context_pop_thread_default(context);
+	g_thread_join(server_thread);
+	close(server.fd);
+}
+
+/* ---- Peer learning ----------------------------------------------------------------------- */
+
+static void
+test_peer(void)
+{
+	g_autoptr(GInetAddress) v4 = NULL;
+	g_autoptr(GInetAddress) v6 = NULL;
+	g_autoptr(GInetAddress) expect4 = g_inet_address_new_from_string(KERNEL_V4);
+	guint8 mac[6];
+
+	if (!have_tap())
+		return;
+	/* Talk to both families so the kernel resolves us by ARP and ND. */
+	test_refused();
+	g_assert_true(ncm_lwip_netif_get_peer(netif, G_SOCKET_FAMILY_IPV4, &v4, mac));
+	g_assert_true(g_inet_address_equal(v4, expect4));
+	g_assert_cmpmem(mac, 6, kernel_mac, 6);
+	g_assert_true(ncm_lwip_netif_get_peer(netif, G_SOCKET_FAMILY_IPV6, &v6, mac));
+	g_assert_cmpint(g_inet_address_get_family(v6), ==, G_SOCKET_FAMILY_IPV6);
+	g_assert_cmpmem(mac, 6, kernel_mac, 6);
+}
+
+/* ---- Network namespace and TAP set-up ------------------------------------------------------ */
+
+/* struct in6_ifreq from <linux/ipv6.h>, which clashes with <netinet/in.h>. */
+struct tap_in6_ifreq {
+	struct in6_addr addr;
+	guint32 prefixlen;
+	int ifindex;
+};
+
+static gboolean
+write_file(const char *path, const char *text)
+{
+	return g_file_set_contents(path, text, -1, NULL);
+}
+
+/* The kernel keeps IPv6 addresses tentative until link-watch has seen the
+ * carrier (up to a second), DAD or not: wait until one can bind. */
+static const char *
+wait_v6_usable(void)
+{
+	gint64 end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+
+	while (g_get_monotonic_time() < end) {
+		struct sockaddr_storage ss;
+		socklen_t len = make_sockaddr(KERNEL_V6, 0, &ss);
+		int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		int r = bind(fd, (struct sockaddr *)&ss, len);
+
+		close(fd);
+		if (r == 0)
+			return NULL;
+		g_usleep(20 * 1000);
+	}
+	return "the kernel's IPv6 address stayed tentative";
+}
+
+static const char *
+kernel_side_up(int ctl, int ctl6)
+{
+	struct ifreq ifr = {0};
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
+	struct tap_in6_ifreq r6 = {.prefixlen = 64};
+
+	/* Before up, so the kernel's own addresses skip DAD too. */
+	write_file("/proc/sys/net/ipv6/conf/" TAP_NAME "/accept_dad", "0");
+	g_strlcpy(ifr.ifr_name, TAP_NAME, IFNAMSIZ);
+	sin->sin_family = AF_INET;
+	inet_pton(AF_INET, KERNEL_V4, &sin->sin_addr);
+	if (ioctl(ctl, SIOCSIFADDR, &ifr) < 0)
+		return "SIOCSIFADDR failed";
+	inet_pton(AF_INET, "255.255.255.0", &sin->sin_addr);
+	if (ioctl(ctl, SIOCSIFNETMASK, &ifr) < 0)
+		return "SIOCSIFNETMASK failed";
+	if (ioctl(ctl, SIOCGIFFLAGS, &ifr) < 0)
+		return "SIOCGIFFLAGS failed";
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(ctl, SIOCSIFFLAGS, &ifr) < 0)
+		return "SIOCSIFFLAGS failed";
+	if (ioctl(ctl, SIOCGIFHWADDR, &ifr) < 0)
+		return "SIOCGIFHWADDR failed";
+	memcpy(kernel_mac, ifr.ifr_hwaddr.sa_data, 6);
+	r6.ifindex = (int)if_nametoindex(TAP_NAME);
+	inet_pton(AF_INET6, KERNEL_V6, &r6.addr);
+	if (ioctl(ctl6, SIOCSIFADDR, &r6) < 0)
+		return "adding the kernel's IPv6 address failed";
+	return wait_v6_usable();
+}
+
+/* Moves the whole test into a private network namespace (before any
+ * thread exists) holding one TAP device; returns its fd, or -1 with
+ * skip_reason set. */
+static int
+setup_tap(void)
+{
+	struct ifreq ifr = {0};
+	int fd, ctl, ctl6;
+
+	if (geteuid() != 0)
+		return skip_reason = "needs root for a network namespace and a TAP device", -1;
+	if (unshare(CLONE_NEWNET) < 0)
+		return skip_reason = "unshare(CLONE_NEWNET) failed", -1;
+	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return skip_reason = "cannot open /dev/net/tun", -1;
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	g_strlcpy(ifr.ifr_name, TAP_NAME, IFNAMSIZ);
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+		close(fd);
+		return skip_reason = "TUNSETIFF failed", -1;
+	}
+	ctl = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ctl6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	skip_reason = kernel_side_up(ctl, ctl6);
+	close(ctl);
+	close(ctl6);
+	if (skip_reason != NULL) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void
+attach_lwip(int fd)
+{
+	g_autoptr(GInetAddress) v4 = g_inet_address_new_from_string(LWIP_V4);
+	g_autoptr(GInetAddress) v6 = g_inet_address_new_from_string(LWIP_V6);
+	g_autoptr(GError) error = NULL;
+	NcmLwipNetifConfig config;
+
+	ncm_lwip_netif_config_init(&config);
+	config.ipv4 = v4;
+	config.ipv4_prefix = 24;
+	config.ipv6 = v6;
+	config.ipv6_dad = FALSE;
+	config.ipv6_slaac = FALSE;
+	stack = ncm_lwip_stack_get_default();
+	netif = ncm_lwip_netif_add(stack, ncm_link_new_for_tap_fd(fd, lwip_mac, 1514), &config,
+				   &error);
+	g_assert_no_error(error);
+}
+
+int
+main(int argc, char **argv)
+{
+	int fd, ret;
+
+	/* GLib < 2.76 recycles GSlice blocks between threads under its own,
+	 * uninstrumented lock: ThreadSanitizer would report every GObject
+	 * allocated on one thread after another freed it. GLib reads G_SLICE
+	 * before main(), hence the re-exec. */
+	if (g_getenv("G_SLICE") == NULL) {
+		g_setenv("G_SLICE", "always-malloc", TRUE);
+		execv("/proc/self/exe", argv);
+	}
+	g_test_init(&argc, &argv, NULL);
+	fd = setup_tap();
+	if (fd >= 0)
+		attach_lwip(fd);
+	g_test_add_func("/lwip-tap/tcp/client-v4", test_client_v4);
+	g_test_add_func("/lwip-tap/tcp/client-v4-queued-input", test_client_v4_queued);
+	g_test_add_func("/lwip-tap/tcp/client-v6", test_client_v6);
+	g_test_add_func("/lwip-tap/tcp/server-v4", test_server_v4);
+	g_test_add_func("/lwip-tap/tcp/server-v6", test_server_v6);
+	g_test_add_func("/lwip-tap/tcp/concurrent", test_concurrent);
+	g_test_add_func("/lwip-tap/tcp/reset", test_reset);
+	g_test_add_func("/lwip-tap/tcp/refused", test_refused);
+	g_test_add_func("/lwip-tap/tcp/timeout", test_timeout);
+	g_test_add_func("/lwip-tap/tcp/cancel", test_cancel);
+	g_test_add_func("/lwip-tap/tcp/async-echo", test_async_echo);
+	g_test_add_func("/lwip-tap/udp/echo", test_udp_echo);
+	g_test_add_func("/lwip-tap/netif/peer", test_peer);
+	ret = g_test_run();
+	if (netif != NULL)
+		ncm_lwip_netif_remove(netif);
+	g_clear_object(&stack);
+	return ret;
+}

@@ -1,0 +1,107 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/vm/guest-tun.sh: guest test: ncm-tun as the host interface: ping, iperf3 both ways (next to cdc_ncm), --persist replug, SIGTERM hand-back, --pcap.
+set -eu
+. "$VM_LIB"
+
+command -v ncm-tun >/dev/null || fail "ncm-tun is not on PATH (run-vm.sh --bin)"
+min_mbits=${VM_MIN_MBITS:-2}
+TUN=ncmt0
+TUN_LOG=$VM_OUT/ncm-tun.log
+TUN_PCAP=$VM_OUT/ncm-tun.pcap
+# VM_TUN_NO_PCAP=1 measures throughput without the capture's cost.
+pcap_args="--pcap $TUN_PCAP"
+[ -z "${VM_TUN_NO_PCAP:-}" ] || pcap_args=
+
+# iperf3_both LABEL: one run each way against the peer; prints and checks Mbit/s.
+iperf3_both() {
+	local dir flag mbits
+	for dir in tx rx; do
+		flag=
+		[ $dir = rx ] && flag=-R
+		iperf3 -c "$(peer_ip4)" -t 5 -J $flag >"$VM_OUT/iperf3-$1-$dir.json" ||
+			fail "$1 iperf3 $dir failed: $(grep -m1 '"error"' "$VM_OUT/iperf3-$1-$dir.json")"
+		mbits=$(iperf3_mbits "$VM_OUT/iperf3-$1-$dir.json")
+		echo "iperf3 $1 $dir (host $( [ $dir = tx ] && echo '->' || echo '<-' ) gadget): $mbits Mbit/s"
+		check "$1 iperf3 $dir above $min_mbits Mbit/s" [ "${mbits:-0}" -ge "$min_mbits" ]
+	done
+}
+
+tun_alive() { kill -0 "$TUN_PID" 2>/dev/null; }
+tun_iface() { [ -e "/sys/class/net/$TUN" ]; }
+tun_carrier() { host_carrier "$TUN"; }
+tun_mac_is() { [ "$(cat "/sys/class/net/$TUN/address")" = "$1" ]; }
+cdc_ncm_back() { host_netdevs_up; }
+cdc_ncm_gone() { ! host_netdev 0 >/dev/null 2>&1; }
+
+# Like host_addr_setup: f_ncm's back-to-back link notifications; bounce if none stuck.
+wait_tun_carrier() {
+	local try
+	for try in 1 2 3; do
+		wait_for 5 "carrier on $TUN" tun_carrier 2>/dev/null && return 0
+		log "no carrier on $TUN; bouncing $(gadget_ifname 0) (try $try)"
+		peer_run $IP link set "$(gadget_ifname 0)" down
+		peer_addr_setup 0
+	done
+	wait_for "$VM_WAIT" "carrier on $TUN" tun_carrier || fail "no carrier on $TUN"
+}
+
+wait_ping() { # WHAT: both address families answer
+	wait_for "$VM_WAIT" "IPv4 reply from $(peer_ip4) $1" ping -c 1 -W 1 "$(peer_ip4)" ||
+		fail "no IPv4 path $1"
+	wait_for "$VM_WAIT" "IPv6 reply from $(peer_ip6) $1" ping -6 -c 1 -W 1 "$(peer_ip6)" ||
+		fail "no IPv6 path $1"
+}
+
+gadget_setup ncm
+
+# The reference: cdc_ncm in this same boot.
+host_use_kernel
+host_addr_setup 0
+wait_ping "through cdc_ncm"
+check "ping $(peer_ip4) x3 through cdc_ncm" ping -c 3 -W 2 "$(peer_ip4)"
+peer_iperf3_server
+iperf3_both cdc_ncm
+$IP addr flush dev "$(host_netdev 0)"
+
+ncm-tun --device "serial=$VM_SERIAL" --name "$TUN" --persist $pcap_args \
+	--ipv4 "$(host_ip4)/24" --ipv6 "$(host_ip6)/64" >"$TUN_LOG" 2>&1 &
+TUN_PID=$!
+wait_for "$VM_WAIT" "interface $TUN" tun_iface || { cat "$TUN_LOG"; fail "ncm-tun made no $TUN"; }
+check "cdc_ncm let go of the function" wait_for 10 "cdc_ncm release" cdc_ncm_gone
+check "$TUN has the function's MAC" wait_for 10 "MAC $VM_HOST_MAC on $TUN" tun_mac_is "$VM_HOST_MAC"
+wait_tun_carrier
+wait_ping "through ncm-tun"
+check "ping $(peer_ip4) x3 through ncm-tun" ping -c 3 -W 2 "$(peer_ip4)"
+check "ping $(peer_ip6) x3 through ncm-tun" ping -6 -c 3 -W 2 "$(peer_ip6)"
+iperf3_both ncm-tun
+
+gadget_unplug
+check "ncm-tun survives the unplug" tun_alive
+check "$TUN survives the unplug" tun_iface
+gadget_replug
+wait_tun_carrier
+wait_ping "after replug"
+check "ping $(peer_ip4) x3 after replug" ping -c 3 -W 2 "$(peer_ip4)"
+
+kill -USR1 "$TUN_PID"
+wait_for 10 "statistics on SIGUSR1" grep -q "usb rx:" "$TUN_LOG" || fail "no statistics on SIGUSR1"
+check "ncm-tun counted two device sessions" grep -q "2 device session" "$TUN_LOG"
+
+kill -TERM "$TUN_PID"
+rc=0
+wait "$TUN_PID" || rc=$?
+cat "$TUN_LOG"
+check "ncm-tun exits 0 on SIGTERM" [ "$rc" = 0 ]
+check "no $TUN left behind" [ ! -e "/sys/class/net/$TUN" ]
+check "cdc_ncm has the function back" wait_for "$VM_WAIT" "cdc_ncm netdev" cdc_ncm_back
+
+[ -n "$pcap_args" ] || { vm_info; exit 0; }
+check "the pcap has the classic header" [ "$(od -An -tx1 -N4 "$TUN_PCAP" | tr -d ' ')" = d4c3b2a1 ]
+check "the pcap holds records" [ "$(wc -c <"$TUN_PCAP")" -gt 1000 ]
+if command -v tcpdump >/dev/null; then
+	check "tcpdump reads the pcap" tcpdump -nn -r "$TUN_PCAP" -c 5
+else
+	echo "tcpdump is not in the image: the pcap was only checked for its header"
+fi
+vm_info
