@@ -19,7 +19,7 @@ static const GOptionEntry entries[] = {
 	  "First ask Apple devices (iOS 17+) to expose NCM, then list", NULL },
 	{ "device", 'd', 0, G_OPTION_ARG_STRING_ARRAY, &opt_match,
 	  "Select: VID:PID, serial=S, path=BUS-PORT.., mac=aa:bb:..", "SEL" },
-	{ NULL }
+	G_OPTION_ENTRY_NULL
 };
 
 static void

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# tests/vm/guest-tun.sh: guest test: ncm-tun as the host interface: ping, iperf3 both ways (next to cdc_ncm), --persist replug, SIGTERM hand-back, --pcap.
+# tests/vm/guest-tun.sh: guest test: ncm-tun as the host interface: ping, iperf3 both ways (next to cdc_ncm), --persist replug, SIGTERM hand-back, --pcap, --tun.
 set -eu
 . "$VM_LIB"
 
@@ -95,6 +95,26 @@ cat "$TUN_LOG"
 check "ncm-tun exits 0 on SIGTERM" [ "$rc" = 0 ]
 check "no $TUN left behind" [ ! -e "/sys/class/net/$TUN" ]
 check "cdc_ncm has the function back" wait_for "$VM_WAIT" "cdc_ncm netdev" cdc_ncm_back
+
+# TUN mode: an IP-only interface; ncm-tun answers the gadget's ARP and NDP.
+TUN=ncmtun0
+TUN_LOG=$VM_OUT/ncm-tun-l3.log
+ncm-tun --device "serial=$VM_SERIAL" --name "$TUN" --tun \
+	--ipv4 "$(host_ip4)/24" --ipv6 "$(host_ip6)/64" >"$TUN_LOG" 2>&1 &
+TUN_PID=$!
+wait_for "$VM_WAIT" "interface $TUN" tun_iface || { cat "$TUN_LOG"; fail "ncm-tun --tun made no $TUN"; }
+wait_tun_carrier
+wait_ping "through ncm-tun --tun"
+check "ping $(peer_ip4) x3 through ncm-tun --tun" ping -c 3 -W 2 "$(peer_ip4)"
+check "ping $(peer_ip6) x3 through ncm-tun --tun" ping -6 -c 3 -W 2 "$(peer_ip6)"
+iperf3_both ncm-tun-tun
+kill -TERM "$TUN_PID"
+rc=0
+wait "$TUN_PID" || rc=$?
+cat "$TUN_LOG"
+check "ncm-tun --tun exits 0 on SIGTERM" [ "$rc" = 0 ]
+check "ncm-tun --tun answered ARP/NDP" grep -q "tun: [1-9][0-9]* ARP/NDP answers" "$TUN_LOG"
+check "no $TUN left behind" [ ! -e "/sys/class/net/$TUN" ]
 
 [ -n "$pcap_args" ] || { vm_info; exit 0; }
 check "the pcap has the classic header" [ "$(od -An -tx1 -N4 "$TUN_PCAP" | tr -d ' ')" = d4c3b2a1 ]

@@ -25,6 +25,8 @@ static gint opt_timeout = 30;
 static gint opt_rate = 2000;
 static gint64 opt_pace;
 static gint opt_size = 64;
+static gboolean opt_no_detach;
+static gint opt_uid = -1;
 
 static const GOptionEntry entries[] = {
 	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32, "Ask for NTB32", NULL },
@@ -32,9 +34,11 @@ static const GOptionEntry entries[] = {
 	{ "count", 'c', 0, G_OPTION_ARG_INT, &opt_count, "Frames to send or expect", "N" },
 	{ "timeout", 't', 0, G_OPTION_ARG_INT, &opt_timeout, "Seconds before giving up", "S" },
 	{ "rate", 'r', 0, G_OPTION_ARG_INT, &opt_rate, "Frames per second to send", "N" },
+	{ "no-detach", 0, 0, G_OPTION_ARG_NONE, &opt_no_detach, "Do not detach kernel drivers", NULL },
+	{ "uid", 0, 0, G_OPTION_ARG_INT, &opt_uid, "Drop to this uid and gid first", "UID" },
 	{ "size", 's', 0, G_OPTION_ARG_INT, &opt_size, "UDP payload bytes (4..1472)", "N" },
 	{ "pace", 'p', 0, G_OPTION_ARG_INT64, &opt_pace, "TX pacing cap in bytes/s", "B" },
-	{ NULL }
+	G_OPTION_ENTRY_NULL
 };
 
 typedef struct {
@@ -239,6 +243,7 @@ open_first(Test *t, GError **error)
 	opts.ntb32 = opt_ntb32;
 	opts.switch_config = opt_switch;
 	opts.pace_bytes_per_sec = (guint64)MAX(opt_pace, 0);
+	opts.detach_kernel_driver = !opt_no_detach;
 	t->dev = ncm_device_open(t->ctx, g_ptr_array_index(all, 0), &opts, error);
 	if (!t->dev)
 		return FALSE;
@@ -453,6 +458,15 @@ cmd_unplug(Test *t)
 	return 0;
 }
 
+/* Keeps the device claimed, so a second process can meet a busy device. */
+static int
+cmd_hold(Test *t)
+{
+	printf("holding\n");
+	g_usleep((gulong)opt_timeout * G_USEC_PER_SEC);
+	return 0;
+}
+
 /* Plain-socket UDP sender for the peer's side (run in its namespace). */
 static int
 cmd_peer_send(void)
@@ -483,7 +497,7 @@ cmd_peer_send(void)
 int
 main(int argc, char **argv)
 {
-	g_autoptr(GOptionContext) oc = g_option_context_new("frames|tx|rx|unplug|peer-send");
+	g_autoptr(GOptionContext) oc = g_option_context_new("frames|tx|rx|unplug|hold|peer-send");
 	g_autoptr(GError) error = NULL;
 	Test t = { 0 };
 	int rc;
@@ -491,13 +505,17 @@ main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_option_context_add_main_entries(oc, entries, NULL);
 	if (!g_option_context_parse(oc, &argc, &argv, &error) || argc != 2) {
-		fprintf(stderr, "usage: vmtest-driver [options] frames|tx|rx|unplug|peer-send\n");
+		fprintf(stderr, "usage: vmtest-driver [options] frames|tx|rx|unplug|hold|peer-send\n");
 		return 2;
 	}
 	opt_count = CLAMP(opt_count, 1, MAX_COUNT);
 	opt_size = CLAMP(opt_size, 4, 1472);
 	if (g_str_equal(argv[1], "peer-send"))
 		return cmd_peer_send();
+	if (opt_uid >= 0 && (setgid((gid_t)opt_uid) < 0 || setuid((uid_t)opt_uid) < 0)) {
+		perror("vmtest-driver: dropping privileges");
+		return 2;
+	}
 
 	t.seen = g_malloc0(MAX_COUNT / 8 + 1);
 	t.ctx = ncm_context_new(&error);
@@ -512,6 +530,8 @@ main(int argc, char **argv)
 		rc = cmd_rx(&t);
 	else if (g_str_equal(argv[1], "unplug"))
 		rc = cmd_unplug(&t);
+	else if (g_str_equal(argv[1], "hold"))
+		rc = cmd_hold(&t);
 	else
 		rc = 2;
 	if (t.dev)

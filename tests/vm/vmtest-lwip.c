@@ -42,6 +42,10 @@ static const GOptionEntry entries[] = {
 	{"udp", 'u', 0, G_OPTION_ARG_INT, &opt_udp_count, "UDP datagrams per family (10000)", "N"},
 	{"conns", 'c', 0, G_OPTION_ARG_INT, &opt_conns, "concurrent connections (32)", "N"},
 	{"timeout", 't', 0, G_OPTION_ARG_INT, &opt_timeout, "seconds to wait for the device", "S"},
+	{"peer4", 0, 0, G_OPTION_ARG_STRING, &opt_peer4, "the peer's IPv4 address", "ADDR"},
+	{"peer6", 0, 0, G_OPTION_ARG_STRING, &opt_peer6, "the peer's IPv6 address", "ADDR"},
+	{"host4", 0, 0, G_OPTION_ARG_STRING, &opt_host4, "our IPv4 address (/24)", "ADDR"},
+	{"host6", 0, 0, G_OPTION_ARG_STRING, &opt_host6, "our IPv6 address (/64)", "ADDR"},
 	{NULL},
 };
 
@@ -216,4 +220,336 @@ run_peer(void)
 			g_thread_unref(g_thread_new("conn", peer_connection, GINT_TO_POINTER(c)));
 	}
 	return 0;
+}
+
+/* ---- Host mode (libncm + lwIP) ------------------------------------------------------ */
+
+static NcmLwipStack *stack;
+
+static NcmLwipConnection *
+connect_cmd(const char *ip, const guint8 *hdr, gsize hdr_len, GError **error)
+{
+	g_autoptr(GSocketAddress) addr = g_inet_socket_address_new_from_string(ip, TCP_PORT);
+	NcmLwipConnection *conn;
+
+	conn = ncm_lwip_stack_connect(stack, G_INET_SOCKET_ADDRESS(addr), 10000, NULL, error);
+	if (conn != NULL &&
+	    !g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)), hdr,
+				       hdr_len, NULL, NULL, error))
+		g_clear_object(&conn);
+	return conn;
+}
+
+static double
+mbits(guint64 bytes, gint64 us)
+{
+	return (double)bytes * 8.0 / (double)MAX(us, 1);
+}
+
+/* Sends size bytes to the sink; the peer's count and hash must match. */
+static void
+bulk_up(const char *ip, guint64 size)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(NcmLwipConnection) conn = connect_cmd(ip, (const guint8 *)"S", 1, &error);
+	g_autofree guint8 *buf = g_malloc(CHUNK);
+	g_autofree char *what = NULL;
+	guint32 x = 0x1234567, hash = FNV_INIT, peer_hash = 0;
+	guint64 left = size, peer_count = 0;
+	gint64 t0 = g_get_monotonic_time();
+	GOutputStream *out;
+	guint8 reply[12];
+
+	if (conn == NULL)
+		goto out;
+	out = g_io_stream_get_output_stream(G_IO_STREAM(conn));
+	while (left > 0 && error == NULL) {
+		gsize n = MIN(left, CHUNK);
+
+		gen_fill(&x, buf, n);
+		hash = fnv1a(hash, buf, n);
+		g_output_stream_write_all(out, buf, n, NULL, NULL, &error);
+		left -= n;
+	}
+	if (error == NULL && g_output_stream_close(out, NULL, &error) &&
+	    g_input_stream_read_all(g_io_stream_get_input_stream(G_IO_STREAM(conn)), reply,
+				    sizeof(reply), NULL, NULL, &error)) {
+		memcpy(&peer_count, reply, 8);
+		memcpy(&peer_hash, reply + 8, 4);
+		peer_count = GUINT64_FROM_LE(peer_count);
+		peer_hash = GUINT32_FROM_LE(peer_hash);
+	}
+out:
+	what = g_strdup_printf("bulk lwIP->peer %s: %" G_GUINT64_FORMAT " bytes, %.0f Mbit/s%s%s",
+			       ip, peer_count, mbits(peer_count, g_get_monotonic_time() - t0),
+			       error ? ": " : "", error ? error->message : "");
+	report(error == NULL && peer_count == size && peer_hash == hash, what);
+}
+
+/* The peer generates size bytes from a seed; the hash must match. */
+static void
+bulk_down(const char *ip, guint64 size)
+{
+	guint8 hdr[13] = {'G'};
+	guint64 le_size = GUINT64_TO_LE(size);
+	guint32 seed = 0x89abcdef, le_seed = GUINT32_TO_LE(seed), x = seed;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(NcmLwipConnection) conn = NULL;
+	g_autofree guint8 *buf = g_malloc(CHUNK), *ref = g_malloc(CHUNK);
+	g_autofree char *what = NULL;
+	guint64 got = 0;
+	gint64 t0 = g_get_monotonic_time();
+	gboolean same = TRUE;
+	gssize n = 0;
+
+	memcpy(hdr + 1, &le_size, 8);
+	memcpy(hdr + 9, &le_seed, 4);
+	conn = connect_cmd(ip, hdr, sizeof(hdr), &error);
+	while (conn != NULL &&
+	       (n = g_input_stream_read(g_io_stream_get_input_stream(G_IO_STREAM(conn)), buf, CHUNK,
+					NULL, &error)) > 0) {
+		gen_fill(&x, ref, (gsize)n);
+		same = same && memcmp(buf, ref, (gsize)n) == 0;
+		got += (guint64)n;
+	}
+	what = g_strdup_printf("bulk peer->lwIP %s: %" G_GUINT64_FORMAT " bytes, %.0f Mbit/s%s%s",
+			       ip, got, mbits(got, g_get_monotonic_time() - t0), error ? ": " : "",
+			       error ? error->message : "");
+	report(error == NULL && got == size && same, what);
+}
+
+typedef struct {
+	const char *ip;
+	gsize size;
+	guint32 seed;
+	gboolean ok;
+} Echo;
+
+/* Writes everything, half-closes, reads the echo back and compares. */
+static gpointer
+echo_run(gpointer data)
+{
+	Echo *e = data;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(NcmLwipConnection) conn = connect_cmd(e->ip, (const guint8 *)"E", 1, &error);
+	g_autofree guint8 *out = g_malloc(e->size), *in = g_malloc(e->size + 1);
+	gsize got = 0;
+	guint32 x = e->seed;
+
+	gen_fill(&x, out, e->size);
+	if (conn == NULL ||
+	    !g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)), out,
+				       e->size, NULL, NULL, &error) ||
+	    !g_output_stream_close(g_io_stream_get_output_stream(G_IO_STREAM(conn)), NULL, &error) ||
+	    !g_input_stream_read_all(g_io_stream_get_input_stream(G_IO_STREAM(conn)), in,
+				     e->size + 1, &got, NULL, &error)) {
+		g_printerr("echo %s: %s\n", e->ip, error ? error->message : "?");
+		return NULL;
+	}
+	e->ok = got == e->size && memcmp(in, out, e->size) == 0;
+	return NULL;
+}
+
+static void
+echo_concurrent(guint n)
+{
+	g_autofree Echo *echoes = g_new0(Echo, n);
+	g_autofree GThread **threads = g_new0(GThread *, n);
+	g_autofree char *what = NULL;
+	guint good = 0;
+
+	for (guint i = 0; i < n; i++) {
+		echoes[i] = (Echo){i % 2 ? opt_peer6 : opt_peer4, 256 * 1024, 0x100 + i, FALSE};
+		threads[i] = g_thread_new("echo", echo_run, &echoes[i]);
+	}
+	for (guint i = 0; i < n; i++) {
+		g_thread_join(threads[i]);
+		good += echoes[i].ok;
+	}
+	what = g_strdup_printf("%u concurrent echo connections of 256 KiB: %u intact", n, good);
+	report(good == n, what);
+}
+
+/* Datagrams in flight at once: a round trip through the VM's USB stack
+ * takes milliseconds, so one at a time would take minutes. */
+#define UDP_WINDOW 16
+
+/* Datagram @seq: 4 bytes of sequence number, then xorshift bytes. */
+static gsize
+udp_make(guint32 seq, gsize max, guint8 *out)
+{
+	gsize len = seq == 0 ? max : 4 + (seq * 97u) % (max - 3);
+	guint32 x = seq + 1;
+
+	gen_fill(&x, out, len);
+	memcpy(out, &seq, 4);
+	return len;
+}
+
+/* Sends datagrams [first, first + n) that are not yet in @done, then
+ * collects echoes until all are in or 1 s passes without one. */
+static void
+udp_round(NcmLwipUdpSocket *sock, GInetSocketAddress *to, gsize max, guint32 first, guint n,
+	  gboolean *done, guint *bad)
+{
+	guint8 out[2048], in[2048];
+	guint missing = 0;
+
+	for (guint32 seq = first; seq < first + n; seq++) {
+		if (done[seq - first])
+			continue;
+		missing++;
+		ncm_lwip_udp_socket_send_to(sock, to, out, udp_make(seq, max, out), NULL);
+	}
+	while (missing > 0) {
+		gssize len = ncm_lwip_udp_socket_receive_from(sock, NULL, in, sizeof(in), 1000, NULL,
+							      NULL);
+		guint32 seq;
+
+		if (len < 0)
+			return;
+		memcpy(&seq, in, 4);
+		/* Late echoes of earlier rounds are ignored. */
+		if (len < 4 || seq < first || seq >= first + n || done[seq - first])
+			continue;
+		if ((gsize)len != udp_make(seq, max, out) || memcmp(in, out, (gsize)len) != 0)
+			(*bad)++;
+		done[seq - first] = TRUE;
+		missing--;
+	}
+}
+
+/* @count datagrams of 4..@max bytes, UDP_WINDOW at a time; lost ones are
+ * sent once more (and counted). */
+static void
+udp_echo(const char *ip, guint count, gsize max)
+{
+	g_autoptr(GSocketAddress) to = g_inet_socket_address_new_from_string(ip, UDP_PORT);
+	g_autoptr(NcmLwipUdpSocket) sock = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree char *what = NULL;
+	guint good = 0, resent = 0, bad = 0;
+	gint64 t0 = g_get_monotonic_time();
+
+	sock = ncm_lwip_stack_udp_bind(stack, NULL, &error);
+	for (guint32 first = 0; sock != NULL && first < count; first += UDP_WINDOW) {
+		guint n = MIN(UDP_WINDOW, count - first);
+		gboolean done[UDP_WINDOW] = {FALSE};
+
+		udp_round(sock, G_INET_SOCKET_ADDRESS(to), max, first, n, done, &bad);
+		for (guint i = 0; i < n; i++)
+			resent += !done[i];
+		udp_round(sock, G_INET_SOCKET_ADDRESS(to), max, first, n, done, &bad);
+		for (guint i = 0; i < n; i++)
+			good += done[i];
+	}
+	what = g_strdup_printf("UDP echo %s: %u of %u datagrams (4..%" G_GSIZE_FORMAT
+			       " bytes) echoed, %u corrupt, %u resent, %.1f s",
+			       ip, good, count, max, bad, resent,
+			       (double)(g_get_monotonic_time() - t0) / 1e6);
+	report(good == count && bad == 0, what);
+}
+
+static NcmLink *
+open_link(NcmContext *ctx, GError **error)
+{
+	gint64 end = g_get_monotonic_time() + opt_timeout * G_USEC_PER_SEC;
+	g_autoptr(GPtrArray) all = NULL;
+	g_autoptr(NcmDevice) dev = NULL;
+	NcmDeviceOptions options;
+
+	do {
+		g_clear_pointer(&all, g_ptr_array_unref);
+		if ((all = ncm_context_enumerate(ctx, NULL, error)) == NULL)
+			return NULL;
+		if (all->len == 0)
+			g_usleep(100 * 1000);
+	} while (all->len == 0 && g_get_monotonic_time() < end);
+	if (all->len == 0) {
+		g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "no NCM function");
+		return NULL;
+	}
+	ncm_device_options_init(&options);
+	dev = ncm_device_open(ctx, g_ptr_array_index(all, 0), &options, error);
+	return dev ? ncm_link_new_for_device(dev) : NULL;
+}
+
+/* Any TCP exchange proves the path (ARP, ND, the device's link-up). */
+static gboolean
+wait_reachable(const char *ip)
+{
+	gint64 end = g_get_monotonic_time() + opt_timeout * G_USEC_PER_SEC;
+
+	while (g_get_monotonic_time() < end) {
+		g_autoptr(GError) error = NULL;
+		g_autoptr(NcmLwipConnection) conn = connect_cmd(ip, (const guint8 *)"E", 1, &error);
+
+		if (conn != NULL)
+			return TRUE;
+		g_usleep(200 * 1000);
+	}
+	return FALSE;
+}
+
+static int
+run_host(void)
+{
+	g_autoptr(GInetAddress) v4 = g_inet_address_new_from_string(opt_host4);
+	g_autoptr(GInetAddress) v6 = g_inet_address_new_from_string(opt_host6);
+	g_autoptr(NcmContext) ctx = NULL;
+	g_autoptr(GError) error = NULL;
+	guint64 size = (guint64)opt_size_mib * 1024 * 1024;
+	NcmLwipNetifConfig config;
+	NcmLwipNetif *netif = NULL;
+	NcmLwipStats stats;
+	NcmLink *link;
+
+	ncm_lwip_netif_config_init(&config);
+	config.ipv4 = v4;
+	config.ipv6 = v6;
+	config.ipv6_dad = FALSE;
+	stack = ncm_lwip_stack_get_default();
+	ctx = ncm_context_new(&error);
+	link = ctx ? open_link(ctx, &error) : NULL;
+	if (link != NULL)
+		netif = ncm_lwip_netif_add(stack, link, &config, &error);
+	if (netif == NULL) {
+		printf("FAIL: setup: %s\n", error->message);
+		return 1;
+	}
+	report(wait_reachable(opt_peer4) && wait_reachable(opt_peer6), "peer reachable over both families");
+	echo_concurrent(2);
+	bulk_up(opt_peer4, size);
+	bulk_down(opt_peer4, size);
+	bulk_up(opt_peer6, size);
+	bulk_down(opt_peer6, size);
+	udp_echo(opt_peer4, (guint)opt_udp_count, 1500 - 20 - 8);
+	udp_echo(opt_peer6, (guint)opt_udp_count, 1500 - 40 - 8);
+	echo_concurrent((guint)opt_conns);
+	ncm_lwip_stack_get_stats(stack, &stats);
+	printf("stats: rx %" G_GUINT64_FORMAT " frames (%" G_GUINT64_FORMAT " dropped), tx %"
+	       G_GUINT64_FORMAT " (%" G_GUINT64_FORMAT " queued, %" G_GUINT64_FORMAT
+	       " dropped), %" G_GUINT64_FORMAT " flushes, %" G_GUINT64_FORMAT
+	       " main-context dispatches\n",
+	       stats.rx_frames, stats.rx_drops, stats.tx_frames, stats.tx_queued, stats.tx_drops,
+	       stats.tx_flushes, stats.main_dispatches);
+	report(stats.main_dispatches == 0, "no main-context dispatch on the data path");
+	ncm_lwip_netif_remove(netif);
+	return failures ? 1 : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	g_autoptr(GOptionContext) oc = g_option_context_new("peer|host");
+	g_autoptr(GError) error = NULL;
+
+	g_option_context_add_main_entries(oc, entries, NULL);
+	if (!g_option_context_parse(oc, &argc, &argv, &error) || argc != 2) {
+		g_printerr("usage: vmtest-lwip [OPTIONS] peer|host\n");
+		return 2;
+	}
+	if (g_str_equal(argv[1], "peer"))
+		return run_peer();
+	return run_host();
 }

@@ -1,0 +1,25 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/vm/guest-lwip.sh: the lwIP netstack over libncm against f_ncm's Linux stack: TCP echo and bulk, UDP echo, concurrency.
+# VM_LWIP_MIB (64), VM_LWIP_UDP (10000) and VM_LWIP_CONNS (32) size the run.
+set -eu
+. "$VM_LIB"
+
+command -v vmtest-lwip >/dev/null || fail "vmtest-lwip is not on PATH (run-vm.sh --bin)"
+
+gadget_setup "${VM_PROFILE:-ncm}"
+host_use_userspace
+
+# Kernel sockets in the gadget's namespace answer; lwIP in this process is the host.
+peer_run vmtest-lwip peer >"$VM_OUT/peer.txt" 2>&1 &
+wait_for 30 "peer servers listening" grep -q '^ready' "$VM_OUT/peer.txt" ||
+	{ cat "$VM_OUT/peer.txt"; fail "vmtest-lwip peer did not start"; }
+
+rc=0
+vmtest-lwip host -s "${VM_LWIP_MIB:-64}" -u "${VM_LWIP_UDP:-10000}" -c "${VM_LWIP_CONNS:-32}" \
+	--peer4 "$(peer_ip4)" --peer6 "$(peer_ip6)" --host4 "$(host_ip4)" --host6 "$(host_ip6)" \
+	>"$VM_OUT/lwip.txt" 2>&1 || rc=$?
+cat "$VM_OUT/lwip.txt"
+vm_info
+check "every lwIP check passed" [ "$rc" = 0 ]
+check "no FAIL line" sh -c "! grep -q '^FAIL' '$VM_OUT/lwip.txt'"
