@@ -35,6 +35,7 @@ struct _NcmContext {
 	libusb_hotplug_callback_handle hotplug_handle;
 	GSource *poll_source;
 	GHashTable *known;         /* "bus:addr" -> TRUE: devices reported as present */
+	gchar *fingerprint;        /* the device set at the last poll */
 };
 
 enum { SIGNAL_FUNCTION_ADDED, SIGNAL_DEVICE_REMOVED, N_SIGNALS };
@@ -125,6 +126,7 @@ ncm_context_finalize(GObject *object)
 	g_clear_pointer(&self->known, g_hash_table_unref);
 	g_free(self->match_serial);
 	g_free(self->match_path);
+	g_free(self->fingerprint);
 	if (self->usb)
 		libusb_exit(self->usb);
 	g_mutex_clear(&self->devices_lock);
@@ -236,8 +238,8 @@ device_key(const NcmFunctionInfo *info)
 	return g_strdup_printf("%u:%u", info->bus, info->address);
 }
 
-/* One pass: report functions that came and devices that went. */
-static void
+/* One pass: report functions that came and devices that went. FALSE if it could not look. */
+static gboolean
 rescan(NcmContext *self)
 {
 	g_autoptr(GPtrArray) all = ncm_context_enumerate(self, &self->match, NULL);
@@ -247,7 +249,7 @@ rescan(NcmContext *self)
 	gpointer key;
 
 	if (!all)
-		return;
+		return FALSE;
 	for (guint i = 0; i < all->len; i++) {
 		NcmFunctionInfo *info = g_ptr_array_index(all, i);
 		gchar *k = device_key(info);
@@ -271,22 +273,57 @@ rescan(NcmContext *self)
 		g_hash_table_add(self->known, g_strdup(key));
 	for (guint i = 0; i < added->len; i++)
 		g_signal_emit(self, signals[SIGNAL_FUNCTION_ADDED], 0, g_ptr_array_index(added, i));
+	return TRUE;
+}
+
+/*
+ * Which devices exist, by bus and address, without talking to any of them:
+ * polling must not send control requests to a device that is streaming.
+ */
+static gchar *
+device_set_fingerprint(NcmContext *self)
+{
+	libusb_context *usb = self->usb;
+	libusb_device **list;
+	GString *s = g_string_new(NULL);
+	ssize_t n;
+
+	if (self->fresh_scans && libusb_init(&usb) < 0)
+		return g_string_free(s, FALSE);  /* differs from any real set: rescan */
+	n = libusb_get_device_list(usb, &list);
+	for (ssize_t i = 0; i < n; i++)
+		g_string_append_printf(s, "%u:%u,", libusb_get_bus_number(list[i]),
+				       libusb_get_device_address(list[i]));
+	if (n >= 0)
+		libusb_free_device_list(list, 1);
+	if (usb != self->usb)
+		libusb_exit(usb);
+	return g_string_free(s, FALSE);
 }
 
 static gboolean
 rescan_cb(gpointer data)
 {
 	NcmContext *self = data;
+	g_autofree gchar *now = NULL;
 
-	if (self->watching)
-		rescan(self);
+	if (!self->watching)
+		return G_SOURCE_CONTINUE;
+	now = device_set_fingerprint(self);
+	g_debug("poll: devices %s (was %s)", now, self->fingerprint);
+	/* Only a completed rescan moves the fingerprint on, so a failed one is retried. */
+	if (g_strcmp0(now, self->fingerprint) != 0 && rescan(self)) {
+		g_free(self->fingerprint);
+		self->fingerprint = g_steal_pointer(&now);
+	}
 	return G_SOURCE_CONTINUE;
 }
 
 static gboolean
 rescan_once_cb(gpointer data)
 {
-	rescan(data);
+	if (!rescan(data))
+		g_debug("rescan after a hotplug event failed");
 	return G_SOURCE_REMOVE;
 }
 
@@ -343,10 +380,17 @@ ncm_context_watch(NcmContext *self, const NcmMatch *match, guint poll_ms, GError
 		self->hotplug = r == LIBUSB_SUCCESS;
 	}
 	if (!self->hotplug) {
+		g_free(self->fingerprint);
+		self->fingerprint = device_set_fingerprint(self);
 		self->poll_source = g_timeout_source_new(poll_ms ? poll_ms : 1000);
 		g_source_set_callback(self->poll_source, rescan_cb, self, NULL);
 		g_source_attach(self->poll_source, self->owner);
 	}
-	rescan(self);
+	if (!rescan(self)) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
+			    "cannot list USB devices: is /dev/bus/usb readable?");
+		stop_watch(self);
+		return FALSE;
+	}
 	return TRUE;
 }

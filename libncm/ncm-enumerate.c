@@ -232,6 +232,7 @@ typedef struct {
 	gboolean keep_dev;             /* dev outlives the scan (the context's own list) */
 	libusb_device_handle *handle;  /* NULL if it could not be opened */
 	gchar *open_error;
+	gboolean gone;
 	struct libusb_device_descriptor desc;
 	gchar *path;
 	guint8 active;
@@ -280,6 +281,8 @@ scan_open(DeviceScan *scan)
 
 	if (r < 0) {
 		scan->handle = NULL;
+		/* Listed but already torn down: not a device anyone can use. */
+		scan->gone = r == LIBUSB_ERROR_NO_DEVICE || r == LIBUSB_ERROR_NOT_FOUND;
 		scan->open_error = g_strdup_printf("cannot open /dev/bus/usb/%03u/%03u: %s",
 						   libusb_get_bus_number(scan->dev),
 						   libusb_get_device_address(scan->dev),
@@ -306,6 +309,8 @@ scan_config(DeviceScan *scan, guint8 index, const NcmMatch *match, GPtrArray *ou
 	for (size_t i = 0; i < n; i++) {
 		if (!scan->handle && !scan->open_error)
 			scan_open(scan);
+		if (scan->gone)
+			return;
 		NcmFunctionInfo *info = info_new(scan, &found[i]);
 
 		if (!match || ncm_match_test(match, info))
@@ -353,8 +358,12 @@ ncm_context_enumerate(NcmContext *self, const NcmMatch *match, GError **error)
 	 * Without udevd, libusb's Linux device list never learns of arrivals:
 	 * a short-lived context scans sysfs afresh, and open() wraps the node.
 	 */
-	if (fresh && libusb_init(&usb) < 0)
-		usb = ncm_context_get_usb(self);
+	if (fresh && libusb_init(&usb) < 0) {
+		/* The context's own list would be stale here: better no answer than a wrong one. */
+		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
+			    "cannot rescan USB devices: is /dev/bus/usb readable?");
+		return NULL;
+	}
 	n = libusb_get_device_list(usb, &list);
 	if (n < 0) {
 		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,

@@ -16,6 +16,10 @@
  *
  * This runs per NTB on the libusb thread: no allocation, no division, and
  * the only memset is the caller's small result struct.
+ *
+ * The choices the spec leaves open (an entry with only one zero field, a
+ * plain NDP in CRC mode, an NDP without its terminator) are listed at
+ * ncm_ntb_parse() in ncm-ntb.h.
  */
 
 #include <string.h>

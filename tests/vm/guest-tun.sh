@@ -99,7 +99,10 @@ check "cdc_ncm has the function back" wait_for "$VM_WAIT" "cdc_ncm netdev" cdc_n
 # TUN mode: an IP-only interface; ncm-tun answers the gadget's ARP and NDP.
 TUN=ncmtun0
 TUN_LOG=$VM_OUT/ncm-tun-l3.log
-ncm-tun --device "serial=$VM_SERIAL" --name "$TUN" --tun \
+# The gadget must ask for our MAC again, so that the answers are ncm-tun's.
+peer_run $IP neigh flush dev "$(gadget_ifname 0)"
+grep -q '^ncmuser:' /etc/passwd 2>/dev/null || echo "ncmuser:x:4242:4242::/:/bin/sh" >>/etc/passwd
+ncm-tun --device "serial=$VM_SERIAL" --name "$TUN" --tun --user ncmuser \
 	--ipv4 "$(host_ip4)/24" --ipv6 "$(host_ip6)/64" >"$TUN_LOG" 2>&1 &
 TUN_PID=$!
 wait_for "$VM_WAIT" "interface $TUN" tun_iface || { cat "$TUN_LOG"; fail "ncm-tun --tun made no $TUN"; }
@@ -115,6 +118,35 @@ cat "$TUN_LOG"
 check "ncm-tun --tun exits 0 on SIGTERM" [ "$rc" = 0 ]
 check "ncm-tun --tun answered ARP/NDP" grep -q "tun: [1-9][0-9]* ARP/NDP answers" "$TUN_LOG"
 check "no $TUN left behind" [ ! -e "/sys/class/net/$TUN" ]
+check "cdc_ncm has the function back after --user" wait_for "$VM_WAIT" "cdc_ncm netdev" cdc_ncm_back
+
+# Without root: root pre-creates and configures a TAP owned by uid 4242, which runs ncm-tun.
+TUN=ncmu0
+TUN_LOG=$VM_OUT/ncm-tun-unprivileged.log
+$IP addr flush dev "$(host_netdev 0)"
+$IP tuntap add mode tap user 4242 name "$TUN"
+$IP link set "$TUN" address "$VM_HOST_MAC" mtu 1500 up
+$IP addr add "$(host_ip4)/24" dev "$TUN"
+$IP addr add "$(host_ip6)/64" dev "$TUN" nodad
+chown 4242 "$(usb_node)"
+chmod 666 /dev/net/tun   # what udev's default rule does; no udevd runs here
+peer_run $IP neigh flush dev "$(gadget_ifname 0)"
+su -s /bin/sh ncmuser -c "exec ncm-tun --device serial=$VM_SERIAL --name $TUN" >"$TUN_LOG" 2>&1 &
+TUN_PID=$!
+wait_for "$VM_WAIT" "cdc_ncm release" cdc_ncm_gone || { cat "$TUN_LOG"; fail "unprivileged ncm-tun did not claim the function"; }
+wait_tun_carrier
+wait_ping "through unprivileged ncm-tun"
+check "ping $(peer_ip4) x3 through unprivileged ncm-tun" ping -c 3 -W 2 "$(peer_ip4)"
+kill -TERM "$TUN_PID"
+rc=0
+wait "$TUN_PID" || rc=$?
+cat "$TUN_LOG"
+check "unprivileged ncm-tun exits 0 on SIGTERM" [ "$rc" = 0 ]
+check "unprivileged ncm-tun left the setup to root" grep -q "leaving its MTU" "$TUN_LOG"
+check "the pre-created $TUN stays" tun_iface
+check "cdc_ncm has the function back after the unprivileged run" \
+	wait_for "$VM_WAIT" "cdc_ncm netdev" cdc_ncm_back
+$IP link del "$TUN"
 
 [ -n "$pcap_args" ] || { vm_info; exit 0; }
 check "the pcap has the classic header" [ "$(od -An -tx1 -N4 "$TUN_PCAP" | tr -d ' ')" = d4c3b2a1 ]

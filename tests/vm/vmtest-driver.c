@@ -51,6 +51,9 @@ typedef struct {
 	gint got_na;           /* atomic */
 	gint removed;          /* atomic */
 	gint arrived;          /* atomic */
+	gint left;             /* atomic */
+	guint old_bus;         /* the unplugged device */
+	guint old_address;
 	guint8 *seen;          /* RX sequence bitmap, event thread only */
 	gint rx_unique;        /* atomic */
 	gint rx_dups;          /* atomic */
@@ -204,8 +207,20 @@ on_function_added(NcmContext *ctx, NcmFunctionInfo *info, gpointer data)
 {
 	Test *t = data;
 
-	printf("event: function-added %s %04x:%04x\n", info->port_path, info->vid, info->pid);
-	g_atomic_int_set(&t->arrived, 1);
+	printf("event: function-added %s %04x:%04x address %u\n", info->port_path, info->vid,
+	       info->pid, info->address);
+	/* The old device may still be listed while the kernel tears it down. */
+	if (info->bus != t->old_bus || info->address != t->old_address)
+		g_atomic_int_set(&t->arrived, 1);
+}
+
+static void
+on_device_removed(NcmContext *ctx, guint bus, guint address, gpointer data)
+{
+	Test *t = data;
+
+	printf("event: device-removed %u:%u\n", bus, address);
+	g_atomic_int_set(&t->left, 1);
 }
 
 static gboolean
@@ -434,17 +449,20 @@ cmd_unplug(Test *t)
 		g_main_context_iteration(NULL, FALSE);
 	}
 	removed_at = g_get_monotonic_time();
+	t->old_bus = ncm_device_get_info(t->dev)->bus;
+	t->old_address = ncm_device_get_info(t->dev)->address;
 	print_stats(t);
 	ncm_device_close(t->dev);
 	printf("closed in %" G_GINT64_FORMAT " ms\n", (g_get_monotonic_time() - removed_at) / 1000);
 	g_clear_object(&t->dev);
 
 	g_signal_connect(t->ctx, "function-added", G_CALLBACK(on_function_added), t);
+	g_signal_connect(t->ctx, "device-removed", G_CALLBACK(on_device_removed), t);
+	g_atomic_int_set(&t->arrived, 0);
 	if (!ncm_context_watch(t->ctx, NULL, 200, &error)) {
 		printf("FAIL: %s\n", error->message);
 		return 1;
 	}
-	g_atomic_int_set(&t->arrived, 0);
 	if (!wait_flag(&t->arrived, opt_timeout)) {
 		printf("FAIL: the device did not come back\n");
 		return 1;

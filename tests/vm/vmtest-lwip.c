@@ -11,6 +11,9 @@
 #include <gio/gio.h>
 #include <ncm.h>
 
+#include "lwip/stats.h"
+#include "lwip/tcpip.h"
+
 #include "ncm-link.h"
 #include "ncm-lwip.h"
 
@@ -46,7 +49,7 @@ static const GOptionEntry entries[] = {
 	{"peer6", 0, 0, G_OPTION_ARG_STRING, &opt_peer6, "the peer's IPv6 address", "ADDR"},
 	{"host4", 0, 0, G_OPTION_ARG_STRING, &opt_host4, "our IPv4 address (/24)", "ADDR"},
 	{"host6", 0, 0, G_OPTION_ARG_STRING, &opt_host6, "our IPv6 address (/64)", "ADDR"},
-	{NULL},
+	{0},
 };
 
 static guint failures;
@@ -450,6 +453,43 @@ udp_echo(const char *ip, guint count, gsize max)
 	report(good == count && bad == 0, what);
 }
 
+static NcmDevice *device; /* for the watchdog's counters */
+static gint stop_watchdog;
+
+/* Every 10 s: where data is, so a stall in the VM can be told apart from
+ * a slow guest (the script's output is all that survives a timeout). */
+static gpointer
+watchdog(gpointer data)
+{
+	while (!g_atomic_int_get(&stop_watchdog)) {
+		NcmLwipStats ls;
+		NcmStats ds;
+		guint32 xmit, recv, drop, rterr;
+
+		for (guint i = 0; i < 100 && !g_atomic_int_get(&stop_watchdog); i++)
+			g_usleep(100 * 1000);
+		ncm_lwip_stack_get_stats(stack, &ls);
+		ncm_device_get_stats(device, &ds);
+		LOCK_TCPIP_CORE();
+		xmit = lwip_stats.tcp.xmit;
+		recv = lwip_stats.tcp.recv;
+		drop = lwip_stats.tcp.drop;
+		rterr = lwip_stats.tcp.rterr;
+		UNLOCK_TCPIP_CORE();
+		printf("# progress: lwip rx %" G_GUINT64_FORMAT " tx %" G_GUINT64_FORMAT
+		       " queued %" G_GUINT64_FORMAT " txdrop %" G_GUINT64_FORMAT
+		       "; tcp xmit %u recv %u drop %u rterr %u; usb rx_ntbs %" G_GUINT64_FORMAT
+		       " rx_bad %" G_GUINT64_FORMAT " rx_overflows %" G_GUINT64_FORMAT
+		       " tx_ntbs %" G_GUINT64_FORMAT " tx_would_block %" G_GUINT64_FORMAT
+		       " tx_errors %" G_GUINT64_FORMAT "\n",
+		       ls.rx_frames, ls.tx_frames, ls.tx_queued, ls.tx_drops, xmit, recv, drop,
+		       rterr, ds.rx_ntbs, ds.rx_bad_ntbs, ds.rx_overflows, ds.tx_ntbs,
+		       ds.tx_would_block, ds.tx_errors);
+		fflush(stdout);
+	}
+	return NULL;
+}
+
 static NcmLink *
 open_link(NcmContext *ctx, GError **error)
 {
@@ -471,7 +511,10 @@ open_link(NcmContext *ctx, GError **error)
 	}
 	ncm_device_options_init(&options);
 	dev = ncm_device_open(ctx, g_ptr_array_index(all, 0), &options, error);
-	return dev ? ncm_link_new_for_device(dev) : NULL;
+	if (dev == NULL)
+		return NULL;
+	device = g_object_ref(dev);
+	return ncm_link_new_for_device(dev);
 }
 
 /* Any TCP exchange proves the path (ARP, ND, the device's link-up). */
@@ -502,6 +545,7 @@ run_host(void)
 	NcmLwipNetifConfig config;
 	NcmLwipNetif *netif = NULL;
 	NcmLwipStats stats;
+	GThread *dog;
 	NcmLink *link;
 
 	ncm_lwip_netif_config_init(&config);
@@ -517,6 +561,7 @@ run_host(void)
 		printf("FAIL: setup: %s\n", error->message);
 		return 1;
 	}
+	dog = g_thread_new("watchdog", watchdog, NULL);
 	report(wait_reachable(opt_peer4) && wait_reachable(opt_peer6), "peer reachable over both families");
 	echo_concurrent(2);
 	bulk_up(opt_peer4, size);
@@ -534,7 +579,10 @@ run_host(void)
 	       stats.rx_frames, stats.rx_drops, stats.tx_frames, stats.tx_queued, stats.tx_drops,
 	       stats.tx_flushes, stats.main_dispatches);
 	report(stats.main_dispatches == 0, "no main-context dispatch on the data path");
+	g_atomic_int_set(&stop_watchdog, 1);
+	g_thread_join(dog);
 	ncm_lwip_netif_remove(netif);
+	g_clear_object(&device);
 	return failures ? 1 : 0;
 }
 
