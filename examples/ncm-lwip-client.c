@@ -54,7 +54,7 @@ static const GOptionEntry entries[] = {
 	 "Discard and count what arrives instead of printing (or echoing) it", NULL},
 	{"timeout", 't', 0, G_OPTION_ARG_INT, &opt_timeout_ms, "Connect timeout (default 10000)",
 	 "MS"},
-	{NULL},
+	{0},
 };
 
 /* ---- The link -------------------------------------------------------------------- */

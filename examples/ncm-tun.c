@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-tun: runs a USB CDC-NCM function as an ordinary network interface (TAP), like cdc_ncm. */
+/* ncm-tun: runs a USB CDC-NCM function as an ordinary network interface (TAP or TUN), like cdc_ncm. */
 #include <errno.h>
 #include <glib-unix.h>
 #include <grp.h>
@@ -35,6 +35,7 @@ static gchar *opt_pcap;
 static gchar *opt_user;
 static gboolean opt_ntb32;
 static gboolean opt_no_up;
+static gboolean opt_tun;
 
 static const GOptionEntry entries[] = {
 	{ "device", 'd', 0, G_OPTION_ARG_STRING_ARRAY, &opt_device,
@@ -58,6 +59,8 @@ static const GOptionEntry entries[] = {
 	  "Drop privileges to USER after opening the interface and the device", "USER" },
 	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32,
 	  "Use NTB32 when the device supports it", NULL },
+	{ "tun", 0, 0, G_OPTION_ARG_NONE, &opt_tun,
+	  "A TUN (IP only) interface instead of TAP; ncm-tun answers ARP and NDP itself", NULL },
 	{ "no-up", 0, 0, G_OPTION_ARG_NONE, &opt_no_up,
 	  "Leave the interface's addresses and up/down state alone", NULL },
 	{ NULL }
@@ -69,6 +72,8 @@ static const gchar description[] =
 	"  makes it an ordinary network interface through a TAP device: what the\n"
 	"  kernel's cdc_ncm would do, in userspace. The interface gets the function's\n"
 	"  MAC address (iMACAddress) and MTU, the addresses given, and is set up.\n"
+	"  With --tun the interface is IP-only (TUN) and ncm-tun speaks Ethernet\n"
+	"  for it, answering the device's ARP and neighbour solicitations.\n"
 	"  It runs in the foreground until SIGINT or SIGTERM, then gives the\n"
 	"  function back to cdc_ncm and removes the interface (unless it was\n"
 	"  created beforehand as a persistent interface).\n"
@@ -100,12 +105,14 @@ static const gchar description[] =
 	"NOTES\n"
 	"  Creating an interface needs CAP_NET_ADMIN; so do setting its MTU, MAC,\n"
 	"  addresses and up state. On a pre-created interface without that\n"
-	"  capability, ncm-tun warns and leaves its configuration to root.\n"
+	"  capability, ncm-tun says so and leaves its configuration to root.\n"
 	"  No /dev/net/tun: load the module (modprobe tun).\n"
 	"  The interface's carrier follows the device's NETWORK_CONNECTION\n"
 	"  notifications; functions without an interrupt endpoint are always up.\n"
 	"  Frames the kernel does not take fast enough are dropped and counted,\n"
 	"  never queued: the statistics show them as rx-drops.\n"
+	"  --pcap writes from the data threads: put the file on a fast local file\n"
+	"  system (tmpfs), or the capture slows the link down.\n"
 	"  With --user, a replugged device (--persist) is opened as USER: it needs\n"
 	"  access to the new /dev/bus/usb node.\n";
 
@@ -122,6 +129,7 @@ typedef struct {
 	NcmStats past;           /* summed over devices already closed */
 	guint sessions;
 	guint retry_id;
+	gboolean setup_left_to_root;
 	int status;
 } Tun;
 
@@ -151,6 +159,19 @@ print_rejects(const NcmStats *st)
 			fprintf(stderr, "  rx reject %-24s %" G_GUINT64_FORMAT "\n", name,
 				st->rx_rejects[i]);
 	}
+}
+
+/* The kernel's own drop counter: a TAP write never fails when the backlog is full. */
+static guint64
+kernel_counter(Tun *tun, const gchar *name)
+{
+	g_autofree gchar *path = g_strdup_printf("/sys/class/net/%s/statistics/%s",
+						 ncm_tap_get_name(tun->tap), name);
+	g_autofree gchar *text = NULL;
+
+	if (!g_file_get_contents(path, &text, NULL, NULL))
+		return 0;
+	return g_ascii_strtoull(text, NULL, 10);
 }
 
 static void
@@ -184,6 +205,11 @@ print_stats(Tun *tun)
 		" bursts, %" G_GUINT64_FORMAT " waits, %" G_GUINT64_FORMAT " dropped (invalid), %"
 		G_GUINT64_FORMAT " dropped (no device)\n", ts.tx_frames, ts.tx_bursts, ts.tx_waits,
 		ts.tx_drops_invalid, ts.tx_drops_closed);
+	fprintf(stderr, "  kernel: %" G_GUINT64_FORMAT " rx dropped, %" G_GUINT64_FORMAT
+		" tx dropped (the interface's own counters)\n", kernel_counter(tun, "rx_dropped"),
+		kernel_counter(tun, "tx_dropped"));
+	if (opt_tun)
+		fprintf(stderr, "  tun: %" G_GUINT64_FORMAT " ARP/NDP answers\n", ts.l3_answers);
 	if (tun->pcap)
 		fprintf(stderr, "  pcap: %" G_GUINT64_FORMAT " records, %" G_GUINT64_FORMAT
 			" lost\n", ncm_pcap_get_records(tun->pcap), ncm_pcap_get_lost(tun->pcap));
@@ -373,7 +399,10 @@ tun_detach(Tun *tun, const gchar *why)
 	g_signal_handlers_disconnect_by_data(tun->device, tun);
 	ncm_tap_set_carrier(tun->tap, FALSE, NULL);
 	/* Stops the reader, then ncm_device_close(): cdc_ncm gets the function back. */
-	ncm_tap_detach(tun->tap);
+	if (tun->link)
+		ncm_tap_detach(tun->tap);
+	else
+		ncm_device_close(tun->device);  /* setup failed before the data path started */
 	ncm_device_get_stats(tun->device, &st);
 	stats_add(&tun->past, &st);
 	ncm_link_free(g_steal_pointer(&tun->link));
@@ -393,7 +422,8 @@ tun_detach(Tun *tun, const gchar *why)
 
 /*
  * Without CAP_NET_ADMIN a pre-created interface is root's to configure: say
- * what to do and carry on. An interface we created must be configured.
+ * so once and skip the remaining steps. An interface we created must be
+ * configured.
  */
 static gboolean
 setup_step(Tun *tun, gboolean ok, GError **error)
@@ -402,9 +432,11 @@ setup_step(Tun *tun, gboolean ok, GError **error)
 		return TRUE;
 	if (ncm_tap_is_persistent(tun->tap) &&
 	    g_error_matches(*error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED)) {
-		g_warning("%s on %s: %s; configure it as root (ip link / ip addr)",
-			  "leaving setup", ncm_tap_get_name(tun->tap), (*error)->message);
+		g_message("%s was created beforehand and we may not configure it (%s): "
+			  "leaving its MTU, MAC, addresses and up state to root",
+			  ncm_tap_get_name(tun->tap), (*error)->message);
 		g_clear_error(error);
+		tun->setup_left_to_root = TRUE;
 		return TRUE;
 	}
 	return FALSE;
@@ -424,10 +456,13 @@ setup_interface(Tun *tun, GArray *prefixes, GError **error)
 	if (opt_mtu > 0)
 		mtu = (guint)opt_mtu;
 	ncm_device_get_mac(tun->device, tun->mac);
-	if (!setup_step(tun, ncm_rtnl_set_mtu(idx, mtu, error), error) ||
+	if (!setup_step(tun, ncm_rtnl_set_mtu(idx, mtu, error), error))
+		return FALSE;
+	/* A TUN interface has no link layer: the backend uses the MAC itself. */
+	if (!opt_tun && !tun->setup_left_to_root &&
 	    !setup_step(tun, ncm_rtnl_set_mac(idx, tun->mac, error), error))
 		return FALSE;
-	if (opt_no_up)
+	if (opt_no_up || tun->setup_left_to_root)
 		return TRUE;
 	for (guint i = 0; i < prefixes->len; i++) {
 		const NcmRtnlPrefix *p = &g_array_index(prefixes, NcmRtnlPrefix, i);
@@ -446,7 +481,7 @@ follow_mac(Tun *tun)
 	guint8 mac[6];
 
 	ncm_device_get_mac(tun->device, mac);
-	if (!memcmp(mac, tun->mac, 6))
+	if (opt_tun || !memcmp(mac, tun->mac, 6))
 		return;
 	if (!ncm_rtnl_set_mac(ncm_tap_get_ifindex(tun->tap), mac, &error))
 		g_warning("the device's MAC changed and the interface keeps its old one: %s",
@@ -576,7 +611,7 @@ tun_setup(Tun *tun, GArray *prefixes, GError **error)
 	tun->ctx = ncm_context_new(error);
 	if (!tun->ctx || !(info = select_function(tun, error)))
 		return FALSE;
-	tun->tap = ncm_tap_open(opt_name, error);
+	tun->tap = ncm_tap_open(opt_name, opt_tun ? NCM_TAP_MODE_TUN : NCM_TAP_MODE_TAP, error);
 	if (!tun->tap)
 		return FALSE;
 	if (opt_pcap && !(tun->pcap = ncm_pcap_open(opt_pcap, error)))
@@ -604,6 +639,7 @@ tun_cleanup(Tun *tun)
 	ncm_tap_free(tun->tap);
 	ncm_pcap_close(tun->pcap);
 	g_clear_object(&tun->ctx);
+	g_main_context_release(NULL);
 	g_main_loop_unref(tun->loop);
 }
 
@@ -619,6 +655,12 @@ main(int argc, char **argv)
 		return EXIT_SETUP;
 	}
 	tun.loop = g_main_loop_new(NULL, FALSE);
+	/*
+	 * Held for the whole run: g_main_context_invoke() from the libusb thread
+	 * would otherwise acquire a free default context during setup and run
+	 * our signal handlers right there, on the libusb thread.
+	 */
+	g_main_context_acquire(NULL);
 	/* Before setup: a signal then must still give the device back to cdc_ncm. */
 	g_unix_signal_add(SIGINT, on_quit_signal, &tun);
 	g_unix_signal_add(SIGTERM, on_quit_signal, &tun);

@@ -22,6 +22,12 @@ void ncm_context_remove_device(NcmContext *self, NcmDevice *device);
 /* Makes the event thread look at its timers before @deadline_us (monotonic). */
 void ncm_context_wake(NcmContext *self, gint64 deadline_us);
 void ncm_context_count_dispatch(NcmContext *self);
+/*
+ * Queues @func on @owner as an idle source. Never runs it in place:
+ * g_main_context_invoke() would run it on the calling (libusb) thread when
+ * nobody owns @owner, and signal handlers must not run there.
+ */
+void ncm_context_post(GMainContext *owner, GSourceFunc func, gpointer data, GDestroyNotify destroy);
 
 /* Implemented by the device: timed work, returns the next deadline. */
 gint64 ncm_device_tick(NcmDevice *device, gint64 now_us);

@@ -218,6 +218,17 @@ ncm_context_wake(NcmContext *self, gint64 deadline_us)
 }
 
 void
+ncm_context_post(GMainContext *owner, GSourceFunc func, gpointer data, GDestroyNotify destroy)
+{
+	GSource *source = g_idle_source_new();
+
+	g_source_set_priority(source, G_PRIORITY_DEFAULT);
+	g_source_set_callback(source, func, data, destroy);
+	g_source_attach(source, owner);
+	g_source_unref(source);
+}
+
+void
 ncm_context_count_dispatch(NcmContext *self)
 {
 	__atomic_add_fetch(&self->main_dispatches, 1, __ATOMIC_RELAXED);
@@ -334,8 +345,7 @@ hotplug_cb(libusb_context *ctx, libusb_device *dev, libusb_hotplug_event event, 
 	NcmContext *self = data;
 
 	ncm_context_count_dispatch(self);
-	g_main_context_invoke_full(self->owner, G_PRIORITY_DEFAULT, rescan_once_cb,
-				   g_object_ref(self), g_object_unref);
+	ncm_context_post(self->owner, rescan_once_cb, g_object_ref(self), g_object_unref);
 	return 0;
 }
 

@@ -86,7 +86,7 @@ post(NcmDevice *self, NcmEvent *ev)
 	ev->device = g_object_ref(self);
 	NCM_STAT_ADD(self, main_dispatches, 1);
 	ncm_context_count_dispatch(self->context);
-	g_main_context_invoke_full(self->owner, G_PRIORITY_DEFAULT, event_dispatch, ev, event_free);
+	ncm_context_post(self->owner, event_dispatch, ev, event_free);
 }
 
 void

@@ -229,10 +229,12 @@ ncm_lwip_netif_get_peer(NcmLwipNetif *netif, GSocketFamily family, GInetAddress 
  * Input runs on the link thread under the core lock, one lock hold per
  * batch of up to RX_BATCH frames (NCM_LWIP_INPUT_LOCKED, the default),
  * rather than as one tcpip_input() message per frame. Measured over TAP
- * (tests/unit/test-lwip-tap.c, NCM_LWIP_TAP_MIB=64, release build, 3 runs
- * each on a loaded 2-core host), Mbit/s:
- *   locked: kernel->lwIP 364, 390, 493   lwIP->kernel 369, 210, 382
- *   queued: kernel->lwIP 334, 280, 279   lwIP->kernel 231, 192, 374
+ * (tests/unit/test-lwip-tap.c, NCM_LWIP_TAP_MIB=64, release build, 2-core
+ * host shared with other jobs, 3 alternating runs each), Mbit/s:
+ *   locked: kernel->lwIP 1015, 829, 550   lwIP->kernel 637, 525, 508
+ *   queued: kernel->lwIP  421, 701, 537   lwIP->kernel 517, 650, 382
+ * and on a busier host: locked 364, 390, 493 / 369, 210, 382; queued
+ * 334, 280, 279 / 231, 192, 374.
  * Queueing costs a message, a mailbox hand-over and a thread wake-up per
  * frame; the lock is held for microseconds by writers (at most
  * LWIP_CONN_WRITE_MAX bytes copied), so the link thread barely waits.
@@ -459,9 +461,11 @@ ncm_lwip_netif_remove(NcmLwipNetif *n)
 {
 	if (n == NULL)
 		return;
-	/* No sink callback may run once the netif is gone. */
+	/* No sink callback may run once the netif is gone, and no frame it
+	 * queued to the tcpip thread may wait there. */
 	if (n->started)
 		n->link->ops->stop(n->link);
+	lwip_tcpip_barrier();
 	lwip_core_lock();
 	if (g_list_find(netifs, n) != NULL) {
 		dhcp_stop(&n->netif);

@@ -52,6 +52,10 @@ void lwip_schedule_flush(void);
 /* Core lock held: flushes every netif with output since its last flush. */
 void lwip_netifs_flush(void);
 
+/* Waits until the tcpip thread has handled everything queued so far (such
+ * as frames from NCM_LWIP_INPUT_QUEUED). Not under the core lock. */
+void lwip_tcpip_barrier(void);
+
 /* GInetAddress <-> ip_addr_t (no zone). */
 void lwip_addr_from_gio(GInetAddress *address, ip_addr_t *ret_ip);
 GInetAddress *lwip_addr_to_gio(const ip_addr_t *ip);

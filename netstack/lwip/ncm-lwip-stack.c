@@ -91,6 +91,41 @@ lwip_schedule_flush(void)
 		lwip_netifs_flush();
 }
 
+typedef struct {
+	GMutex lock;
+	GCond cond;
+	gboolean done;
+} Barrier;
+
+static void
+barrier_reached(void *arg)
+{
+	Barrier *b = arg;
+
+	ncm_lwip_mutex_lock(&b->lock);
+	b->done = TRUE;
+	g_cond_signal(&b->cond);
+	ncm_lwip_mutex_unlock(&b->lock);
+}
+
+void
+lwip_tcpip_barrier(void)
+{
+	Barrier b = {.done = FALSE};
+
+	g_mutex_init(&b.lock);
+	g_cond_init(&b.cond);
+	/* The mailbox is FIFO: once this runs, everything before it has. */
+	if (tcpip_callback(barrier_reached, &b) == ERR_OK) {
+		ncm_lwip_mutex_lock(&b.lock);
+		while (!b.done)
+			ncm_lwip_cond_wait(&b.cond, &b.lock);
+		ncm_lwip_mutex_unlock(&b.lock);
+	}
+	g_cond_clear(&b.cond);
+	g_mutex_clear(&b.lock);
+}
+
 static void
 tcpip_ready(void *arg)
 {

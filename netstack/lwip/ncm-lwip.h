@@ -17,7 +17,10 @@
  * application reads; lwIP's send queue holds at most TCP_SND_BUF (4 MiB).
  * Per UDP socket: at most NCM_LWIP_UDP_MAX_QUEUED datagrams and
  * NCM_LWIP_UDP_MAX_BYTES bytes wait to be received; more are dropped.
- * Per netif: at most NCM_LWIP_TXQ_LEN frames wait for link room.
+ * Per netif: at most NCM_LWIP_TXQ_LEN frames wait for link room (after
+ * NCM_SEND_WOULD_BLOCK), as references to lwIP's pbufs: TCP segments are
+ * not copied, so the queue costs 32 KiB of pointers; frames beyond it are
+ * dropped and counted (TCP retransmits them).
  */
 
 #include <gio/gio.h>
@@ -28,7 +31,7 @@ G_BEGIN_DECLS
 
 #define NCM_LWIP_UDP_MAX_QUEUED 1024
 #define NCM_LWIP_UDP_MAX_BYTES (4 * 1024 * 1024)
-#define NCM_LWIP_TXQ_LEN 256
+#define NCM_LWIP_TXQ_LEN 4096
 
 /**
  * NcmLwipInputMode:
@@ -127,8 +130,8 @@ G_DECLARE_FINAL_TYPE(NcmLwipConnection, ncm_lwip_connection, NCM_LWIP, CONNECTIO
 /*
  * Connects to @address. @timeout_ms 0 leaves it to lwIP's SYN retries.
  * Link-local IPv6 without a scope id goes out of the default netif, or the
- * first one. Errors: CONNECTION_REFUSED, TIMED_OUT, HOST_UNREACHABLE,
- * CANCELLED. Thread: any; blocks.
+ * first one. Errors: CONNECTION_REFUSED, TIMED_OUT, NETWORK_UNREACHABLE (no
+ * route: off-link without a gateway), CANCELLED. Thread: any; blocks.
  */
 NcmLwipConnection *ncm_lwip_stack_connect(NcmLwipStack *self, GInetSocketAddress *address,
 					  guint timeout_ms, GCancellable *cancellable,

@@ -18,8 +18,15 @@ NcmPcap *ncm_pcap_open(const gchar *path, GError **error);
  */
 void ncm_pcap_write(NcmPcap *pcap, const guint8 *frame, gsize len);
 
-/* Pushes buffered records to the file (e.g. at the end of a burst). Thread: any. */
+/* Pushes buffered records to the file now. Thread: any. */
 void ncm_pcap_flush(NcmPcap *pcap);
+
+/*
+ * The data path's flush, at the end of a burst or NTB: at most every
+ * 100 ms, so that a capture costs no write() per NTB yet a crash loses
+ * little. Thread: any.
+ */
+void ncm_pcap_flush_soon(NcmPcap *pcap);
 
 /* Records written so far, and records lost to write errors. Thread: any. */
 guint64 ncm_pcap_get_records(NcmPcap *pcap);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-rtnl.h: interface setup over rtnetlink (MTU, MAC, addresses, up, carrier), no `ip` needed. */
+/* ncm-rtnl.h: interface setup over rtnetlink (MTU, MAC, addresses, up), no `ip` needed. */
 #pragma once
 
 #include <glib.h>

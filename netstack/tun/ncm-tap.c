@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-tap.c: the TAP backend: sink writes for RX, a draining reader thread for TX. */
 #include "ncm-tap.h"
+#include "ncm-tap-l3.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,10 +32,12 @@ struct _NcmTap {
 	gchar *name;
 	int ifindex;
 	gboolean persistent;
+	NcmTapMode mode;
+	TapL3 l3;         /* TUN mode only */
 	NcmPcap *pcap;    /* set while detached, read by both data threads */
 	NcmLink *link;    /* owner's thread writes it, only while the reader is stopped */
 	GThread *reader;
-	guint8 *buf;      /* the reader's frame buffer */
+	guint8 *buf;      /* the reader's frame buffer, TAP_ETH_HLEN + TAP_READ_BUF */
 	NcmTapStats stats;
 };
 
@@ -48,6 +51,9 @@ sink_receive(gpointer user_data, const guint8 *frame, gsize len)
 
 	if (tap->pcap)
 		ncm_pcap_write(tap->pcap, frame, len);
+	if (tap->mode == NCM_TAP_MODE_TUN &&
+	    !(frame = tap_l3_from_frame(&tap->l3, tap->link, frame, len, &len)))
+		return;
 	do
 		n = write(tap->fd, frame, len);
 	while (n < 0 && errno == EINTR);
@@ -67,8 +73,10 @@ sink_receive_done(gpointer user_data)
 {
 	NcmTap *tap = user_data;
 
+	if (tap->mode == NCM_TAP_MODE_TUN)
+		tap_l3_receive_done(&tap->l3, tap->link);
 	if (tap->pcap)
-		ncm_pcap_flush(tap->pcap);
+		ncm_pcap_flush_soon(tap->pcap);
 }
 
 static void
@@ -149,26 +157,48 @@ send_frame(NcmTap *tap, const guint8 *frame, gsize len)
 	}
 }
 
+#define READ_ERROR (-1)
+#define READ_DROPPED (-2)
+
+/*
+ * One packet from the fd into tap->buf as an Ethernet frame: its length,
+ * 0 on EAGAIN, READ_ERROR, or READ_DROPPED for a packet TUN mode cannot frame.
+ */
+static gssize
+read_frame(NcmTap *tap)
+{
+	gsize head = tap->mode == NCM_TAP_MODE_TUN ? TAP_ETH_HLEN : 0;
+	ssize_t n;
+
+	do
+		n = read(tap->fd, tap->buf + head, TAP_READ_BUF);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return 0;
+	if (n <= 0) {
+		/* EBADFD while the interface is being torn down, for instance. */
+		STAT_ADD(tap, tx_read_errors, 1);
+		g_debug("tap: read: %s", n < 0 ? g_strerror(errno) : "end of file");
+		g_usleep(10000);
+		return READ_ERROR;
+	}
+	if (head && !tap_l3_to_frame(&tap->l3, tap->link->mac, tap->buf, (gsize)n)) {
+		STAT_ADD(tap, tx_drops_invalid, 1);
+		return READ_DROPPED;
+	}
+	return (gssize)(n + (ssize_t)head);
+}
+
 /* Reads until EAGAIN, then flushes once. FALSE when the reader must stop. */
 static gboolean
 drain_burst(NcmTap *tap)
 {
 	guint frames = 0;
+	gssize n;
 
-	for (;;) {
-		ssize_t n = read(tap->fd, tap->buf, TAP_READ_BUF);
-
-		if (n < 0 && errno == EINTR)
+	while ((n = read_frame(tap)) != 0 && n != READ_ERROR) {
+		if (n == READ_DROPPED)
 			continue;
-		if (n < 0 && errno == EAGAIN)
-			break;
-		if (n <= 0) {
-			/* EBADFD while the interface is being torn down, for instance. */
-			STAT_ADD(tap, tx_read_errors, 1);
-			g_debug("tap: read: %s", n < 0 ? g_strerror(errno) : "end of file");
-			g_usleep(10000);
-			break;
-		}
 		if (!send_frame(tap, tap->buf, (gsize)n))
 			return FALSE;
 		frames++;
@@ -177,7 +207,7 @@ drain_burst(NcmTap *tap)
 		ncm_link_flush(tap->link);
 		STAT_ADD(tap, tx_bursts, 1);
 		if (tap->pcap)
-			ncm_pcap_flush(tap->pcap);
+			ncm_pcap_flush_soon(tap->pcap);
 	}
 	return TRUE;
 }
@@ -227,7 +257,7 @@ ncm_tap_detach(NcmTap *tap)
 }
 
 static NcmTap *
-tap_new(int fd, const gchar *name)
+tap_new(int fd, NcmTapMode mode, const gchar *name)
 {
 	NcmTap *tap = g_new0(NcmTap, 1);
 	int flags = fcntl(fd, F_GETFL);
@@ -236,18 +266,25 @@ tap_new(int fd, const gchar *name)
 	if (flags >= 0)
 		fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 	tap->fd = fd;
+	tap->mode = mode;
 	tap->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	tap->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	g_assert(tap->wake_fd >= 0 && tap->stop_fd >= 0);
 	tap->name = g_strdup(name ? name : "");
-	tap->buf = g_malloc(TAP_READ_BUF);
+	tap->buf = g_malloc(TAP_ETH_HLEN + TAP_READ_BUF);
 	return tap;
 }
 
 NcmTap *
-ncm_tap_new_for_fd(int fd, const gchar *name)
+ncm_tap_new_for_fd(int fd, NcmTapMode mode, const gchar *name)
 {
-	return tap_new(fd, name);
+	return tap_new(fd, mode, name);
+}
+
+NcmTapMode
+ncm_tap_get_mode(NcmTap *tap)
+{
+	return tap->mode;
 }
 
 static gboolean
@@ -258,25 +295,26 @@ tap_open_error(GError **error, int err, const gchar *name)
 			    "no /dev/net/tun: load the tun module (modprobe tun)");
 	else if (err == EPERM || err == EACCES)
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
-			    "creating TAP interface %s needs CAP_NET_ADMIN: run as root, or have "
+			    "creating interface %s needs CAP_NET_ADMIN: run as root, or have "
 			    "root create it beforehand with an owner "
 			    "(ip tuntap add mode tap user USER name ncm0) and use that name",
 			    name);
 	else if (err == EBUSY)
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_BUSY,
-			    "TAP interface %s is already in use by another process", name);
+			    "interface %s is already in use by another process", name);
 	else if (err == EINVAL)
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-			    "%s exists but is not a single-queue TAP interface: pick another name",
+			    "%s exists but is not a single-queue interface of this kind (TAP or TUN): "
+			    "pick another name",
 			    name);
 	else
 		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(err),
-			    "cannot open TAP interface %s: %s", name, g_strerror(err));
+			    "cannot open interface %s: %s", name, g_strerror(err));
 	return FALSE;
 }
 
 NcmTap *
-ncm_tap_open(const gchar *name, GError **error)
+ncm_tap_open(const gchar *name, NcmTapMode mode, GError **error)
 {
 	struct ifreq ifr = { 0 };
 	NcmTap *tap;
@@ -290,11 +328,17 @@ ncm_tap_open(const gchar *name, GError **error)
 		return NULL;
 	}
 	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+			    "no permission to open /dev/net/tun: it is normally mode 0666 "
+			    "(udev's default rule); run as root or fix its mode");
+		return NULL;
+	}
 	if (fd < 0) {
 		tap_open_error(error, errno, name);
 		return NULL;
 	}
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	ifr.ifr_flags = (mode == NCM_TAP_MODE_TUN ? IFF_TUN : IFF_TAP) | IFF_NO_PI;
 	g_strlcpy(ifr.ifr_name, name, IFNAMSIZ);
 	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
 		err = errno;
@@ -302,7 +346,7 @@ ncm_tap_open(const gchar *name, GError **error)
 		tap_open_error(error, err, name);
 		return NULL;
 	}
-	tap = tap_new(fd, ifr.ifr_name);
+	tap = tap_new(fd, mode, ifr.ifr_name);
 	tap->ifindex = (int)if_nametoindex(ifr.ifr_name);
 	if (ioctl(fd, TUNGETIFF, &ifr) == 0)
 		tap->persistent = (ifr.ifr_flags & IFF_PERSIST) != 0;
@@ -338,6 +382,7 @@ ncm_tap_set_pcap(NcmTap *tap, NcmPcap *pcap)
 {
 	g_return_if_fail(!tap->link);
 	tap->pcap = pcap;
+	tap->l3.pcap = pcap;
 }
 
 gboolean
@@ -370,6 +415,7 @@ ncm_tap_get_stats(NcmTap *tap, NcmTapStats *ret_stats)
 	ret_stats->tx_drops_invalid = STAT_GET(tap, tx_drops_invalid);
 	ret_stats->tx_drops_closed = STAT_GET(tap, tx_drops_closed);
 	ret_stats->tx_read_errors = STAT_GET(tap, tx_read_errors);
+	ret_stats->l3_answers = __atomic_load_n(&tap->l3.answered, __ATOMIC_RELAXED);
 }
 
 void

@@ -21,6 +21,21 @@ G_BEGIN_DECLS
  */
 typedef struct _NcmTap NcmTap;
 
+/*
+ * NCM_TAP_MODE_TAP: the kernel sees Ethernet (IFF_TAP), with the MAC set on
+ * the interface; everything passes through unchanged.
+ * NCM_TAP_MODE_TUN: the kernel sees IP only (IFF_TUN). The backend then
+ * speaks Ethernet for it: frames carry the link's MAC as source and the
+ * peer's (learned from what the device sends; broadcast until then) as
+ * destination, and it answers the device's ARP requests and neighbour
+ * solicitations itself, for any address, since everything beyond the
+ * device is reached through this interface.
+ */
+typedef enum {
+	NCM_TAP_MODE_TAP,
+	NCM_TAP_MODE_TUN,
+} NcmTapMode;
+
 typedef struct {
 	guint64 rx_frames;         /* device → kernel: frames written to the fd */
 	guint64 rx_bytes;
@@ -33,19 +48,22 @@ typedef struct {
 	guint64 tx_drops_invalid;  /* too short or too long for the link */
 	guint64 tx_drops_closed;   /* the link was closed or gone */
 	guint64 tx_read_errors;
+	guint64 l3_answers;        /* TUN mode: ARP replies and neighbour adverts sent */
 } NcmTapStats;
 
 /*
- * Opens /dev/net/tun and attaches to (or creates) the TAP interface @name
- * (IFF_TAP | IFF_NO_PI); "%d" in @name lets the kernel number it; NULL means
- * "ncm%d". A non-persistent interface disappears with ncm_tap_free().
+ * Opens /dev/net/tun and attaches to (or creates) the interface @name
+ * (IFF_TAP or IFF_TUN by @mode, with IFF_NO_PI); "%d" in @name lets the
+ * kernel number it; NULL means "ncm%d". A non-persistent interface
+ * disappears with ncm_tap_free().
  * Errors say what to do (modprobe tun, CAP_NET_ADMIN, pre-created owner).
  * Thread: any.
  */
-NcmTap *ncm_tap_open(const gchar *name, GError **error);
+NcmTap *ncm_tap_open(const gchar *name, NcmTapMode mode, GError **error);
 
-/* Wraps an fd that carries one frame per read/write (tests: a socketpair). Takes @fd. */
-NcmTap *ncm_tap_new_for_fd(int fd, const gchar *name);
+/* Wraps an fd that carries one packet per read/write (tests: a socketpair). Takes @fd. */
+NcmTap *ncm_tap_new_for_fd(int fd, NcmTapMode mode, const gchar *name);
+NcmTapMode ncm_tap_get_mode(NcmTap *tap);
 
 const gchar *ncm_tap_get_name(NcmTap *tap);
 /* The interface index, 0 when the fd is not a TAP interface. */

@@ -33,6 +33,13 @@ static NcmLwipNetif *netif;
 static guint8 kernel_mac[6];
 static const guint8 lwip_mac[6] = {0x02, 0x00, 0x00, 0x00, 0x78, 0x02};
 
+/* struct in6_ifreq from <linux/ipv6.h>, which clashes with <netinet/in.h>. */
+struct tap_in6_ifreq {
+	struct in6_addr addr;
+	guint32 prefixlen;
+	int ifindex;
+};
+
 /* ---- Helpers -------------------------------------------------------------------- */
 
 /* Skips without a netns/TAP, but fails in CI, where the setup must work. */
@@ -316,6 +323,33 @@ write_and_close(GOutputStream *out, const guint8 *data, gsize size)
 	g_assert_true(g_output_stream_close(out, NULL, &error));
 }
 
+/* The kernel's TCP retransmission count in our namespace (0 if unreadable). */
+static guint64
+kernel_retransmits(void)
+{
+	g_autofree char *text = NULL;
+	g_auto(GStrv) lines = NULL;
+	guint64 value = 0;
+
+	if (!g_file_get_contents("/proc/net/snmp", &text, NULL, NULL))
+		return 0;
+	lines = g_strsplit(text, "\n", -1);
+	for (guint i = 0; lines[i] != NULL && lines[i + 1] != NULL; i++) {
+		g_auto(GStrv) names = NULL;
+		g_auto(GStrv) values = NULL;
+
+		if (!g_str_has_prefix(lines[i], "Tcp:") || !g_str_has_prefix(lines[i + 1], "Tcp:"))
+			continue;
+		names = g_strsplit(lines[i], " ", -1);
+		values = g_strsplit(lines[i + 1], " ", -1);
+		for (guint j = 0; names[j] != NULL && values[j] != NULL; j++)
+			if (g_str_equal(names[j], "RetransSegs"))
+				value = g_ascii_strtoull(values[j], NULL, 10);
+		break;
+	}
+	return value;
+}
+
 /* ---- TCP: lwIP client, kernel server ---------------------------------------------- */
 
 /* lwIP sends @size bytes to a kernel server, which answers @size bytes
@@ -334,6 +368,8 @@ run_client_transfer(const char *kernel_ip, gsize size, const char *label)
 	gint64 t0, t1, t2;
 	GThread *thread;
 	gssize got;
+
+	guint64 retrans = kernel_retransmits();
 
 	k.fd = kernel_socket(kernel_ip, SOCK_STREAM, &k.port);
 	thread = g_thread_new("kernel-server", kernel_sink_source, &k);
@@ -368,10 +404,12 @@ run_client_transfer(const char *kernel_ip, gsize size, const char *label)
 			 (after.tx_frames - before.tx_frames) / 2);
 	g_test_message("%s: lwIP->kernel %.0f Mbit/s, kernel->lwIP %.0f Mbit/s (%" G_GSIZE_FORMAT
 		       " bytes each; %" G_GUINT64_FORMAT " frames out, %" G_GUINT64_FORMAT
-		       " flushes, %" G_GUINT64_FORMAT " window posts)",
+		       " flushes, %" G_GUINT64_FORMAT " window posts, %" G_GUINT64_FORMAT
+		       " tx drops so far; kernel retransmitted %" G_GUINT64_FORMAT " segments)",
 		       label, mbit_per_s(size, t1 - t0), mbit_per_s(size, t2 - t1), size,
 		       after.tx_frames - before.tx_frames, after.tx_flushes - before.tx_flushes,
-		       after.window_posts - before.window_posts);
+		       after.window_posts - before.window_posts, after.tx_drops,
+		       kernel_retransmits() - retrans);
 }
 
 /* NCM_LWIP_TAP_MIB=N transfers N MiB each way instead: for measuring. */
@@ -878,14 +916,136 @@ test_peer(void)
 	g_assert_cmpmem(mac, 6, kernel_mac, 6);
 }
 
-/* ---- Network namespace and TAP set-up ------------------------------------------------------ */
+/* ---- IPv6 link-local and SLAAC ---------------------------------------------------------- */
 
-/* struct in6_ifreq from <linux/ipv6.h>, which clashes with <netinet/in.h>. */
-struct tap_in6_ifreq {
-	struct in6_addr addr;
-	guint32 prefixlen;
-	int ifindex;
-};
+/* Connects to the kernel at @ip (with @scope), echoes a little, and
+ * returns the local address lwIP used. */
+static GInetSocketAddress *
+echo_once(const char *ip, guint scope)
+{
+	EchoServer server = {.n = 1};
+	g_autoptr(GInetAddress) inet = g_inet_address_new_from_string(ip);
+	g_autoptr(GSocketAddress) addr = NULL;
+	g_autoptr(NcmLwipConnection) conn = NULL;
+	g_autoptr(GError) error = NULL;
+	GInetSocketAddress *local;
+	char buf[6] = {0};
+	GThread *thread;
+	guint16 port;
+
+	server.fd = kernel_dual_listener(&port);
+	thread = g_thread_new("echo-server", kernel_echo_server, &server);
+	addr = g_object_new(G_TYPE_INET_SOCKET_ADDRESS, "address", inet, "port", (guint)port,
+			    "scope-id", scope, NULL);
+	conn = ncm_lwip_stack_connect(stack, G_INET_SOCKET_ADDRESS(addr), 10000, NULL, &error);
+	g_assert_no_error(error);
+	write_and_close(g_io_stream_get_output_stream(G_IO_STREAM(conn)), (const guint8 *)"hello", 5);
+	g_assert_true(g_input_stream_read_all(g_io_stream_get_input_stream(G_IO_STREAM(conn)), buf,
+					      5, NULL, NULL, &error));
+	g_assert_cmpstr(buf, ==, "hello");
+	local = g_object_ref(ncm_lwip_connection_get_local_address(conn));
+	g_io_stream_close(G_IO_STREAM(conn), NULL, NULL);
+	g_thread_join(thread);
+	close(server.fd);
+	return local;
+}
+
+static void
+test_link_local(void)
+{
+	g_autoptr(GInetSocketAddress) local = NULL;
+	char ip[64];
+
+	if (!have_tap())
+		return;
+	/* The kernel's EUI-64 link-local address, reached through our netif's scope. */
+	g_snprintf(ip, sizeof(ip), "fe80::%02x%02x:%02xff:fe%02x:%02x%02x", kernel_mac[0] ^ 2,
+		   kernel_mac[1], kernel_mac[2], kernel_mac[3], kernel_mac[4], kernel_mac[5]);
+	local = echo_once(ip, ncm_lwip_netif_get_index(netif));
+	g_assert_true(g_inet_address_get_is_link_local(g_inet_socket_address_get_address(local)));
+}
+
+/* A router advertisement for fd79::/64 (autonomous), from the kernel's
+ * link-local address to all nodes, as radvd would send it. */
+static void
+send_router_advertisement(void)
+{
+	struct sockaddr_in6 to = {.sin6_family = AF_INET6};
+	guint8 ra[16 + 32 + 8] = {134, 0, 0, 0, 64, 0, 0, 0};
+	guint8 *pi = ra + 16, *sll = ra + 48;
+	int fd = socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMPV6);
+	int hops = 255;
+	guint32 life = htonl(3600);
+
+	g_assert_cmpint(fd, >=, 0);
+	pi[0] = 3; /* prefix information */
+	pi[1] = 4;
+	pi[2] = 64;
+	pi[3] = 0xC0; /* on-link, autonomous */
+	memcpy(pi + 4, &life, 4);
+	memcpy(pi + 8, &life, 4);
+	inet_pton(AF_INET6, "fd79::", pi + 16);
+	sll[0] = 1; /* source link-layer address */
+	sll[1] = 1;
+	memcpy(sll + 2, kernel_mac, 6);
+	g_assert_no_errno(setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, &hops, sizeof(hops)));
+	inet_pton(AF_INET6, "ff02::1", &to.sin6_addr);
+	to.sin6_scope_id = if_nametoindex(TAP_NAME);
+	/* The kernel fills in the ICMPv6 checksum of raw ICMPv6 sockets. */
+	g_assert_cmpint(sendto(fd, ra, sizeof(ra), 0, (struct sockaddr *)&to, sizeof(to)), ==,
+			sizeof(ra));
+	close(fd);
+}
+
+static GInetAddress *
+find_slaac_address(void)
+{
+	g_autoptr(GInetAddress) prefix = g_inet_address_new_from_string("fd79::");
+	g_autoptr(GInetAddressMask) mask = g_inet_address_mask_new(prefix, 64, NULL);
+	GList *addresses = ncm_lwip_netif_get_addresses(netif);
+	GInetAddress *found = NULL;
+
+	for (GList *l = addresses; l != NULL && found == NULL; l = l->next)
+		if (g_inet_address_mask_matches(mask, l->data))
+			found = g_object_ref(l->data);
+	g_list_free_full(addresses, g_object_unref);
+	return found;
+}
+
+static void
+test_slaac(void)
+{
+	gint64 end = g_get_monotonic_time() + 20 * G_TIME_SPAN_SECOND;
+	g_autoptr(GInetAddress) slaac = NULL;
+	g_autoptr(GInetSocketAddress) local = NULL;
+	g_autofree char *text = NULL;
+	struct tap_in6_ifreq r6 = {.prefixlen = 64};
+	int ctl6;
+
+	if (!have_tap())
+		return;
+	g_assert_null(find_slaac_address());
+	send_router_advertisement();
+	/* One DAD probe (lwipopts.h) takes about a second. */
+	while ((slaac = find_slaac_address()) == NULL && g_get_monotonic_time() < end)
+		g_usleep(50 * 1000);
+	g_assert_nonnull(slaac);
+	/* The interface id is the EUI-64 of our MAC. */
+	text = g_inet_address_to_string(slaac);
+	g_assert_cmpstr(text, ==, "fd79::ff:fe00:7802");
+
+	/* And it is used: the kernel gets an address in the prefix, lwIP
+	 * picks the SLAAC address as its source. */
+	ctl6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	r6.ifindex = (int)if_nametoindex(TAP_NAME);
+	inet_pton(AF_INET6, "fd79::1", &r6.addr);
+	g_assert_no_errno(ioctl(ctl6, SIOCSIFADDR, &r6));
+	close(ctl6);
+	local = echo_once("fd79::1", 0);
+	g_assert_true(g_inet_address_equal(g_inet_socket_address_get_address(local), slaac));
+}
+
+/* ---- Network namespace and TAP set-up ------------------------------------------------------ */
 
 static gboolean
 write_file(const char *path, const char *text)
@@ -993,7 +1153,7 @@ attach_lwip(int fd)
 	config.ipv4_prefix = 24;
 	config.ipv6 = v6;
 	config.ipv6_dad = FALSE;
-	config.ipv6_slaac = FALSE;
+	config.ipv6_slaac = TRUE; /* only test_slaac() sends an advertisement */
 	stack = ncm_lwip_stack_get_default();
 	netif = ncm_lwip_netif_add(stack, ncm_link_new_for_tap_fd(fd, lwip_mac, 1514), &config,
 				   &error);
@@ -1030,6 +1190,8 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-tap/tcp/async-echo", test_async_echo);
 	g_test_add_func("/lwip-tap/udp/echo", test_udp_echo);
 	g_test_add_func("/lwip-tap/netif/peer", test_peer);
+	g_test_add_func("/lwip-tap/ipv6/link-local", test_link_local);
+	g_test_add_func("/lwip-tap/ipv6/slaac", test_slaac);
 	ret = g_test_run();
 	if (netif != NULL)
 		ncm_lwip_netif_remove(netif);

@@ -429,7 +429,7 @@ configured_tap(guint mtu)
 {
 	GError *error = NULL;
 	NcmRtnlPrefix p4, p6;
-	NcmTap *tap = ncm_tap_open("ncmtest%d", &error);
+	NcmTap *tap = ncm_tap_open("ncmtest%d", NCM_TAP_MODE_TAP, &error);
 	int idx;
 
 	g_assert_no_error(error);
@@ -728,7 +728,7 @@ test_burst_socketpair(void)
 	int sp[2];
 
 	g_assert_cmpint(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp), ==, 0);
-	rig_attach(&rig, ncm_tap_new_for_fd(sp[0], NULL), FALSE);
+	rig_attach(&rig, ncm_tap_new_for_fd(sp[0], NCM_TAP_MODE_TAP, NULL), FALSE);
 	g_assert_cmpint(ncm_tap_get_ifindex(rig.tap), ==, 0);
 	run_burst(&rig, inject_write, sp[1]);
 	rig_free(&rig);
@@ -773,7 +773,7 @@ test_burst_kernel(void)
 
 	if (!require_netns())
 		return;
-	tap = ncm_tap_open("ncmtest%d", &error);
+	tap = ncm_tap_open("ncmtest%d", NCM_TAP_MODE_TAP, &error);
 	g_assert_no_error(error);
 	knob = g_strdup_printf("/proc/sys/net/ipv6/conf/%s/disable_ipv6", ncm_tap_get_name(tap));
 	write_sysctl(knob, "1");
@@ -804,7 +804,7 @@ test_rx_full_drops(void)
 	ssize_t r;
 
 	g_assert_cmpint(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp), ==, 0);
-	rig_attach(&rig, ncm_tap_new_for_fd(sp[0], NULL), FALSE);
+	rig_attach(&rig, ncm_tap_new_for_fd(sp[0], NCM_TAP_MODE_TAP, NULL), FALSE);
 	for (guint i = 1; i <= n; i++) {
 		memcpy(f + 16, &i, sizeof(i));
 		rig.fake->sink->receive(rig.fake->sink_data, f, sizeof(f));
@@ -826,6 +826,174 @@ test_rx_full_drops(void)
 	g_assert_cmpuint(got, ==, st.rx_frames);
 	g_test_message("%u frames: %" G_GUINT64_FORMAT " delivered, %" G_GUINT64_FORMAT
 		       " dropped", n, st.rx_frames, st.rx_drops_full);
+	rig_free(&rig);
+	close(sp[1]);
+}
+
+/* ---- TUN (L3) mode ----------------------------------------------------------- */
+
+/* The Internet checksum of an ICMPv6 message in @frame, pseudo-header included: 0 if valid. */
+static guint16
+icmp6_verify(const guint8 *frame)
+{
+	const guint8 *ip = frame + 14;
+	guint16 plen = get_be16(ip + 4);
+	guint32 sum = plen + 58u;
+
+	for (guint i = 0; i < 32; i += 2)
+		sum += get_be16(ip + 8 + i);
+	return inet_csum(ip + 40, plen, sum);
+}
+
+static void
+assert_from_tap(FakeLink *f, gint at, guint16 type)
+{
+	GBytes *b = g_array_index(f->events, LinkEvent, at).frame;
+	const guint8 *p = g_bytes_get_data(b, NULL);
+
+	g_assert_cmpmem(p + 6, 6, tap_mac, 6);
+	g_assert_cmpuint(get_be16(p + 12), ==, type);
+}
+
+/* Without waiting: is there a flush after event @at already? */
+static gboolean
+fake_flushed_after(FakeLink *f, guint at)
+{
+	gboolean found = FALSE;
+
+	pthread_mutex_lock(&f->lock);
+	for (guint i = at + 1; i < f->events->len && !found; i++)
+		found = g_array_index(f->events, LinkEvent, i).frame == NULL;
+	pthread_mutex_unlock(&f->lock);
+	return found;
+}
+
+static guint64
+l3_answers(NcmTap *tap)
+{
+	NcmTapStats st;
+
+	ncm_tap_get_stats(tap, &st);
+	return st.l3_answers;
+}
+
+/* The backend answers ARP and NS itself; IP goes to the kernel and back, framed. */
+static void
+test_tun_kernel(void)
+{
+	Rig rig = { 0 };
+	GError *error = NULL;
+	NcmRtnlPrefix p4, p6;
+	guint8 f[128];
+	gint at;
+	NcmTap *tap;
+	g_autoptr(GPtrArray) recorded = NULL;
+
+	if (!require_netns())
+		return;
+	tap = ncm_tap_open("ncmtun%d", NCM_TAP_MODE_TUN, &error);
+	g_assert_no_error(error);
+	assert_ok(ncm_rtnl_prefix_parse(&p4, "192.168.79.1/24", &error), error);
+	assert_ok(ncm_rtnl_prefix_parse(&p6, "fd79::1/64", &error), error);
+	assert_ok(ncm_rtnl_set_up(ncm_tap_get_ifindex(tap), TRUE, &error), error);
+	assert_ok(ncm_rtnl_add_address(ncm_tap_get_ifindex(tap), &p4, FALSE, &error), error);
+	assert_ok(ncm_rtnl_add_address(ncm_tap_get_ifindex(tap), &p6, TRUE, &error), error);
+	rig_attach(&rig, tap, TRUE);
+	/* Answered and flushed on the receiving thread, before fake_receive() returns. */
+	fake_receive(rig.fake, f, arp_request(f));
+	g_assert_cmpuint(l3_answers(tap), ==, 1);
+	at = fake_wait_frame(rig.fake, 0, is_arp_reply, NULL);
+	g_assert_cmpint(at, >=, 0);
+	g_assert_true(fake_flushed_after(rig.fake, (guint)at));
+	at = exchange(&rig, f, icmp_echo(f, 7), is_echo_reply, GUINT_TO_POINTER(7));
+	assert_from_tap(rig.fake, at, 0x0800);
+	fake_receive(rig.fake, f, ndp_solicit(f));
+	at = fake_wait_frame(rig.fake, 0, is_ndp_advert, NULL);
+	g_assert_cmpint(at, >=, 0);
+	assert_from_tap(rig.fake, at, 0x86dd);
+	g_assert_true(fake_flushed_after(rig.fake, (guint)at));
+	g_assert_cmpuint(icmp6_verify(g_bytes_get_data(
+		g_array_index(rig.fake->events, LinkEvent, at).frame, NULL)), ==, 0);
+	g_assert_cmpuint(l3_answers(tap), ==, 2);
+	/* Duplicate address detection (source ::) must stay unanswered. */
+	ndp_solicit(f);
+	memset(f + 14 + 8, 0, 16);
+	fake_receive(rig.fake, f, 14 + 72);
+	g_assert_cmpuint(l3_answers(tap), ==, 2);
+	/* The answers crossed the NTB boundary too: the capture has them. */
+	ncm_tap_detach(tap);
+	ncm_pcap_flush(rig.pcap);
+	recorded = pcap_read(rig.pcap_path);
+	g_assert_true(frames_contain(recorded, is_arp_reply, NULL));
+	g_assert_true(frames_contain(recorded, is_ndp_advert, NULL));
+	g_assert_true(frames_contain(recorded, is_echo_reply, GUINT_TO_POINTER(7)));
+	rig_free(&rig);
+}
+
+static gsize
+ip_packet(guint8 *p, int version, const guint8 *dst)
+{
+	memset(p, 0, 40);
+	p[0] = (guint8)(version << 4 | (version == 4 ? 5 : 0));
+	if (version == 4) {
+		put_be16(p + 2, 20);
+		memcpy(p + 16, dst, 4);
+		return 20;
+	}
+	memcpy(p + 24, dst, 16);
+	return 40;
+}
+
+/* What the reader makes of one IP packet written on the kernel side. */
+static void
+assert_framed(Rig *rig, int fd, int version, const guint8 *dst_ip, const guint8 *want_mac)
+{
+	guint8 pkt[40];
+	gsize len = ip_packet(pkt, version, dst_ip);
+	guint before;
+	const guint8 *p;
+
+	pthread_mutex_lock(&rig->fake->lock);
+	before = rig->fake->events->len;
+	pthread_mutex_unlock(&rig->fake->lock);
+	g_assert_cmpint(write(fd, pkt, len), ==, (ssize_t)len);
+	g_assert_cmpint(fake_wait_flush(rig->fake, before), ==, (gint)before + 1);
+	p = g_bytes_get_data(g_array_index(rig->fake->events, LinkEvent, before).frame, NULL);
+	g_assert_cmpmem(p, 6, want_mac, 6);
+	g_assert_cmpmem(p + 6, 6, tap_mac, 6);
+	g_assert_cmpuint(get_be16(p + 12), ==, version == 4 ? 0x0800 : 0x86dd);
+	g_assert_cmpmem(p + 14, len, pkt, len);
+}
+
+static void
+test_tun_framing(void)
+{
+	static const guint8 bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	static const guint8 mdns4[4] = { 224, 0, 0, 251 }, mdns4_mac[6] = { 1, 0, 0x5e, 0, 0, 251 };
+	static const guint8 all6[16] = { 0xff, 0x02, [15] = 1 }, all6_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
+	static const guint8 other_mac[6] = { 0x02, 0, 0, 0, 0, 0x99 };
+	Rig rig = { 0 };
+	guint8 f[64], in[64];
+	int sp[2];
+
+	g_assert_cmpint(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp), ==, 0);
+	rig_attach(&rig, ncm_tap_new_for_fd(sp[0], NCM_TAP_MODE_TUN, NULL), FALSE);
+	/* Nothing heard from the device yet: unicast goes to broadcast. */
+	assert_framed(&rig, sp[1], 4, peer_ip4, bcast);
+	assert_framed(&rig, sp[1], 4, mdns4, mdns4_mac);
+	assert_framed(&rig, sp[1], 6, all6, all6_mac);
+	/* A frame for another MAC is not ours: nothing reaches the kernel side. */
+	eth_header(f, other_mac, peer_mac, 0x0800);
+	ip_packet(f + 14, 4, tap_ip4);
+	fake_receive(rig.fake, f, 34);
+	g_assert_cmpint(recv(sp[1], in, sizeof(in), MSG_DONTWAIT), ==, -1);
+	/* One for us: the kernel gets the bare IP packet, and the peer's MAC is learned. */
+	memcpy(f, tap_mac, 6);
+	fake_receive(rig.fake, f, 34);
+	g_assert_cmpint(recv(sp[1], in, sizeof(in), MSG_DONTWAIT), ==, 20);
+	g_assert_cmpmem(in, 20, f + 14, 20);
+	assert_framed(&rig, sp[1], 4, peer_ip4, peer_mac);
+	assert_framed(&rig, sp[1], 6, peer_ip6, peer_mac);
 	rig_free(&rig);
 	close(sp[1]);
 }
@@ -988,6 +1156,8 @@ main(int argc, char **argv)
 	g_test_add_func("/tap/rx/full-drops", test_rx_full_drops);
 	g_test_add_func("/tap/tx/burst-socketpair", test_burst_socketpair);
 	g_test_add_func("/tap/tx/burst-kernel", test_burst_kernel);
+	g_test_add_func("/tap/tun/kernel", test_tun_kernel);
+	g_test_add_func("/tap/tun/framing", test_tun_framing);
 	g_test_add_func("/tap/pcap/concurrent", test_pcap_concurrent);
 	g_test_add_func("/tap/pcap/open-error", test_pcap_open_error);
 	return g_test_run();

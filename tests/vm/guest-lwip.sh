@@ -10,6 +10,12 @@ command -v vmtest-lwip >/dev/null || fail "vmtest-lwip is not on PATH (run-vm.sh
 gadget_setup "${VM_PROFILE:-ncm}"
 host_use_userspace
 
+# A starved TCG guest can stall the host side for longer than the default
+# 1000-packet queue of the gadget's netdev covers; its qdisc then drops (and
+# no netdev counter shows it), which TCP pays for with timeouts.
+ifn=$(gadget_ifname 0)
+peer_run $IP link set dev "$ifn" txqueuelen 10000
+
 # Kernel sockets in the gadget's namespace answer; lwIP in this process is the host.
 peer_run vmtest-lwip peer >"$VM_OUT/peer.txt" 2>&1 &
 wait_for 30 "peer servers listening" grep -q '^ready' "$VM_OUT/peer.txt" ||
@@ -20,6 +26,11 @@ vmtest-lwip host -s "${VM_LWIP_MIB:-64}" -u "${VM_LWIP_UDP:-10000}" -c "${VM_LWI
 	--peer4 "$(peer_ip4)" --peer6 "$(peer_ip6)" --host4 "$(host_ip4)" --host6 "$(host_ip6)" \
 	>"$VM_OUT/lwip.txt" 2>&1 || rc=$?
 cat "$VM_OUT/lwip.txt"
+# For stalls: the peer's view (retransmissions, timeouts, zero-window probes, drops).
+peer_run cat /proc/net/snmp /proc/net/snmp6 /proc/net/netstat >"$VM_OUT/peer-tcp-stats.txt" 2>&1 || true
+for f in rx_packets tx_packets rx_dropped tx_dropped rx_errors tx_errors; do
+	echo "$f $(peer_run cat "/sys/class/net/$ifn/statistics/$f")"
+done >"$VM_OUT/peer-netdev-stats.txt"
 vm_info
 check "every lwIP check passed" [ "$rc" = 0 ]
 check "no FAIL line" sh -c "! grep -q '^FAIL' '$VM_OUT/lwip.txt'"

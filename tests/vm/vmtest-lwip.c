@@ -464,7 +464,7 @@ watchdog(gpointer data)
 	while (!g_atomic_int_get(&stop_watchdog)) {
 		NcmLwipStats ls;
 		NcmStats ds;
-		guint32 xmit, recv, drop, rterr;
+		guint32 xmit, recv, drop, rterr, chkerr, memerr, ipdrop, ip6drop, linkdrop;
 
 		for (guint i = 0; i < 100 && !g_atomic_int_get(&stop_watchdog); i++)
 			g_usleep(100 * 1000);
@@ -475,15 +475,21 @@ watchdog(gpointer data)
 		recv = lwip_stats.tcp.recv;
 		drop = lwip_stats.tcp.drop;
 		rterr = lwip_stats.tcp.rterr;
+		chkerr = lwip_stats.tcp.chkerr + lwip_stats.ip.chkerr + lwip_stats.udp.chkerr;
+		memerr = lwip_stats.tcp.memerr;
+		ipdrop = lwip_stats.ip.drop;
+		ip6drop = lwip_stats.ip6.drop;
+		linkdrop = lwip_stats.link.drop + lwip_stats.etharp.drop;
 		UNLOCK_TCPIP_CORE();
 		printf("# progress: lwip rx %" G_GUINT64_FORMAT " tx %" G_GUINT64_FORMAT
 		       " queued %" G_GUINT64_FORMAT " txdrop %" G_GUINT64_FORMAT
-		       "; tcp xmit %u recv %u drop %u rterr %u; usb rx_ntbs %" G_GUINT64_FORMAT
+		       "; tcp xmit %u recv %u drop %u rterr %u chkerr %u memerr %u; ip drop %u"
+		       " ip6 drop %u link drop %u; usb rx_ntbs %" G_GUINT64_FORMAT
 		       " rx_bad %" G_GUINT64_FORMAT " rx_overflows %" G_GUINT64_FORMAT
 		       " tx_ntbs %" G_GUINT64_FORMAT " tx_would_block %" G_GUINT64_FORMAT
 		       " tx_errors %" G_GUINT64_FORMAT "\n",
 		       ls.rx_frames, ls.tx_frames, ls.tx_queued, ls.tx_drops, xmit, recv, drop,
-		       rterr, ds.rx_ntbs, ds.rx_bad_ntbs, ds.rx_overflows, ds.tx_ntbs,
+		       rterr, chkerr, memerr, ipdrop, ip6drop, linkdrop, ds.rx_ntbs, ds.rx_bad_ntbs, ds.rx_overflows, ds.tx_ntbs,
 		       ds.tx_would_block, ds.tx_errors);
 		fflush(stdout);
 	}

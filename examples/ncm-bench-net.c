@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-bench-net.c: ncm-bench's blocking socket and stream helpers, shared by client and server. */
+#include <string.h>
+#include <sys/resource.h>
+
+#include "ncm-bench.h"
+#include "ncm-bench-proto.h"
+
+gboolean
+bench_socket_send_all(GSocket *sock, const void *buf, gsize len, GError **error)
+{
+	const gchar *p = buf;
+
+	while (len > 0) {
+		gssize n = g_socket_send(sock, p, len, NULL, error);
+
+		if (n <= 0)
+			return FALSE;
+		p += n;
+		len -= (gsize)n;
+	}
+	return TRUE;
+}
+
+/* Byte by byte: the command line is short and must not eat the data after it. */
+char *
+bench_socket_read_line(GSocket *sock, GError **error)
+{
+	g_autoptr(GString) line = g_string_new(NULL);
+	char c;
+
+	while (line->len < 256) {
+		gssize n = g_socket_receive(sock, &c, 1, NULL, error);
+
+		if (n <= 0)
+			return NULL;
+		if (c == '\n')
+			return g_string_free(g_steal_pointer(&line), FALSE);
+		g_string_append_c(line, c);
+	}
+	g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "command line too long");
+	return NULL;
+}
+
+GIOStream *
+bench_open_command(BenchCtx *ctx, const char *cmd, GDataInputStream **ret_lines, GError **error)
+{
+	BenchTransport *t = ctx->transport;
+	g_autoptr(GIOStream) io = t->ops->tcp_connect(t, error);
+	g_autofree char *line = g_strconcat(cmd, "\n", NULL);
+	GOutputStream *out;
+
+	if (!io)
+		return NULL;
+	out = g_io_stream_get_output_stream(io);
+	if (!g_output_stream_write_all(out, line, strlen(line), NULL, NULL, error))
+		return NULL;
+	if (ret_lines) {
+		*ret_lines = g_data_input_stream_new(g_io_stream_get_input_stream(io));
+		/* Reports are lines; the data stream's buffer must not swallow data
+		 * meant for others, so only report-only streams read through it. */
+		g_buffered_input_stream_set_buffer_size(G_BUFFERED_INPUT_STREAM(*ret_lines), 4096);
+	}
+	return g_steal_pointer(&io);
+}
+
+GArray *
+bench_series_rates(const GArray *samples, gint64 from_us, gint64 to_us)
+{
+	GArray *rates = g_array_new(FALSE, FALSE, sizeof(double));
+	BenchWindows w;
+	double *r = NULL;
+
+	bench_windows((const BenchSample *)(const void *)samples->data, samples->len, from_us, to_us,
+		      BENCH_REPORT_US, &w, &r);
+	g_array_append_vals(rates, r, w.n_windows);
+	g_free(r);
+	return rates;
+}
+
+double
+bench_cpu_seconds(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}

@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-bench-tcp.c: ncm-bench's TCP tests: throughput each way, stalls under bulk, bursts, paced streams. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ncm-bench.h"
+#include "ncm-bench-proto.h"
+
+#define TCP_BUF (128 * 1024)
+/* Client-side samples of received bytes: finer than the report windows. */
+#define SAMPLE_US 10000
+
+/* Writes on its own thread while the caller reads the server's reports. */
+typedef struct {
+	GIOStream *io;
+	double frame_hz;   /* > 0: one frame of frame_len every 1/frame_hz s */
+	guint32 frame_len;
+	gint stop;
+	guint64 frames;
+} Writer;
+
+static gpointer
+writer_main(gpointer data)
+{
+	Writer *w = data;
+	GOutputStream *out = g_io_stream_get_output_stream(w->io);
+	gsize len = w->frame_hz > 0 ? MAX(w->frame_len, BENCH_FRAME_HDR) : TCP_BUF;
+	g_autofree guint8 *buf = g_malloc0(len);
+	gint64 next = g_get_monotonic_time();
+
+	while (!g_atomic_int_get(&w->stop)) {
+		if (w->frame_hz <= 0) {
+			if (g_output_stream_write(out, buf, len, NULL, NULL) <= 0)
+				break;
+			continue;
+		}
+		gint64 now = g_get_monotonic_time();
+
+		if (now < next)
+			g_usleep((gulong)(next - now));
+		next += (gint64)(1e6 / w->frame_hz);
+		/* Stamped before the write: time blocked in it is queueing too. */
+		bench_frame_write(buf, (guint32)len, g_get_monotonic_time());
+		if (!g_output_stream_write_all(out, buf, len, NULL, NULL, NULL))
+			break;
+		w->frames++;
+	}
+	return NULL;
+}
+
+/* What the server reported about one SINK session, in its clock. */
+typedef struct {
+	GArray *samples; /* BenchSample */
+	gint64 start_us;
+	gint64 end_us;
+	gint64 owd_min, owd_max;
+	guint64 frames;
+	gint64 gap_max; /* the longest time the server received nothing */
+} SinkReport;
+
+static void
+sink_report_clear(SinkReport *r)
+{
+	if (r->samples)
+		g_array_unref(r->samples);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Parses one "S ..." line into @r. */
+static void
+sink_parse(SinkReport *r, const char *line)
+{
+	gint64 t = 0, omin = 0, omax = 0, gap = 0;
+	guint64 bytes = 0, frames = 0;
+	BenchSample s;
+
+	if (sscanf(line, "S %" G_GINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT " %" G_GINT64_FORMAT
+		   " %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT, &t, &bytes, &omin, &omax, &frames, &gap) != 6)
+		return;
+	r->gap_max = MAX(r->gap_max, gap);
+	if (r->samples->len == 0)
+		r->start_us = t - BENCH_REPORT_US;
+	s.t_us = t;
+	s.bytes = bytes;
+	g_array_append_val(r->samples, s);
+	r->end_us = t;
+	if (frames > 0) {
+		if (r->frames == 0 || omin < r->owd_min)
+			r->owd_min = omin;
+		if (r->frames == 0 || omax > r->owd_max)
+			r->owd_max = omax;
+		r->frames += frames;
+	}
+}
+
+/* Reads reports until "E" (TRUE) or until @until_bytes is confirmed. */
+static gboolean
+sink_read(GDataInputStream *lines, SinkReport *r, guint64 until_bytes, GError **error)
+{
+	for (;;) {
+		g_autofree char *line = g_data_input_stream_read_line(lines, NULL, NULL, error);
+
+		if (!line) {
+			if (error && !*error)
+				g_set_error(error, G_IO_ERROR, G_IO_ERROR_CLOSED, "the server closed early");
+			return FALSE;
+		}
+		if (line[0] == 'E')
+			return TRUE;
+		if (line[0] == 'S')
+			sink_parse(r, line);
+		if (until_bytes && r->samples->len > 0 &&
+		    g_array_index(r->samples, BenchSample, r->samples->len - 1).bytes >= until_bytes)
+			return TRUE;
+	}
+}
+
+static gboolean
+sink_session(BenchCtx *ctx, const char *cmd, Writer *w, SinkReport *r, GError **error)
+{
+	g_autoptr(GDataInputStream) lines = NULL;
+	g_autoptr(GIOStream) io = bench_open_command(ctx, cmd, &lines, error);
+	GThread *th;
+	gboolean ok;
+
+	r->samples = g_array_new(FALSE, FALSE, sizeof(BenchSample));
+	if (!io)
+		return FALSE;
+	w->io = io;
+	th = g_thread_new("bench-writer", writer_main, w);
+	ok = sink_read(lines, r, 0, error);
+	g_atomic_int_set(&w->stop, 1);
+	/* The server drains after "E" until we close, so the last write returns. */
+	g_thread_join(th);
+	g_io_stream_close(io, NULL, NULL);
+	return ok && r->samples->len > 0;
+}
+
+/*
+ * Counts what arrives from a SOURCE session, sampling every SAMPLE_US, and
+ * at the last arrival before each longer gap, so pauses show in the series.
+ */
+static gboolean
+source_session(BenchCtx *ctx, gint secs, GArray *samples, gint64 *ret_gap, GError **error)
+{
+	g_autofree char *cmd = g_strdup_printf("SOURCE secs=%d", secs);
+	g_autoptr(GIOStream) io = bench_open_command(ctx, cmd, NULL, error);
+	g_autofree guint8 *buf = g_malloc(TCP_BUF);
+	BenchSample s = {0, 0}, prev = {0, 0};
+	gint64 last = 0;
+	gssize n;
+
+	if (!io)
+		return FALSE;
+	while ((n = g_input_stream_read(g_io_stream_get_input_stream(io), buf, TCP_BUF, NULL, error)) > 0) {
+		s.t_us = g_get_monotonic_time();
+		s.bytes += (guint64)n;
+		if (prev.t_us && s.t_us - prev.t_us >= SAMPLE_US && last != prev.t_us)
+			g_array_append_val(samples, prev);
+		if (prev.t_us && ret_gap)
+			*ret_gap = MAX(*ret_gap, s.t_us - prev.t_us);
+		if (s.t_us - last >= SAMPLE_US) {
+			g_array_append_val(samples, s);
+			last = s.t_us;
+		}
+		prev = s;
+	}
+	if (s.bytes > 0)
+		g_array_append_val(samples, s);
+	g_io_stream_close(io, NULL, NULL);
+	return n == 0 && samples->len > 0;
+}
+
+/* Mbit/s after the first second of a series. */
+static double
+series_mbit(const GArray *samples, gint64 start_us, gint64 end_us)
+{
+	return bench_rate_between((const BenchSample *)(const void *)samples->data, samples->len,
+				  start_us + G_USEC_PER_SEC, end_us);
+}
+
+static gboolean
+rep_down(BenchCtx *ctx, double *ret_mbit, GArray **ret_samples, GError **error)
+{
+	GArray *s = g_array_new(FALSE, FALSE, sizeof(BenchSample));
+	gboolean ok = source_session(ctx, ctx->opt->secs, s, NULL, error);
+
+	if (ok) {
+		gint64 t0 = g_array_index(s, BenchSample, 0).t_us;
+
+		*ret_mbit = series_mbit(s, t0, g_array_index(s, BenchSample, s->len - 1).t_us);
+		if (ret_samples && !*ret_samples)
+			*ret_samples = g_array_ref(s);
+	}
+	g_array_unref(s);
+	return ok;
+}
+
+static gboolean
+rep_up(BenchCtx *ctx, double *ret_mbit, GArray **ret_samples, GError **error)
+{
+	g_autofree char *cmd = g_strdup_printf("SINK secs=%d", ctx->opt->secs);
+	Writer w = {0};
+	SinkReport r = {0};
+	gboolean ok = sink_session(ctx, cmd, &w, &r, error);
+
+	if (ok) {
+		*ret_mbit = series_mbit(r.samples, r.start_us, r.end_us);
+		if (ret_samples && !*ret_samples) {
+			/* Rebased so plots of both directions start at the same place. */
+			*ret_samples = g_array_ref(r.samples);
+			for (guint i = 0; i < r.samples->len; i++)
+				g_array_index(r.samples, BenchSample, i).t_us -= r.start_us;
+		}
+	}
+	sink_report_clear(&r);
+	return ok;
+}
+
+typedef struct {
+	BenchCtx *ctx;
+	double mbit;
+	GError *error;
+	gboolean ok;
+} DownJob;
+
+static gpointer
+down_job(gpointer data)
+{
+	DownJob *j = data;
+
+	j->ok = rep_down(j->ctx, &j->mbit, NULL, &j->error);
+	return NULL;
+}
+
+static gboolean
+rep_bidir(BenchCtx *ctx, double *ret_mbit, GArray **ret_samples, GError **error)
+{
+	DownJob j = {ctx, 0, NULL, FALSE};
+	GThread *th = g_thread_new("bench-down", down_job, &j);
+	double up = 0;
+	gboolean ok = rep_up(ctx, &up, NULL, error);
+
+	g_thread_join(th);
+	if (ok && !j.ok)
+		g_propagate_error(error, j.error);
+	else
+		g_clear_error(&j.error);
+	*ret_mbit = up + j.mbit;
+	return ok && j.ok;
+}
+
+typedef gboolean (*RepFunc)(BenchCtx *ctx, double *ret_mbit, GArray **ret_samples, GError **error);
+
+static void
+add_cost(BenchCtx *ctx, BenchResult *r, double cpu_s, guint64 dispatches, double mbytes)
+{
+	BenchTransport *t = ctx->transport;
+
+	if (mbytes <= 0)
+		return;
+	bench_json_num(r->json, "cpu_s_per_mb", cpu_s / mbytes);
+	if (t->ops->main_dispatches)
+		bench_json_num(r->json, "main_dispatches_per_mb",
+			       (double)(t->ops->main_dispatches(t) - dispatches) / mbytes);
+}
+
+static void
+throughput_test(BenchCtx *ctx, const char *test, RepFunc rep)
+{
+	BenchResult *r;
+	g_autofree double *v = g_new0(double, (gsize)ctx->opt->reps);
+	g_autoptr(GArray) samples = NULL;
+	g_autoptr(GError) error = NULL;
+	BenchTransport *t = ctx->transport;
+	guint64 disp = t->ops->main_dispatches ? t->ops->main_dispatches(t) : 0;
+	double cpu = bench_cpu_seconds(), mbytes = 0;
+	BenchSummary sum;
+	gint n = 0;
+
+	if (!bench_test_selected(ctx->opt, test))
+		return;
+	bench_progress("%s: %s", t->name, test);
+	r = bench_result_add(ctx, test);
+	for (; n < ctx->opt->reps; n++) {
+		if (!rep(ctx, &v[n], &samples, &error))
+			break;
+		mbytes += v[n] / 8 * ctx->opt->secs;
+	}
+	if (n < ctx->opt->reps) {
+		bench_result_fail(r, error);
+		return;
+	}
+	bench_summarize(v, (gsize)n, &sum);
+	bench_json_summary(r->json, "mbit_s", &sum, FALSE);
+	bench_json_num(r->json, "reps", n);
+	bench_json_num(r->json, "secs", ctx->opt->secs);
+	add_cost(ctx, r, bench_cpu_seconds() - cpu, disp, mbytes);
+	if (samples && samples->len > 0)
+		r->rates = bench_series_rates(samples, g_array_index(samples, BenchSample, 0).t_us,
+					      g_array_index(samples, BenchSample, samples->len - 1).t_us);
+	r->cell = g_strdup_printf("%.1f Mbit/s (%.1f-%.1f)", sum.median, sum.min, sum.max);
+}
+
+/* ---- Stalls under unpaced bulk ---------------------------------------------- */
+
+/* @ret's longest_stall_us comes in from the receiver and is kept. */
+static void
+stall_json(GString *s, const char *dir, const GArray *samples, gint64 from, gint64 to,
+	   BenchWindows *ret)
+{
+	g_autoptr(GString) o = g_string_new(NULL);
+	gint64 gap = ret->longest_stall_us;
+
+	bench_windows((const BenchSample *)(const void *)samples->data, samples->len, from, to,
+		      BENCH_REPORT_US, ret, NULL);
+	ret->longest_stall_us = gap;
+	bench_json_num(o, "min_mbit_s", ret->min_mbit_s);
+	bench_json_num(o, "max_mbit_s", ret->max_mbit_s);
+	bench_json_num(o, "windows", ret->n_windows);
+	bench_json_num(o, "empty_windows", ret->empty_windows);
+	bench_json_num(o, "longest_stall_ms", (double)ret->longest_stall_us / 1000.0);
+	g_string_append_printf(s, ",\"%s\":{%s}", dir, o->str + 1);
+}
+
+static void
+bulk_stalls_test(BenchCtx *ctx)
+{
+	g_autoptr(GArray) down = g_array_new(FALSE, FALSE, sizeof(BenchSample));
+	g_autoptr(GError) error = NULL;
+	g_autofree char *cmd = g_strdup_printf("SINK secs=%d", ctx->opt->secs);
+	Writer w = {0};
+	SinkReport up = {0};
+	BenchWindows wu, wd;
+	gint64 down_gap = 0;
+	BenchResult *r;
+
+	if (!bench_test_selected(ctx->opt, "bulk_stalls"))
+		return;
+	bench_progress("%s: bulk_stalls", ctx->transport->name);
+	r = bench_result_add(ctx, "bulk_stalls");
+	if (!sink_session(ctx, cmd, &w, &up, &error) || !source_session(ctx, ctx->opt->secs, down, &down_gap, &error)) {
+		bench_result_fail(r, error);
+		sink_report_clear(&up);
+		return;
+	}
+	/* The receivers' own longest silences: exact, where the samples are not. */
+	wu.longest_stall_us = up.gap_max;
+	wd.longest_stall_us = down_gap;
+	/* The first report window is connection start-up, not a stall. */
+	stall_json(r->json, "up", up.samples, up.start_us + BENCH_REPORT_US, up.end_us, &wu);
+	stall_json(r->json, "down", down, g_array_index(down, BenchSample, 0).t_us,
+		   g_array_index(down, BenchSample, down->len - 1).t_us, &wd);
+	r->cell = g_strdup_printf("stall up %.0f / down %.0f ms, empty %u/%u",
+				  (double)wu.longest_stall_us / 1000.0, (double)wd.longest_stall_us / 1000.0,
+				  wu.empty_windows, wd.empty_windows);
+	sink_report_clear(&up);
+}
+
+/* ---- Bursts after idle --------------------------------------------------------- */
+
+static gboolean
+burst_tries(BenchCtx *ctx, guint64 size, double *ms, GError **error)
+{
+	g_autofree char *cmd = g_strdup_printf("SINK mark=%" G_GUINT64_FORMAT, size);
+	g_autoptr(GDataInputStream) lines = NULL;
+	g_autoptr(GIOStream) io = bench_open_command(ctx, cmd, &lines, error);
+	g_autofree guint8 *buf = g_malloc0(size);
+	SinkReport r = {0};
+	gboolean ok = io != NULL;
+
+	r.samples = g_array_new(FALSE, FALSE, sizeof(BenchSample));
+	for (gint i = 0; ok && i < ctx->opt->burst_tries; i++) {
+		gint64 t0;
+
+		g_usleep(G_USEC_PER_SEC);
+		t0 = g_get_monotonic_time();
+		ok = g_output_stream_write_all(g_io_stream_get_output_stream(io), buf, size, NULL, NULL, error) &&
+		     sink_read(lines, &r, size * (guint64)(i + 1), error);
+		ms[i] = (double)(g_get_monotonic_time() - t0) / 1000.0;
+	}
+	if (io)
+		g_io_stream_close(io, NULL, NULL);
+	sink_report_clear(&r);
+	return ok;
+}
+
+static void
+burst_test(BenchCtx *ctx, const char *test, guint64 size)
+{
+	g_autofree double *ms = g_new0(double, (gsize)ctx->opt->burst_tries);
+	g_autoptr(GError) error = NULL;
+	BenchSummary sum;
+	BenchResult *r;
+
+	if (!bench_test_selected(ctx->opt, test))
+		return;
+	bench_progress("%s: %s", ctx->transport->name, test);
+	r = bench_result_add(ctx, test);
+	if (!burst_tries(ctx, size, ms, &error)) {
+		bench_result_fail(r, error);
+		return;
+	}
+	bench_summarize(ms, (gsize)ctx->opt->burst_tries, &sum);
+	bench_json_num(r->json, "bytes", (double)size);
+	bench_json_num(r->json, "tries", (double)sum.n);
+	g_string_append_printf(r->json, ",\"completion_ms\":{\"p50\":%.3f,\"min\":%.3f,\"max\":%.3f}",
+			       sum.median, sum.min, sum.max);
+	bench_json_num(r->json, "mbit_s_p50", (double)size * 8 / (sum.median * 1000.0));
+	r->cell = g_strdup_printf("%.1f ms (%.1f-%.1f)", sum.median, sum.min, sum.max);
+}
+
+/* ---- Paced streams -------------------------------------------------------------- */
+
+static void
+paced_test(BenchCtx *ctx, const char *test, double mbyte_s)
+{
+	g_autofree char *cmd = g_strdup_printf("SINK secs=%d framed=1", ctx->opt->secs);
+	g_autoptr(GError) error = NULL;
+	Writer w = {0};
+	SinkReport rep = {0};
+	BenchResult *r;
+	double delivered, queue_ms;
+
+	if (!bench_test_selected(ctx->opt, test))
+		return;
+	bench_progress("%s: %s", ctx->transport->name, test);
+	r = bench_result_add(ctx, test);
+	w.frame_hz = 30;
+	w.frame_len = (guint32)(mbyte_s * 1e6 / w.frame_hz);
+	if (!sink_session(ctx, cmd, &w, &rep, &error)) {
+		bench_result_fail(r, error);
+		sink_report_clear(&rep);
+		return;
+	}
+	delivered = bench_rate_between((const BenchSample *)(const void *)rep.samples->data,
+				       rep.samples->len, rep.start_us, rep.end_us);
+	/* One-way delay above the smallest one seen: the clocks' offset cancels. */
+	queue_ms = (double)(rep.owd_max - rep.owd_min) / 1000.0;
+	bench_json_num(r->json, "target_mbit_s", mbyte_s * 8);
+	bench_json_num(r->json, "delivered_mbit_s", delivered);
+	bench_json_num(r->json, "frames_sent", (double)w.frames);
+	bench_json_num(r->json, "frames_delivered", (double)rep.frames);
+	bench_json_num(r->json, "worst_queue_ms", queue_ms);
+	r->cell = g_strdup_printf("%.2f/%.1f Mbit/s, queue %.0f ms", delivered, mbyte_s * 8, queue_ms);
+	sink_report_clear(&rep);
+}
+
+void
+bench_run_tcp_tests(BenchCtx *ctx)
+{
+	static const struct { const char *name; guint64 size; } bursts[] = {
+		{"burst_64k", 64 << 10}, {"burst_256k", 256 << 10}, {"burst_1m", 1 << 20}, {"burst_4m", 4 << 20},
+	};
+	static const struct { const char *name; double mbyte_s; } paced[] = {
+		{"paced_500kB_s", 0.5}, {"paced_1MB_s", 1}, {"paced_2MB_s", 2}, {"paced_4MB_s", 4},
+	};
+
+	throughput_test(ctx, "tcp_down", rep_down);
+	throughput_test(ctx, "tcp_up", rep_up);
+	throughput_test(ctx, "tcp_bidir", rep_bidir);
+	bulk_stalls_test(ctx);
+	for (gsize i = 0; i < G_N_ELEMENTS(bursts); i++)
+		burst_test(ctx, bursts[i].name, bursts[i].size);
+	for (gsize i = 0; i < G_N_ELEMENTS(paced); i++)
+		paced_test(ctx, paced[i].name, paced[i].mbyte_s);
+}

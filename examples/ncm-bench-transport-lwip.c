@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-bench-transport-lwip.c: ncm-bench's path through libncm and the in-process lwIP stack. */
+#include "ncm-bench-transport.h"
+
+#ifndef NCM_BENCH_HAVE_LWIP
+
+BenchTransport *
+bench_transport_lwip_new(const char *name, const char *spec, guint16 port, double pace_mbit,
+			 GError **error)
+{
+	g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+		    "path %s: this ncm-bench was built without lwIP (configure with -Dlwip=enabled)",
+		    name);
+	return NULL;
+}
+
+#else
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <ncm.h>
+
+#include "ncm-link.h"
+#include "ncm-lwip.h"
+
+/* The path's objects; the BenchTransport comes first so the ops can cast. */
+typedef struct {
+	BenchTransport base;
+	NcmContext *ctx;        /* NULL on a TAP link */
+	NcmDevice *dev;         /* borrowed: the link holds it */
+	NcmLwipStack *stack;
+	NcmLwipNetif *netif;
+	guint max_frame;
+	char *env;              /* JSON members for the env, each after a comma */
+} LwipTransport;
+
+typedef struct {
+	BenchUdp base;
+	NcmLwipUdpSocket *sock;
+	GInetSocketAddress *to;
+} LwipUdp;
+
+static GIOStream *
+lwip_tcp_connect(BenchTransport *t, GError **error)
+{
+	LwipTransport *l = (LwipTransport *)t;
+	g_autoptr(GSocketAddress) addr = g_inet_socket_address_new(t->server, t->port);
+
+	return G_IO_STREAM(ncm_lwip_stack_connect(l->stack, G_INET_SOCKET_ADDRESS(addr), 10000, NULL,
+						  error));
+}
+
+static gssize
+lwip_udp_send(BenchUdp *u, const void *buf, gsize len, GError **error)
+{
+	LwipUdp *lu = (LwipUdp *)u;
+
+	/* A refused datagram (no buffer, link queue full) is the path's limit, not an error. */
+	return ncm_lwip_udp_socket_send_to(lu->sock, lu->to, buf, len, NULL) ? (gssize)len : 0;
+}
+
+static gssize
+lwip_udp_recv(BenchUdp *u, void *buf, gsize len, gint64 timeout_us, GError **error)
+{
+	LwipUdp *lu = (LwipUdp *)u;
+	g_autoptr(GError) local = NULL;
+	/* 0 means forever to lwIP: never pass it. */
+	guint ms = (guint)MAX((timeout_us + 999) / 1000, 1);
+	gssize n = ncm_lwip_udp_socket_receive_from(lu->sock, NULL, buf, len, ms, NULL, &local);
+
+	if (n >= 0)
+		return MIN(n, (gssize)len);
+	if (g_error_matches(local, G_IO_ERROR, G_IO_ERROR_TIMED_OUT))
+		return 0;
+	g_propagate_error(error, g_steal_pointer(&local));
+	return -1;
+}
+
+static void
+lwip_udp_close(BenchUdp *u)
+{
+	LwipUdp *lu = (LwipUdp *)u;
+
+	ncm_lwip_udp_socket_close(lu->sock);
+	g_object_unref(lu->sock);
+	g_object_unref(lu->to);
+	g_free(lu);
+}
+
+static BenchUdp *
+lwip_udp_open(BenchTransport *t, guint16 port, GError **error)
+{
+	LwipTransport *l = (LwipTransport *)t;
+	g_autoptr(GInetAddress) any = g_inet_address_new_any(g_inet_address_get_family(t->server));
+	g_autoptr(GSocketAddress) local = g_inet_socket_address_new(any, 0);
+	NcmLwipUdpSocket *sock = ncm_lwip_stack_udp_bind(l->stack, G_INET_SOCKET_ADDRESS(local), error);
+	LwipUdp *lu;
+
+	if (!sock)
+		return NULL;
+	lu = g_new0(LwipUdp, 1);
+	lu->base.send = lwip_udp_send;
+	lu->base.recv = lwip_udp_recv;
+	lu->base.close = lwip_udp_close;
+	lu->base.mtu = l->max_frame > 14 ? l->max_frame - 14 : 0;
+	lu->sock = sock;
+	lu->to = G_INET_SOCKET_ADDRESS(g_inet_socket_address_new(t->server, port));
+	return &lu->base;
+}
+
+static guint64
+lwip_main_dispatches(BenchTransport *t)
+{
+	LwipTransport *l = (LwipTransport *)t;
+	NcmLwipStats st;
+
+	ncm_lwip_stack_get_stats(l->stack, &st);
+	return st.main_dispatches + (l->ctx ? ncm_context_get_main_dispatches(l->ctx) : 0);
+}
+
+static void
+lwip_free(BenchTransport *t)
+{
+	LwipTransport *l = (LwipTransport *)t;
+
+	if (l->netif)
+		ncm_lwip_netif_remove(l->netif);
+	g_clear_object(&l->stack);
+	g_clear_object(&l->ctx);
+	g_clear_object(&t->server);
+	g_free(t->name);
+	g_free(l->env);
+	g_free(l);
+}
+
+static const char *
+lwip_env(BenchTransport *t)
+{
+	return ((LwipTransport *)t)->env;
+}
+
+static const BenchTransportOps lwip_ops = {
+	.tcp_connect = lwip_tcp_connect,
+	.udp_open = lwip_udp_open,
+	.main_dispatches = lwip_main_dispatches,
+	.env = lwip_env,
+	.free = lwip_free,
+};
+
+static NcmLink *
+open_tap(const char *ifname, GError **error)
+{
+	static const guint8 mac[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x42};
+	struct ifreq ifr;
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	g_strlcpy(ifr.ifr_name, ifname, IFNAMSIZ);
+	if (fd < 0 || ioctl(fd, TUNSETIFF, &ifr) < 0) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+			    "cannot attach TAP %s: %s (run as root)", ifname, g_strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	return ncm_link_new_for_tap_fd(fd, mac, 1514);
+}
+
+/* NTB parameters and speed of the device, for the JSON env. */
+static char *
+device_env(NcmDevice *dev, const char *name)
+{
+	const NcmFunctionInfo *info = ncm_device_get_info(dev);
+	NcmNtbInfo n;
+
+	ncm_device_get_ntb_info(dev, &n);
+	return g_strdup_printf(",\"%s\":{\"usb_speed_mbps\":%u,\"ntb32\":%s,\"rx_ntb_size\":%u,"
+			       "\"tx_ntb_size\":%u,\"rx_transfers\":%u,\"tx_transfers\":%u,"
+			       "\"in_max_size\":%u,\"out_max_size\":%u,\"out_max_datagrams\":%u,"
+			       "\"max_frame\":%u}",
+			       name, info ? info->speed_mbps : 0, n.ntb32 ? "true" : "false",
+			       n.rx_ntb_size, n.tx_ntb_size, n.rx_transfers, n.tx_transfers,
+			       n.in_max_size, n.out_max_size, n.out_max_datagrams, n.max_frame);
+}
+
+static NcmLink *
+open_device(LwipTransport *l, char **sel, double pace_mbit, GError **error)
+{
+	g_autoptr(GPtrArray) all = NULL;
+	g_autoptr(NcmDevice) dev = NULL;
+	NcmDeviceOptions options;
+	NcmMatch match = {0};
+
+	for (guint i = 0; sel && sel[i]; i++) {
+		if (!ncm_match_parse(&match, sel[i], error))
+			return NULL;
+	}
+	l->ctx = ncm_context_new(error);
+	if (!l->ctx || !(all = ncm_context_enumerate(l->ctx, &match, error)))
+		return NULL;
+	if (all->len == 0) {
+		g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+				    "no USB CDC-NCM function found (see ncm-probe)");
+		return NULL;
+	}
+	ncm_device_options_init(&options);
+	options.pace_bytes_per_sec = (guint64)(pace_mbit * 1e6 / 8);
+	dev = ncm_device_open(l->ctx, g_ptr_array_index(all, 0), &options, error);
+	if (!dev)
+		return NULL;
+	l->dev = dev;
+	l->env = device_env(dev, "device");
+	return ncm_link_new_for_device(dev);
+}
+
+/* SERVER,ipv4=ADDR/PREFIX[,ipv6=ADDR][,dev=SEL...][,tap=IFNAME] */
+typedef struct {
+	GInetAddress *server;
+	GInetAddress *ipv4;
+	guint prefix;
+	GInetAddress *ipv6;
+	GPtrArray *dev;
+	char *tap;
+} LwipSpec;
+
+static void
+spec_clear(LwipSpec *s)
+{
+	g_clear_object(&s->server);
+	g_clear_object(&s->ipv4);
+	g_clear_object(&s->ipv6);
+	g_clear_pointer(&s->dev, g_ptr_array_unref);
+	g_clear_pointer(&s->tap, g_free);
+}
+
+static gboolean
+spec_parse(const char *text, LwipSpec *s, GError **error)
+{
+	g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+
+	memset(s, 0, sizeof(*s));
+	s->dev = g_ptr_array_new_with_free_func(g_free);
+	s->server = parts[0] ? g_inet_address_new_from_string(parts[0]) : NULL;
+	for (guint i = 1; parts[0] && parts[i]; i++) {
+		char *v = strchr(parts[i], '=');
+		g_auto(GStrv) ap = NULL;
+
+		if (!v)
+			break;
+		*v++ = '\0';
+		if (g_str_equal(parts[i], "dev")) {
+			g_ptr_array_add(s->dev, g_strdup(v));
+		} else if (g_str_equal(parts[i], "tap")) {
+			g_free(s->tap);
+			s->tap = g_strdup(v);
+		} else if (g_str_equal(parts[i], "ipv4") || g_str_equal(parts[i], "ipv6")) {
+			ap = g_strsplit(v, "/", 2);
+			if (parts[i][3] == '4') {
+				g_clear_object(&s->ipv4);
+				s->ipv4 = g_inet_address_new_from_string(ap[0]);
+				s->prefix = ap[1] ? (guint)g_ascii_strtoull(ap[1], NULL, 10) : 24;
+			} else {
+				g_clear_object(&s->ipv6);
+				s->ipv6 = g_inet_address_new_from_string(ap[0]);
+			}
+		}
+	}
+	g_ptr_array_add(s->dev, NULL);
+	if (!s->server || (!s->ipv4 && !s->ipv6)) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "lwip path %s: expected SERVER,ipv4=ADDR/PREFIX[,ipv6=ADDR][,dev=SEL][,tap=IF]",
+			    text);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static gboolean
+lwip_setup(LwipTransport *l, LwipSpec *s, double pace_mbit, GError **error)
+{
+	NcmLwipNetifConfig config;
+	NcmLink *link;
+
+	link = s->tap ? open_tap(s->tap, error)
+		      : open_device(l, (char **)s->dev->pdata, pace_mbit, error);
+	if (!link)
+		return FALSE;
+	l->max_frame = link->max_frame;
+	l->stack = ncm_lwip_stack_get_default();
+	ncm_lwip_netif_config_init(&config);
+	config.ipv4 = s->ipv4;
+	config.ipv4_prefix = s->prefix;
+	config.ipv6 = s->ipv6;
+	config.ipv6_dad = FALSE; /* a benchmark need not wait for duplicate detection */
+	config.make_default = TRUE;
+	l->netif = ncm_lwip_netif_add(l->stack, link, &config, error);
+	return l->netif != NULL;
+}
+
+BenchTransport *
+bench_transport_lwip_new(const char *name, const char *spec, guint16 port, double pace_mbit,
+			 GError **error)
+{
+	LwipTransport *l = g_new0(LwipTransport, 1);
+	LwipSpec s;
+
+	l->base.ops = &lwip_ops;
+	l->base.name = g_strdup(name);
+	l->base.port = port;
+	if (!spec_parse(spec, &s, error) || !lwip_setup(l, &s, pace_mbit, error)) {
+		spec_clear(&s);
+		lwip_free(&l->base);
+		return NULL;
+	}
+	l->base.server = g_steal_pointer(&s.server);
+	l->base.mtu = l->max_frame > 14 ? l->max_frame - 14 : 0;
+	spec_clear(&s);
+	return &l->base;
+}
+
+#endif

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-bench-transport.h: how ncm-bench reaches its server over one network path (kernel sockets or lwIP). */
+#pragma once
+
+#include <gio/gio.h>
+
+G_BEGIN_DECLS
+
+typedef struct _BenchTransport BenchTransport;
+typedef struct _BenchUdp BenchUdp;
+
+/* A connected UDP socket to the server. Thread: one at a time. */
+struct _BenchUdp {
+	/* Returns the bytes sent, 0 when the socket has no room now, -1 on error. */
+	gssize (*send)(BenchUdp *u, const void *buf, gsize len, GError **error);
+	/* Waits up to @timeout_us; returns the datagram's length, 0 on timeout, -1 on error. */
+	gssize (*recv)(BenchUdp *u, void *buf, gsize len, gint64 timeout_us, GError **error);
+	void (*close)(BenchUdp *u);
+	guint mtu; /* the path's IP MTU, 0 when unknown */
+};
+
+typedef struct {
+	/* Connects to the server's control port. The streams must allow one thread
+	 * reading while another writes. */
+	GIOStream *(*tcp_connect)(BenchTransport *t, GError **error);
+	BenchUdp *(*udp_open)(BenchTransport *t, guint16 port, GError **error);
+	/*
+	 * Main-context dispatches the path caused so far (libncm paths:
+	 * ncm_context_get_main_dispatches() plus the lwIP stack's count),
+	 * or NULL for paths that have none.
+	 */
+	guint64 (*main_dispatches)(BenchTransport *t);
+	/* JSON members (each after a comma) the path adds to the env, or NULL. */
+	const char *(*env)(BenchTransport *t);
+	void (*free)(BenchTransport *t);
+} BenchTransportOps;
+
+struct _BenchTransport {
+	const BenchTransportOps *ops;
+	char *name;             /* the path's name, as in --path NAME=... */
+	GInetAddress *server;
+	guint16 port;
+	char *iface;            /* forced interface (SO_BINDTODEVICE), or NULL */
+	guint mtu;              /* the interface MTU when known, else 0 */
+};
+
+/*
+ * Kernel sockets to @server (bound to @iface when not NULL, so the path is
+ * taken even when routes say otherwise). Never fails: errors show on use.
+ */
+BenchTransport *bench_transport_kernel_new(const char *name, GInetAddress *server, guint16 port,
+					   const char *iface);
+
+/*
+ * The in-process lwIP stack over a libncm device (or, for tests, a TAP
+ * interface). @spec is what followed "NAME=" in --path:
+ * SERVER,ipv4=ADDR/PREFIX[,ipv6=ADDR][,dev=SELECTOR...][,tap=IFNAME].
+ * @pace_mbit caps the device's TX (0 = off). Returns NULL with @error
+ * when this build has no lwIP or the device cannot be opened.
+ */
+BenchTransport *bench_transport_lwip_new(const char *name, const char *spec, guint16 port,
+					 double pace_mbit, GError **error);
+
+void bench_transport_free(BenchTransport *t);
+
+G_END_DECLS

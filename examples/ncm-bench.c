@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-bench: the same workload over several network paths (cdc_ncm, ncm-tun, lwIP) side by side. */
+#include <libusb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include <ncm-version.h>
+
+#include "ncm-bench.h"
+#include "ncm-bench-proto.h"
+
+static gboolean opt_server;
+static gchar *opt_bind;
+static gint opt_port = BENCH_DEFAULT_PORT;
+static gchar **opt_paths;
+static gboolean opt_quick;
+static gchar *opt_tests;
+static gint opt_reps = -1;
+static gint opt_secs = -1;
+static gint opt_soak_secs = -1;
+static gdouble opt_pace;
+static gdouble opt_udp_max = 1000;
+static gchar *opt_json;
+static gchar *opt_env_json;
+static gchar *opt_plot;
+
+static const GOptionEntry entries[] = {
+	{"server", 's', 0, G_OPTION_ARG_NONE, &opt_server,
+	 "Serve the tests (run this on the device side)", NULL},
+	{"bind", 0, 0, G_OPTION_ARG_STRING, &opt_bind, "Server: listen on this address only", "ADDR"},
+	{"port", 'p', 0, G_OPTION_ARG_INT, &opt_port, "Control port (default 5288)", "P"},
+	{"path", 'P', 0, G_OPTION_ARG_STRING_ARRAY, &opt_paths,
+	 "A path to measure: NAME=SERVER[%IFACE] over kernel sockets (IFACE forces the interface), "
+	 "or lwip=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR][,tap=IF] through libncm and the "
+	 "in-process lwIP stack (any NAME starting with lwip; repeatable)", "NAME=ADDR[%IF]"},
+	{"quick", 'q', 0, G_OPTION_ARG_NONE, &opt_quick,
+	 "A short run: 1 repetition, 3 s per throughput run, 5 s soak", NULL},
+	{"tests", 't', 0, G_OPTION_ARG_STRING, &opt_tests,
+	 "Comma-separated tests or prefixes (tcp_down,tcp_up,tcp_bidir,bulk_stalls,burst,paced,"
+	 "udp_rtt,soak,udp_autorate); default all", "LIST"},
+	{"reps", 'r', 0, G_OPTION_ARG_INT, &opt_reps, "Repetitions per throughput test (default 3)", "N"},
+	{"secs", 0, 0, G_OPTION_ARG_INT, &opt_secs, "Seconds per throughput run (default 10)", "S"},
+	{"soak-secs", 0, 0, G_OPTION_ARG_INT, &opt_soak_secs, "Length of the soak (default 30)", "S"},
+	{"pace", 0, 0, G_OPTION_ARG_DOUBLE, &opt_pace,
+	 "Pacing rate for libncm paths in Mbit/s (recorded in the JSON)", "RATE"},
+	{"udp-max-mbit", 0, 0, G_OPTION_ARG_DOUBLE, &opt_udp_max,
+	 "Cap of the UDP auto-rate probe (default 1000)", "RATE"},
+	{"json", 'j', 0, G_OPTION_ARG_FILENAME, &opt_json, "Write results as JSON", "FILE"},
+	{"env-json", 0, 0, G_OPTION_ARG_FILENAME, &opt_env_json,
+	 "Merge this JSON object's fields into the output's env", "FILE"},
+	{"plot", 0, 0, G_OPTION_ARG_FILENAME, &opt_plot, "Write throughput over time as SVG", "FILE.svg"},
+	G_OPTION_ENTRY_NULL,
+};
+
+void
+bench_progress(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("ncm-bench: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+BenchResult *
+bench_result_add(BenchCtx *ctx, const char *test)
+{
+	BenchResult *r = g_new0(BenchResult, 1);
+
+	r->path = g_strdup(ctx->transport->name);
+	r->test = g_strdup(test);
+	r->json = g_string_new(NULL);
+	g_ptr_array_add(ctx->results, r);
+	return r;
+}
+
+void
+bench_result_fail(BenchResult *r, const GError *error)
+{
+	const char *msg = error ? error->message : "failed";
+
+	bench_json_str(r->json, "error", msg);
+	g_free(r->cell);
+	r->cell = g_strdup_printf("error: %s", msg);
+	bench_progress("%s: %s: %s", r->path, r->test, msg);
+}
+
+void
+bench_result_free(BenchResult *r)
+{
+	g_free(r->path);
+	g_free(r->test);
+	g_string_free(r->json, TRUE);
+	g_free(r->cell);
+	if (r->rates)
+		g_array_unref(r->rates);
+	g_free(r);
+}
+
+gboolean
+bench_test_selected(const BenchOptions *opt, const char *test)
+{
+	if (!opt->tests)
+		return TRUE;
+	for (gchar **t = opt->tests; *t; t++) {
+		if (**t && g_str_has_prefix(test, *t))
+			return TRUE;
+	}
+	return FALSE;
+}
+
+/* NAME=SERVER[%IFACE], or lwip...=SPEC. */
+static BenchTransport *
+path_parse(const char *spec, GError **error)
+{
+	g_auto(GStrv) kv = g_strsplit(spec, "=", 2);
+	g_autofree char *addr = NULL;
+	g_autoptr(GInetAddress) server = NULL;
+	char *pct;
+
+	if (!kv[0] || !kv[1] || !*kv[0]) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--path %s: expected NAME=ADDRESS[%%IFACE]", spec);
+		return NULL;
+	}
+	if (g_str_has_prefix(kv[0], "lwip"))
+		return bench_transport_lwip_new(kv[0], kv[1], (guint16)opt_port, opt_pace, error);
+	addr = g_strdup(kv[1]);
+	pct = strrchr(addr, '%');
+	if (pct)
+		*pct++ = '\0';
+	server = g_inet_address_new_from_string(addr);
+	if (!server) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--path %s: %s is not an IP address", spec, addr);
+		return NULL;
+	}
+	return bench_transport_kernel_new(kv[0], server, (guint16)opt_port, pct && *pct ? pct : NULL);
+}
+
+static void
+options_fill(BenchOptions *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->quick = opt_quick;
+	o->reps = opt_reps > 0 ? opt_reps : opt_quick ? 1 : 3;
+	o->secs = opt_secs > 0 ? opt_secs : opt_quick ? 3 : 10;
+	o->soak_secs = opt_soak_secs > 0 ? opt_soak_secs : opt_quick ? 5 : 30;
+	o->rtt_secs = opt_quick ? 2 : 10;
+	o->burst_tries = opt_quick ? 2 : 5;
+	o->pace_mbit = opt_pace;
+	o->udp_max_mbit = opt_udp_max > 0 ? opt_udp_max : 1000;
+	o->tests = opt_tests ? g_strsplit(opt_tests, ",", -1) : NULL;
+}
+
+static void
+env_path(GString *paths, BenchTransport *t)
+{
+	g_autoptr(GString) o = g_string_new(NULL);
+	g_autofree char *server = t->server ? g_inet_address_to_string(t->server) : NULL;
+
+	bench_json_str(o, "name", t->name);
+	if (server)
+		bench_json_str(o, "server", server);
+	if (t->iface)
+		bench_json_str(o, "iface", t->iface);
+	if (t->mtu)
+		bench_json_num(o, "mtu", t->mtu);
+	if (t->ops->env && t->ops->env(t))
+		g_string_append(o, t->ops->env(t));
+	g_string_append_printf(paths, "%s{%s}", paths->len ? "," : "", o->str + 1);
+}
+
+static GString *
+env_json(const BenchOptions *o, const GString *paths)
+{
+	GString *e = g_string_new(NULL);
+	g_autofree char *glib = g_strdup_printf("%u.%u.%u", glib_major_version, glib_minor_version,
+						glib_micro_version);
+	g_autofree char *usb = NULL;
+	const struct libusb_version *lv = libusb_get_version();
+	struct utsname u;
+
+	if (uname(&u) == 0) {
+		g_autofree char *k = g_strdup_printf("%s %s %s", u.sysname, u.release, u.machine);
+
+		bench_json_str(e, "kernel", k);
+		bench_json_str(e, "host", u.nodename);
+	}
+	usb = g_strdup_printf("%u.%u.%u", lv->major, lv->minor, lv->micro);
+	bench_json_str(e, "libusb", usb);
+	bench_json_str(e, "glib", glib);
+	bench_json_str(e, "libncm", G_STRINGIFY(NCM_MAJOR_VERSION) "." G_STRINGIFY(NCM_MINOR_VERSION)
+			    "." G_STRINGIFY(NCM_MICRO_VERSION));
+#ifdef NCM_BENCH_LWIP_VERSION
+	bench_json_str(e, "lwip", NCM_BENCH_LWIP_VERSION);
+#endif
+	bench_json_num(e, "quick", o->quick);
+	bench_json_num(e, "reps", o->reps);
+	bench_json_num(e, "secs", o->secs);
+	bench_json_num(e, "pace_mbit_s", o->pace_mbit);
+	g_string_append_printf(e, ",\"paths\":[%s]", paths->str);
+	return e;
+}
+
+static const char *
+table_cell(GPtrArray *results, const char *test, const char *path)
+{
+	for (guint j = 0; j < results->len; j++) {
+		BenchResult *r = results->pdata[j];
+
+		if (g_str_equal(r->test, test) && g_str_equal(r->path, path))
+			return r->cell ? r->cell : "?";
+	}
+	return "-";
+}
+
+/* One row per test, one column per path, each column as wide as its widest cell. */
+static void
+print_table(GPtrArray *results, GPtrArray *names)
+{
+	g_autoptr(GPtrArray) tests = g_ptr_array_new();
+	g_autofree int *width = g_new0(int, names->len + 1);
+
+	for (guint i = 0; i < results->len; i++) {
+		const char *t = ((BenchResult *)results->pdata[i])->test;
+
+		if (!g_ptr_array_find_with_equal_func(tests, t, g_str_equal, NULL))
+			g_ptr_array_add(tests, (gpointer)t);
+	}
+	for (guint p = 0; p < names->len; p++) {
+		const char *name = names->pdata[p];
+
+		width[p] = (int)strlen(name);
+		for (guint i = 0; i < tests->len; i++)
+			width[p] = MAX(width[p], (int)strlen(table_cell(results, tests->pdata[i], name)));
+	}
+	printf("%-20s", "test");
+	for (guint p = 0; p < names->len; p++)
+		printf(" | %-*s", width[p], (const char *)names->pdata[p]);
+	printf("\n");
+	for (guint i = 0; i < tests->len; i++) {
+		printf("%-20s", (const char *)tests->pdata[i]);
+		for (guint p = 0; p < names->len; p++)
+			printf(" | %-*s", width[p], table_cell(results, tests->pdata[i], names->pdata[p]));
+		printf("\n");
+	}
+}
+
+static int
+write_outputs(const BenchOptions *o, GPtrArray *results, GPtrArray *names, const GString *paths)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GString) env = env_json(o, paths);
+
+	print_table(results, names);
+	if (opt_json && !bench_json_write(opt_json, env, opt_env_json, results, &error)) {
+		g_printerr("ncm-bench: %s\n", error->message);
+		return 1;
+	}
+	if (opt_plot && !bench_plot_write(opt_plot, results, &error)) {
+		g_printerr("ncm-bench: %s\n", error->message);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Each path is opened just before its tests and closed after them: a
+ * libncm path takes the USB function from cdc_ncm, and gives it back on
+ * close, so paths over the same function can follow each other.
+ */
+static int
+run_client(void)
+{
+	g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)bench_result_free);
+	g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+	g_autoptr(GString) paths = g_string_new(NULL);
+	BenchOptions o;
+	int rc = 0;
+
+	options_fill(&o);
+	for (gchar **p = opt_paths; p && *p; p++) {
+		g_autoptr(GError) error = NULL;
+		BenchTransport *t = path_parse(*p, &error);
+
+		if (!t) {
+			g_printerr("ncm-bench: %s\n", error->message);
+			rc = 1;
+			continue;
+		}
+		BenchCtx ctx = {&o, t, results};
+
+		g_ptr_array_add(names, g_strdup(t->name));
+		bench_run_tcp_tests(&ctx);
+		bench_run_udp_tests(&ctx);
+		env_path(paths, t);
+		bench_transport_free(t);
+	}
+	rc = MAX(rc, write_outputs(&o, results, names, paths));
+	g_strfreev(o.tests);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	g_autoptr(GOptionContext) oc = g_option_context_new("- compare network paths to an ncm-bench --server");
+	g_autoptr(GError) error = NULL;
+
+	g_option_context_add_main_entries(oc, entries, NULL);
+	g_option_context_set_description(oc,
+		"Example: ncm-bench --path cdc_ncm=192.168.77.1%usb0 --path tun=192.168.78.1%ncm0 --quick --json out.json\n"
+		"Results go to stdout as a table, progress to stderr.");
+	if (!g_option_context_parse(oc, &argc, &argv, &error)) {
+		g_printerr("ncm-bench: %s\n", error->message);
+		return 2;
+	}
+	if (opt_port <= 0 || opt_port > 65535) {
+		g_printerr("ncm-bench: --port must be 1..65535\n");
+		return 2;
+	}
+	if (opt_server)
+		return bench_server_run(opt_bind, (guint16)opt_port);
+	if (!opt_paths) {
+		g_printerr("ncm-bench: give at least one --path NAME=ADDRESS (or --server)\n");
+		return 2;
+	}
+	return run_client();
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-bench.h: what ncm-bench's files share: options, results, the tests and socket helpers. */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "ncm-bench-stats.h"
+#include "ncm-bench-transport.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+	gint reps;
+	gint secs;          /* per throughput run */
+	gint soak_secs;
+	gint rtt_secs;      /* per UDP RTT run */
+	gint burst_tries;
+	gboolean quick;
+	gdouble pace_mbit;  /* --pace for libncm paths, 0 = unpaced */
+	gdouble udp_max_mbit;
+	gchar **tests;      /* prefixes; NULL = all */
+} BenchOptions;
+
+/*
+ * One line of output. @json holds the result's fields after "path" and
+ * "test", each preceded by a comma, ready to splice into an object.
+ */
+typedef struct {
+	char *path;
+	char *test;
+	GString *json;
+	char *cell;        /* what the human table shows */
+	GArray *rates;     /* double Mbit/s per 250 ms window, for --plot; or NULL */
+} BenchResult;
+
+typedef struct {
+	const BenchOptions *opt;
+	BenchTransport *transport;
+	GPtrArray *results; /* BenchResult */
+} BenchCtx;
+
+/* ncm-bench.c */
+BenchResult *bench_result_add(BenchCtx *ctx, const char *test);
+void bench_result_fail(BenchResult *r, const GError *error);
+void bench_result_free(BenchResult *r);
+gboolean bench_test_selected(const BenchOptions *opt, const char *test);
+void bench_progress(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+
+/* ncm-bench-net.c: blocking helpers over GSocket and GIOStream */
+gboolean bench_socket_send_all(GSocket *sock, const void *buf, gsize len, GError **error);
+char *bench_socket_read_line(GSocket *sock, GError **error);
+GIOStream *bench_open_command(BenchCtx *ctx, const char *cmd, GDataInputStream **ret_lines,
+			      GError **error);
+/* Mbit/s per window over the run, as kept for --plot. */
+GArray *bench_series_rates(const GArray *samples, gint64 from_us, gint64 to_us);
+/* Seconds of CPU this process used so far (user + system). */
+double bench_cpu_seconds(void);
+
+/* ncm-bench-server.c */
+int bench_server_run(const char *bind_address, guint16 port);
+
+/* ncm-bench-tcp.c */
+void bench_run_tcp_tests(BenchCtx *ctx);
+
+/* ncm-bench-udp.c */
+void bench_run_udp_tests(BenchCtx *ctx);
+
+/* ncm-bench-json.c */
+void bench_json_summary(GString *s, const char *key, const BenchSummary *sum, gboolean pct);
+void bench_json_num(GString *s, const char *key, double v);
+void bench_json_str(GString *s, const char *key, const char *v);
+gboolean bench_json_write(const char *file, const GString *env, const char *env_json_file,
+			  GPtrArray *results, GError **error);
+
+/* ncm-bench-plot.c */
+gboolean bench_plot_write(const char *file, GPtrArray *results, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* test-bench-json.c: ncm-bench's JSON shape, parsed back with json-glib, and a loopback run end to end. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+
+#include "ncm-bench.h"
+
+static JsonNode *
+parse_file(const char *file)
+{
+	g_autoptr(JsonParser) p = json_parser_new();
+	g_autoptr(GError) error = NULL;
+
+	json_parser_load_from_file(p, file, &error);
+	g_assert_no_error(error);
+	return json_node_copy(json_parser_get_root(p));
+}
+
+static BenchResult *
+result_new(const char *path, const char *test)
+{
+	BenchResult *r = g_new0(BenchResult, 1);
+
+	r->path = g_strdup(path);
+	r->test = g_strdup(test);
+	r->json = g_string_new(NULL);
+	return r;
+}
+
+static void
+result_free(gpointer data)
+{
+	BenchResult *r = data;
+
+	g_free(r->path);
+	g_free(r->test);
+	g_string_free(r->json, TRUE);
+	g_free(r);
+}
+
+static void
+test_shape_and_escaping(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("bench-json-XXXXXX", NULL);
+	g_autofree char *out = g_build_filename(dir, "out.json", NULL);
+	g_autofree char *extra = g_build_filename(dir, "env.json", NULL);
+	g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func(result_free);
+	g_autoptr(GString) env = g_string_new(NULL);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(JsonNode) root = NULL;
+	BenchResult *r = result_new("we\"ird\\path\n", "tcp_down");
+	double v[] = {30, 10, 20};
+	BenchSummary sum;
+	JsonObject *o, *e, *m;
+	JsonArray *a;
+
+	bench_summarize(v, 3, &sum);
+	bench_json_summary(r->json, "mbit_s", &sum, FALSE);
+	bench_json_num(r->json, "nan", 0.0 / 0.0);
+	g_ptr_array_add(results, r);
+	r = result_new("lo", "udp_rtt_64_10hz");
+	bench_json_summary(r->json, "rtt_ms", &sum, TRUE);
+	g_ptr_array_add(results, r);
+	bench_json_str(env, "kernel", "Linux x");
+	g_assert_true(g_file_set_contents(extra, " {\"usb_speed\": \"high\", \"ntb\": {\"in_max\": 16384}}\n", -1, NULL));
+	g_assert_true(bench_json_write(out, env, extra, results, &error));
+	g_assert_no_error(error);
+
+	root = parse_file(out);
+	o = json_node_get_object(root);
+	e = json_object_get_object_member(o, "env");
+	g_assert_cmpstr(json_object_get_string_member(e, "kernel"), ==, "Linux x");
+	g_assert_cmpstr(json_object_get_string_member(e, "usb_speed"), ==, "high");
+	g_assert_cmpint(json_object_get_int_member(json_object_get_object_member(e, "ntb"), "in_max"), ==, 16384);
+	a = json_object_get_array_member(o, "results");
+	g_assert_cmpuint(json_array_get_length(a), ==, 2);
+	o = json_array_get_object_element(a, 0);
+	g_assert_cmpstr(json_object_get_string_member(o, "path"), ==, "we\"ird\\path\n");
+	m = json_object_get_object_member(o, "mbit_s");
+	g_assert_cmpfloat(json_object_get_double_member(m, "median"), ==, 20);
+	g_assert_cmpfloat(json_object_get_double_member(m, "min"), ==, 10);
+	g_assert_cmpfloat(json_object_get_double_member(m, "max"), ==, 30);
+	g_assert_true(json_object_get_null_member(o, "nan"));
+	m = json_object_get_object_member(json_array_get_object_element(a, 1), "rtt_ms");
+	g_assert_cmpfloat(json_object_get_double_member(m, "p50"), ==, 20);
+	g_assert_cmpfloat(json_object_get_double_member(m, "p99"), ==, 30);
+
+	/* A caller's env that is not one object is refused, not spliced in. */
+	g_assert_true(g_file_set_contents(extra, "[1,2]", -1, NULL));
+	g_assert_false(bench_json_write(out, env, extra, results, &error));
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
+	g_remove(out);
+	g_remove(extra);
+	g_rmdir(dir);
+}
+
+#ifdef NCM_BENCH_EXE
+static guint16
+free_port(void)
+{
+	g_autoptr(GSocket) s = g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+	g_autoptr(GInetAddress) lo = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
+	g_autoptr(GSocketAddress) a = g_inet_socket_address_new(lo, 0);
+	g_autoptr(GSocketAddress) bound = NULL;
+
+	g_assert_true(g_socket_bind(s, a, TRUE, NULL));
+	bound = g_socket_get_local_address(s, NULL);
+	return g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(bound));
+}
+
+/* Plain GSocket: GSocketClient would resolve on a thread pool TSan cannot see into. */
+static void
+wait_listening(guint16 port)
+{
+	g_autoptr(GInetAddress) lo = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
+	g_autoptr(GSocketAddress) a = g_inet_socket_address_new(lo, port);
+
+	for (int i = 0; i < 200; i++) {
+		g_autoptr(GSocket) s = g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
+						    G_SOCKET_PROTOCOL_TCP, NULL);
+
+		if (g_socket_connect(s, a, NULL, NULL))
+			return;
+		g_usleep(50000);
+	}
+	g_assert_not_reached();
+}
+
+static double
+result_member(JsonArray *a, const char *test, const char *obj, const char *key)
+{
+	for (guint i = 0; i < json_array_get_length(a); i++) {
+		JsonObject *o = json_array_get_object_element(a, i);
+
+		if (g_str_equal(json_object_get_string_member(o, "test"), test)) {
+			g_assert_cmpstr(json_object_get_string_member(o, "path"), ==, "lo");
+			g_assert_false(json_object_has_member(o, "error"));
+			if (obj)
+				o = json_object_get_object_member(o, obj);
+			return json_object_get_double_member(o, key);
+		}
+	}
+	g_assert_not_reached();
+}
+
+static void
+test_loopback_run(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("bench-run-XXXXXX", NULL);
+	g_autofree char *out = g_build_filename(dir, "out.json", NULL);
+	g_autofree char *svg = g_build_filename(dir, "out.svg", NULL);
+	g_autofree char *port = g_strdup_printf("%u", free_port());
+	const char *server[] = {NCM_BENCH_EXE, "--server", "--bind", "127.0.0.1", "--port", port, NULL};
+	const char *client[] = {NCM_BENCH_EXE, "--port", port, "--path", "lo=127.0.0.1", "--quick",
+				"--secs", "2", "--tests", "tcp_down,tcp_up,udp_rtt_64_10hz",
+				"--json", out, "--plot", svg, NULL};
+	g_autofree char *table = NULL, *plot = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(JsonNode) root = NULL;
+	JsonArray *a;
+	GPid pid;
+	int status;
+
+	g_assert_true(g_spawn_async(NULL, (char **)server, NULL, G_SPAWN_DO_NOT_REAP_CHILD |
+				    G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &pid, &error));
+	wait_listening((guint16)atoi(port));
+	g_assert_true(g_spawn_sync(NULL, (char **)client, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+				   &table, NULL, &status, &error));
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	g_assert_no_error(error);
+	g_assert_true(g_spawn_check_wait_status(status, NULL));
+	g_test_message("%s", table);
+	g_assert_nonnull(strstr(table, "tcp_down"));
+
+	root = parse_file(out);
+	a = json_object_get_array_member(json_node_get_object(root), "results");
+	g_assert_cmpuint(json_array_get_length(a), ==, 3);
+	g_assert_cmpfloat(result_member(a, "tcp_down", "mbit_s", "median"), >, 0);
+	g_assert_cmpfloat(result_member(a, "tcp_up", "mbit_s", "median"), >, 0);
+	g_assert_cmpfloat(result_member(a, "udp_rtt_64_10hz", "rtt_ms", "p50"), >, 0);
+	g_assert_cmpfloat(result_member(a, "udp_rtt_64_10hz", NULL, "received"), >, 0);
+	g_assert_true(g_file_get_contents(svg, &plot, NULL, NULL));
+	g_assert_true(g_str_has_prefix(plot, "<?xml"));
+	g_assert_nonnull(strstr(plot, "<polyline"));
+	g_remove(out);
+	g_remove(svg);
+	g_rmdir(dir);
+}
+#endif
+
+int
+main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/bench-json/shape", test_shape_and_escaping);
+#ifdef NCM_BENCH_EXE
+	g_test_add_func("/bench-json/loopback-run", test_loopback_run);
+#endif
+	return g_test_run();
+}
