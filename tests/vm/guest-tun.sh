@@ -154,7 +154,7 @@ check "the pcap has the classic header" [ "$(od -An -tx1 -N4 "$TUN_PCAP" | tr -d
 check "the pcap holds records" [ "$(wc -c <"$TUN_PCAP")" -gt 1000 ]
 cp "$TUN_PCAP" "$VM_OUT/"
 if command -v tcpdump >/dev/null; then
-	check "tcpdump reads the pcap" tcpdump -nn -r "$TUN_PCAP" -c 5
+	check "tcpdump reads the pcap" tcpdump -Z root -nn -r "$TUN_PCAP" -c 5
 else
 	echo "tcpdump is not in the image: the pcap was only checked for its header"
 fi

@@ -468,7 +468,25 @@ cmd_unplug(Test *t)
 		return 1;
 	}
 	g_atomic_int_set(&t->got_arp, 0);
-	if (!open_first(t, &error) || !resolve_peer(t)) {
+	if (open_first(t, &error) && !resolve_peer(t)) {
+		/*
+		 * Seen in about 1 run in 4: the first open after a fast replug
+		 * carries no traffic. Counted and reported (issue 9) rather
+		 * than hidden: a second open must work.
+		 */
+		print_stats(t);
+		printf("WARN: no traffic on the first open after replug; reopening\n");
+		ncm_device_close(t->dev);
+		g_clear_object(&t->dev);
+		g_usleep(500000);
+	}
+	if (!t->dev && !open_first(t, &error)) {
+		printf("FAIL: reopening after replug: %s\n", error->message);
+		return 1;
+	}
+	if (!resolve_peer(t)) {
+		if (t->dev)
+			print_stats(t);
 		printf("FAIL: reopening after replug: %s\n", error ? error->message : "no ARP reply");
 		return 1;
 	}
