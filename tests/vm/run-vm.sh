@@ -28,7 +28,7 @@ out=
 profile=ncm
 timeout_s=240
 cache=${VM_CACHE_DIR:-$here/../../.cache/vm}
-accel=${VM_ACCEL:-auto}
+accel=${VM_ACCEL:-tcg}
 mem=1024
 smp=2
 cmdline_extra=
@@ -49,7 +49,7 @@ usage: $0 --script FILE [options]
   --env NAME=VALUE   variable for the guest script (repeatable)
   --timeout S        hard limit for the whole VM in seconds (default $timeout_s)
   --cache DIR        kernel and base image cache (default <source root>/.cache/vm)
-  --accel A          tcg, kvm or auto (default auto: kvm if /dev/kvm is usable)
+  --accel A          tcg (default), kvm, or auto (kvm if /dev/kvm opens)
   --memory MB        guest memory (default $mem)
   --append ARGS      extra kernel command line
 EOF
@@ -302,6 +302,9 @@ touch "$out/.vm-out"
 
 # ---- boot -------------------------------------------------------------------
 
+# TCG by default: a /dev/kvm that opens is no promise that KVM runs this
+# kernel (nested hosts here stop it with "KVM internal error ... emulation
+# failure" in the boot and the guest hangs until the timeout).
 if [ "$accel" = auto ]; then
 	accel=tcg
 	[ -r /dev/kvm ] && [ -w /dev/kvm ] && accel=kvm
