@@ -5,6 +5,7 @@
 #include <libusb.h>
 
 #include "ncm-context.h"
+#include "ncm-sync.h"
 
 typedef struct _NcmDevice NcmDevice;
 

@@ -58,10 +58,10 @@ event_thread_main(gpointer data)
 		gint64 now = g_get_monotonic_time();
 		gint64 next = now + NCM_EVENT_IDLE_US;
 
-		g_mutex_lock(&self->devices_lock);
+		ncm_mutex_lock(&self->devices_lock);
 		for (guint i = 0; i < self->devices->len; i++)
 			next = MIN(next, ncm_device_tick(g_ptr_array_index(self->devices, i), now));
-		g_mutex_unlock(&self->devices_lock);
+		ncm_mutex_unlock(&self->devices_lock);
 
 		__atomic_store_n(&self->armed_deadline, next, __ATOMIC_RELAXED);
 		gint64 wait = MAX(next - now, 0);
@@ -193,18 +193,18 @@ ncm_context_is_event_thread(NcmContext *self)
 void
 ncm_context_add_device(NcmContext *self, NcmDevice *device)
 {
-	g_mutex_lock(&self->devices_lock);
+	ncm_mutex_lock(&self->devices_lock);
 	g_ptr_array_add(self->devices, device);
-	g_mutex_unlock(&self->devices_lock);
+	ncm_mutex_unlock(&self->devices_lock);
 	libusb_interrupt_event_handler(self->usb);
 }
 
 void
 ncm_context_remove_device(NcmContext *self, NcmDevice *device)
 {
-	g_mutex_lock(&self->devices_lock);
+	ncm_mutex_lock(&self->devices_lock);
 	g_ptr_array_remove(self->devices, device);
-	g_mutex_unlock(&self->devices_lock);
+	ncm_mutex_unlock(&self->devices_lock);
 }
 
 void

@@ -9,6 +9,7 @@
 #include "ncm-device.h"
 #include "ncm-error.h"
 #include "ncm-ntb.h"
+#include "ncm-sync.h"
 
 #define NCM_MAX_RX_TRANSFERS 64
 #define NCM_MAX_TX_TRANSFERS 64

@@ -111,15 +111,15 @@ clear_halt_thread(gpointer data)
 
 		if (r < 0)
 			g_debug("clearing the bulk-IN halt: %s", libusb_strerror(r));
-		g_mutex_lock(&self->flight_lock);
+		ncm_mutex_lock(&self->flight_lock);
 		if (self->stalled->len == 0 || self->state != NCM_STATE_RUNNING) {
 			self->clear_done = TRUE;
-			g_mutex_unlock(&self->flight_lock);
+			ncm_mutex_unlock(&self->flight_lock);
 			return NULL;
 		}
 		slots = g_steal_pointer(&self->stalled);
 		self->stalled = g_ptr_array_new();
-		g_mutex_unlock(&self->flight_lock);
+		ncm_mutex_unlock(&self->flight_lock);
 		resubmit_stalled(self, slots);
 	}
 }
@@ -129,7 +129,7 @@ static void
 handle_stall(NcmDevice *self, NcmSlot *slot)
 {
 	NCM_STAT_ADD(self, rx_stalls, 1);
-	g_mutex_lock(&self->flight_lock);
+	ncm_mutex_lock(&self->flight_lock);
 	g_ptr_array_add(self->stalled, slot);
 	if (self->clear_thread && self->clear_done) {
 		/* It has returned (clear_done is its last act): joining does not block. */
@@ -141,7 +141,7 @@ handle_stall(NcmDevice *self, NcmSlot *slot)
 	}
 	if (--self->in_flight == 0)
 		g_cond_broadcast(&self->flight_cond);
-	g_mutex_unlock(&self->flight_lock);
+	ncm_mutex_unlock(&self->flight_lock);
 }
 
 static void LIBUSB_CALL

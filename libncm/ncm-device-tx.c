@@ -215,9 +215,9 @@ ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors, guint n_vectors)
 		NCM_STAT_ADD(self, tx_invalid, 1);
 		return NCM_SEND_INVALID;
 	}
-	g_mutex_lock(&self->tx_lock);
+	ncm_mutex_lock(&self->tx_lock);
 	if (!g_atomic_int_get(&self->running) || g_atomic_int_get(&self->gone)) {
-		g_mutex_unlock(&self->tx_lock);
+		ncm_mutex_unlock(&self->tx_lock);
 		return NCM_SEND_CLOSED;
 	}
 	p = reserve_locked(self, len, &ret);
@@ -230,7 +230,7 @@ ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors, guint n_vectors)
 		if (ncm_ntb_packer_count(&self->packer) >= self->packer.limit)
 			close_ntb_locked(self, NCM_FLUSH_LIMIT);
 	}
-	g_mutex_unlock(&self->tx_lock);
+	ncm_mutex_unlock(&self->tx_lock);
 	return ret;
 }
 
@@ -245,23 +245,23 @@ ncm_device_send(NcmDevice *self, const guint8 *frame, gsize len)
 void
 ncm_device_flush(NcmDevice *self)
 {
-	g_mutex_lock(&self->tx_lock);
+	ncm_mutex_lock(&self->tx_lock);
 	if (self->tx_open && ncm_ntb_packer_count(&self->packer) > 0 &&
 	    g_atomic_int_get(&self->running))
 		close_ntb_locked(self, NCM_FLUSH_EXPLICIT);
-	g_mutex_unlock(&self->tx_lock);
+	ncm_mutex_unlock(&self->tx_lock);
 }
 
 void
 ncm_device_set_pacing(NcmDevice *self, guint64 bytes_per_sec)
 {
-	g_mutex_lock(&self->tx_lock);
+	ncm_mutex_lock(&self->tx_lock);
 	self->pace = bytes_per_sec;
 	self->tokens = 0;
 	self->tokens_at = g_get_monotonic_time();
 	if (!bytes_per_sec)
 		drain_paced_locked(self, self->tokens_at);
-	g_mutex_unlock(&self->tx_lock);
+	ncm_mutex_unlock(&self->tx_lock);
 }
 
 gint64
@@ -269,7 +269,7 @@ ncm_device_tick(NcmDevice *self, gint64 now)
 {
 	gint64 next = G_MAXINT64;
 
-	g_mutex_lock(&self->tx_lock);
+	ncm_mutex_lock(&self->tx_lock);
 	if (self->tx_open) {
 		gint64 due = self->tx_open_since + self->options.flush_timeout_us;
 
@@ -283,7 +283,7 @@ ncm_device_tick(NcmDevice *self, gint64 now)
 		if (self->paced_count)
 			next = MIN(next, tokens_deadline_locked(self, now));
 	}
-	g_mutex_unlock(&self->tx_lock);
+	ncm_mutex_unlock(&self->tx_lock);
 	return next;
 }
 
@@ -312,13 +312,13 @@ tx_complete(struct libusb_transfer *xfer)
 		NCM_STAT_ADD(self, tx_errors, 1);
 		break;
 	}
-	g_mutex_lock(&self->tx_lock);
+	ncm_mutex_lock(&self->tx_lock);
 	free_slot_locked(self, slot);
 	if (self->paced_count)
 		drain_paced_locked(self, g_get_monotonic_time());
 	wake = self->want_writable;
 	self->want_writable = FALSE;
-	g_mutex_unlock(&self->tx_lock);
+	ncm_mutex_unlock(&self->tx_lock);
 	ncm_device_landed(self);
 	if (wake && self->sink.writable)
 		self->sink.writable(self->sink_data);
@@ -327,7 +327,7 @@ tx_complete(struct libusb_transfer *xfer)
 void
 ncm_device_tx_cancel(NcmDevice *self)
 {
-	g_mutex_lock(&self->tx_lock);
+	ncm_mutex_lock(&self->tx_lock);
 	/* Held-back NTBs were never submitted: they just go back to the pool. */
 	while (self->paced_count) {
 		free_slot_locked(self, &self->tx[self->paced[self->paced_head]]);
@@ -338,7 +338,7 @@ ncm_device_tx_cancel(NcmDevice *self)
 		free_slot_locked(self, self->tx_open);
 		self->tx_open = NULL;
 	}
-	g_mutex_unlock(&self->tx_lock);
+	ncm_mutex_unlock(&self->tx_lock);
 	for (guint i = 0; self->tx && i < self->n_tx; i++)
 		libusb_cancel_transfer(self->tx[i].xfer);
 }
@@ -346,7 +346,7 @@ ncm_device_tx_cancel(NcmDevice *self)
 void
 ncm_device_tx_free(NcmDevice *self)
 {
-	g_mutex_lock(&self->tx_lock);
+	ncm_mutex_lock(&self->tx_lock);
 	for (guint i = 0; self->tx && i < self->n_tx; i++) {
 		libusb_free_transfer(self->tx[i].xfer);
 		g_free(self->tx[i].buf);
@@ -354,5 +354,5 @@ ncm_device_tx_free(NcmDevice *self)
 	g_clear_pointer(&self->tx, g_free);
 	g_clear_pointer(&self->tx_free, g_free);
 	g_clear_pointer(&self->paced, g_free);
-	g_mutex_unlock(&self->tx_lock);
+	ncm_mutex_unlock(&self->tx_lock);
 }

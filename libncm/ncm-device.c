@@ -148,24 +148,24 @@ ncm_device_submit(NcmDevice *self, struct libusb_transfer *xfer, gboolean counte
 {
 	int r = LIBUSB_ERROR_INTERRUPTED;
 
-	g_mutex_lock(&self->flight_lock);
+	ncm_mutex_lock(&self->flight_lock);
 	if (self->state == NCM_STATE_RUNNING)
 		r = libusb_submit_transfer(xfer);
 	if (r == 0 && !counted)
 		self->in_flight++;
 	else if (r != 0 && counted && --self->in_flight == 0)
 		g_cond_broadcast(&self->flight_cond);
-	g_mutex_unlock(&self->flight_lock);
+	ncm_mutex_unlock(&self->flight_lock);
 	return r;
 }
 
 void
 ncm_device_landed(NcmDevice *self)
 {
-	g_mutex_lock(&self->flight_lock);
+	ncm_mutex_lock(&self->flight_lock);
 	if (--self->in_flight == 0)
 		g_cond_broadcast(&self->flight_cond);
-	g_mutex_unlock(&self->flight_lock);
+	ncm_mutex_unlock(&self->flight_lock);
 }
 
 /* ---- Life cycle ----------------------------------------------------- */
@@ -241,14 +241,14 @@ void
 ncm_device_set_sink(NcmDevice *self, const NcmDeviceSink *sink, gpointer user_data)
 {
 	g_return_if_fail(NCM_IS_DEVICE(self));
-	g_mutex_lock(&self->flight_lock);
+	ncm_mutex_lock(&self->flight_lock);
 	if (self->state == NCM_STATE_OPEN) {
 		self->sink = sink ? *sink : (NcmDeviceSink){ 0 };
 		self->sink_data = user_data;
 	} else {
 		g_critical("ncm_device_set_sink() called after ncm_device_start()");
 	}
-	g_mutex_unlock(&self->flight_lock);
+	ncm_mutex_unlock(&self->flight_lock);
 }
 
 gboolean
@@ -256,15 +256,15 @@ ncm_device_start(NcmDevice *self, GError **error)
 {
 	g_return_val_if_fail(NCM_IS_DEVICE(self), FALSE);
 
-	g_mutex_lock(&self->flight_lock);
+	ncm_mutex_lock(&self->flight_lock);
 	if (self->state != NCM_STATE_OPEN) {
-		g_mutex_unlock(&self->flight_lock);
+		ncm_mutex_unlock(&self->flight_lock);
 		g_set_error(error, NCM_ERROR, NCM_ERROR_CLOSED, "the device was already started or closed");
 		return FALSE;
 	}
 	self->state = NCM_STATE_RUNNING;
 	g_atomic_int_set(&self->running, 1);
-	g_mutex_unlock(&self->flight_lock);
+	ncm_mutex_unlock(&self->flight_lock);
 
 	if (!ncm_device_rx_start(self, error) || !ncm_device_intr_start(self, error)) {
 		ncm_device_close(self);
@@ -284,10 +284,10 @@ cancel_and_wait(NcmDevice *self)
 	if (self->intr)
 		libusb_cancel_transfer(self->intr);
 
-	g_mutex_lock(&self->flight_lock);
+	ncm_mutex_lock(&self->flight_lock);
 	while (self->in_flight > 0 && !timed_out)
-		timed_out = !g_cond_wait_until(&self->flight_cond, &self->flight_lock, deadline);
-	g_mutex_unlock(&self->flight_lock);
+		timed_out = !ncm_cond_wait_until(&self->flight_cond, &self->flight_lock, deadline);
+	ncm_mutex_unlock(&self->flight_lock);
 	if (timed_out) {
 		/* Freeing a transfer libusb still holds would be a use-after-free: leak it. */
 		g_warning("%u USB transfers did not finish after cancelling; leaking them",
@@ -307,15 +307,15 @@ ncm_device_close(NcmDevice *self)
 		return;
 	}
 
-	g_mutex_lock(&self->flight_lock);
+	ncm_mutex_lock(&self->flight_lock);
 	if (self->state == NCM_STATE_CLOSED || self->state == NCM_STATE_CLOSING) {
-		g_mutex_unlock(&self->flight_lock);
+		ncm_mutex_unlock(&self->flight_lock);
 		return;
 	}
 	self->state = NCM_STATE_CLOSING;
 	g_atomic_int_set(&self->running, 0);
 	GThread *clear = g_steal_pointer(&self->clear_thread);
-	g_mutex_unlock(&self->flight_lock);
+	ncm_mutex_unlock(&self->flight_lock);
 
 	if (clear)
 		g_thread_join(clear);
@@ -325,9 +325,9 @@ ncm_device_close(NcmDevice *self)
 	ncm_device_release(self);
 	ncm_device_rx_free(self);
 	ncm_device_tx_free(self);
-	g_mutex_lock(&self->flight_lock);
+	ncm_mutex_lock(&self->flight_lock);
 	self->state = NCM_STATE_CLOSED;
-	g_mutex_unlock(&self->flight_lock);
+	ncm_mutex_unlock(&self->flight_lock);
 }
 
 static void

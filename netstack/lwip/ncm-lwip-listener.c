@@ -33,18 +33,18 @@ listener_accept_cb(void *arg, struct tcp_pcb *pcb, err_t err)
 
 	if (err != ERR_OK || pcb == NULL || self == NULL)
 		return ERR_VAL;
-	ncm_lwip_mutex_lock(&self->lock);
+	ncm_mutex_lock(&self->lock);
 	full = self->closed || self->pending.length >= self->backlog;
-	ncm_lwip_mutex_unlock(&self->lock);
+	ncm_mutex_unlock(&self->lock);
 	if (full)
 		return ERR_MEM;
 	c = lwip_conn_new();
 	c->connected = TRUE;
 	lwip_conn_attach(c, pcb);
-	ncm_lwip_mutex_lock(&self->lock);
+	ncm_mutex_lock(&self->lock);
 	g_queue_push_tail(&self->pending, c);
 	g_cond_broadcast(&self->cond);
-	ncm_lwip_mutex_unlock(&self->lock);
+	ncm_mutex_unlock(&self->lock);
 	return ERR_OK;
 }
 
@@ -124,12 +124,12 @@ ncm_lwip_listener_close(NcmLwipListener *self)
 		tcp_close(self->pcb);
 		self->pcb = NULL;
 	}
-	ncm_lwip_mutex_lock(&self->lock);
+	ncm_mutex_lock(&self->lock);
 	self->closed = TRUE;
 	pending = self->pending;
 	g_queue_init(&self->pending);
 	g_cond_broadcast(&self->cond);
-	ncm_lwip_mutex_unlock(&self->lock);
+	ncm_mutex_unlock(&self->lock);
 	while ((c = g_queue_pop_head(&pending)) != NULL) {
 		lwip_conn_close_pcb(c, TRUE);
 		lwip_conn_unref(c);
@@ -142,9 +142,9 @@ wake_listener(GCancellable *cancellable, gpointer data)
 {
 	NcmLwipListener *self = data;
 
-	ncm_lwip_mutex_lock(&self->lock);
+	ncm_mutex_lock(&self->lock);
 	g_cond_broadcast(&self->cond);
-	ncm_lwip_mutex_unlock(&self->lock);
+	ncm_mutex_unlock(&self->lock);
 }
 
 NcmLwipConnection *
@@ -156,12 +156,12 @@ ncm_lwip_listener_accept(NcmLwipListener *self, GCancellable *cancellable, GErro
 	g_return_val_if_fail(NCM_LWIP_IS_LISTENER(self), NULL);
 	if (cancellable != NULL)
 		handler = g_cancellable_connect(cancellable, G_CALLBACK(wake_listener), self, NULL);
-	ncm_lwip_mutex_lock(&self->lock);
+	ncm_mutex_lock(&self->lock);
 	while (self->pending.length == 0 && !self->closed &&
 	       !g_cancellable_is_cancelled(cancellable))
-		ncm_lwip_cond_wait(&self->cond, &self->lock);
+		ncm_cond_wait(&self->cond, &self->lock);
 	c = g_queue_pop_head(&self->pending);
-	ncm_lwip_mutex_unlock(&self->lock);
+	ncm_mutex_unlock(&self->lock);
 	if (handler != 0)
 		g_cancellable_disconnect(cancellable, handler);
 	if (c != NULL)

@@ -171,14 +171,14 @@ learn(NcmLwipNetif *n, gboolean v6, const guint8 *ip, const guint8 *mac)
 	guint8 *dst_mac = v6 ? n->peer6_mac : n->peer4_mac;
 	gsize ip_len = v6 ? 16 : 4;
 
-	ncm_lwip_mutex_lock(&n->peer_lock);
+	ncm_mutex_lock(&n->peer_lock);
 	memcpy(dst_ip, ip, ip_len);
 	memcpy(dst_mac, mac, 6);
 	if (v6)
 		n->have_peer6 = TRUE;
 	else
 		n->have_peer4 = TRUE;
-	ncm_lwip_mutex_unlock(&n->peer_lock);
+	ncm_mutex_unlock(&n->peer_lock);
 }
 
 /* Link thread: records the sender of ARP packets and of ICMPv6 neighbour
@@ -212,14 +212,14 @@ ncm_lwip_netif_get_peer(NcmLwipNetif *netif, GSocketFamily family, GInetAddress 
 	gboolean v6 = family == G_SOCKET_FAMILY_IPV6;
 	gboolean have;
 
-	ncm_lwip_mutex_lock(&netif->peer_lock);
+	ncm_mutex_lock(&netif->peer_lock);
 	have = v6 ? netif->have_peer6 : netif->have_peer4;
 	if (have && ret_address != NULL)
 		*ret_address = g_inet_address_new_from_bytes(v6 ? netif->peer6 : netif->peer4,
 							     family);
 	if (have && ret_mac != NULL)
 		memcpy(ret_mac, v6 ? netif->peer6_mac : netif->peer4_mac, 6);
-	ncm_lwip_mutex_unlock(&netif->peer_lock);
+	ncm_mutex_unlock(&netif->peer_lock);
 	return have;
 }
 

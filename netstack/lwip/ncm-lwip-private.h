@@ -6,7 +6,7 @@
 #include "lwip/netif.h"
 
 #include "ncm-lwip.h"
-#include "ncm-lwip-sync.h"
+#include "ncm-sync.h"
 
 /*
  * Lock order: the lwIP core lock first, then a connection's, listener's or

@@ -102,10 +102,10 @@ barrier_reached(void *arg)
 {
 	Barrier *b = arg;
 
-	ncm_lwip_mutex_lock(&b->lock);
+	ncm_mutex_lock(&b->lock);
 	b->done = TRUE;
 	g_cond_signal(&b->cond);
-	ncm_lwip_mutex_unlock(&b->lock);
+	ncm_mutex_unlock(&b->lock);
 }
 
 void
@@ -117,10 +117,10 @@ lwip_tcpip_barrier(void)
 	g_cond_init(&b.cond);
 	/* The mailbox is FIFO: once this runs, everything before it has. */
 	if (tcpip_callback(barrier_reached, &b) == ERR_OK) {
-		ncm_lwip_mutex_lock(&b.lock);
+		ncm_mutex_lock(&b.lock);
 		while (!b.done)
-			ncm_lwip_cond_wait(&b.cond, &b.lock);
-		ncm_lwip_mutex_unlock(&b.lock);
+			ncm_cond_wait(&b.cond, &b.lock);
+		ncm_mutex_unlock(&b.lock);
 	}
 	g_cond_clear(&b.cond);
 	g_mutex_clear(&b.lock);
@@ -133,10 +133,10 @@ tcpip_ready(void *arg)
 	GCond *cond = ((gpointer *)arg)[1];
 	gboolean *done = ((gpointer *)arg)[2];
 
-	ncm_lwip_mutex_lock(lock);
+	ncm_mutex_lock(lock);
 	*done = TRUE;
 	g_cond_broadcast(cond);
-	ncm_lwip_mutex_unlock(lock);
+	ncm_mutex_unlock(lock);
 }
 
 static void
@@ -150,10 +150,10 @@ start_lwip(void)
 	g_mutex_init(&lock);
 	g_cond_init(&cond);
 	tcpip_init(tcpip_ready, args);
-	ncm_lwip_mutex_lock(&lock);
+	ncm_mutex_lock(&lock);
 	while (!done)
-		ncm_lwip_cond_wait(&cond, &lock);
-	ncm_lwip_mutex_unlock(&lock);
+		ncm_cond_wait(&cond, &lock);
+	ncm_mutex_unlock(&lock);
 	g_cond_clear(&cond);
 	g_mutex_clear(&lock);
 }

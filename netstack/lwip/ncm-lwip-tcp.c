@@ -104,7 +104,7 @@ conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	LwipConn *c = arg;
 	struct pbuf *last;
 
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	if (p == NULL) {
 		c->rx_eof = TRUE;
 	} else if (c->in_closed) {
@@ -122,7 +122,7 @@ conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 		c->rx_bytes += p->tot_len;
 	}
 	wake_locked(c, TRUE, FALSE);
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 	return ERR_OK;
 }
 
@@ -131,11 +131,11 @@ conn_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 {
 	LwipConn *c = arg;
 
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	c->snd_room = tcp_sndbuf(pcb);
 	if (c->snd_room >= LWIP_CONN_WRITE_LOWAT)
 		wake_locked(c, FALSE, TRUE);
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 	return ERR_OK;
 }
 
@@ -146,13 +146,13 @@ conn_err(void *arg, err_t err)
 	LwipConn *c = arg;
 
 	c->pcb = NULL;
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	c->reset = err == ERR_RST;
 	if (err == ERR_RST && !c->connected)
 		fail_locked(c, G_IO_ERROR_CONNECTION_REFUSED);
 	else
 		fail_locked(c, lwip_err_to_io(err));
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 	lwip_conn_unref(c);
 }
 
@@ -161,11 +161,11 @@ conn_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 {
 	LwipConn *c = arg;
 
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	c->connected = TRUE;
 	c->snd_room = tcp_sndbuf(pcb);
 	wake_locked(c, FALSE, TRUE);
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 	return ERR_OK;
 }
 
@@ -178,9 +178,9 @@ lwip_conn_attach(LwipConn *c, struct tcp_pcb *pcb)
 	tcp_recv(pcb, conn_recv);
 	tcp_sent(pcb, conn_sent);
 	tcp_err(pcb, conn_err);
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	c->snd_room = tcp_sndbuf(pcb);
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 }
 
 /* Core lock held: returns the window for bytes read so far. */
@@ -189,11 +189,11 @@ credit_apply(LwipConn *c)
 {
 	gsize n;
 
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	n = c->credit;
 	c->credit = 0;
 	c->credit_posted = FALSE;
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 	if (c->pcb != NULL && n > 0)
 		ncm_lwip_recved_chunked(c->pcb, n);
 }
@@ -215,9 +215,9 @@ lwip_conn_close_pcb(LwipConn *c, gboolean abort)
 	c->pcb = NULL;
 	if (abort || tcp_close(pcb) != ERR_OK)
 		tcp_abort(pcb);
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	fail_locked(c, G_IO_ERROR_CLOSED);
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 	lwip_conn_unref(c);
 }
 
@@ -285,9 +285,9 @@ cancel_wake(GCancellable *cancellable, gpointer data)
 {
 	LwipConn *c = data;
 
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	g_cond_broadcast(&c->cond);
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 }
 
 static gssize
@@ -310,7 +310,7 @@ read_locked(LwipConn *c, void *buf, gsize count, gboolean blocking, GCancellable
 					    "no data received yet");
 			return -1;
 		}
-		ncm_lwip_cond_wait(&c->cond, &c->lock);
+		ncm_cond_wait(&c->cond, &c->lock);
 	}
 }
 
@@ -326,12 +326,12 @@ lwip_conn_read(LwipConn *c, void *buf, gsize count, gboolean blocking, GCancella
 		return 0;
 	if (blocking && cancellable != NULL)
 		handler = g_cancellable_connect(cancellable, G_CALLBACK(cancel_wake), c, NULL);
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	n = read_locked(c, buf, count, blocking, cancellable, error);
 	post = n > 0 && !c->credit_posted;
 	if (post)
 		c->credit_posted = TRUE;
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 	if (handler != 0)
 		g_cancellable_disconnect(cancellable, handler);
 	if (post)
@@ -344,9 +344,9 @@ lwip_conn_readable(LwipConn *c)
 {
 	gboolean ready;
 
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	ready = c->rx_bytes > 0 || c->rx_eof || c->error >= 0;
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 	return ready;
 }
 
@@ -358,11 +358,11 @@ set_write_error(LwipConn *c, GError **error)
 {
 	gint code;
 
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	code = c->error >= 0 ? c->error : G_IO_ERROR_CLOSED;
 	if (c->reset)
 		code = G_IO_ERROR_BROKEN_PIPE;
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 	g_set_error_literal(error, G_IO_ERROR, code, error_message(code));
 }
 
@@ -411,11 +411,11 @@ write_some(LwipConn *c, const void *buf, gsize count, GError **error)
 		n = -1;
 	} else {
 		n = write_locked(c->pcb, buf, count, error);
-		ncm_lwip_mutex_lock(&c->lock);
+		ncm_mutex_lock(&c->lock);
 		/* Nothing fit (the segment queue may be full while bytes are
 		 * free): wait for the next ACK rather than spin. */
 		c->snd_room = n == 0 ? 0 : tcp_sndbuf(c->pcb);
-		ncm_lwip_mutex_unlock(&c->lock);
+		ncm_mutex_unlock(&c->lock);
 	}
 	/* Flushes what tcp_output() packed into the link. */
 	lwip_core_unlock();
@@ -428,11 +428,11 @@ wait_writable(LwipConn *c, GCancellable *cancellable, GError **error)
 {
 	gboolean cancelled;
 
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	while (c->snd_room < LWIP_CONN_WRITE_LOWAT && c->error < 0 &&
 	       !g_cancellable_is_cancelled(cancellable))
-		ncm_lwip_cond_wait(&c->cond, &c->lock);
-	ncm_lwip_mutex_unlock(&c->lock);
+		ncm_cond_wait(&c->cond, &c->lock);
+	ncm_mutex_unlock(&c->lock);
 	cancelled = g_cancellable_set_error_if_cancelled(cancellable, error);
 	return !cancelled;
 }
@@ -473,9 +473,9 @@ lwip_conn_writable(LwipConn *c)
 {
 	gboolean ready;
 
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	ready = c->snd_room >= LWIP_CONN_WRITE_LOWAT || c->error >= 0;
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 	return ready;
 }
 
@@ -488,13 +488,13 @@ source_prepare(GSource *source, gint *timeout)
 	*timeout = -1;
 	/* The context is known only once attached: register it here, on
 	 * its own thread, before it polls. */
-	ncm_lwip_mutex_lock(&s->conn->lock);
+	ncm_mutex_lock(&s->conn->lock);
 	if (s->context != context) {
 		if (s->context != NULL)
 			g_main_context_unref(s->context);
 		s->context = g_main_context_ref(context);
 	}
-	ncm_lwip_mutex_unlock(&s->conn->lock);
+	ncm_mutex_unlock(&s->conn->lock);
 	return s->write ? lwip_conn_writable(s->conn) : lwip_conn_readable(s->conn);
 }
 
@@ -519,11 +519,11 @@ source_finalize(GSource *source)
 	LwipSource *s = (LwipSource *)source;
 	GMainContext *context;
 
-	ncm_lwip_mutex_lock(&s->conn->lock);
+	ncm_mutex_lock(&s->conn->lock);
 	s->conn->waiters = g_slist_remove(s->conn->waiters, s);
 	context = s->context;
 	s->context = NULL;
-	ncm_lwip_mutex_unlock(&s->conn->lock);
+	ncm_mutex_unlock(&s->conn->lock);
 	if (context != NULL)
 		g_main_context_unref(context);
 	lwip_conn_unref(s->conn);
@@ -554,9 +554,9 @@ lwip_conn_source_new(LwipConn *c, gboolean write)
 	g_source_set_name(source, write ? "ncm-lwip-writable" : "ncm-lwip-readable");
 	s->conn = lwip_conn_ref(c);
 	s->write = write;
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	c->waiters = g_slist_prepend(c->waiters, s);
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 	return source;
 }
 
@@ -564,9 +564,9 @@ void
 lwip_conn_shutdown_write(LwipConn *c)
 {
 	lwip_core_lock();
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	c->out_closed = TRUE;
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 	if (c->pcb != NULL)
 		tcp_shutdown(c->pcb, 0, 1);
 	lwip_core_unlock();
@@ -575,9 +575,9 @@ lwip_conn_shutdown_write(LwipConn *c)
 void
 lwip_conn_mark_in_closed(LwipConn *c)
 {
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	c->in_closed = TRUE;
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 }
 
 /* ---- Connecting ------------------------------------------------------------------- */
@@ -590,11 +590,11 @@ connect_timeout(void *arg)
 	gboolean connected;
 
 	c->timer_armed = FALSE;
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	connected = c->connected;
 	if (!connected)
 		fail_locked(c, G_IO_ERROR_TIMED_OUT);
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 	if (!connected) {
 		lwip_batch_begin();
 		lwip_conn_close_pcb(c, TRUE);
@@ -662,12 +662,12 @@ connect_wait(LwipConn *c, GCancellable *cancellable, GError **error)
 
 	if (cancellable != NULL)
 		handler = g_cancellable_connect(cancellable, G_CALLBACK(cancel_wake), c, NULL);
-	ncm_lwip_mutex_lock(&c->lock);
+	ncm_mutex_lock(&c->lock);
 	while (!c->connected && c->error < 0 && !g_cancellable_is_cancelled(cancellable))
-		ncm_lwip_cond_wait(&c->cond, &c->lock);
+		ncm_cond_wait(&c->cond, &c->lock);
 	ok = c->connected;
 	code = c->error;
-	ncm_lwip_mutex_unlock(&c->lock);
+	ncm_mutex_unlock(&c->lock);
 	if (handler != 0)
 		g_cancellable_disconnect(cancellable, handler);
 	if (!ok && !g_cancellable_set_error_if_cancelled(cancellable, error))

@@ -38,7 +38,7 @@ udp_recv_cb(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *add
 	NcmLwipUdpSocket *self = arg;
 	Datagram *d = NULL;
 
-	ncm_lwip_mutex_lock(&self->lock);
+	ncm_mutex_lock(&self->lock);
 	if (self->queue.length >= NCM_LWIP_UDP_MAX_QUEUED ||
 	    self->queued_bytes + p->tot_len > NCM_LWIP_UDP_MAX_BYTES) {
 		self->drops++;
@@ -51,7 +51,7 @@ udp_recv_cb(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *add
 		self->queued_bytes += d->len;
 		g_cond_broadcast(&self->cond);
 	}
-	ncm_lwip_mutex_unlock(&self->lock);
+	ncm_mutex_unlock(&self->lock);
 	pbuf_free(p);
 }
 
@@ -145,9 +145,9 @@ wake_socket(GCancellable *cancellable, gpointer data)
 {
 	NcmLwipUdpSocket *self = data;
 
-	ncm_lwip_mutex_lock(&self->lock);
+	ncm_mutex_lock(&self->lock);
 	g_cond_broadcast(&self->cond);
-	ncm_lwip_mutex_unlock(&self->lock);
+	ncm_mutex_unlock(&self->lock);
 }
 
 /* self->lock held: the next datagram, or NULL with @error set. */
@@ -165,8 +165,8 @@ pop_locked(NcmLwipUdpSocket *self, gint64 deadline, GCancellable *cancellable, G
 		if (g_cancellable_set_error_if_cancelled(cancellable, error))
 			return NULL;
 		if (deadline == 0) {
-			ncm_lwip_cond_wait(&self->cond, &self->lock);
-		} else if (!ncm_lwip_cond_wait_until(&self->cond, &self->lock, deadline) &&
+			ncm_cond_wait(&self->cond, &self->lock);
+		} else if (!ncm_cond_wait_until(&self->cond, &self->lock, deadline) &&
 			   self->queue.length == 0) {
 			g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
 					    "no datagram received in time");
@@ -188,9 +188,9 @@ receive_datagram(NcmLwipUdpSocket *self, guint timeout_ms, GCancellable *cancell
 
 	if (cancellable != NULL)
 		handler = g_cancellable_connect(cancellable, G_CALLBACK(wake_socket), self, NULL);
-	ncm_lwip_mutex_lock(&self->lock);
+	ncm_mutex_lock(&self->lock);
 	d = pop_locked(self, deadline, cancellable, error);
-	ncm_lwip_mutex_unlock(&self->lock);
+	ncm_mutex_unlock(&self->lock);
 	if (handler != 0)
 		g_cancellable_disconnect(cancellable, handler);
 	return d;
@@ -266,9 +266,9 @@ ncm_lwip_udp_socket_get_drops(NcmLwipUdpSocket *self)
 {
 	guint64 drops;
 
-	ncm_lwip_mutex_lock(&self->lock);
+	ncm_mutex_lock(&self->lock);
 	drops = self->drops;
-	ncm_lwip_mutex_unlock(&self->lock);
+	ncm_mutex_unlock(&self->lock);
 	return drops;
 }
 
@@ -281,10 +281,10 @@ ncm_lwip_udp_socket_close(NcmLwipUdpSocket *self)
 		udp_remove(self->pcb);
 		self->pcb = NULL;
 	}
-	ncm_lwip_mutex_lock(&self->lock);
+	ncm_mutex_lock(&self->lock);
 	self->closed = TRUE;
 	g_cond_broadcast(&self->cond);
-	ncm_lwip_mutex_unlock(&self->lock);
+	ncm_mutex_unlock(&self->lock);
 	lwip_core_unlock();
 }
 

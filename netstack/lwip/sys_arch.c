@@ -12,7 +12,7 @@
 #include "lwip/sys.h"
 #include "lwip/tcpip.h"
 
-#include "ncm-lwip-sync.h"
+#include "ncm-sync.h"
 
 struct ncm_lwip_mutex {
 	GMutex mutex;
@@ -129,7 +129,7 @@ sys_mutex_lock(sys_mutex_t *mutex)
 {
 	struct ncm_lwip_mutex *m = *mutex;
 
-	ncm_lwip_mutex_lock(&m->mutex);
+	ncm_mutex_lock(&m->mutex);
 	g_atomic_pointer_set(&m->owner, g_thread_self());
 }
 
@@ -139,7 +139,7 @@ sys_mutex_unlock(sys_mutex_t *mutex)
 	struct ncm_lwip_mutex *m = *mutex;
 
 	g_atomic_pointer_set(&m->owner, NULL);
-	ncm_lwip_mutex_unlock(&m->mutex);
+	ncm_mutex_unlock(&m->mutex);
 }
 
 void
@@ -188,10 +188,10 @@ static gboolean
 wait_until(GCond *cond, GMutex *mutex, gint64 deadline)
 {
 	if (deadline == 0) {
-		ncm_lwip_cond_wait(cond, mutex);
+		ncm_cond_wait(cond, mutex);
 		return TRUE;
 	}
-	return ncm_lwip_cond_wait_until(cond, mutex, deadline);
+	return ncm_cond_wait_until(cond, mutex, deadline);
 }
 
 /* What sys_arch_sem_wait() and sys_arch_mbox_fetch() return on success. */
@@ -222,10 +222,10 @@ sys_sem_signal(sys_sem_t *sem)
 {
 	struct ncm_lwip_sem *s = *sem;
 
-	ncm_lwip_mutex_lock(&s->lock);
+	ncm_mutex_lock(&s->lock);
 	s->count++;
 	g_cond_signal(&s->cond);
-	ncm_lwip_mutex_unlock(&s->lock);
+	ncm_mutex_unlock(&s->lock);
 }
 
 u32_t
@@ -236,13 +236,13 @@ sys_arch_sem_wait(sys_sem_t *sem, u32_t timeout)
 	gint64 deadline = deadline_after(start, timeout);
 	gboolean got;
 
-	ncm_lwip_mutex_lock(&s->lock);
+	ncm_mutex_lock(&s->lock);
 	while (s->count == 0 && wait_until(&s->cond, &s->lock, deadline))
 		;
 	got = s->count > 0;
 	if (got)
 		s->count--;
-	ncm_lwip_mutex_unlock(&s->lock);
+	ncm_mutex_unlock(&s->lock);
 	return got ? ms_since(start) : SYS_ARCH_TIMEOUT;
 }
 
@@ -299,11 +299,11 @@ sys_mbox_post(sys_mbox_t *mbox, void *msg)
 {
 	struct ncm_lwip_mbox *mb = *mbox;
 
-	ncm_lwip_mutex_lock(&mb->lock);
+	ncm_mutex_lock(&mb->lock);
 	while (mb->count == mb->size)
-		ncm_lwip_cond_wait(&mb->not_full, &mb->lock);
+		ncm_cond_wait(&mb->not_full, &mb->lock);
 	mbox_push_locked(mb, msg);
-	ncm_lwip_mutex_unlock(&mb->lock);
+	ncm_mutex_unlock(&mb->lock);
 }
 
 err_t
@@ -312,12 +312,12 @@ sys_mbox_trypost(sys_mbox_t *mbox, void *msg)
 	struct ncm_lwip_mbox *mb = *mbox;
 	err_t err = ERR_MEM;
 
-	ncm_lwip_mutex_lock(&mb->lock);
+	ncm_mutex_lock(&mb->lock);
 	if (mb->count < mb->size) {
 		mbox_push_locked(mb, msg);
 		err = ERR_OK;
 	}
-	ncm_lwip_mutex_unlock(&mb->lock);
+	ncm_mutex_unlock(&mb->lock);
 	return err;
 }
 
@@ -337,13 +337,13 @@ sys_arch_mbox_fetch(sys_mbox_t *mbox, void **msg, u32_t timeout)
 	void *m = NULL;
 	gboolean got;
 
-	ncm_lwip_mutex_lock(&mb->lock);
+	ncm_mutex_lock(&mb->lock);
 	while (mb->count == 0 && wait_until(&mb->not_empty, &mb->lock, deadline))
 		;
 	got = mb->count > 0;
 	if (got)
 		m = mbox_pop_locked(mb);
-	ncm_lwip_mutex_unlock(&mb->lock);
+	ncm_mutex_unlock(&mb->lock);
 	if (msg != NULL)
 		*msg = m;
 	return got ? ms_since(start) : SYS_ARCH_TIMEOUT;
@@ -356,11 +356,11 @@ sys_arch_mbox_tryfetch(sys_mbox_t *mbox, void **msg)
 	void *m = NULL;
 	gboolean got;
 
-	ncm_lwip_mutex_lock(&mb->lock);
+	ncm_mutex_lock(&mb->lock);
 	got = mb->count > 0;
 	if (got)
 		m = mbox_pop_locked(mb);
-	ncm_lwip_mutex_unlock(&mb->lock);
+	ncm_mutex_unlock(&mb->lock);
 	if (msg != NULL)
 		*msg = m;
 	return got ? 0 : SYS_MBOX_EMPTY;

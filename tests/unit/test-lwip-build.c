@@ -14,7 +14,7 @@
 #include "lwip/tcpip.h"
 
 #include "ncm-lwip-chunk.h"
-#include "ncm-lwip-sync.h"
+#include "ncm-sync.h"
 
 /* Long enough for TSan on a loaded two-core machine. */
 #define DEADLINE_US (25 * G_TIME_SPAN_SECOND)
@@ -31,10 +31,10 @@ struct flag {
 static void
 flag_raise(struct flag *f)
 {
-	ncm_lwip_mutex_lock(&f->lock);
+	ncm_mutex_lock(&f->lock);
 	f->set = TRUE;
 	g_cond_broadcast(&f->cond);
-	ncm_lwip_mutex_unlock(&f->lock);
+	ncm_mutex_unlock(&f->lock);
 }
 
 static gboolean
@@ -43,11 +43,11 @@ flag_wait(struct flag *f, gint64 timeout_us)
 	gint64 end = g_get_monotonic_time() + timeout_us;
 	gboolean set;
 
-	ncm_lwip_mutex_lock(&f->lock);
-	while (!f->set && ncm_lwip_cond_wait_until(&f->cond, &f->lock, end))
+	ncm_mutex_lock(&f->lock);
+	while (!f->set && ncm_cond_wait_until(&f->cond, &f->lock, end))
 		;
 	set = f->set;
-	ncm_lwip_mutex_unlock(&f->lock);
+	ncm_mutex_unlock(&f->lock);
 	return set;
 }
 

@@ -21,11 +21,33 @@ peer_run vmtest-lwip peer >"$VM_OUT/peer.txt" 2>&1 &
 wait_for 30 "peer servers listening" grep -q '^ready' "$VM_OUT/peer.txt" ||
 	{ cat "$VM_OUT/peer.txt"; fail "vmtest-lwip peer did not start"; }
 
+# When vmtest-lwip's watchdog sees USB go quiet it dumps its threads; the
+# peer's side of the story (socket queues, retransmit timers, drops) is
+# captured here at the same moment.
+(
+	while sleep 2; do
+		grep -q '^## thread' "$VM_OUT/lwip.txt" 2>/dev/null || continue
+		{
+			echo "== peer /proc/net/tcp, tcp6 (tx_queue:rx_queue, tr:when, retrnsmt)"
+			peer_run cat /proc/net/tcp /proc/net/tcp6
+			echo "== peer netdev"
+			peer_run cat "/sys/class/net/$ifn/statistics/tx_dropped" "/sys/class/net/$ifn/statistics/tx_packets" "/sys/class/net/$ifn/statistics/rx_packets"
+			echo "== peer qdisc"
+			peer_run $IP -s link show dev "$ifn"
+			peer_run cat /proc/net/snmp
+		} >"$VM_OUT/peer-at-stall.txt" 2>&1
+		break
+	done
+) &
+monitor=$!
+
 rc=0
 vmtest-lwip host -s "${VM_LWIP_MIB:-64}" -u "${VM_LWIP_UDP:-10000}" -c "${VM_LWIP_CONNS:-32}" \
 	--peer4 "$(peer_ip4)" --peer6 "$(peer_ip6)" --host4 "$(host_ip4)" --host6 "$(host_ip6)" \
 	>"$VM_OUT/lwip.txt" 2>&1 || rc=$?
+kill "$monitor" 2>/dev/null || true
 cat "$VM_OUT/lwip.txt"
+[ -f "$VM_OUT/peer-at-stall.txt" ] && cat "$VM_OUT/peer-at-stall.txt"
 # For stalls: the peer's view (retransmissions, timeouts, zero-window probes, drops).
 peer_run cat /proc/net/snmp /proc/net/snmp6 /proc/net/netstat >"$VM_OUT/peer-tcp-stats.txt" 2>&1 || true
 for f in rx_packets tx_packets rx_dropped tx_dropped rx_errors tx_errors; do

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vmtest-lwip.c: the lwIP netstack over libncm against f_ncm's Linux stack: TCP/UDP, both families, checksummed. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <execinfo.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +15,7 @@
 #include <gio/gio.h>
 #include <ncm.h>
 
+#include "lwip/priv/tcp_priv.h"
 #include "lwip/stats.h"
 #include "lwip/tcpip.h"
 
@@ -456,11 +461,100 @@ udp_echo(const char *ip, guint count, gsize max)
 static NcmDevice *device; /* for the watchdog's counters */
 static gint stop_watchdog;
 
+/* SIGURG: the receiving thread prints its own stack (raw addresses; resolve
+ * them with addr2line against the same build). */
+static void
+dump_stack_handler(int sig)
+{
+	void *frames[48];
+	int n = backtrace(frames, G_N_ELEMENTS(frames));
+	char line[64];
+	int len = snprintf(line, sizeof line, "## stack of tid %ld\n", (long)syscall(SYS_gettid));
+
+	(void)sig;
+	if (write(STDOUT_FILENO, line, (size_t)len) < 0)
+		return;
+	backtrace_symbols_fd(frames, n, STDOUT_FILENO);
+}
+
+static void
+print_file(const char *label, const char *path)
+{
+	g_autofree gchar *text = NULL;
+
+	if (g_file_get_contents(path, &text, NULL, NULL))
+		printf("## %s: %s%s", label, text, g_str_has_suffix(text, "\n") ? "" : "\n");
+}
+
+/* Core lock held: each TCP connection's view of the windows, so a stall
+ * can be told apart as ours (window never reopened) or the link's. */
+static void
+dump_pcbs(void)
+{
+	for (struct tcp_pcb *pcb = tcp_active_pcbs; pcb != NULL; pcb = pcb->next) {
+		guint unacked = 0, unsent = 0, ooseq = 0;
+
+		for (struct tcp_seg *s = pcb->unacked; s != NULL; s = s->next)
+			unacked++;
+		for (struct tcp_seg *s = pcb->unsent; s != NULL; s = s->next)
+			unsent++;
+		for (struct tcp_seg *s = pcb->ooseq; s != NULL; s = s->next)
+			ooseq++;
+		printf("## pcb :%u->:%u state %d flags 0x%x rcv_nxt %u rcv_wnd %u rcv_ann_wnd %u "
+		       "rcv_ann_right_edge %u snd_nxt %u lastack %u snd_wnd %u snd_wnd_max %u "
+		       "cwnd %u ssthresh %u rto %d rtime %d nrtx %u persist_backoff %u "
+		       "persist_cnt %u unacked %u unsent %u ooseq %u refused %s snd_buf %u\n",
+		       pcb->local_port, pcb->remote_port, pcb->state, pcb->flags, pcb->rcv_nxt,
+		       (guint)pcb->rcv_wnd, (guint)pcb->rcv_ann_wnd, pcb->rcv_ann_right_edge,
+		       pcb->snd_nxt, pcb->lastack, (guint)pcb->snd_wnd, (guint)pcb->snd_wnd_max,
+		       (guint)pcb->cwnd, (guint)pcb->ssthresh, pcb->rto, pcb->rtime, pcb->nrtx,
+		       pcb->persist_backoff, pcb->persist_cnt, unacked, unsent, ooseq,
+		       pcb->refused_data ? "yes" : "no", (guint)pcb->snd_buf);
+	}
+}
+
+/* Where every thread waits: its syscall and kernel stack, then its user
+ * stack. Tells a blocked event thread from a quiet device. */
+static void
+dump_threads(void)
+{
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *e;
+
+	if (dir == NULL)
+		return;
+	while ((e = readdir(dir)) != NULL) {
+		g_autofree gchar *base = NULL, *p1 = NULL, *p2 = NULL, *p3 = NULL;
+		long tid = strtol(e->d_name, NULL, 10);
+
+		if (tid <= 0)
+			continue;
+		base = g_strdup_printf("/proc/self/task/%ld", tid);
+		p1 = g_strdup_printf("%s/comm", base);
+		p2 = g_strdup_printf("%s/syscall", base);
+		p3 = g_strdup_printf("%s/stack", base);
+		printf("## thread %ld\n", tid);
+		print_file("comm", p1);
+		print_file("syscall", p2);
+		print_file("kernel stack", p3);
+		fflush(stdout);
+		if (tid != (long)syscall(SYS_gettid)) {
+			syscall(SYS_tgkill, (long)getpid(), tid, SIGURG);
+			g_usleep(200 * 1000);
+		}
+	}
+	closedir(dir);
+	fflush(stdout);
+}
+
 /* Every 10 s: where data is, so a stall in the VM can be told apart from
  * a slow guest (the script's output is all that survives a timeout). */
 static gpointer
 watchdog(gpointer data)
 {
+	guint64 last_rx = 0, last_tx = 0;
+	guint quiet = 0, dumps = 0;
+
 	while (!g_atomic_int_get(&stop_watchdog)) {
 		NcmLwipStats ls;
 		NcmStats ds;
@@ -492,6 +586,23 @@ watchdog(gpointer data)
 		       rterr, chkerr, memerr, ipdrop, ip6drop, linkdrop, ds.rx_ntbs, ds.rx_bad_ntbs, ds.rx_overflows, ds.tx_ntbs,
 		       ds.tx_would_block, ds.tx_errors);
 		fflush(stdout);
+		/* Data moving, or an idle test between steps, both change these;
+		 * a stalled TCP peer keeps retransmitting, which would too. */
+		quiet = ds.rx_ntbs == last_rx && ds.tx_ntbs == last_tx ? quiet + 1 : 0;
+		last_rx = ds.rx_ntbs;
+		last_tx = ds.tx_ntbs;
+		if (quiet == 1 && dumps < 3) {
+			dumps++;
+			LOCK_TCPIP_CORE();
+			dump_pcbs();
+			UNLOCK_TCPIP_CORE();
+			dump_threads();
+		}
+		if (quiet == 6) {
+			printf("FAIL: no USB traffic for 60 s: giving up (stacks above)\n");
+			fflush(stdout);
+			_exit(1);
+		}
 	}
 	return NULL;
 }
@@ -566,6 +677,13 @@ run_host(void)
 	if (netif == NULL) {
 		printf("FAIL: setup: %s\n", error->message);
 		return 1;
+	}
+	{
+		void *warm[2];
+
+		/* backtrace() loads its unwinder on first use: not in a signal handler. */
+		backtrace(warm, 2);
+		signal(SIGURG, dump_stack_handler);
 	}
 	dog = g_thread_new("watchdog", watchdog, NULL);
 	report(wait_reachable(opt_peer4) && wait_reachable(opt_peer6), "peer reachable over both families");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-lwip-sync.h: GMutex/GCond wrappers that ThreadSanitizer understands (private). */
-#ifndef NCM_LWIP_SYNC_H
-#define NCM_LWIP_SYNC_H
+/* ncm-sync.h: GMutex/GCond wrappers that ThreadSanitizer understands (private to libncm and netstack). */
+#ifndef NCM_SYNC_H
+#define NCM_SYNC_H
 
 #include <glib.h>
 
@@ -14,55 +14,55 @@
  */
 
 #if defined(__SANITIZE_THREAD__)
-#define NCM_LWIP_TSAN 1
+#define NCM_TSAN 1
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
-#define NCM_LWIP_TSAN 1
+#define NCM_TSAN 1
 #endif
 #endif
 
-#ifdef NCM_LWIP_TSAN
+#ifdef NCM_TSAN
 #include <sanitizer/tsan_interface.h>
-#define ncm_lwip_tsan_acquire(addr) __tsan_acquire(addr)
-#define ncm_lwip_tsan_release(addr) __tsan_release(addr)
+#define ncm_tsan_acquire(addr) __tsan_acquire(addr)
+#define ncm_tsan_release(addr) __tsan_release(addr)
 #else
-#define ncm_lwip_tsan_acquire(addr) ((void)(addr))
-#define ncm_lwip_tsan_release(addr) ((void)(addr))
+#define ncm_tsan_acquire(addr) ((void)(addr))
+#define ncm_tsan_release(addr) ((void)(addr))
 #endif
 
 static inline void
-ncm_lwip_mutex_lock(GMutex *mutex)
+ncm_mutex_lock(GMutex *mutex)
 {
 	g_mutex_lock(mutex);
-	ncm_lwip_tsan_acquire(mutex);
+	ncm_tsan_acquire(mutex);
 }
 
 static inline void
-ncm_lwip_mutex_unlock(GMutex *mutex)
+ncm_mutex_unlock(GMutex *mutex)
 {
-	ncm_lwip_tsan_release(mutex);
+	ncm_tsan_release(mutex);
 	g_mutex_unlock(mutex);
 }
 
 /* g_cond_wait() drops and retakes the mutex: mirror both edges. */
 static inline void
-ncm_lwip_cond_wait(GCond *cond, GMutex *mutex)
+ncm_cond_wait(GCond *cond, GMutex *mutex)
 {
-	ncm_lwip_tsan_release(mutex);
+	ncm_tsan_release(mutex);
 	g_cond_wait(cond, mutex);
-	ncm_lwip_tsan_acquire(mutex);
+	ncm_tsan_acquire(mutex);
 }
 
 /* As g_cond_wait_until(): FALSE once the monotonic end_time has passed. */
 static inline gboolean
-ncm_lwip_cond_wait_until(GCond *cond, GMutex *mutex, gint64 end_time)
+ncm_cond_wait_until(GCond *cond, GMutex *mutex, gint64 end_time)
 {
 	gboolean signalled;
 
-	ncm_lwip_tsan_release(mutex);
+	ncm_tsan_release(mutex);
 	signalled = g_cond_wait_until(cond, mutex, end_time);
-	ncm_lwip_tsan_acquire(mutex);
+	ncm_tsan_acquire(mutex);
 	return signalled;
 }
 
-#endif /* NCM_LWIP_SYNC_H */
+#endif /* NCM_SYNC_H */
