@@ -217,13 +217,49 @@ ncm_context_wake(NcmContext *self, gint64 deadline_us)
 	}
 }
 
+/*
+ * A posted call crosses from the libusb thread to the owner's thread
+ * through GMainContext's lock, which lives in uninstrumented GLib. The
+ * release/acquire pair on the Posted block tells TSan about that edge, so
+ * everything written before the post (the event, the GSource) is seen as
+ * ordered before its dispatch and its free.
+ */
+typedef struct {
+	GSourceFunc func;
+	gpointer data;
+	GDestroyNotify destroy;
+} Posted;
+
+static gboolean
+posted_dispatch(gpointer user_data)
+{
+	Posted *p = user_data;
+
+	ncm_tsan_acquire(p);
+	return p->func(p->data);
+}
+
+static void
+posted_free(gpointer user_data)
+{
+	Posted *p = user_data;
+
+	ncm_tsan_acquire(p);
+	if (p->destroy)
+		p->destroy(p->data);
+	g_free(p);
+}
+
 void
 ncm_context_post(GMainContext *owner, GSourceFunc func, gpointer data, GDestroyNotify destroy)
 {
 	GSource *source = g_idle_source_new();
+	Posted *p = g_new(Posted, 1);
 
+	*p = (Posted){func, data, destroy};
 	g_source_set_priority(source, G_PRIORITY_DEFAULT);
-	g_source_set_callback(source, func, data, destroy);
+	g_source_set_callback(source, posted_dispatch, p, posted_free);
+	ncm_tsan_release(p);
 	g_source_attach(source, owner);
 	g_source_unref(source);
 }

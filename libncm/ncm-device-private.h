@@ -18,7 +18,8 @@
 typedef struct {
 	NcmDevice *device;
 	struct libusb_transfer *xfer;
-	guint8 *buf;
+	guint8 *buf;         /* TX: the NTB (RX buffers live in xfer->buffer) */
+	guint8 *spare;       /* RX: the buffer parsed while xfer's is back in flight */
 	guint index;
 	guint16 datagrams;   /* TX: datagrams in this NTB, for stats at completion */
 	guint32 bytes;       /* TX: datagram bytes in this NTB */

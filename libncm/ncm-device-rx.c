@@ -5,14 +5,17 @@
 #include "ncm-device-private.h"
 
 
-/* In-flight depth by speed: usbfs keeps up only with several reads queued. */
+/* In-flight depth by speed: usbfs keeps up only with several reads queued,
+ * and a gadget must never find all of them busy while the event thread is
+ * in the sink (see rx_completed()): more than f_ncm's 10 IN requests at
+ * high speed. */
 static guint
 default_rx_transfers(guint speed_mbps)
 {
 	if (speed_mbps >= 5000)
-		return 16;
+		return 32;
 	if (speed_mbps >= 480)
-		return 8;
+		return 16;
 	return 4;
 }
 
@@ -144,6 +147,49 @@ handle_stall(NcmDevice *self, NcmSlot *slot)
 	ncm_mutex_unlock(&self->flight_lock);
 }
 
+static void
+resubmit_failed(NcmDevice *self, int r)
+{
+	if (r == LIBUSB_ERROR_NO_DEVICE)
+		ncm_device_mark_gone(self);
+	else if (r < 0 && r != LIBUSB_ERROR_INTERRUPTED)
+		ncm_device_post_error(self, g_error_new(NCM_ERROR, NCM_ERROR_FAILED,
+					"receiving stopped: resubmitting a bulk-IN transfer "
+					"failed (%s); reopen the device", libusb_strerror(r)));
+}
+
+/*
+ * The transfer goes back to the device with the slot's spare buffer before
+ * the filled one is parsed and handed to the sink, so the device always
+ * finds reads queued, however long the sink takes. Linux's f_ncm (6.1, in
+ * the VM) needs that: when its 300 us flush timer fires while all its IN
+ * requests are busy, the open NTB stays unsent and no timer is re-armed;
+ * a TCP sender's last segments and all their retransmissions then wait in
+ * it until more traffic fills it (tests/vm/guest-lwip.sh caught stalls of
+ * 30 s to forever with the sink behind lwIP).
+ */
+static void
+rx_completed(NcmDevice *self, NcmSlot *slot, struct libusb_transfer *xfer)
+{
+	guint8 *filled = xfer->buffer;
+	gsize len = (gsize)xfer->actual_length;
+	int r;
+
+	xfer->buffer = slot->spare;
+	slot->spare = filled;
+	/* Counted anew: this callback keeps its own count until the sink is
+	 * done with the buffer, so close() cannot free it under the parser. */
+	r = ncm_device_submit(self, xfer, FALSE);
+	if (self->options.fault_one_in)
+		parse_with_faults(self, filled, len);
+	else
+		parse_one(self, filled, len);
+	if (self->sink.receive_done)
+		self->sink.receive_done(self->sink_data);
+	resubmit_failed(self, r);
+	ncm_device_landed(self);
+}
+
 static void LIBUSB_CALL
 rx_complete(struct libusb_transfer *xfer)
 {
@@ -153,13 +199,8 @@ rx_complete(struct libusb_transfer *xfer)
 
 	switch (xfer->status) {
 	case LIBUSB_TRANSFER_COMPLETED:
-		if (self->options.fault_one_in)
-			parse_with_faults(self, xfer->buffer, (gsize)xfer->actual_length);
-		else
-			parse_one(self, xfer->buffer, (gsize)xfer->actual_length);
-		if (self->sink.receive_done)
-			self->sink.receive_done(self->sink_data);
-		break;
+		rx_completed(self, slot, xfer);
+		return;
 	case LIBUSB_TRANSFER_CANCELLED:
 		ncm_device_landed(self);
 		return;
@@ -178,12 +219,7 @@ rx_complete(struct libusb_transfer *xfer)
 		break;
 	}
 	r = ncm_device_submit(self, xfer, TRUE);
-	if (r == LIBUSB_ERROR_NO_DEVICE)
-		ncm_device_mark_gone(self);
-	else if (r < 0 && r != LIBUSB_ERROR_INTERRUPTED)
-		ncm_device_post_error(self, g_error_new(NCM_ERROR, NCM_ERROR_FAILED,
-					"receiving stopped: resubmitting a bulk-IN transfer "
-					"failed (%s); reopen the device", libusb_strerror(r)));
+	resubmit_failed(self, r);
 }
 
 gboolean
@@ -208,10 +244,11 @@ ncm_device_rx_setup(NcmDevice *self, GError **error)
 		slot->device = self;
 		slot->index = i;
 		/* Preallocated once: no allocation per transfer on the data path. */
-		slot->buf = g_malloc(n->rx_ntb_size);
+		slot->spare = g_malloc(n->rx_ntb_size);
 		slot->xfer = libusb_alloc_transfer(0);
-		libusb_fill_bulk_transfer(slot->xfer, self->handle, self->info->bulk_in_ep, slot->buf,
-					  (int)n->rx_ntb_size, rx_complete, slot, 0);
+		libusb_fill_bulk_transfer(slot->xfer, self->handle, self->info->bulk_in_ep,
+					  g_malloc(n->rx_ntb_size), (int)n->rx_ntb_size, rx_complete,
+					  slot, 0);
 	}
 	return TRUE;
 }
@@ -241,8 +278,11 @@ void
 ncm_device_rx_free(NcmDevice *self)
 {
 	for (guint i = 0; self->rx && i < self->n_rx; i++) {
+		/* The two buffers trade places on every completion: the
+		 * transfer holds one, spare the other. */
+		g_free(self->rx[i].xfer->buffer);
+		g_free(self->rx[i].spare);
 		libusb_free_transfer(self->rx[i].xfer);
-		g_free(self->rx[i].buf);
 	}
 	g_clear_pointer(&self->rx, g_free);
 	if (self->intr) {

@@ -42,6 +42,10 @@ rc=0
 meson test -C "$builddir" --print-errorlogs --no-suite vm-lwip "$@" || rc=1
 meson test -C "$fuzzdir" --print-errorlogs --suite fuzz || rc=1
 meson test -C "$tsandir" --print-errorlogs --suite unit || rc=1
+# One VM data-path test under TSan: the driver's RX/TX threads against f_ncm.
+if meson test -C "$tsandir" --list 2>/dev/null | grep -q 'vm-driver-frames-ntb16$'; then
+	meson test -C "$tsandir" --print-errorlogs vm-driver-frames-ntb16 || rc=1
+fi
 
 python3 - "$builddir" "$fuzzdir" "$tsandir" <<'PY'
 import json, sys

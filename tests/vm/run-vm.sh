@@ -310,7 +310,7 @@ if [ "$accel" = auto ]; then
 	[ -r /dev/kvm ] && [ -w /dev/kvm ] && accel=kvm
 fi
 case $accel in
-tcg) accel_args=(-accel tcg,thread=multi) ;;
+tcg) accel_args=(-accel tcg,thread=multi -cpu max) ;; # max: the TSan runtime needs cmpxchg16b, which qemu64 lacks
 kvm) accel_args=(-accel kvm -cpu host) ;;
 *) harness_fail "unknown --accel '$accel'" ;;
 esac

@@ -10,6 +10,8 @@
 
 #include <ncm.h>
 
+#include "vmtest-tsan.h"
+
 #define HOST_IP4 "192.168.77.2"
 #define PEER_IP4 "192.168.77.1"
 #define HOST_IP6 "fd77::2"

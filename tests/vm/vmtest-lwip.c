@@ -21,6 +21,7 @@
 
 #include "ncm-link.h"
 #include "ncm-lwip.h"
+#include "vmtest-tsan.h"
 
 /*
  * Two modes. "peer" runs in the gadget's namespace on kernel sockets:
