@@ -363,3 +363,10 @@ ncm_lwip_connection_get_remote_address(NcmLwipConnection *self)
 	g_return_val_if_fail(NCM_LWIP_IS_CONNECTION(self), NULL);
 	return self->remote;
 }
+
+void
+ncm_lwip_connection_set_no_delay(NcmLwipConnection *self, gboolean no_delay)
+{
+	g_return_if_fail(NCM_LWIP_IS_CONNECTION(self));
+	lwip_conn_set_no_delay(self->conn, no_delay);
+}

@@ -352,6 +352,19 @@ lwip_conn_readable(LwipConn *c)
 
 /* ---- Writing ------------------------------------------------------------------- */
 
+void
+lwip_conn_set_no_delay(LwipConn *c, gboolean no_delay)
+{
+	lwip_core_lock();
+	if (c->pcb != NULL) {
+		if (no_delay)
+			tcp_nagle_disable(c->pcb);
+		else
+			tcp_nagle_enable(c->pcb);
+	}
+	lwip_core_unlock();
+}
+
 /* Core lock held, c->pcb == NULL: why writing cannot work. */
 static void
 set_write_error(LwipConn *c, GError **error)

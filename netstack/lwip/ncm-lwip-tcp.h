@@ -69,6 +69,7 @@ gssize lwip_conn_read(LwipConn *c, void *buf, gsize count, gboolean blocking,
 gssize lwip_conn_write(LwipConn *c, const void *buf, gsize count, gboolean blocking,
 		       GCancellable *cancellable, GError **error);
 gboolean lwip_conn_readable(LwipConn *c);
+void lwip_conn_set_no_delay(LwipConn *c, gboolean no_delay);
 gboolean lwip_conn_writable(LwipConn *c);
 /* A source that is ready while the direction is (level-triggered), to be
  * the child of a GPollableSource. */

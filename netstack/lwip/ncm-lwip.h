@@ -145,6 +145,13 @@ NcmLwipConnection *ncm_lwip_stack_connect_finish(NcmLwipStack *self, GAsyncResul
 
 GInetSocketAddress *ncm_lwip_connection_get_local_address(NcmLwipConnection *self);
 GInetSocketAddress *ncm_lwip_connection_get_remote_address(NcmLwipConnection *self);
+/*
+ * Nagle's algorithm is on by default, as in lwIP and in kernel sockets;
+ * TRUE turns it off (TCP_NODELAY), for request/response and paced streams
+ * where a small segment must not wait for the previous one's ACK.
+ * Thread: any.
+ */
+void ncm_lwip_connection_set_no_delay(NcmLwipConnection *self, gboolean no_delay);
 
 #define NCM_LWIP_TYPE_LISTENER (ncm_lwip_listener_get_type())
 G_DECLARE_FINAL_TYPE(NcmLwipListener, ncm_lwip_listener, NCM_LWIP, LISTENER, GObject)
