@@ -25,7 +25,7 @@ static const guint8 peer_ip4[4] = { 192, 168, 79, 2 };
 static const guint8 tap_ip6[16] = { 0xfd, 0x79, [15] = 1 };
 static const guint8 peer_ip6[16] = { 0xfd, 0x79, [15] = 2 };
 #define MARKER_ETHERTYPE 0x88b5   /* IEEE local experimental: nothing in the kernel answers it */
-#define WAIT_US (5 * G_USEC_PER_SEC)
+#define WAIT_US (20 * G_USEC_PER_SEC)
 
 static gboolean have_netns;
 static gchar *no_netns_reason;

@@ -66,7 +66,7 @@ list_usbfs(void)
 			continue;
 		while ((d = readdir(devs))) {
 			char node[PATH_MAX + 256];
-			uint16_t vid, pid;
+			uint16_t vid = 0, pid = 0;
 
 			if (d->d_name[0] == '.')
 				continue;
@@ -84,8 +84,8 @@ list_usbfs(void)
 int
 main(int argc, char **argv)
 {
-	uint16_t vid, pid;
-	int fd, r, busy = 0, failed = 0;
+	uint16_t vid = 0, pid = 0;
+	int fd = -1, r, busy = 0, failed = 0;
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: %s DEVNODE IFACE...\n", argv[0]);
