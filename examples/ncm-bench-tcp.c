@@ -252,17 +252,37 @@ rep_bidir(BenchCtx *ctx, double *ret_mbit, GArray **ret_samples, GError **error)
 
 typedef gboolean (*RepFunc)(BenchCtx *ctx, double *ret_mbit, GArray **ret_samples, GError **error);
 
+/* What the path cost per MB moved; each figure only for paths that have it. */
+typedef struct {
+	double cpu_s;       /* this process */
+	double child_cpu_s; /* the path's helper process (ncm-tun) */
+	guint64 dispatches;
+} Cost;
+
 static void
-add_cost(BenchCtx *ctx, BenchResult *r, double cpu_s, guint64 dispatches, double mbytes)
+cost_now(BenchTransport *t, Cost *c)
+{
+	c->cpu_s = bench_cpu_seconds();
+	c->child_cpu_s = t->ops->child_cpu_seconds ? t->ops->child_cpu_seconds(t) : 0;
+	c->dispatches = t->ops->main_dispatches ? t->ops->main_dispatches(t) : 0;
+}
+
+static void
+add_cost(BenchCtx *ctx, BenchResult *r, const Cost *before, double mbytes)
 {
 	BenchTransport *t = ctx->transport;
+	Cost now;
 
 	if (mbytes <= 0)
 		return;
-	bench_json_num(r->json, "cpu_s_per_mb", cpu_s / mbytes);
+	cost_now(t, &now);
+	bench_json_num(r->json, "cpu_s_per_mb", (now.cpu_s - before->cpu_s) / mbytes);
+	if (t->ops->child_cpu_seconds)
+		bench_json_num(r->json, "ncm_tun_cpu_s_per_mb",
+			       (now.child_cpu_s - before->child_cpu_s) / mbytes);
 	if (t->ops->main_dispatches)
 		bench_json_num(r->json, "main_dispatches_per_mb",
-			       (double)(t->ops->main_dispatches(t) - dispatches) / mbytes);
+			       (double)(now.dispatches - before->dispatches) / mbytes);
 }
 
 static void
@@ -273,15 +293,16 @@ throughput_test(BenchCtx *ctx, const char *test, RepFunc rep)
 	g_autoptr(GArray) samples = NULL;
 	g_autoptr(GError) error = NULL;
 	BenchTransport *t = ctx->transport;
-	guint64 disp = t->ops->main_dispatches ? t->ops->main_dispatches(t) : 0;
-	double cpu = bench_cpu_seconds(), mbytes = 0;
+	double mbytes = 0;
 	BenchSummary sum;
+	Cost cost;
 	gint n = 0;
 
 	if (!bench_test_selected(ctx->opt, test))
 		return;
 	bench_progress("%s: %s", t->name, test);
 	r = bench_result_add(ctx, test);
+	cost_now(t, &cost);
 	for (; n < ctx->opt->reps; n++) {
 		if (!rep(ctx, &v[n], &samples, &error))
 			break;
@@ -295,7 +316,7 @@ throughput_test(BenchCtx *ctx, const char *test, RepFunc rep)
 	bench_json_summary(r->json, "mbit_s", &sum, FALSE);
 	bench_json_num(r->json, "reps", n);
 	bench_json_num(r->json, "secs", ctx->opt->secs);
-	add_cost(ctx, r, bench_cpu_seconds() - cpu, disp, mbytes);
+	add_cost(ctx, r, &cost, mbytes);
 	if (samples && samples->len > 0)
 		r->rates = bench_series_rates(samples, g_array_index(samples, BenchSample, 0).t_us,
 					      g_array_index(samples, BenchSample, samples->len - 1).t_us);

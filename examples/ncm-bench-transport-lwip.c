@@ -52,8 +52,14 @@ lwip_tcp_connect(BenchTransport *t, GError **error)
 	LwipTransport *l = (LwipTransport *)t;
 	g_autoptr(GSocketAddress) addr = g_inet_socket_address_new(t->server, t->port);
 
-	return G_IO_STREAM(ncm_lwip_stack_connect(l->stack, G_INET_SOCKET_ADDRESS(addr), 10000, NULL,
-						  error));
+	NcmLwipConnection *conn = ncm_lwip_stack_connect(l->stack, G_INET_SOCKET_ADDRESS(addr), 10000,
+							 NULL, error);
+
+	/* As the kernel paths (TCP_NODELAY): the control exchange and the
+	 * paced tests must not wait for Nagle. */
+	if (conn != NULL)
+		ncm_lwip_connection_set_no_delay(conn, TRUE);
+	return G_IO_STREAM(conn);
 }
 
 static gssize

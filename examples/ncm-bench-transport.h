@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-bench-transport.h: how ncm-bench reaches its server over one network path (kernel sockets or lwIP). */
+/* ncm-bench-transport.h: how ncm-bench reaches its server over one network path (kernel sockets, ncm-tun or lwIP). */
 #pragma once
 
 #include <gio/gio.h>
@@ -30,6 +30,16 @@ typedef struct {
 	 * or NULL for paths that have none.
 	 */
 	guint64 (*main_dispatches)(BenchTransport *t);
+	/*
+	 * CPU seconds (user + system) a helper process of the path used so
+	 * far (ncm-tun), or NULL for paths without one.
+	 */
+	double (*child_cpu_seconds)(BenchTransport *t);
+	/*
+	 * Called from the watchdog thread just before the process exits while
+	 * the path hangs: stop helper processes, touch nothing shared. Or NULL.
+	 */
+	void (*abort)(BenchTransport *t);
 	/* JSON members (each after a comma) the path adds to the env, or NULL. */
 	const char *(*env)(BenchTransport *t);
 	void (*free)(BenchTransport *t);
@@ -60,6 +70,19 @@ BenchTransport *bench_transport_kernel_new(const char *name, GInetAddress *serve
  */
 BenchTransport *bench_transport_lwip_new(const char *name, const char *spec, guint16 port,
 					 double pace_mbit, GError **error);
+
+/*
+ * ncm-tun as a child process: @spec is what followed "NAME=" in --path:
+ * SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR...][,exec=PATH][,name=IFNAME].
+ * Starts ncm-tun (by default the one next to this executable, else from
+ * PATH) on interface IFNAME (default ncmbench0), waits until that is up
+ * with ADDR, and measures over kernel sockets bound to it. Freeing it stops
+ * ncm-tun with SIGTERM, which gives the function back to cdc_ncm.
+ * @pace_mbit is passed on as --pace (0 = off). Returns NULL with @error
+ * (ncm-tun's own message when it failed) when the interface did not come up.
+ */
+BenchTransport *bench_transport_tun_new(const char *name, const char *spec, guint16 port,
+					double pace_mbit, GError **error);
 
 void bench_transport_free(BenchTransport *t);
 

@@ -26,15 +26,33 @@ static gchar *opt_json;
 static gchar *opt_env_json;
 static gchar *opt_plot;
 
+/*
+ * What the output is made of. The main thread fills it; the watchdog
+ * thread writes it out when a test hangs.
+ */
+static struct {
+	GMutex lock;            /* guards the fields below and the watchdog's deadline */
+	BenchOptions opt;
+	GPtrArray *results;     /* BenchResult */
+	GPtrArray *names;       /* the paths' names, in order: the table's columns */
+	GString *paths;         /* the env's "paths" array members */
+	BenchTransport *current; /* the path being opened, measured or closed, or NULL */
+	gboolean current_in_env;
+	guint n_final;          /* results below this index are complete */
+} run;
+
 static const GOptionEntry entries[] = {
 	{"server", 's', 0, G_OPTION_ARG_NONE, &opt_server,
 	 "Serve the tests (run this on the device side)", NULL},
 	{"bind", 0, 0, G_OPTION_ARG_STRING, &opt_bind, "Server: listen on this address only", "ADDR"},
 	{"port", 'p', 0, G_OPTION_ARG_INT, &opt_port, "Control port (default 5288)", "P"},
 	{"path", 'P', 0, G_OPTION_ARG_STRING_ARRAY, &opt_paths,
-	 "A path to measure: NAME=SERVER[%IFACE] over kernel sockets (IFACE forces the interface), "
-	 "or lwip=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR][,tap=IF] through libncm and the "
-	 "in-process lwIP stack (any NAME starting with lwip; repeatable)", "NAME=ADDR[%IF]"},
+	 "A path to measure: NAME=SERVER[%IFACE] over kernel sockets (IFACE forces the interface); "
+	 "ncm-tun=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR...][,exec=PATH][,name=IFNAME] through an "
+	 "ncm-tun that ncm-bench starts and stops (interface ncmbench0 by default; any NAME "
+	 "starting with ncm-tun); or lwip=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR][,tap=IF] through "
+	 "libncm and the in-process lwIP stack (any NAME starting with lwip). Repeatable; the "
+	 "paths run in the order given", "NAME=ADDR[%IF]"},
 	{"quick", 'q', 0, G_OPTION_ARG_NONE, &opt_quick,
 	 "A short run: 1 repetition, 3 s per throughput run, 5 s soak", NULL},
 	{"tests", 't', 0, G_OPTION_ARG_STRING, &opt_tests,
@@ -66,15 +84,48 @@ bench_progress(const char *fmt, ...)
 	va_end(ap);
 }
 
-BenchResult *
-bench_result_add(BenchCtx *ctx, const char *test)
+/* Seconds a test is meant to take, for its deadline. */
+static double
+planned_secs(const BenchOptions *o, const char *test)
+{
+	if (g_str_has_prefix(test, "tcp_"))
+		return o->reps * o->secs;
+	if (g_str_equal(test, "bulk_stalls"))
+		return 2.0 * o->secs;
+	if (g_str_has_prefix(test, "burst_"))
+		return 2.0 * o->burst_tries;
+	if (g_str_has_prefix(test, "udp_rtt"))
+		return o->rtt_secs + 1;
+	if (g_str_equal(test, "soak"))
+		return o->soak_secs + 1;
+	if (g_str_equal(test, "udp_autorate"))
+		return o->quick ? 5 : 10;
+	return o->secs;
+}
+
+/* Holds the lock: everything added before is final from now on. */
+static BenchResult *
+result_add_locked(const char *path, const char *test)
 {
 	BenchResult *r = g_new0(BenchResult, 1);
 
-	r->path = g_strdup(ctx->transport->name);
+	r->path = g_strdup(path);
 	r->test = g_strdup(test);
 	r->json = g_string_new(NULL);
-	g_ptr_array_add(ctx->results, r);
+	run.n_final = run.results->len;
+	g_ptr_array_add(run.results, r);
+	return r;
+}
+
+BenchResult *
+bench_result_add(BenchCtx *ctx, const char *test)
+{
+	BenchResult *r;
+
+	g_mutex_lock(&run.lock);
+	r = result_add_locked(ctx->transport->name, test);
+	bench_watchdog_arm(r->path, test, planned_secs(ctx->opt, test));
+	g_mutex_unlock(&run.lock);
 	return r;
 }
 
@@ -113,7 +164,7 @@ bench_test_selected(const BenchOptions *opt, const char *test)
 	return FALSE;
 }
 
-/* NAME=SERVER[%IFACE], or lwip...=SPEC. */
+/* NAME=SERVER[%IFACE], ncm-tun...=SPEC or lwip...=SPEC. */
 static BenchTransport *
 path_parse(const char *spec, GError **error)
 {
@@ -127,6 +178,8 @@ path_parse(const char *spec, GError **error)
 			    "--path %s: expected NAME=ADDRESS[%%IFACE]", spec);
 		return NULL;
 	}
+	if (g_str_has_prefix(kv[0], "ncm-tun"))
+		return bench_transport_tun_new(kv[0], kv[1], (guint16)opt_port, opt_pace, error);
 	if (g_str_has_prefix(kv[0], "lwip"))
 		return bench_transport_lwip_new(kv[0], kv[1], (guint16)opt_port, opt_pace, error);
 	addr = g_strdup(kv[1]);
@@ -269,6 +322,86 @@ write_outputs(const BenchOptions *o, GPtrArray *results, GPtrArray *names, const
 	return 0;
 }
 
+/* Under the lock: the path's column exists from the start, so a failed open or a hang shows in it. */
+static void
+name_add_locked(const char *name)
+{
+	if (!g_ptr_array_find_with_equal_func(run.names, name, g_str_equal, NULL))
+		g_ptr_array_add(run.names, g_strdup(name));
+}
+
+/* NULL when the path cannot be opened; its error is then the path's "open" result. */
+static BenchTransport *
+path_open(const char *spec, const char *name)
+{
+	g_autoptr(GError) error = NULL;
+	BenchTransport *t;
+
+	g_mutex_lock(&run.lock);
+	name_add_locked(name);
+	/* ncm-tun's own start-up deadline and its stop fit in this one. */
+	bench_watchdog_arm(name, "open", 10);
+	g_mutex_unlock(&run.lock);
+	bench_progress("%s: opening", name);
+	t = path_parse(spec, &error);
+	g_mutex_lock(&run.lock);
+	bench_watchdog_disarm();
+	run.current = t;
+	run.current_in_env = FALSE;
+	if (!t) {
+		bench_result_fail(result_add_locked(name, "open"), error);
+		run.n_final = run.results->len;
+	}
+	g_mutex_unlock(&run.lock);
+	return t;
+}
+
+static void
+path_close(BenchTransport *t)
+{
+	g_mutex_lock(&run.lock);
+	run.n_final = run.results->len;
+	env_path(run.paths, t);
+	run.current_in_env = TRUE;
+	/* No abort while it is being freed: the watchdog only reports. */
+	run.current = NULL;
+	bench_watchdog_arm(t->name, "close", 10);
+	g_mutex_unlock(&run.lock);
+	bench_transport_free(t);
+	g_mutex_lock(&run.lock);
+	bench_watchdog_disarm();
+	g_mutex_unlock(&run.lock);
+}
+
+/*
+ * On the watchdog thread, with the lock held, while the main thread is
+ * stuck: the output gets every final result plus one that names the hang.
+ * The stuck test's own result may be half written, so it is left out.
+ */
+static void
+on_hung(const char *path, const char *what, double limit_s)
+{
+	g_autoptr(GPtrArray) done = g_ptr_array_new();
+	g_autoptr(GString) paths = g_string_new(run.paths->str);
+	g_autoptr(GError) error = NULL;
+	BenchResult *r = g_new0(BenchResult, 1);
+
+	g_set_error(&error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+		    "hung: not done after %.0f s; the watchdog stopped the run", limit_s);
+	r->path = g_strdup(path);
+	r->test = g_strdup(what);
+	r->json = g_string_new(NULL);
+	bench_result_fail(r, error);
+	for (guint i = 0; i < run.n_final && i < run.results->len; i++)
+		g_ptr_array_add(done, run.results->pdata[i]);
+	g_ptr_array_add(done, r);
+	if (run.current && !run.current_in_env)
+		env_path(paths, run.current);
+	write_outputs(&run.opt, done, run.names, paths);
+	if (run.current && run.current->ops->abort)
+		run.current->ops->abort(run.current);
+}
+
 /*
  * Each path is opened just before its tests and closed after them: a
  * libncm path takes the USB function from cdc_ncm, and gives it back on
@@ -277,32 +410,37 @@ write_outputs(const BenchOptions *o, GPtrArray *results, GPtrArray *names, const
 static int
 run_client(void)
 {
-	g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)bench_result_free);
-	g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-	g_autoptr(GString) paths = g_string_new(NULL);
-	BenchOptions o;
-	int rc = 0;
+	int rc = 0, out_rc;
 
-	options_fill(&o);
+	run.results = g_ptr_array_new_with_free_func((GDestroyNotify)bench_result_free);
+	run.names = g_ptr_array_new_with_free_func(g_free);
+	run.paths = g_string_new(NULL);
+	options_fill(&run.opt);
+	bench_watchdog_start(&run.lock, on_hung);
 	for (gchar **p = opt_paths; p && *p; p++) {
-		g_autoptr(GError) error = NULL;
-		BenchTransport *t = path_parse(*p, &error);
+		g_autofree char *name = g_strndup(*p, strcspn(*p, "="));
+		BenchTransport *t = path_open(*p, name);
 
 		if (!t) {
-			g_printerr("ncm-bench: %s\n", error->message);
 			rc = 1;
 			continue;
 		}
-		BenchCtx ctx = {&o, t, results};
+		BenchCtx ctx = {&run.opt, t, run.results};
 
-		g_ptr_array_add(names, g_strdup(t->name));
 		bench_run_tcp_tests(&ctx);
 		bench_run_udp_tests(&ctx);
-		env_path(paths, t);
-		bench_transport_free(t);
+		path_close(t);
 	}
-	rc = MAX(rc, write_outputs(&o, results, names, paths));
-	g_strfreev(o.tests);
+	g_mutex_lock(&run.lock);
+	bench_watchdog_disarm();
+	/* Not inside MAX(): it would evaluate the call twice and print the table twice. */
+	out_rc = write_outputs(&run.opt, run.results, run.names, run.paths);
+	rc = MAX(rc, out_rc);
+	g_clear_pointer(&run.results, g_ptr_array_unref);
+	g_clear_pointer(&run.names, g_ptr_array_unref);
+	g_string_free(g_steal_pointer(&run.paths), TRUE);
+	g_clear_pointer(&run.opt.tests, g_strfreev);
+	g_mutex_unlock(&run.lock);
 	return rc;
 }
 
@@ -314,8 +452,12 @@ main(int argc, char **argv)
 
 	g_option_context_add_main_entries(oc, entries, NULL);
 	g_option_context_set_description(oc,
-		"Example: ncm-bench --path cdc_ncm=192.168.77.1%usb0 --path tun=192.168.78.1%ncm0 --quick --json out.json\n"
-		"Results go to stdout as a table, progress to stderr.");
+		"Example: ncm-bench --path cdc_ncm=192.168.77.1%usb0 --path ncm-tun=192.168.77.1,ipv4=192.168.77.4/24 "
+		"--quick --json out.json\n"
+		"Results go to stdout as a table, progress to stderr.\n"
+		"Exit status: 0 all paths opened, 1 a path failed to open or an output failed, "
+		"2 bad options, 3 a test hung (not done after max(4 x its planned time, 30 s)): "
+		"the table and files then hold the results so far.");
 	if (!g_option_context_parse(oc, &argc, &argv, &error)) {
 		g_printerr("ncm-bench: %s\n", error->message);
 		return 2;

@@ -72,6 +72,17 @@ void bench_json_str(GString *s, const char *key, const char *v);
 gboolean bench_json_write(const char *file, const GString *env, const char *env_json_file,
 			  GPtrArray *results, GError **error);
 
+/*
+ * ncm-bench-watchdog.c: one deadline at a time, max(4 x the planned time,
+ * 30 s). When it passes, @hung runs on the watchdog thread with the lock
+ * held, then the process exits with status 3. Arm and disarm with the lock
+ * given to bench_watchdog_start() held.
+ */
+typedef void (*BenchHungFunc)(const char *path, const char *what, double limit_s);
+void bench_watchdog_start(GMutex *lock, BenchHungFunc hung);
+void bench_watchdog_arm(const char *path, const char *what, double planned_s);
+void bench_watchdog_disarm(void);
+
 /* ncm-bench-plot.c */
 gboolean bench_plot_write(const char *file, GPtrArray *results, GError **error);
 

@@ -36,6 +36,7 @@ static gchar *opt_user;
 static gboolean opt_ntb32;
 static gboolean opt_no_up;
 static gboolean opt_tun;
+static gint opt_fault_one_in;
 
 static const GOptionEntry entries[] = {
 	{ "device", 'd', 0, G_OPTION_ARG_STRING_ARRAY, &opt_device,
@@ -63,6 +64,14 @@ static const GOptionEntry entries[] = {
 	  "A TUN (IP only) interface instead of TAP; ncm-tun answers ARP and NDP itself", NULL },
 	{ "no-up", 0, 0, G_OPTION_ARG_NONE, &opt_no_up,
 	  "Leave the interface's addresses and up/down state alone", NULL },
+	/*
+	 * Test-only, hidden: damages about 1 in N received NTBs before parsing
+	 * (NcmDeviceOptions.fault_one_in), so tests/vm/guest-faults-tcp.sh can
+	 * show that sessions survive bad NTBs and that each one is counted.
+	 * Never useful on a real link.
+	 */
+	{ "fault-one-in", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt_fault_one_in,
+	  "Test only: corrupt, truncate or duplicate 1 in N received NTBs", "N" },
 	{ NULL }
 };
 
@@ -267,6 +276,12 @@ parse_options(Tun *tun, int *argc, char ***argv, GError **error)
 			    "--mtu %d: expected at least 68", opt_mtu);
 		return FALSE;
 	}
+	if (opt_fault_one_in < 0) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--fault-one-in %d: expected 0 (off) or more", opt_fault_one_in);
+		return FALSE;
+	}
+	tun->options.fault_one_in = (guint)opt_fault_one_in;
 	return TRUE;
 }
 
