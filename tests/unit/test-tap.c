@@ -8,14 +8,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <linux/capability.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <netinet/in.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const guint8 tap_mac[6] = { 0x02, 0x00, 0x00, 0x79, 0x00, 0x01 };
@@ -1144,6 +1149,96 @@ enter_netns(void)
 	have_netns = TRUE;
 }
 
+/* Child: exits 0 when @error is @code and its message says @hint. */
+static int
+check_user_error(const char *what, GError *error, gint code, const char *hint)
+{
+	if (error == NULL) {
+		fprintf(stderr, "%s: no error\n", what);
+		return 1;
+	}
+	fprintf(stderr, "%s: %s\n", what, error->message);
+	if (!g_error_matches(error, G_IO_ERROR, code) || strstr(error->message, hint) == NULL)
+		return 1;
+	return 0;
+}
+
+/* Child: a private mount namespace where /dev/net is empty. */
+static int
+user_error_no_tun(void)
+{
+	GError *error = NULL;
+	NcmTap *tap;
+	int rc;
+
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", "/dev/net", "tmpfs", 0, NULL) < 0) {
+		fprintf(stderr, "no mount namespace: %s\n", g_strerror(errno));
+		return 77;
+	}
+	tap = ncm_tap_open("ncmerr%d", NCM_TAP_MODE_TAP, &error);
+	rc = tap == NULL ? check_user_error("no /dev/net/tun", error, G_IO_ERROR_NOT_FOUND,
+					    "modprobe tun") : 1;
+	g_clear_error(&error);
+	return rc;
+}
+
+/* Child: root without CAP_NET_ADMIN, as a service with a trimmed capability set. */
+static int
+user_error_no_cap(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+	GError *error = NULL;
+	NcmTap *tap;
+	int rc;
+
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return 77;
+	data[0].effective &= ~(1u << CAP_NET_ADMIN);
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return 77;
+	tap = ncm_tap_open("ncmerr%d", NCM_TAP_MODE_TAP, &error);
+	rc = tap == NULL ? check_user_error("TAP without CAP_NET_ADMIN", error,
+					    G_IO_ERROR_PERMISSION_DENIED, "CAP_NET_ADMIN") : 1;
+	g_clear_error(&error);
+	if (rc == 0 && !ncm_rtnl_set_mtu((int)if_nametoindex("lo"), 1500, &error))
+		rc = check_user_error("rtnetlink without CAP_NET_ADMIN", error,
+				      G_IO_ERROR_PERMISSION_DENIED, "CAP_NET_ADMIN");
+	else if (rc == 0)
+		rc = 1;
+	g_clear_error(&error);
+	return rc;
+}
+
+static void
+run_child(int (*fn)(void))
+{
+	int status;
+	pid_t pid = fork();
+
+	g_assert_cmpint(pid, >=, 0);
+	if (pid == 0)
+		_exit(fn());
+	g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+	g_assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77) {
+		g_test_skip("cannot set up the failure here (no mount namespace or capset)");
+		return;
+	}
+	g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+}
+
+/* The failures a user meets, each with a message that says what to do. */
+static void
+test_user_errors(void)
+{
+	if (!require_netns())
+		return;
+	run_child(user_error_no_tun);
+	run_child(user_error_no_cap);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1160,5 +1255,6 @@ main(int argc, char **argv)
 	g_test_add_func("/tap/tun/framing", test_tun_framing);
 	g_test_add_func("/tap/pcap/concurrent", test_pcap_concurrent);
 	g_test_add_func("/tap/pcap/open-error", test_pcap_open_error);
+	g_test_add_func("/tap/user-errors", test_user_errors);
 	return g_test_run();
 }
