@@ -7,26 +7,6 @@ set -eu
 
 TUN=ncmbench0
 
-# As in tests/vm/guest-bench.sh: f_ncm's link notification can be missed by
-# ncm-tun's interface too; make f_ncm announce it again when that lasts.
-carrier_keeper() {
-	local n=0
-	while :; do
-		if [ -e "/sys/class/net/$TUN" ] && ! host_carrier "$TUN"; then
-			n=$((n + 1))
-		else
-			n=0
-		fi
-		if [ "$n" -ge 30 ]; then
-			log "no carrier on $TUN for 3 s; bouncing $(gadget_ifname 0)"
-			peer_run $IP link set "$(gadget_ifname 0)" down
-			peer_addr_setup 0
-			n=0
-		fi
-		sleep 0.1
-	done
-}
-
 gadget_setup ncm
 host_use_kernel
 host_addr_setup 0
@@ -35,7 +15,7 @@ peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
 wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
 printf '{"vm":"QEMU TCG","guest_kernel":"%s","usb_speed_mbit_s":%s,"gadget":"f_ncm over dummy_hcd"}\n' \
 	"$(uname -r)" "$(usb_speed)" >"$VM_OUT/env.json"
-carrier_keeper &
+carrier_keeper "$TUN" &
 keeper=$!
 
 # One function, three drivers in turn: cdc_ncm (.2), then ncm-tun (.4), which

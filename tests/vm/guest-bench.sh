@@ -11,27 +11,6 @@ TUN=ncmbench0
 JSON=$VM_OUT/bench.json
 tests=${BENCH_TESTS:-tcp_down,tcp_up,udp_rtt_64}
 
-# ncm-tun's interface misses f_ncm's back-to-back link notifications now and
-# then, as usbnet does (see host_addr_setup): when it stays without carrier,
-# make f_ncm announce the link again.
-carrier_keeper() {
-	local n=0
-	while :; do
-		if [ -e "/sys/class/net/$TUN" ] && ! host_carrier "$TUN"; then
-			n=$((n + 1))
-		else
-			n=0
-		fi
-		if [ "$n" -ge 30 ]; then
-			log "no carrier on $TUN for 3 s; bouncing $(gadget_ifname 0)"
-			peer_run $IP link set "$(gadget_ifname 0)" down
-			peer_addr_setup 0
-			n=0
-		fi
-		sleep 0.1
-	done
-}
-
 # result PATH TEST: the result's line in the JSON (ncm-bench writes one per line).
 result() { grep "^{\"path\":\"$1\",\"test\":\"$2\"," "$JSON"; }
 
@@ -62,7 +41,7 @@ host_addr_setup 0
 wait_for "$VM_WAIT" "IPv4 path" ping -c 1 -W 1 "$(peer_ip4)" || fail "no IPv4 path over cdc_ncm"
 peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
 wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
-carrier_keeper &
+carrier_keeper "$TUN" &
 keeper=$!
 
 # .2 is cdc_ncm's address; ncm-tun (.4) and lwIP (.3) follow it on the same function.

@@ -387,6 +387,27 @@ host_use_kernel() {
 
 host_carrier() { [ "$(cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]; }
 
+# carrier_keeper IFACE: runs until killed. A host interface that f_ncm's
+# back-to-back link notifications left without carrier for 3 s (as usbnet
+# can, see host_addr_setup) gets f_ncm to announce the link again.
+carrier_keeper() {
+	local n=0
+	while :; do
+		if [ -e "/sys/class/net/$1" ] && ! host_carrier "$1"; then
+			n=$((n + 1))
+		else
+			n=0
+		fi
+		if [ "$n" -ge 30 ]; then
+			log "no carrier on $1 for 3 s; bouncing $(gadget_ifname 0)"
+			peer_run $IP link set "$(gadget_ifname 0)" down
+			peer_addr_setup 0
+			n=0
+		fi
+		sleep 0.1
+	done
+}
+
 # host_addr_setup [N]: 192.168.(77+N).2/24 and fd(77+N)::2/64 on the host
 # netdev of function N, link up, and waits for its carrier.
 #

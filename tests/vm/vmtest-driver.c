@@ -305,9 +305,11 @@ print_stats(Test *t)
 	       " rx_bad_ntbs=%" G_GUINT64_FORMAT " tx_ntbs=%" G_GUINT64_FORMAT
 	       " tx_datagrams=%" G_GUINT64_FORMAT " tx_errors=%" G_GUINT64_FORMAT
 	       " tx_flush_explicit=%" G_GUINT64_FORMAT " tx_flush_timer=%" G_GUINT64_FORMAT
-	       " main_dispatches=%" G_GUINT64_FORMAT "\n",
+	       " main_dispatches=%" G_GUINT64_FORMAT " rx_errors=%" G_GUINT64_FORMAT
+	       " rx_overflows=%" G_GUINT64_FORMAT " rx_stalls=%" G_GUINT64_FORMAT "\n",
 	       s.rx_ntbs, s.rx_datagrams, s.rx_bad_ntbs, s.tx_ntbs, s.tx_datagrams, s.tx_errors,
-	       s.tx_flush_explicit, s.tx_flush_timer, s.main_dispatches);
+	       s.tx_flush_explicit, s.tx_flush_timer, s.main_dispatches, s.rx_errors,
+	       s.rx_overflows, s.rx_stalls);
 }
 
 /* ARP and neighbour solicitation, answered by the gadget's own Linux stack. */
