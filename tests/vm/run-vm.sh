@@ -310,7 +310,7 @@ if [ "$accel" = auto ]; then
 	[ -r /dev/kvm ] && [ -w /dev/kvm ] && accel=kvm
 fi
 case $accel in
-tcg) accel_args=(-accel tcg,thread=multi -cpu max) ;; # max: the TSan runtime needs cmpxchg16b, which qemu64 lacks
+tcg) accel_args=(-accel tcg,thread=multi -cpu Nehalem) ;; # x86-64-v2: the TSan runtime needs it; "max" would turn on AVX, which TCG runs slowly
 kvm) accel_args=(-accel kvm -cpu host) ;;
 *) harness_fail "unknown --accel '$accel'" ;;
 esac
