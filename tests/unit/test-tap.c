@@ -180,11 +180,12 @@ fake_wait_until(FakeLink *f, gint64 deadline)
 
 typedef gboolean (*FrameMatch)(const guint8 *frame, gsize len, gconstpointer data);
 
-/* Index of the first event from @from on whose frame matches, waiting up to WAIT_US. */
+/* Index of the first event from @from on whose frame matches, waiting up to @timeout_us. */
 static gint
-fake_wait_frame(FakeLink *f, guint from, FrameMatch match, gconstpointer data)
+fake_wait_frame_for(FakeLink *f, guint from, FrameMatch match, gconstpointer data,
+		    gint64 timeout_us)
 {
-	gint64 deadline = g_get_monotonic_time() + WAIT_US;
+	gint64 deadline = g_get_monotonic_time() + timeout_us;
 	gint found = -1;
 
 	pthread_mutex_lock(&f->lock);
@@ -202,6 +203,12 @@ fake_wait_frame(FakeLink *f, guint from, FrameMatch match, gconstpointer data)
 	}
 	pthread_mutex_unlock(&f->lock);
 	return found;
+}
+
+static gint
+fake_wait_frame(FakeLink *f, guint from, FrameMatch match, gconstpointer data)
+{
+	return fake_wait_frame_for(f, from, match, data, WAIT_US);
 }
 
 /* The first flush at or after @from, waiting up to WAIT_US; -1 if none came. */
@@ -588,10 +595,17 @@ rig_free(Rig *rig)
 static gint
 exchange(Rig *rig, const guint8 *req, gsize len, FrameMatch match, gconstpointer data)
 {
+	gint64 end = g_get_monotonic_time() + WAIT_US;
 	gint at;
 
-	fake_receive(rig->fake, req, len);
-	at = fake_wait_frame(rig->fake, 0, match, data);
+	/* Resent each second, as a real peer would: the kernel ignores a request
+	 * that comes before the interface can answer it (a neighbour
+	 * solicitation for a still-tentative address is dropped), which made
+	 * one try fail now and then under load. */
+	do {
+		fake_receive(rig->fake, req, len);
+		at = fake_wait_frame_for(rig->fake, 0, match, data, G_USEC_PER_SEC);
+	} while (at < 0 && g_get_monotonic_time() < end);
 	g_assert_cmpint(at, >=, 0);
 	/* The burst that carried the answer was flushed. */
 	g_assert_cmpint(fake_wait_flush(rig->fake, (guint)at + 1), >, at);
