@@ -24,12 +24,14 @@
 #include "vmtest-tsan.h"
 
 /*
- * Two modes. "peer" runs in the gadget's namespace on kernel sockets:
+ * Three modes. "peer" runs in the gadget's namespace on kernel sockets:
  * TCP port 5000 reads a command byte per connection ('E' echo to EOF,
  * 'S' sink to EOF then answer count + hash, 'G' + size + seed: generate
  * that many bytes and close), UDP port 5001 echoes. "host" opens the NCM
  * function through libncm, attaches lwIP, and runs every check against
- * the peer, printing "ok:"/"FAIL:" lines and throughput.
+ * the peer, printing "ok:"/"FAIL:" lines and throughput. "replug"
+ * reacquires the function after each unplug and streams to the sink
+ * until the device goes, --cycles times, printing one line per session.
  */
 
 #define TCP_PORT 5000
@@ -41,6 +43,8 @@ static gint opt_size_mib = 64;
 static gint opt_udp_count = 10000;
 static gint opt_conns = 32;
 static gint opt_timeout = 60;
+static gint opt_cycles = 100;
+static gint opt_duration;
 static gchar *opt_peer4 = (gchar *)"192.168.77.1";
 static gchar *opt_peer6 = (gchar *)"fd77::1";
 static gchar *opt_host4 = (gchar *)"192.168.77.2";
@@ -51,6 +55,8 @@ static const GOptionEntry entries[] = {
 	{"udp", 'u', 0, G_OPTION_ARG_INT, &opt_udp_count, "UDP datagrams per family (10000)", "N"},
 	{"conns", 'c', 0, G_OPTION_ARG_INT, &opt_conns, "concurrent connections (32)", "N"},
 	{"timeout", 't', 0, G_OPTION_ARG_INT, &opt_timeout, "seconds to wait for the device", "S"},
+	{"cycles", 0, 0, G_OPTION_ARG_INT, &opt_cycles, "replug: sessions to run (100)", "N"},
+	{"duration", 0, 0, G_OPTION_ARG_INT, &opt_duration, "replug: overall limit, 0 = none", "S"},
 	{"peer4", 0, 0, G_OPTION_ARG_STRING, &opt_peer4, "the peer's IPv4 address", "ADDR"},
 	{"peer6", 0, 0, G_OPTION_ARG_STRING, &opt_peer6, "the peer's IPv6 address", "ADDR"},
 	{"host4", 0, 0, G_OPTION_ARG_STRING, &opt_host4, "our IPv4 address (/24)", "ADDR"},
@@ -711,18 +717,210 @@ run_host(void)
 	return failures ? 1 : 0;
 }
 
+/* ---- Replug mode --------------------------------------------------------------------- */
+
+typedef struct {
+	guint n;
+	GCancellable *cancel;
+	GMainLoop *loop;
+	gint64 t_found;
+	gint up_after_ms;  /* device found to the first chunk accepted; -1 never */
+	guint64 bytes;
+	gchar *why;        /* what ended the stream */
+} Session;
+
+static gboolean
+quit_loop(gpointer data)
+{
+	g_main_loop_quit(data);
+	return G_SOURCE_REMOVE;
+}
+
+static void
+on_removed(NcmDevice *dev, gpointer data)
+{
+	Session *s = data;
+
+	(void)dev;
+	g_cancellable_cancel(s->cancel);
+	g_main_loop_quit(s->loop);
+}
+
+/* Connects (retrying while ARP/ND and the device's link come up) and
+ * sinks CHUNKs until a write fails: the device gone cancels it. */
+static gpointer
+session_stream(gpointer data)
+{
+	Session *s = data;
+	gint64 end = g_get_monotonic_time() + opt_timeout * G_USEC_PER_SEC;
+	g_autoptr(NcmLwipConnection) conn = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree guint8 *buf = g_malloc(CHUNK);
+	g_autofree gchar *last = NULL;
+	guint32 x = 0x1234567;
+
+	while (conn == NULL && !g_cancellable_is_cancelled(s->cancel) &&
+	       g_get_monotonic_time() < end) {
+		g_autoptr(GSocketAddress) addr = g_inet_socket_address_new_from_string(opt_peer4, TCP_PORT);
+
+		g_clear_error(&error);
+		conn = ncm_lwip_stack_connect(stack, G_INET_SOCKET_ADDRESS(addr), 2000, s->cancel,
+					      &error);
+		if (conn != NULL &&
+		    !g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)),
+					       "S", 1, NULL, s->cancel, &error))
+			g_clear_object(&conn);
+		if (conn == NULL && !g_cancellable_is_cancelled(s->cancel)) {
+			/* Each new reason once: a refusal tells a live peer from a dead link. */
+			if (error != NULL && g_strcmp0(last, error->message) != 0) {
+				g_free(last);
+				last = g_strdup(error->message);
+				printf("session %u: connect: %s\n", s->n, last);
+				fflush(stdout);
+			}
+			g_usleep(200 * 1000);
+		}
+	}
+	while (conn != NULL && error == NULL) {
+		gsize n = 0;
+
+		gen_fill(&x, buf, CHUNK);
+		g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)), buf,
+					  CHUNK, &n, s->cancel, &error);
+		s->bytes += n;
+		if (s->up_after_ms < 0 && error == NULL) {
+			s->up_after_ms = (gint)((g_get_monotonic_time() - s->t_found) / 1000);
+			/* The script times the recovery from this line. */
+			printf("session %u: streaming\n", s->n);
+			fflush(stdout);
+		}
+	}
+	s->why = g_strdup(error ? error->message : "no connection");
+	g_idle_add(quit_loop, s->loop);
+	return NULL;
+}
+
+/* The fewest of a few looks: without udevd, libncm polls for replugs with
+ * a short-lived libusb context whose fds come and go; that is no leak. */
+static guint
+count_fds(void)
+{
+	guint min = G_MAXUINT;
+
+	for (guint k = 0; k < 5; k++) {
+		GDir *dir = g_dir_open("/proc/self/fd", 0, NULL);
+		guint n = 0;
+
+		while (dir != NULL && g_dir_read_name(dir) != NULL)
+			n++;
+		if (dir != NULL)
+			g_dir_close(dir);
+		min = MIN(min, n);
+		g_usleep(50 * 1000);
+	}
+	return min;
+}
+
+static guint64
+rss_kb(void)
+{
+	g_autofree gchar *text = NULL;
+	const gchar *p;
+
+	if (!g_file_get_contents("/proc/self/status", &text, NULL, NULL) ||
+	    (p = strstr(text, "VmRSS:")) == NULL)
+		return 0;
+	return g_ascii_strtoull(p + 6, NULL, 10);
+}
+
+static int
+run_replug(void)
+{
+	g_autoptr(GInetAddress) v4 = g_inet_address_new_from_string(opt_host4);
+	g_autoptr(GInetAddress) v6 = g_inet_address_new_from_string(opt_host6);
+	g_autoptr(NcmContext) ctx = NULL;
+	g_autoptr(GError) error = NULL;
+	gint64 deadline = opt_duration > 0 ? g_get_monotonic_time() + opt_duration * G_USEC_PER_SEC
+					   : G_MAXINT64;
+	NcmLwipNetifConfig config;
+
+	ncm_lwip_netif_config_init(&config);
+	config.ipv4 = v4;
+	config.ipv6 = v6;
+	config.ipv6_dad = FALSE;
+	stack = ncm_lwip_stack_get_default();
+	ctx = ncm_context_new(&error);
+	if (ctx == NULL) {
+		printf("FAIL: context: %s\n", error->message);
+		return 1;
+	}
+	for (guint n = 1; n <= (guint)opt_cycles; n++) {
+		Session s = {.n = n, .up_after_ms = -1};
+		gint64 wait_end = g_get_monotonic_time() + opt_timeout * G_USEC_PER_SEC;
+		NcmLwipNetif *netif = NULL;
+		NcmLink *link = NULL;
+		GThread *writer;
+		gulong handler;
+
+		/* An open can fail while the previous device is still going away. */
+		while (netif == NULL && g_get_monotonic_time() < MIN(wait_end, deadline)) {
+			g_clear_error(&error);
+			link = open_link(ctx, &error);
+			if (link != NULL)
+				netif = ncm_lwip_netif_add(stack, link, &config, &error);
+			if (netif == NULL) {
+				g_clear_object(&device);
+				g_usleep(100 * 1000);
+			}
+		}
+		if (netif == NULL) {
+			printf("FAIL: session %u: no device: %s\n", n,
+			       error ? error->message : "deadline");
+			return 1;
+		}
+		s.t_found = g_get_monotonic_time();
+		s.cancel = g_cancellable_new();
+		s.loop = g_main_loop_new(NULL, FALSE);
+		handler = g_signal_connect(device, "removed", G_CALLBACK(on_removed), &s);
+		writer = g_thread_new("writer", session_stream, &s);
+		g_main_loop_run(s.loop);
+		g_cancellable_cancel(s.cancel);
+		g_thread_join(writer);
+		g_signal_handler_disconnect(device, handler);
+		ncm_lwip_netif_remove(netif);
+		g_clear_object(&device);
+		/* Late idles of this session must not outlive its loop. */
+		while (g_main_context_iteration(NULL, FALSE))
+			;
+		printf("session %u: up_after_ms=%d bytes=%" G_GUINT64_FORMAT " fds=%u rss_kb=%"
+		       G_GUINT64_FORMAT " (%s)\n",
+		       n, s.up_after_ms, s.bytes, count_fds(), rss_kb(), s.why);
+		fflush(stdout);
+		g_free(s.why);
+		g_main_loop_unref(s.loop);
+		g_object_unref(s.cancel);
+		if (s.up_after_ms < 0) {
+			printf("FAIL: session %u never streamed\n", n);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
-	g_autoptr(GOptionContext) oc = g_option_context_new("peer|host");
+	g_autoptr(GOptionContext) oc = g_option_context_new("peer|host|replug");
 	g_autoptr(GError) error = NULL;
 
 	g_option_context_add_main_entries(oc, entries, NULL);
 	if (!g_option_context_parse(oc, &argc, &argv, &error) || argc != 2) {
-		g_printerr("usage: vmtest-lwip [OPTIONS] peer|host\n");
+		g_printerr("usage: vmtest-lwip [OPTIONS] peer|host|replug\n");
 		return 2;
 	}
 	if (g_str_equal(argv[1], "peer"))
 		return run_peer();
+	if (g_str_equal(argv[1], "replug"))
+		return run_replug();
 	return run_host();
 }
