@@ -36,6 +36,7 @@ static gchar *opt_user;
 static gboolean opt_ntb32;
 static gboolean opt_no_up;
 static gboolean opt_tun;
+static gboolean opt_no_offload;
 static gint opt_fault_one_in;
 
 static const GOptionEntry entries[] = {
@@ -62,6 +63,8 @@ static const GOptionEntry entries[] = {
 	  "Use NTB32 when the device supports it", NULL },
 	{ "tun", 0, 0, G_OPTION_ARG_NONE, &opt_tun,
 	  "A TUN (IP only) interface instead of TAP; ncm-tun answers ARP and NDP itself", NULL },
+	{ "no-offload", 0, 0, G_OPTION_ARG_NONE, &opt_no_offload,
+	  "One frame per TAP read and write (no TSO, checksum offload or coalescing)", NULL },
 	{ "no-up", 0, 0, G_OPTION_ARG_NONE, &opt_no_up,
 	  "Leave the interface's addresses and up/down state alone", NULL },
 	/*
@@ -210,6 +213,11 @@ print_stats(Tun *tun)
 	fprintf(stderr, "  tap rx: %" G_GUINT64_FORMAT " frames, %" G_GUINT64_FORMAT
 		" rx-drops (interface full), %" G_GUINT64_FORMAT " write errors\n", ts.rx_frames,
 		ts.rx_drops_full, ts.rx_errors);
+	if (ncm_tap_has_offload(tun->tap))
+		fprintf(stderr, "  tap offload: rx %" G_GUINT64_FORMAT " coalesced packets (%"
+			G_GUINT64_FORMAT " frames merged, %" G_GUINT64_FORMAT " bad checksums), tx %"
+			G_GUINT64_FORMAT " TSO packets cut\n", ts.rx_super, ts.rx_coalesced,
+			ts.rx_bad_csum, ts.tx_gso_packets);
 	fprintf(stderr, "  tap tx: %" G_GUINT64_FORMAT " frames in %" G_GUINT64_FORMAT
 		" bursts, %" G_GUINT64_FORMAT " waits, %" G_GUINT64_FORMAT " dropped (invalid), %"
 		G_GUINT64_FORMAT " dropped (no device)\n", ts.tx_frames, ts.tx_bursts, ts.tx_waits,
@@ -626,7 +634,8 @@ tun_setup(Tun *tun, GArray *prefixes, GError **error)
 	tun->ctx = ncm_context_new(error);
 	if (!tun->ctx || !(info = select_function(tun, error)))
 		return FALSE;
-	tun->tap = ncm_tap_open(opt_name, opt_tun ? NCM_TAP_MODE_TUN : NCM_TAP_MODE_TAP, error);
+	tun->tap = ncm_tap_open_full(opt_name, opt_tun ? NCM_TAP_MODE_TUN : NCM_TAP_MODE_TAP,
+				     opt_no_offload ? 0 : NCM_TAP_OFFLOAD, error);
 	if (!tun->tap)
 		return FALSE;
 	if (opt_pcap && !(tun->pcap = ncm_pcap_open(opt_pcap, error)))

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-tap.c: the TAP backend: sink writes for RX, a draining reader thread for TX. */
 #include "ncm-tap.h"
+#include "ncm-tap-gso.h"
 #include "ncm-tap-l3.h"
 
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* Larger than any frame the kernel hands a TAP (64 KiB MTU + Ethernet + VLAN). */
@@ -38,34 +40,54 @@ struct _NcmTap {
 	NcmLink *link;    /* owner's thread writes it, only while the reader is stopped */
 	GThread *reader;
 	guint8 *buf;      /* the reader's frame buffer, TAP_ETH_HLEN + TAP_READ_BUF */
+	gboolean vnet;    /* IFF_VNET_HDR: every packet on the fd has a TapVnetHdr */
+	TapGro gro;       /* device → kernel coalescing (vnet only); the data thread's */
+	TapVnetHdr rd_hdr;  /* the header of the packet in buf (reader thread) */
+	guint8 *seg_buf;  /* one segment of a TSO packet (reader thread, vnet only) */
 	NcmTapStats stats;
 };
 
 /* ---- device → kernel (the link's data thread) ----------------------------- */
 
 static void
-sink_receive(gpointer user_data, const guint8 *frame, gsize len)
+fd_write(gpointer user_data, const TapVnetHdr *h, const guint8 *pkt, gsize len, guint segs)
 {
 	NcmTap *tap = user_data;
+	struct iovec iov[2] = { { (void *)h, sizeof(*h) }, { (void *)pkt, len } };
 	ssize_t n;
+
+	do
+		n = tap->vnet ? writev(tap->fd, iov, 2) : write(tap->fd, pkt, len);
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)(len + (tap->vnet ? sizeof(*h) : 0))) {
+		STAT_ADD(tap, rx_frames, segs);
+		STAT_ADD(tap, rx_bytes, len);
+		if (segs > 1)
+			STAT_ADD(tap, rx_super, 1);
+	} else if (n < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
+		/* Waiting here would stall every other frame of the NTB: drop. */
+		STAT_ADD(tap, rx_drops_full, segs);
+	} else {
+		STAT_ADD(tap, rx_errors, segs);
+	}
+}
+
+static void
+sink_receive(gpointer user_data, const guint8 *frame, gsize len)
+{
+	static const TapVnetHdr plain;
+	NcmTap *tap = user_data;
 
 	if (tap->pcap)
 		ncm_pcap_write(tap->pcap, frame, len);
 	if (tap->mode == NCM_TAP_MODE_TUN &&
 	    !(frame = tap_l3_from_frame(&tap->l3, tap->link, frame, len, &len)))
 		return;
-	do
-		n = write(tap->fd, frame, len);
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)len) {
-		STAT_ADD(tap, rx_frames, 1);
-		STAT_ADD(tap, rx_bytes, len);
-	} else if (n < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
-		/* Waiting here would stall every other frame of the NTB: drop. */
-		STAT_ADD(tap, rx_drops_full, 1);
-	} else {
-		STAT_ADD(tap, rx_errors, 1);
-	}
+	if (tap->vnet)
+		tap_gro_push(&tap->gro, tap->mode == NCM_TAP_MODE_TUN ? 0 : TAP_ETH_HLEN, frame, len,
+			     fd_write, tap);
+	else
+		fd_write(tap, &plain, frame, len, 1);
 }
 
 static void
@@ -73,6 +95,9 @@ sink_receive_done(gpointer user_data)
 {
 	NcmTap *tap = user_data;
 
+	/* The NTB is over: nothing waits for the next one. */
+	if (tap->vnet)
+		tap_gro_flush(&tap->gro, fd_write, tap);
 	if (tap->mode == NCM_TAP_MODE_TUN)
 		tap_l3_receive_done(&tap->l3, tap->link);
 	if (tap->pcap)
@@ -168,13 +193,17 @@ static gssize
 read_frame(NcmTap *tap)
 {
 	gsize head = tap->mode == NCM_TAP_MODE_TUN ? TAP_ETH_HLEN : 0;
+	struct iovec iov[2] = { { &tap->rd_hdr, sizeof(tap->rd_hdr) },
+				{ tap->buf + head, TAP_READ_BUF } };
 	ssize_t n;
 
 	do
-		n = read(tap->fd, tap->buf + head, TAP_READ_BUF);
+		n = tap->vnet ? readv(tap->fd, iov, 2) : read(tap->fd, tap->buf + head, TAP_READ_BUF);
 	while (n < 0 && errno == EINTR);
 	if (n < 0 && errno == EAGAIN)
 		return 0;
+	if (tap->vnet && n >= 0)
+		n = n >= (ssize_t)sizeof(tap->rd_hdr) ? n - (ssize_t)sizeof(tap->rd_hdr) : 0;
 	if (n <= 0) {
 		/* EBADFD while the interface is being torn down, for instance. */
 		STAT_ADD(tap, tx_read_errors, 1);
@@ -186,7 +215,41 @@ read_frame(NcmTap *tap)
 		STAT_ADD(tap, tx_drops_invalid, 1);
 		return READ_DROPPED;
 	}
+	if (tap->vnet && tap->rd_hdr.gso_type == TAP_VNET_GSO_NONE) {
+		TapVnetHdr h = tap->rd_hdr;
+
+		/* The kernel counted from what crossed the fd, before our Ethernet header. */
+		h.csum_start = (guint16)(h.csum_start + head);
+		if (!tap_gso_fill_csum(&h, tap->buf, (gsize)n + head)) {
+			STAT_ADD(tap, tx_drops_invalid, 1);
+			return READ_DROPPED;
+		}
+	}
 	return (gssize)(n + (ssize_t)head);
+}
+
+static gboolean
+segment_emit(gpointer user_data, const guint8 *frame, gsize len)
+{
+	return send_frame(user_data, frame, len);
+}
+
+/* A TSO packet into the link as frames of its gso_size. FALSE when the reader must stop. */
+static gboolean
+send_segments(NcmTap *tap, gsize len)
+{
+	switch (tap_gso_segment(&tap->rd_hdr, TAP_ETH_HLEN, tap->buf, len, tap->seg_buf,
+				TAP_ETH_HLEN + TAP_READ_BUF, segment_emit, tap)) {
+	case TAP_GSO_OK:
+		STAT_ADD(tap, tx_gso_packets, 1);
+		return TRUE;
+	case TAP_GSO_INVALID:
+		STAT_ADD(tap, tx_drops_invalid, 1);
+		return TRUE;
+	case TAP_GSO_STOPPED:
+	default:
+		return FALSE;
+	}
 }
 
 /* Reads until EAGAIN, then flushes once. FALSE when the reader must stop. */
@@ -199,7 +262,9 @@ drain_burst(NcmTap *tap)
 	while ((n = read_frame(tap)) != 0 && n != READ_ERROR) {
 		if (n == READ_DROPPED)
 			continue;
-		if (!send_frame(tap, tap->buf, (gsize)n))
+		if (tap->vnet && tap->rd_hdr.gso_type != TAP_VNET_GSO_NONE ?
+			    !send_segments(tap, (gsize)n) :
+			    !send_frame(tap, tap->buf, (gsize)n))
 			return FALSE;
 		frames++;
 	}
@@ -257,7 +322,7 @@ ncm_tap_detach(NcmTap *tap)
 }
 
 static NcmTap *
-tap_new(int fd, NcmTapMode mode, const gchar *name)
+tap_new(int fd, NcmTapMode mode, const gchar *name, gboolean vnet)
 {
 	NcmTap *tap = g_new0(NcmTap, 1);
 	int flags = fcntl(fd, F_GETFL);
@@ -272,13 +337,18 @@ tap_new(int fd, NcmTapMode mode, const gchar *name)
 	g_assert(tap->wake_fd >= 0 && tap->stop_fd >= 0);
 	tap->name = g_strdup(name ? name : "");
 	tap->buf = g_malloc(TAP_ETH_HLEN + TAP_READ_BUF);
+	tap->vnet = vnet;
+	if (vnet) {
+		tap_gro_init(&tap->gro);
+		tap->seg_buf = g_malloc(TAP_ETH_HLEN + TAP_READ_BUF);
+	}
 	return tap;
 }
 
 NcmTap *
 ncm_tap_new_for_fd(int fd, NcmTapMode mode, const gchar *name)
 {
-	return tap_new(fd, mode, name);
+	return tap_new(fd, mode, name, FALSE);
 }
 
 NcmTapMode
@@ -316,6 +386,25 @@ tap_open_error(GError **error, int err, const gchar *name)
 NcmTap *
 ncm_tap_open(const gchar *name, NcmTapMode mode, GError **error)
 {
+	return ncm_tap_open_full(name, mode, NCM_TAP_OFFLOAD, error);
+}
+
+/*
+ * TSO and checksum offload: the kernel may hand us TCP packets of up to
+ * 64 KiB and leave TCP/UDP checksums to us. Refused (an old kernel), the fd
+ * still carries the header, always plain.
+ */
+static void
+enable_offload(int fd, const gchar *name)
+{
+	if (ioctl(fd, TUNSETOFFLOAD, TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6) < 0)
+		g_debug("%s: TUNSETOFFLOAD: %s; no segmentation offload", name, g_strerror(errno));
+}
+
+NcmTap *
+ncm_tap_open_full(const gchar *name, NcmTapMode mode, NcmTapFlags flags, GError **error)
+{
+	gboolean vnet = (flags & NCM_TAP_OFFLOAD) != 0;
 	struct ifreq ifr = { 0 };
 	NcmTap *tap;
 	int fd, err;
@@ -338,7 +427,8 @@ ncm_tap_open(const gchar *name, NcmTapMode mode, GError **error)
 		tap_open_error(error, errno, name);
 		return NULL;
 	}
-	ifr.ifr_flags = (mode == NCM_TAP_MODE_TUN ? IFF_TUN : IFF_TAP) | IFF_NO_PI;
+	ifr.ifr_flags = (mode == NCM_TAP_MODE_TUN ? IFF_TUN : IFF_TAP) | IFF_NO_PI |
+			(vnet ? IFF_VNET_HDR : 0);
 	g_strlcpy(ifr.ifr_name, name, IFNAMSIZ);
 	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
 		err = errno;
@@ -346,7 +436,9 @@ ncm_tap_open(const gchar *name, NcmTapMode mode, GError **error)
 		tap_open_error(error, err, name);
 		return NULL;
 	}
-	tap = tap_new(fd, mode, ifr.ifr_name);
+	if (vnet)
+		enable_offload(fd, ifr.ifr_name);
+	tap = tap_new(fd, mode, ifr.ifr_name, vnet);
 	tap->ifindex = (int)if_nametoindex(ifr.ifr_name);
 	if (ioctl(fd, TUNGETIFF, &ifr) == 0)
 		tap->persistent = (ifr.ifr_flags & IFF_PERSIST) != 0;
@@ -363,6 +455,12 @@ int
 ncm_tap_get_ifindex(NcmTap *tap)
 {
 	return tap->ifindex;
+}
+
+gboolean
+ncm_tap_has_offload(NcmTap *tap)
+{
+	return tap->vnet;
 }
 
 int
@@ -416,6 +514,10 @@ ncm_tap_get_stats(NcmTap *tap, NcmTapStats *ret_stats)
 	ret_stats->tx_drops_closed = STAT_GET(tap, tx_drops_closed);
 	ret_stats->tx_read_errors = STAT_GET(tap, tx_read_errors);
 	ret_stats->l3_answers = __atomic_load_n(&tap->l3.answered, __ATOMIC_RELAXED);
+	ret_stats->rx_super = STAT_GET(tap, rx_super);
+	ret_stats->rx_coalesced = __atomic_load_n(&tap->gro.merged, __ATOMIC_RELAXED);
+	ret_stats->rx_bad_csum = __atomic_load_n(&tap->gro.bad_csum, __ATOMIC_RELAXED);
+	ret_stats->tx_gso_packets = STAT_GET(tap, tx_gso_packets);
 }
 
 void
@@ -428,6 +530,8 @@ ncm_tap_free(NcmTap *tap)
 	close(tap->wake_fd);
 	close(tap->stop_fd);
 	g_free(tap->buf);
+	g_free(tap->seg_buf);
+	tap_gro_clear(&tap->gro);
 	g_free(tap->name);
 	g_free(tap);
 }

@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-tap-gso.c: TCP segmentation and checksum filling (kernel → device), coalescing (device → kernel). */
+#include "ncm-tap-gso.h"
+
+#include <string.h>
+
+#define ETH_P_IPV4 0x0800
+#define ETH_P_IPV6 0x86dd
+#define PROTO_TCP 6
+
+#define TCP_FIN 0x01
+#define TCP_PSH 0x08
+#define TCP_ACK 0x10
+#define TCP_CWR 0x80
+
+static inline guint16
+be16(const guint8 *p)
+{
+	return (guint16)(p[0] << 8 | p[1]);
+}
+
+static inline guint32
+be32(const guint8 *p)
+{
+	return (guint32)p[0] << 24 | (guint32)p[1] << 16 | (guint32)p[2] << 8 | p[3];
+}
+
+static inline void
+put_be16(guint8 *p, guint16 v)
+{
+	p[0] = (guint8)(v >> 8);
+	p[1] = (guint8)v;
+}
+
+static inline void
+put_be32(guint8 *p, guint32 v)
+{
+	put_be16(p, (guint16)(v >> 16));
+	put_be16(p + 2, (guint16)v);
+}
+
+guint32
+tap_csum_add(guint32 sum, const guint8 *p, gsize len)
+{
+	/* 32-bit big-endian words into 64 bits: 2^16 = 1 in ones' complement. */
+	guint64 s = sum;
+	guint32 w;
+
+	for (; len >= 4; p += 4, len -= 4) {
+		memcpy(&w, p, 4);
+		s += GUINT32_FROM_BE(w);
+	}
+	if (len >= 2) {
+		s += be16(p);
+		p += 2;
+		len -= 2;
+	}
+	if (len)
+		s += (guint32)p[0] << 8;
+	s = (s & 0xffffffffu) + (s >> 32);
+	s = (s & 0xffffffffu) + (s >> 32);
+	return (guint32)s;
+}
+
+guint16
+tap_csum_fold(guint32 sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (guint16)sum;
+}
+
+/* ---- the IP and TCP headers of one packet --------------------------------- */
+
+typedef struct {
+	gboolean v6;
+	guint l3off, l4off;
+	guint thl;          /* TCP header length */
+	guint hdr;          /* l4off + thl */
+	gsize payload;
+} TcpPkt;
+
+/* The pseudo-header's sum for a TCP segment of @tcp_len bytes. */
+static guint32
+pseudo_sum(const TcpPkt *t, const guint8 *pkt, gsize tcp_len)
+{
+	const guint8 *ip = pkt + t->l3off;
+
+	if (t->v6)
+		return tap_csum_add((guint32)(tcp_len + PROTO_TCP), ip + 8, 32);
+	return tap_csum_add((guint32)(tcp_len + PROTO_TCP), ip + 12, 8);
+}
+
+/*
+ * Parses @pkt as IPv4 (no fragment) or IPv6 (no extension header) carrying
+ * TCP whose IP length matches @len exactly. FALSE otherwise.
+ */
+static gboolean
+parse_tcp(guint l3off, const guint8 *pkt, gsize len, TcpPkt *t)
+{
+	const guint8 *ip = pkt + l3off;
+	gsize iplen;
+
+	if (len < (gsize)l3off + 20)
+		return FALSE;
+	if (l3off == 14) {
+		guint16 type = be16(pkt + 12);
+
+		if ((ip[0] >> 4) != (type == ETH_P_IPV6 ? 6 : type == ETH_P_IPV4 ? 4 : 0))
+			return FALSE;
+	}
+	iplen = len - l3off;
+	t->l3off = l3off;
+	t->v6 = (ip[0] >> 4) == 6;
+	if ((ip[0] >> 4) == 4) {
+		guint ihl = (ip[0] & 0xf) * 4u;
+
+		if (ihl < 20 || iplen < ihl || be16(ip + 2) != iplen || ip[9] != PROTO_TCP ||
+		    (be16(ip + 6) & 0x3fff))
+			return FALSE;
+		t->l4off = l3off + ihl;
+	} else if (t->v6) {
+		if (iplen < 40 || be16(ip + 4) != iplen - 40 || ip[6] != PROTO_TCP)
+			return FALSE;
+		t->l4off = l3off + 40;
+	} else {
+		return FALSE;
+	}
+	if (len < (gsize)t->l4off + 20)
+		return FALSE;
+	t->thl = (pkt[t->l4off + 12] >> 4) * 4u;
+	t->hdr = t->l4off + t->thl;
+	if (t->thl < 20 || len < t->hdr)
+		return FALSE;
+	t->payload = len - t->hdr;
+	return TRUE;
+}
+
+static gboolean
+tcp_csum_ok(const TcpPkt *t, const guint8 *pkt, gsize len)
+{
+	gsize tcp_len = len - t->l4off;
+
+	return tap_csum_fold(tap_csum_add(pseudo_sum(t, pkt, tcp_len), pkt + t->l4off, tcp_len)) ==
+	       0xffff;
+}
+
+static void
+ipv4_fix(guint8 *ip, guint ihl, gsize iplen, guint16 id)
+{
+	put_be16(ip + 2, (guint16)iplen);
+	put_be16(ip + 4, id);
+	put_be16(ip + 10, 0);
+	put_be16(ip + 10, (guint16)~tap_csum_fold(tap_csum_add(0, ip, ihl)));
+}
+
+/* ---- kernel → device -------------------------------------------------------- */
+
+gboolean
+tap_gso_fill_csum(const TapVnetHdr *h, guint8 *pkt, gsize len)
+{
+	guint16 c;
+
+	if (!(h->flags & TAP_VNET_F_NEEDS_CSUM))
+		return TRUE;
+	if ((gsize)h->csum_start + h->csum_offset + 2 > len)
+		return FALSE;
+	c = (guint16)~tap_csum_fold(tap_csum_add(0, pkt + h->csum_start, len - h->csum_start));
+	/* 0 and 0xffff are the same sum; UDP reserves 0 for "none", so never send it. */
+	put_be16(pkt + h->csum_start + h->csum_offset, c ? c : 0xffff);
+	return TRUE;
+}
+
+TapGsoResult
+tap_gso_segment(const TapVnetHdr *h, guint l3off, guint8 *pkt, gsize len, guint8 *scratch,
+		gsize scratch_size, TapGsoEmit emit, gpointer user_data)
+{
+	guint type = h->gso_type & ~TAP_VNET_GSO_ECN;
+	guint mss = h->gso_size;
+	gsize nsegs;
+	guint8 flags;
+	guint32 seq;
+	guint16 id;
+	TcpPkt t;
+
+	/* A TSO packet's IP length need not be right: set it, then parse as usual. */
+	if (len < (gsize)l3off + 40 || len - l3off > 0xffff)
+		return TAP_GSO_INVALID;
+	if ((pkt[l3off] >> 4) == 4 && type == TAP_VNET_GSO_TCPV4)
+		put_be16(pkt + l3off + 2, (guint16)(len - l3off));
+	else if ((pkt[l3off] >> 4) == 6 && type == TAP_VNET_GSO_TCPV6)
+		put_be16(pkt + l3off + 4, (guint16)(len - l3off - 40));
+	else
+		return TAP_GSO_INVALID;
+	if (!parse_tcp(l3off, pkt, len, &t) || mss == 0 || scratch_size < t.hdr + mss)
+		return TAP_GSO_INVALID;
+
+	seq = be32(pkt + t.l4off + 4);
+	flags = pkt[t.l4off + 13];
+	id = t.v6 ? 0 : be16(pkt + l3off + 4);
+	nsegs = t.payload ? (t.payload + mss - 1) / mss : 1;
+	for (gsize i = 0; i < nsegs; i++) {
+		gsize off = i * mss, seg = MIN(mss, t.payload - off), tcp_len = t.thl + seg;
+		guint8 *ip = scratch + l3off, *tcp = scratch + t.l4off;
+		guint8 f = flags;
+
+		memcpy(scratch, pkt, t.hdr);
+		memcpy(scratch + t.hdr, pkt + t.hdr + off, seg);
+		put_be32(tcp + 4, seq + (guint32)off);
+		if (i + 1 < nsegs)
+			f &= (guint8)~(TCP_FIN | TCP_PSH);
+		if (i > 0)
+			f &= (guint8)~TCP_CWR;
+		tcp[13] = f;
+		if (t.v6)
+			put_be16(ip + 4, (guint16)tcp_len);
+		else
+			ipv4_fix(ip, t.l4off - l3off, t.l4off - l3off + tcp_len, (guint16)(id + i));
+		put_be16(tcp + 16, 0);
+		put_be16(tcp + 16, (guint16)~tap_csum_fold(tap_csum_add(pseudo_sum(&t, scratch, tcp_len),
+									 tcp, tcp_len)));
+		if (!emit(user_data, scratch, t.hdr + seg))
+			return TAP_GSO_STOPPED;
+	}
+	return TAP_GSO_OK;
+}
+
+/* ---- device → kernel -------------------------------------------------------- */
+
+void
+tap_gro_init(TapGro *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->buf = g_malloc(14 + TAP_GRO_MAX_IP);
+}
+
+void
+tap_gro_clear(TapGro *g)
+{
+	g_clear_pointer(&g->buf, g_free);
+	g->len = 0;
+}
+
+static const TapVnetHdr no_offload;
+
+void
+tap_gro_flush(TapGro *g, TapGroWrite write, gpointer user_data)
+{
+	guint8 *ip = g->buf + g->l3off, *tcp = g->buf + g->l4off;
+	TapVnetHdr h = { 0 };
+	TcpPkt t = { .v6 = g->v6, .l3off = g->l3off, .l4off = g->l4off };
+	gsize len = g->len;
+
+	if (!len)
+		return;
+	g->len = 0;
+	if (g->segs == 1) {
+		write(user_data, &no_offload, g->buf, len, 1);
+		return;
+	}
+	if (g->v6)
+		put_be16(ip + 4, (guint16)(len - g->l3off - 40));
+	else
+		ipv4_fix(ip, g->l4off - g->l3off, len - g->l3off, be16(ip + 4));
+	/* NEEDS_CSUM convention: the field holds the pseudo-header sum, not inverted. */
+	put_be16(tcp + 16, tap_csum_fold(pseudo_sum(&t, g->buf, len - g->l4off)));
+	h.flags = TAP_VNET_F_NEEDS_CSUM;
+	h.gso_type = g->v6 ? TAP_VNET_GSO_TCPV6 : TAP_VNET_GSO_TCPV4;
+	h.gso_size = (guint16)g->mss;
+	h.hdr_len = (guint16)g->hdr_len;
+	h.csum_start = (guint16)g->l4off;
+	h.csum_offset = 16;
+	write(user_data, &h, g->buf, len, g->segs);
+}
+
+/* Only plain data segments merge: ACK, maybe PSH, nothing that changes state. */
+static gboolean
+is_candidate(const TcpPkt *t, const guint8 *pkt)
+{
+	guint8 f = pkt[t->l4off + 13];
+
+	return t->payload > 0 && (f & TCP_ACK) && !(f & ~(TCP_ACK | TCP_PSH));
+}
+
+/* Same flow, same IP and TCP header fields that GRO would insist on, next in sequence. */
+static gboolean
+continues(const TapGro *g, const TcpPkt *t, const guint8 *pkt)
+{
+	const guint8 *a = g->buf + g->l3off, *b = pkt + t->l3off;
+	const guint8 *ta = g->buf + g->l4off, *tb = pkt + t->l4off;
+
+	if (t->l3off != g->l3off || t->v6 != g->v6 || t->hdr != g->hdr_len || t->payload > g->mss ||
+	    be32(tb + 4) != g->next_seq || g->len + t->payload > g->l3off + TAP_GRO_MAX_IP)
+		return FALSE;
+	if (g->l3off && memcmp(g->buf, pkt, 14) != 0)
+		return FALSE;
+	if (t->v6) {
+		/* Version, traffic class, flow label; addresses; hop limit. */
+		if (memcmp(a, b, 4) != 0 || memcmp(a + 8, b + 8, 32) != 0 || a[7] != b[7])
+			return FALSE;
+	} else {
+		/* TOS (ECN included), DF, TTL, protocol; addresses. */
+		if (a[1] != b[1] || ((a[6] ^ b[6]) & 0x40) || a[8] != b[8] ||
+		    memcmp(a + 12, b + 12, 8) != 0)
+			return FALSE;
+	}
+	/* Ports; ACK number; flags but PSH; options (timestamps included). */
+	return memcmp(ta, tb, 4) == 0 && memcmp(ta + 8, tb + 8, 4) == 0 &&
+	       ((ta[13] ^ tb[13]) & ~TCP_PSH) == 0 &&
+	       memcmp(ta + 20, tb + 20, t->thl - 20) == 0;
+}
+
+static void
+start(TapGro *g, const TcpPkt *t, const guint8 *pkt, gsize len)
+{
+	memcpy(g->buf, pkt, len);
+	g->len = len;
+	g->l3off = t->l3off;
+	g->l4off = t->l4off;
+	g->hdr_len = t->hdr;
+	g->mss = (guint)t->payload;
+	g->segs = 1;
+	g->v6 = t->v6;
+	g->first_verified = FALSE;
+	g->next_seq = be32(pkt + t->l4off + 4) + (guint32)t->payload;
+}
+
+void
+tap_gro_push(TapGro *g, guint l3off, const guint8 *pkt, gsize len, TapGroWrite write,
+	     gpointer user_data)
+{
+	TcpPkt t;
+	TcpPkt first = { .v6 = g->v6, .l3off = g->l3off, .l4off = g->l4off };
+	guint8 *tcp;
+
+	if (!g->buf || !parse_tcp(l3off, pkt, len, &t) || !is_candidate(&t, pkt)) {
+		tap_gro_flush(g, write, user_data);
+		write(user_data, &no_offload, pkt, len, 1);
+		return;
+	}
+	if (g->len && continues(g, &t, pkt)) {
+		/* Checked only now, and only what merges: a lone segment is the kernel's to check. */
+		if (!g->first_verified && !tcp_csum_ok(&first, g->buf, g->len)) {
+			__atomic_fetch_add(&g->bad_csum, 1, __ATOMIC_RELAXED); /* read by stats */
+			tap_gro_flush(g, write, user_data);
+			goto alone;
+		}
+		g->first_verified = TRUE;
+		if (!tcp_csum_ok(&t, pkt, len)) {
+			__atomic_fetch_add(&g->bad_csum, 1, __ATOMIC_RELAXED); /* read by stats */
+			tap_gro_flush(g, write, user_data);
+			write(user_data, &no_offload, pkt, len, 1);
+			return;
+		}
+		memcpy(g->buf + g->len, pkt + t.hdr, t.payload);
+		g->len += t.payload;
+		g->segs++;
+		__atomic_fetch_add(&g->merged, 1, __ATOMIC_RELAXED);
+		g->next_seq += (guint32)t.payload;
+		tcp = g->buf + g->l4off;
+		tcp[13] |= pkt[t.l4off + 13] & TCP_PSH;
+		memcpy(tcp + 14, pkt + t.l4off + 14, 2); /* the newest window */
+		/* A short segment or a push ends the run, as in the kernel's GRO. */
+		if (t.payload < g->mss || (tcp[13] & TCP_PSH))
+			tap_gro_flush(g, write, user_data);
+		return;
+	}
+	tap_gro_flush(g, write, user_data);
+alone:
+	if (pkt[t.l4off + 13] & TCP_PSH) {
+		write(user_data, &no_offload, pkt, len, 1);
+		return;
+	}
+	start(g, &t, pkt, len);
+}
