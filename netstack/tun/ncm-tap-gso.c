@@ -273,13 +273,17 @@ tap_gro_flush(TapGro *g, TapGroWrite write, gpointer user_data)
 	write(user_data, &h, g->buf, len, g->segs);
 }
 
-/* Only plain data segments merge: ACK, maybe PSH, nothing that changes state. */
+/*
+ * Only plain data segments merge: ACK, maybe PSH, nothing that changes
+ * state; no IPv4 options (the kernel's GRO refuses them too).
+ */
 static gboolean
 is_candidate(const TcpPkt *t, const guint8 *pkt)
 {
 	guint8 f = pkt[t->l4off + 13];
 
-	return t->payload > 0 && (f & TCP_ACK) && !(f & ~(TCP_ACK | TCP_PSH));
+	return t->payload > 0 && (f & TCP_ACK) && !(f & ~(TCP_ACK | TCP_PSH)) &&
+	       (t->v6 || t->l4off == t->l3off + 20);
 }
 
 /* Same flow, same IP and TCP header fields that GRO would insist on, next in sequence. */
