@@ -52,6 +52,7 @@ struct _NcmDevice {
 	gboolean detached_comm;
 	gboolean claimed_comm;
 	gboolean claimed_data;
+	GHashTable *dev_mem;      /* transfer buffers in usbfs-mapped memory (ncm-device-buf.c) */
 
 	/* Set before start, then read-only on the event thread. */
 	NcmDeviceSink sink;
@@ -140,6 +141,10 @@ void ncm_device_rx_free(NcmDevice *self);
 gboolean ncm_device_tx_setup(NcmDevice *self, GError **error);
 void ncm_device_tx_cancel(NcmDevice *self);
 void ncm_device_tx_free(NcmDevice *self);
+
+guint8 *ncm_device_buf_alloc(NcmDevice *self, gsize size);
+void ncm_device_buf_free(NcmDevice *self, guint8 *buf, gsize size);
+guint ncm_device_buf_mapped(NcmDevice *self);
 
 /* ncm-device-notify.c */
 gboolean ncm_device_intr_start(NcmDevice *self, GError **error);

@@ -244,11 +244,11 @@ ncm_device_rx_setup(NcmDevice *self, GError **error)
 		slot->device = self;
 		slot->index = i;
 		/* Preallocated once: no allocation per transfer on the data path. */
-		slot->spare = g_malloc(n->rx_ntb_size);
+		slot->spare = ncm_device_buf_alloc(self, n->rx_ntb_size);
 		slot->xfer = libusb_alloc_transfer(0);
 		libusb_fill_bulk_transfer(slot->xfer, self->handle, self->info->bulk_in_ep,
-					  g_malloc(n->rx_ntb_size), (int)n->rx_ntb_size, rx_complete,
-					  slot, 0);
+					  ncm_device_buf_alloc(self, n->rx_ntb_size),
+					  (int)n->rx_ntb_size, rx_complete, slot, 0);
 	}
 	return TRUE;
 }
@@ -280,8 +280,8 @@ ncm_device_rx_free(NcmDevice *self)
 	for (guint i = 0; self->rx && i < self->n_rx; i++) {
 		/* The two buffers trade places on every completion: the
 		 * transfer holds one, spare the other. */
-		g_free(self->rx[i].xfer->buffer);
-		g_free(self->rx[i].spare);
+		ncm_device_buf_free(self, self->rx[i].xfer->buffer, self->ntb.rx_ntb_size);
+		ncm_device_buf_free(self, self->rx[i].spare, self->ntb.rx_ntb_size);
 		libusb_free_transfer(self->rx[i].xfer);
 	}
 	g_clear_pointer(&self->rx, g_free);

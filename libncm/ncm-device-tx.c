@@ -45,7 +45,7 @@ ncm_device_tx_setup(NcmDevice *self, GError **error)
 
 		slot->device = self;
 		slot->index = i;
-		slot->buf = g_malloc(n->tx_ntb_size);
+		slot->buf = ncm_device_buf_alloc(self, n->tx_ntb_size);
 		slot->xfer = libusb_alloc_transfer(0);
 		libusb_fill_bulk_transfer(slot->xfer, self->handle, self->info->bulk_out_ep, slot->buf,
 					  0, tx_complete, slot, 0);
@@ -53,6 +53,10 @@ ncm_device_tx_setup(NcmDevice *self, GError **error)
 	}
 	self->n_free = self->n_tx;
 	ncm_ntb_packer_init(&self->packer, &pc, self->tx[0].buf, n->tx_ntb_size, 0);
+	/* RX is set up first: this counts both directions. */
+	n->mapped_buffers = ncm_device_buf_mapped(self);
+	g_debug("%u of %u transfer buffers are usbfs-mapped", n->mapped_buffers,
+		2 * self->n_rx + self->n_tx);
 	self->pace = self->options.pace_bytes_per_sec;
 	self->tokens_at = g_get_monotonic_time();
 	return TRUE;
@@ -349,7 +353,7 @@ ncm_device_tx_free(NcmDevice *self)
 	ncm_mutex_lock(&self->tx_lock);
 	for (guint i = 0; self->tx && i < self->n_tx; i++) {
 		libusb_free_transfer(self->tx[i].xfer);
-		g_free(self->tx[i].buf);
+		ncm_device_buf_free(self, self->tx[i].buf, self->ntb.tx_ntb_size);
 	}
 	g_clear_pointer(&self->tx, g_free);
 	g_clear_pointer(&self->tx_free, g_free);

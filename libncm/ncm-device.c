@@ -322,9 +322,10 @@ ncm_device_close(NcmDevice *self)
 	cancel_and_wait(self);
 	if (self->context)
 		ncm_context_remove_device(self->context, self);
-	ncm_device_release(self);
+	/* Buffers first: mapped ones belong to the handle that release closes. */
 	ncm_device_rx_free(self);
 	ncm_device_tx_free(self);
+	ncm_device_release(self);
 	ncm_mutex_lock(&self->flight_lock);
 	self->state = NCM_STATE_CLOSED;
 	ncm_mutex_unlock(&self->flight_lock);
@@ -337,6 +338,7 @@ ncm_device_finalize(GObject *object)
 
 	ncm_device_close(self);
 	g_clear_pointer(&self->stalled, g_ptr_array_unref);
+	g_clear_pointer(&self->dev_mem, g_hash_table_unref);
 	if (self->fd >= 0)
 		close(self->fd);
 	g_clear_pointer(&self->info, ncm_function_info_unref);

@@ -163,6 +163,8 @@ typedef struct {
 	guint rx_transfers;
 	guint tx_transfers;
 	guint max_frame;
+	/* Transfer buffers in usbfs-mapped memory: no kernel copy per transfer (Linux). */
+	guint mapped_buffers;
 } NcmNtbInfo;
 
 NCM_EXPORT void ncm_device_get_ntb_info(NcmDevice *self, NcmNtbInfo *ret_info);
