@@ -14,10 +14,13 @@ G_BEGIN_DECLS
  * - device → kernel: the link's sink (its data thread, for an NcmDevice the
  *   libusb event thread) writes each frame to the non-blocking fd; when the
  *   kernel refuses it (EAGAIN) the frame is dropped and counted, never waited for.
+ *   With offload, consecutive TCP segments of one flow within an NTB are
+ *   written as one packet (at the NTB's end at the latest).
  * - kernel → device: a reader thread drains the fd until EAGAIN, packs every
  *   frame into the link and flushes once per burst (one NTB per burst, not per
  *   frame). On NCM_SEND_WOULD_BLOCK it keeps the frame and waits for the
- *   link's writable callback.
+ *   link's writable callback. With offload, a TSO packet is cut into frames
+ *   of its segment size and the checksums the kernel left are filled in.
  */
 typedef struct _NcmTap NcmTap;
 
