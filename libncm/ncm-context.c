@@ -210,7 +210,14 @@ ncm_context_remove_device(NcmContext *self, NcmDevice *device)
 void
 ncm_context_wake(NcmContext *self, gint64 deadline_us)
 {
-	/* Interrupting costs a syscall, so only when the loop would sleep past it. */
+	/*
+	 * Interrupting costs a syscall, so only when the loop would sleep past
+	 * it, and never from the event thread itself (an lwIP ACK sent while
+	 * parsing an NTB): its loop asks every device for its deadline again as
+	 * soon as the current callbacks return.
+	 */
+	if (ncm_context_is_event_thread(self))
+		return;
 	if (deadline_us < __atomic_load_n(&self->armed_deadline, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&self->armed_deadline, deadline_us, __ATOMIC_RELAXED);
 		libusb_interrupt_event_handler(self->usb);
