@@ -19,6 +19,8 @@
 #define TUN_UP_TIMEOUT_S 20
 /* ncm-tun prints statistics and re-attaches cdc_ncm before it exits. */
 #define TUN_STOP_TIMEOUT_S 15
+/* After a driver switch f_ncm sometimes sends nothing for ~20 s (README). */
+#define TUN_TRAFFIC_TIMEOUT_S 60
 #define TUN_STDERR_KEEP 4096
 
 typedef struct {
@@ -39,6 +41,7 @@ typedef struct {
 	char *exec;
 	char *ifname;
 	GPtrArray *dev;
+	gint64 first_traffic_ms;  /* open to the first connection through it */
 } TunSpec;
 
 /* ---- the child's stderr ---------------------------------------------------- */
@@ -278,6 +281,44 @@ tun_wait_ready(TunTransport *tun, const TunSpec *s, GError **error)
 	return FALSE;
 }
 
+/*
+ * The interface being up says nothing about the device: the tests start
+ * once a connection to the server went through, and the wait is reported
+ * (first_traffic_ms), so that a slow start is seen rather than timed as a
+ * slow test.
+ */
+static gboolean
+tun_wait_traffic(TunTransport *tun, TunSpec *s, GError **error)
+{
+	gint64 start = g_get_monotonic_time();
+	gint64 end = start + TUN_TRAFFIC_TIMEOUT_S * G_USEC_PER_SEC;
+	g_autoptr(GError) last = NULL;
+
+	for (;;) {
+		g_autoptr(GIOStream) io = NULL;
+
+		if (tun_reap(tun, FALSE)) {
+			set_exit_error(tun, error);
+			return FALSE;
+		}
+		g_clear_error(&last);
+		io = tun->kernel->ops->tcp_connect(tun->kernel, &last);
+		if (io) {
+			g_io_stream_close(io, NULL, NULL);
+			s->first_traffic_ms = (g_get_monotonic_time() - start) / 1000;
+			return TRUE;
+		}
+		if (g_get_monotonic_time() > end)
+			break;
+		g_usleep(200000);
+	}
+	tun_stop(tun, TUN_STOP_TIMEOUT_S);
+	g_set_error(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+		    "no connection to the server through %s within %d s (last: %s)", s->ifname,
+		    TUN_TRAFFIC_TIMEOUT_S, last ? last->message : "?");
+	return FALSE;
+}
+
 /* ---- the transport ------------------------------------------------------- */
 
 /* A test that fails because ncm-tun died should say so, not "connection refused". */
@@ -485,6 +526,7 @@ tun_env_json(const TunSpec *s)
 	bench_json_str(o, "ifname", s->ifname);
 	bench_json_str(o, "ipv4", s->ipv4);
 	bench_json_str(o, "devices", devs);
+	bench_json_num(o, "first_traffic_ms", (double)s->first_traffic_ms);
 	return g_strdup_printf(",\"ncm_tun\":{%s}", o->str + 1);
 }
 
@@ -519,6 +561,11 @@ bench_transport_tun_new(const char *name, const char *spec, guint16 port, double
 	tun->base.server = g_object_ref(server);
 	tun->base.iface = g_strdup(s.ifname);
 	tun->base.mtu = tun->kernel->mtu;
+	if (!tun_wait_traffic(tun, &s, error)) {
+		spec_clear(&s);
+		tun_free(&tun->base);
+		return NULL;
+	}
 	tun->env = tun_env_json(&s);
 	spec_clear(&s);
 	return &tun->base;

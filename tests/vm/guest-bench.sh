@@ -62,6 +62,7 @@ check "JSON has results" grep -q '"results":\[' "$JSON"
 check "JSON ends the results" grep -q '^\]}$' "$JSON"
 check "env lists the three paths" grep -q '"paths":\[{"name":"cdc_ncm".*{"name":"ncm-tun".*{"name":"lwip"' "$JSON"
 check "env describes ncm-tun" grep -q '"ncm_tun":{"exec":' "$JSON"
+check "env says when ncm-tun first carried traffic" grep -q '"first_traffic_ms":[0-9]' "$JSON"
 check "no result has an error" sh -c "! grep -qF '\"error\":' '$JSON'"
 for p in cdc_ncm ncm-tun lwip; do
 	for t in tcp_down tcp_up; do
