@@ -51,6 +51,9 @@ gboolean lwip_in_batch(void);
 void lwip_schedule_flush(void);
 /* Core lock held: flushes every netif with output since its last flush. */
 void lwip_netifs_flush(void);
+/* Core lock held, at a batch's end: wakes the readers and writers that lwIP's
+ * callbacks made ready during it. */
+void lwip_conns_wake_batch(void);
 
 /* Waits until the tcpip thread has handled everything queued so far (such
  * as frames from NCM_LWIP_INPUT_QUEUED). Not under the core lock. */

@@ -45,8 +45,10 @@ lwip_batch_begin(void)
 void
 lwip_batch_end(void)
 {
-	if (--batch_depth == 0)
+	if (--batch_depth == 0) {
 		lwip_netifs_flush();
+		lwip_conns_wake_batch();
+	}
 }
 
 void

@@ -18,6 +18,7 @@ typedef struct {
 	/* Core lock: NULL once lwIP freed the pcb (error) or we closed it. */
 	struct tcp_pcb *pcb;
 	gboolean timer_armed; /* core lock: connect timeout pending */
+	guint wake_pending;   /* core lock: directions to wake when the batch ends */
 
 	/* Guards everything below; taken inside the core lock, never around it. */
 	GMutex lock;
