@@ -38,6 +38,7 @@ static gboolean opt_no_up;
 static gboolean opt_tun;
 static gboolean opt_no_offload;
 static gint opt_fault_one_in;
+static gint opt_nudge_ms;
 
 static const GOptionEntry entries[] = {
 	{ "device", 'd', 0, G_OPTION_ARG_STRING_ARRAY, &opt_device,
@@ -67,6 +68,9 @@ static const GOptionEntry entries[] = {
 	  "One frame per TAP read and write (no TSO, checksum offload or coalescing)", NULL },
 	{ "no-up", 0, 0, G_OPTION_ARG_NONE, &opt_no_up,
 	  "Leave the interface's addresses and up/down state alone", NULL },
+	{ "nudge-ms", 0, 0, G_OPTION_ARG_INT, &opt_nudge_ms,
+	  "Quiet time after a stream before the tail nudge, for gadgets (Linux f_ncm) that "
+	  "hold their last NTB; 0 = 100, -1 = never", "MS" },
 	/*
 	 * Test-only, hidden: damages about 1 in N received NTBs before parsing
 	 * (NcmDeviceOptions.fault_one_in), so tests/vm/guest-faults-tcp.sh can
@@ -206,6 +210,9 @@ print_stats(Tun *tun)
 		G_GUINT64_FORMAT " errors\n", st.rx_ntbs, st.rx_datagrams, st.rx_bytes,
 		st.rx_bad_ntbs, st.rx_errors + st.rx_overflows + st.rx_stalls);
 	print_rejects(&st);
+	if (st.rx_nudges)
+		fprintf(stderr, "  tail nudges: %" G_GUINT64_FORMAT " sent, %" G_GUINT64_FORMAT
+			" followed by held frames\n", st.rx_nudges, st.rx_nudge_freed);
 	fprintf(stderr, "  usb tx: %" G_GUINT64_FORMAT " NTBs, %" G_GUINT64_FORMAT
 		" datagrams, %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " would-block, %"
 		G_GUINT64_FORMAT " errors, %" G_GUINT64_FORMAT " paced waits\n", st.tx_ntbs,
@@ -290,6 +297,7 @@ parse_options(Tun *tun, int *argc, char ***argv, GError **error)
 		return FALSE;
 	}
 	tun->options.fault_one_in = (guint)opt_fault_one_in;
+	tun->options.nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
 	return TRUE;
 }
 

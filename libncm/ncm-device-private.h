@@ -9,6 +9,7 @@
 #include "ncm-device.h"
 #include "ncm-error.h"
 #include "ncm-ntb.h"
+#include "ncm-nudge.h"
 #include "ncm-sync.h"
 
 #define NCM_MAX_RX_TRANSFERS 64
@@ -60,6 +61,7 @@ struct _NcmDevice {
 	NcmNtbParseConfig parse_config;
 	guint64 rx_batch_bytes;   /* event thread only */
 	guint32 fault_state;      /* event thread only: xorshift for fault injection */
+	NcmNudge nudge;           /* event thread only (RX learns, ncm_device_tick() sends) */
 
 	/*
 	 * Guards state, in_flight and the stalled list. Taken around every
@@ -104,6 +106,7 @@ struct _NcmDevice {
 	guint64 pace;             /* bytes/s, 0 = off */
 	gint64 tokens;            /* bytes the pacer may send now (may go negative) */
 	gint64 tokens_at;         /* when tokens were last refilled */
+	NcmNudgeTx nudge_tx;      /* the host's ARP requests, for the tail nudge */
 
 	NcmStats stats;           /* every field updated with relaxed atomics */
 };
@@ -133,6 +136,7 @@ void ncm_device_landed(NcmDevice *self);
 
 /* ncm-device-rx.c */
 gboolean ncm_device_rx_setup(NcmDevice *self, GError **error);
+gint64 ncm_device_rx_tick(NcmDevice *self, gint64 now);
 gboolean ncm_device_rx_start(NcmDevice *self, GError **error);
 void ncm_device_rx_cancel(NcmDevice *self);
 void ncm_device_rx_free(NcmDevice *self);

@@ -9,6 +9,10 @@
  * and a gadget must never find all of them busy while the event thread is
  * in the sink (see rx_completed()): more than f_ncm's 10 IN requests at
  * high speed. */
+/* Well under TCP's shortest retransmission timeout (200 ms on Linux), so a
+ * held tail costs less than one RTO. */
+#define NCM_DEFAULT_NUDGE_MS 100
+
 static guint
 default_rx_transfers(guint speed_mbps)
 {
@@ -25,6 +29,7 @@ deliver(void *user_data, const uint8_t *datagram, size_t len)
 	NcmDevice *self = user_data;
 
 	self->rx_batch_bytes += len;
+	ncm_nudge_learn(&self->nudge, datagram, len);
 	if (self->sink.receive)
 		self->sink.receive(self->sink_data, datagram, len);
 	return true;
@@ -47,7 +52,10 @@ parse_one(NcmDevice *self, const guint8 *buf, gsize len)
 	NcmNtbParseResult res;
 
 	self->rx_batch_bytes = 0;
+	ncm_nudge_ntb_begin(&self->nudge, g_get_monotonic_time());
 	ncm_ntb_parse(&self->parse_config, buf, len, deliver, self, &res);
+	if (ncm_nudge_ntb_end(&self->nudge))
+		NCM_STAT_ADD(self, rx_nudge_freed, 1);
 	NCM_STAT_ADD(self, rx_ntbs, 1);
 	NCM_STAT_ADD(self, rx_datagrams, res.datagrams);
 	NCM_STAT_ADD(self, rx_bytes, self->rx_batch_bytes);
@@ -222,10 +230,42 @@ rx_complete(struct libusb_transfer *xfer)
 	resubmit_failed(self, r);
 }
 
+/* Event thread: sends the tail nudge (ncm-nudge.h) when a stream has gone quiet. */
+gint64
+ncm_device_rx_tick(NcmDevice *self, gint64 now)
+{
+	guint8 frame[NCM_NUDGE_FRAME_LEN];
+	gint64 due;
+
+	if (self->options.nudge_ms == NCM_NUDGE_OFF)
+		return G_MAXINT64;
+	due = ncm_nudge_due(&self->nudge, (gint64)self->options.nudge_ms * 1000);
+	if (due > now)
+		return due;
+	if (ncm_nudge_frame(&self->nudge, frame)) {
+		/* One NTB, which the device answers with as many replies. */
+		for (guint i = 0; i < NCM_NUDGE_FRAMES; i++)
+			if (ncm_device_send(self, frame, sizeof(frame)) != NCM_SEND_OK)
+				break;
+		ncm_device_flush(self);
+		NCM_STAT_ADD(self, rx_nudges, 1);
+		/* Its own requests are not the host's asking. */
+		ncm_mutex_lock(&self->tx_lock);
+		self->nudge_tx.fresh = FALSE;
+		ncm_mutex_unlock(&self->tx_lock);
+	}
+	ncm_nudge_sent(&self->nudge, now);
+	return G_MAXINT64;
+}
+
 gboolean
 ncm_device_rx_setup(NcmDevice *self, GError **error)
 {
 	NcmNtbInfo *n = &self->ntb;
+
+	ncm_nudge_init(&self->nudge);
+	if (!self->options.nudge_ms)
+		self->options.nudge_ms = NCM_DEFAULT_NUDGE_MS;
 
 	n->rx_transfers = self->options.rx_transfers ? self->options.rx_transfers
 						      : default_rx_transfers(self->info->speed_mbps);

@@ -226,10 +226,14 @@ ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors, guint n_vectors)
 	}
 	p = reserve_locked(self, len, &ret);
 	if (p) {
+		guint8 *frame = p;
+
 		for (guint i = 0; i < n_vectors; i++) {
 			memcpy(p, vectors[i].buffer, vectors[i].size);
 			p += vectors[i].size;
 		}
+		if (ncm_nudge_learn_tx(&self->nudge_tx, frame, len))
+			self->nudge_tx.asked_at = g_get_monotonic_time();
 		self->tx_open->bytes += (guint32)len;
 		if (ncm_ntb_packer_count(&self->packer) >= self->packer.limit)
 			close_ntb_locked(self, NCM_FLUSH_LIMIT);
@@ -274,6 +278,7 @@ ncm_device_tick(NcmDevice *self, gint64 now)
 	gint64 next = G_MAXINT64;
 
 	ncm_mutex_lock(&self->tx_lock);
+	ncm_nudge_merge_tx(&self->nudge, &self->nudge_tx);
 	if (self->tx_open) {
 		gint64 due = self->tx_open_since + self->options.flush_timeout_us;
 
@@ -288,7 +293,7 @@ ncm_device_tick(NcmDevice *self, gint64 now)
 			next = MIN(next, tokens_deadline_locked(self, now));
 	}
 	ncm_mutex_unlock(&self->tx_lock);
-	return next;
+	return MIN(next, ncm_device_rx_tick(self, now));
 }
 
 /* ---- Completion (libusb event thread) ------------------------------------ */

@@ -28,7 +28,13 @@ typedef struct {
 	guint8 packet_filter;        /* SET_ETHERNET_PACKET_FILTER bits; 0 = default */
 	/* Test-only fault injection: corrupt/truncate/duplicate 1 in N received NTBs. */
 	guint fault_one_in;
+	/* RX quiet after a stream before the tail nudge, a workaround for
+	 * gadgets (Linux f_ncm) that hold a burst's last NTB: 32 ARP requests
+	 * to the device, once per stream end. 0 = 100 ms; NCM_NUDGE_OFF = never. */
+	guint nudge_ms;
 } NcmDeviceOptions;
+
+#define NCM_NUDGE_OFF G_MAXUINT
 
 NCM_EXPORT void ncm_device_options_init(NcmDeviceOptions *options);
 
@@ -85,6 +91,9 @@ typedef struct {
 	guint64 intr_events;
 	guint64 intr_malformed;
 	guint64 main_dispatches;       /* callbacks queued on the owner's main context */
+	guint64 rx_nudges;             /* tail nudges sent (NcmDeviceOptions.nudge_ms) */
+	guint64 rx_nudge_freed;        /* ... after which frames other than ARP came first:
+	                                * the device had probably held them */
 } NcmStats;
 
 /* Name of rx_rejects[@index] ("nth-signature", ...), or NULL past the end. */

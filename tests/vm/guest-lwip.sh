@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/vm/guest-lwip.sh: the lwIP netstack over libncm against f_ncm's Linux stack: TCP echo and bulk, UDP echo, concurrency.
-# VM_LWIP_MIB (64), VM_LWIP_UDP (10000) and VM_LWIP_CONNS (32) size the run.
+# VM_LWIP_MIB (64), VM_LWIP_UDP (10000), VM_LWIP_CONNS (32) and VM_LWIP_ECHO_ROUNDS (1) size the run.
 set -eu
 . "$VM_LIB"
 
@@ -42,7 +42,7 @@ wait_for 30 "peer servers listening" grep -q '^ready' "$VM_OUT/peer.txt" ||
 monitor=$!
 
 rc=0
-vmtest-lwip host -s "${VM_LWIP_MIB:-64}" -u "${VM_LWIP_UDP:-10000}" -c "${VM_LWIP_CONNS:-32}" \
+vmtest-lwip host -s "${VM_LWIP_MIB:-64}" -u "${VM_LWIP_UDP:-10000}" -c "${VM_LWIP_CONNS:-32}" --echo-rounds "${VM_LWIP_ECHO_ROUNDS:-1}" \
 	--peer4 "$(peer_ip4)" --peer6 "$(peer_ip6)" --host4 "$(host_ip4)" --host6 "$(host_ip6)" \
 	>"$VM_OUT/lwip.txt" 2>&1 || rc=$?
 kill "$monitor" 2>/dev/null || true

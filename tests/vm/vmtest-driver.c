@@ -29,6 +29,10 @@ static gint64 opt_pace;
 static gint opt_size = 64;
 static gboolean opt_no_detach;
 static gint opt_uid = -1;
+static gint opt_nudge_ms;
+static gint opt_slow_us;
+static gint opt_bursts = 1;
+static gint opt_first;
 
 static const GOptionEntry entries[] = {
 	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32, "Ask for NTB32", NULL },
@@ -40,6 +44,12 @@ static const GOptionEntry entries[] = {
 	{ "uid", 0, 0, G_OPTION_ARG_INT, &opt_uid, "Drop to this uid and gid first", "UID" },
 	{ "size", 's', 0, G_OPTION_ARG_INT, &opt_size, "UDP payload bytes (4..1472)", "N" },
 	{ "pace", 'p', 0, G_OPTION_ARG_INT64, &opt_pace, "TX pacing cap in bytes/s", "B" },
+	{ "nudge-ms", 0, 0, G_OPTION_ARG_INT, &opt_nudge_ms, "Tail nudge delay; 0 = default, -1 = off", "MS" },
+	{ "slow-us", 0, 0, G_OPTION_ARG_INT, &opt_slow_us,
+	  "tail: block the event thread this long per datagram (a slow consumer)", "US" },
+	{ "bursts", 0, 0, G_OPTION_ARG_INT, &opt_bursts, "tail: bursts of --count datagrams", "N" },
+	{ "first", 0, 0, G_OPTION_ARG_INT, &opt_first,
+	  "peer-send: first sequence number; tail: the first expected", "N" },
 	G_OPTION_ENTRY_NULL
 };
 
@@ -61,6 +71,11 @@ typedef struct {
 	gint rx_dups;          /* atomic */
 	gint64 rx_first;       /* atomic: first and last counted arrival */
 	gint64 rx_last;
+	gint *burst_got;       /* tail: per burst, atomic */
+	gint64 *burst_first;   /* tail: per burst, atomic */
+	gint64 *burst_last;
+	gint tail_got;         /* atomic: datagrams of this session's bursts */
+	gint tail_stale;       /* atomic: ... of an earlier session's */
 } Test;
 
 static guint16
@@ -150,6 +165,30 @@ build_udp(Test *t, guint8 *f, guint32 seq)
 	return 14 + 20 + 8 + payload;
 }
 
+/* Event thread, tail mode: a consumer slower than the bus, the way a loaded
+ * host or a sanitized netstack is one, keeps the device's IN requests full. */
+static void
+tail_seen(Test *t, guint32 seq, gint64 now)
+{
+	guint b;
+
+	/* Below --first: held by the device through the previous session. */
+	if (seq < (guint32)opt_first) {
+		g_atomic_int_inc(&t->tail_stale);
+		return;
+	}
+	b = (seq - (guint32)opt_first) / (guint)opt_count;
+	if (b >= (guint)opt_bursts)
+		return;
+	g_atomic_int_inc(&t->tail_got);
+	if (!__atomic_load_n(&t->burst_first[b], __ATOMIC_RELAXED))
+		__atomic_store_n(&t->burst_first[b], now, __ATOMIC_RELAXED);
+	if (opt_slow_us > 0)
+		g_usleep((gulong)opt_slow_us);
+	__atomic_store_n(&t->burst_last[b], now, __ATOMIC_RELAXED);
+	g_atomic_int_inc(&t->burst_got[b]);
+}
+
 static void
 on_receive(gpointer data, const guint8 *f, gsize len)
 {
@@ -184,6 +223,8 @@ on_receive(gpointer data, const guint8 *f, gsize len)
 			__atomic_store_n(&t->rx_last, now, __ATOMIC_RELAXED);
 			if (!__atomic_load_n(&t->rx_first, __ATOMIC_RELAXED))
 				__atomic_store_n(&t->rx_first, now, __ATOMIC_RELAXED);
+			if (t->burst_got)
+				tail_seen(t, seq, now);
 			g_atomic_int_inc(&t->rx_unique);
 		}
 	}
@@ -261,6 +302,7 @@ open_first(Test *t, GError **error)
 	opts.switch_config = opt_switch;
 	opts.pace_bytes_per_sec = (guint64)MAX(opt_pace, 0);
 	opts.detach_kernel_driver = !opt_no_detach;
+	opts.nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
 	t->dev = ncm_device_open(t->ctx, g_ptr_array_index(all, 0), &opts, error);
 	if (!t->dev)
 		return FALSE;
@@ -507,6 +549,47 @@ cmd_hold(Test *t)
 	return 0;
 }
 
+/*
+ * Bursts from the peer (tests/vm/guest-nudge.sh sends them 2 s apart). A
+ * burst is held when it did not all arrive within 1 s of its first
+ * datagram: Linux's f_ncm kept its last NTB (see libncm/ncm-nudge.h), and
+ * only the next burst, or the tail nudge, pushed it out.
+ */
+static int
+cmd_tail(Test *t)
+{
+	gint total = opt_bursts * opt_count, held = 0;
+	gint64 end = g_get_monotonic_time() + opt_timeout * G_USEC_PER_SEC;
+	NcmStats s;
+
+	if (!resolve_peer(t)) {
+		printf("FAIL: no ARP reply from the peer\n");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	while (g_atomic_int_get(&t->tail_got) < total && g_get_monotonic_time() < end)
+		g_usleep(10000);
+	for (gint b = 0; b < opt_bursts; b++) {
+		gint got = g_atomic_int_get(&t->burst_got[b]);
+		gint64 spread = __atomic_load_n(&t->burst_last[b], __ATOMIC_RELAXED) -
+				__atomic_load_n(&t->burst_first[b], __ATOMIC_RELAXED);
+		gboolean late = got < opt_count || spread > G_USEC_PER_SEC;
+
+		held += late;
+		printf("burst %d: %d of %d in %.0f ms%s\n", b, got, opt_count, spread / 1000.0,
+		       late ? ": held" : "");
+	}
+	ncm_device_get_stats(t->dev, &s);
+	print_stats(t);
+	printf("nudges: %" G_GUINT64_FORMAT " sent, %" G_GUINT64_FORMAT " followed by held frames\n",
+	       s.rx_nudges, s.rx_nudge_freed);
+	printf("stale: %d datagrams from before this session\n", g_atomic_int_get(&t->tail_stale));
+	printf("tail: %d of %d bursts held, %d dups\n", held, opt_bursts,
+	       g_atomic_int_get(&t->rx_dups));
+	return 0;
+}
+
 /* Plain-socket UDP sender for the peer's side (run in its namespace). */
 static int
 cmd_peer_send(void)
@@ -518,7 +601,7 @@ cmd_peer_send(void)
 
 	inet_pton(AF_INET, HOST_IP4, &to.sin_addr);
 	for (gint i = 0; i < opt_count; i++) {
-		guint32 seq = htonl((guint32)i);
+		guint32 seq = htonl((guint32)(opt_first + i));
 
 		memcpy(payload, &seq, 4);
 		while (sendto(fd, payload, (size_t)opt_size, 0, (struct sockaddr *)&to, sizeof(to)) < 0)
@@ -537,7 +620,7 @@ cmd_peer_send(void)
 int
 main(int argc, char **argv)
 {
-	g_autoptr(GOptionContext) oc = g_option_context_new("frames|tx|rx|unplug|hold|peer-send");
+	g_autoptr(GOptionContext) oc = g_option_context_new("frames|tx|rx|unplug|hold|tail|peer-send");
 	g_autoptr(GError) error = NULL;
 	Test t = { 0 };
 	int rc;
@@ -545,7 +628,7 @@ main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_option_context_add_main_entries(oc, entries, NULL);
 	if (!g_option_context_parse(oc, &argc, &argv, &error) || argc != 2) {
-		fprintf(stderr, "usage: vmtest-driver [options] frames|tx|rx|unplug|hold|peer-send\n");
+		fprintf(stderr, "usage: vmtest-driver [options] frames|tx|rx|unplug|hold|tail|peer-send\n");
 		return 2;
 	}
 	opt_count = CLAMP(opt_count, 1, MAX_COUNT);
@@ -557,7 +640,14 @@ main(int argc, char **argv)
 		return 2;
 	}
 
+	opt_first = CLAMP(opt_first, 0, MAX_COUNT - 1);
+	opt_bursts = CLAMP(opt_bursts, 1, (MAX_COUNT - opt_first) / opt_count);
 	t.seen = g_malloc0(MAX_COUNT / 8 + 1);
+	if (g_str_equal(argv[1], "tail")) {
+		t.burst_got = g_new0(gint, opt_bursts);
+		t.burst_first = g_new0(gint64, opt_bursts);
+		t.burst_last = g_new0(gint64, opt_bursts);
+	}
 	t.ctx = ncm_context_new(&error);
 	if (!t.ctx || !open_first(&t, &error)) {
 		printf("FAIL: %s\n", error->message);
@@ -572,6 +662,8 @@ main(int argc, char **argv)
 		rc = cmd_unplug(&t);
 	else if (g_str_equal(argv[1], "hold"))
 		rc = cmd_hold(&t);
+	else if (g_str_equal(argv[1], "tail"))
+		rc = cmd_tail(&t);
 	else
 		rc = 2;
 	if (t.dev)
@@ -579,5 +671,8 @@ main(int argc, char **argv)
 	g_clear_object(&t.dev);
 	g_clear_object(&t.ctx);
 	g_free(t.seen);
+	g_free(t.burst_got);
+	g_free(t.burst_first);
+	g_free(t.burst_last);
 	return rc;
 }

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-nudge.h: the tail nudge, a host-side workaround for gadgets that hold the last NTB of a burst. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Linux's f_ncm (every kernel to date, so Jetson and Raspberry Pi gadgets
+ * too) flushes a partly filled NTB from a 300 us timer that is armed only
+ * when the NTB is started. If every IN request is busy when it fires, the
+ * flush is lost, and the NTB goes out only once 32 datagrams or a full
+ * block have joined it. At the end of a burst nothing more comes: the last
+ * segments and their retransmissions (one per backed-off RTO) wait in it
+ * for minutes. The VM caught TCP downloads stuck 60 s and more.
+ *
+ * The held NTB also outlives the host's session: the next driver's first
+ * ARP reply joins it, and the link looks dead until 31 datagrams have
+ * (the "slow start" seen after a driver switch or a replug).
+ *
+ * The nudge: ask the device's own IPv4 address 32 times over ARP (one
+ * small NTB). Its replies fill the held NTB to the datagram limit, which
+ * sends it. It goes out when RX has been quiet for a while after a stream
+ * of NTBs, or after the host's own ARP request got no answer. When nothing
+ * was held, the cost is 32 ARP replies. Nudges that bring no RX at all (no
+ * device stack answering) back off, up to once a minute.
+ */
+
+#define NCM_NUDGE_FRAMES 32           /* f_ncm's datagram limit per NTB */
+#define NCM_NUDGE_FRAME_LEN 60        /* an ARP request, padded to the Ethernet minimum */
+#define NCM_NUDGE_STREAM_NTBS 8       /* NTBs ... */
+#define NCM_NUDGE_STREAM_US 100000    /* ... within this long make a stream */
+#define NCM_NUDGE_BACKOFF_US 1000000  /* first wait after a fruitless nudge ... */
+#define NCM_NUDGE_BACKOFF_MAX_US 60000000  /* ... doubling up to this */
+
+/* What the host's own ARP requests say, learned where frames are sent. */
+typedef struct {
+	uint8_t host_mac[6];
+	uint8_t host_ip4[4];
+	uint8_t peer_ip4[4];
+	bool fresh;        /* not yet merged (ncm_nudge_merge_tx()) */
+	int64_t asked_at;  /* when the last one went out */
+} NcmNudgeTx;
+
+typedef struct {
+	/* Learned from ARP packets either way (ncm_nudge_learn(), _merge_tx()). */
+	uint8_t host_mac[6];
+	uint8_t host_ip4[4];
+	uint8_t peer_mac[6];
+	uint8_t peer_ip4[4];
+	bool have_host_mac;
+	bool have_host_ip4;
+	bool have_peer_mac;
+	bool have_peer_ip4;
+	int64_t asked_at;  /* a host ARP request not answered by any RX yet, or 0 */
+	int64_t not_before;  /* backoff after a fruitless nudge */
+	int64_t backoff;
+
+	/* When the last NCM_NUDGE_STREAM_NTBS NTBs arrived (a ring). */
+	int64_t times[NCM_NUDGE_STREAM_NTBS];
+	unsigned head;
+	unsigned seen;
+	int64_t last_rx;
+	bool armed;      /* a stream was seen and its end not yet nudged */
+	bool sent;       /* a nudge went out; the next NTB tells what it freed */
+	bool other;      /* the NTB being parsed carries frames other than ARP */
+} NcmNudge;
+
+void ncm_nudge_init(NcmNudge *nudge);
+
+/* One received frame (Ethernet header on): remembers addresses from ARP. */
+void ncm_nudge_learn(NcmNudge *nudge, const uint8_t *frame, size_t len);
+
+/* One received NTB, before its frames are learned from, at @now (us). */
+void ncm_nudge_ntb_begin(NcmNudge *nudge, int64_t now);
+
+/* After the NTB's frames: true when it followed a nudge and carried other
+ * frames than ARP, which were probably held by the device. */
+bool ncm_nudge_ntb_end(NcmNudge *nudge);
+
+/* A frame the host sends: true when it is an ARP request, whose addresses
+ * @tx now holds (the caller sets @tx->asked_at). */
+bool ncm_nudge_learn_tx(NcmNudgeTx *tx, const uint8_t *frame, size_t len);
+
+/* Takes what @tx learned into @nudge (the two live on different threads). */
+void ncm_nudge_merge_tx(NcmNudge *nudge, NcmNudgeTx *tx);
+
+/* When to nudge (us), or INT64_MAX: @quiet_us after the end of a stream or
+ * after an unanswered ARP request from the host. */
+int64_t ncm_nudge_due(const NcmNudge *nudge, int64_t quiet_us);
+
+/* Writes the ARP request (NCM_NUDGE_FRAME_LEN bytes) into @out and returns
+ * true, or false when the addresses are not known yet. */
+bool ncm_nudge_frame(const NcmNudge *nudge, uint8_t out[NCM_NUDGE_FRAME_LEN]);
+
+/* The nudge went out at @now. */
+void ncm_nudge_sent(NcmNudge *nudge, int64_t now);

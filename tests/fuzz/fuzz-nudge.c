@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* fuzz-nudge.c: fuzz target for the tail nudge's learning from device frames and its stream clock. */
+#include <string.h>
+
+#include "fuzz.h"
+#include "ncm-nudge.h"
+
+/*
+ * Input: a sequence of NTBs, each one byte of time step (ms), one byte of
+ * frame count (modulo 8; bit 3 set: the frames are the host's, sent, not
+ * received), then per frame one length byte followed by that many bytes.
+ * Each frame is copied to its own allocation so that reading past it is
+ * caught.
+ */
+
+static const uint8_t zero[6];
+
+static void
+check_request(const NcmNudge *n)
+{
+	uint8_t f[NCM_NUDGE_FRAME_LEN];
+	bool all = n->have_peer_ip4 && n->have_host_ip4 && n->have_host_mac;
+	int64_t due = ncm_nudge_due(n, 1000);
+
+	FUZZ_CHECK(ncm_nudge_frame(n, f) == all);
+	if (!all) {
+		FUZZ_CHECK(ncm_nudge_due(n, 1000) == INT64_MAX);
+		return;
+	}
+	/* Never a request from or to 0.0.0.0, never from a multicast MAC. */
+	FUZZ_CHECK(memcmp(f + 28, zero, 4) != 0 && memcmp(f + 38, zero, 4) != 0);
+	FUZZ_CHECK(!(f[6] & 1) && memcmp(f + 6, f + 22, 6) == 0);
+	FUZZ_CHECK(f[12] == 0x08 && f[13] == 0x06 && f[21] == 1);
+	if (!n->armed && !n->asked_at)
+		FUZZ_CHECK(due == INT64_MAX);
+	else
+		FUZZ_CHECK(due >= n->not_before && due != INT64_MAX);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	NcmNudge n;
+	NcmNudgeTx tx;
+	int64_t now = 0;
+	size_t off = 0;
+
+	ncm_nudge_init(&n);
+	memset(&tx, 0, sizeof(tx));
+	while (off + 2 <= size) {
+		unsigned frames = data[off + 1] % 8;
+		bool sent = data[off + 1] & 8;
+
+		now += (int64_t)data[off] * 1000;
+		off += 2;
+		if (!sent) {
+			ncm_nudge_ntb_begin(&n, now);
+			FUZZ_CHECK(n.last_rx == now && n.asked_at == 0);
+		}
+		for (unsigned i = 0; i < frames && off < size; i++) {
+			size_t len = data[off++];
+			uint8_t *buf;
+
+			if (len > size - off)
+				len = size - off;
+			buf = malloc(len ? len : 1);
+			FUZZ_CHECK(buf != NULL);
+			memcpy(buf, data + off, len);
+			if (!sent)
+				ncm_nudge_learn(&n, buf, len);
+			else if (ncm_nudge_learn_tx(&tx, buf, len))
+				tx.asked_at = now;
+			free(buf);
+			off += len;
+		}
+		if (!sent)
+			(void)ncm_nudge_ntb_end(&n);
+		ncm_nudge_merge_tx(&n, &tx);
+		FUZZ_CHECK(!tx.fresh);
+		check_request(&n);
+		if (data[off - 1] & 0x80 && (n.armed || n.asked_at)) {
+			ncm_nudge_sent(&n, now);
+			FUZZ_CHECK(!n.armed && !n.asked_at && ncm_nudge_due(&n, 1000) == INT64_MAX);
+			FUZZ_CHECK(n.not_before > now && n.backoff <= NCM_NUDGE_BACKOFF_MAX_US);
+		}
+	}
+	return 0;
+}

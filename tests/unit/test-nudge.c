@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* test-nudge.c: the tail nudge: ARP learning, stream-end detection, the request it sends. */
+#include <glib.h>
+#include <string.h>
+
+#include "ncm-nudge.h"
+
+static const guint8 peer_mac[6] = { 0x02, 0x4e, 0x43, 0x4d, 0x00, 0x01 };
+static const guint8 host_mac[6] = { 0x02, 0x4e, 0x43, 0x4d, 0x00, 0x02 };
+static const guint8 peer_ip[4] = { 192, 168, 77, 1 };
+static const guint8 host_ip[4] = { 192, 168, 77, 2 };
+static const guint8 bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+static const guint8 none[6];
+
+/* An ARP packet as the device would send it, laid out field by field from RFC 826. */
+static gsize
+arp(guint8 *f, const guint8 *eth_dst, guint16 op, const guint8 *sha, const guint8 *spa,
+    const guint8 *tha, const guint8 *tpa)
+{
+	memset(f, 0, 60);
+	memcpy(f, eth_dst, 6);
+	memcpy(f + 6, sha, 6);
+	f[12] = 0x08, f[13] = 0x06;      /* EtherType ARP */
+	f[14] = 0x00, f[15] = 0x01;      /* hardware: Ethernet */
+	f[16] = 0x08, f[17] = 0x00;      /* protocol: IPv4 */
+	f[18] = 6, f[19] = 4;
+	f[20] = (guint8)(op >> 8), f[21] = (guint8)op;
+	memcpy(f + 22, sha, 6);
+	memcpy(f + 28, spa, 4);
+	memcpy(f + 32, tha, 6);
+	memcpy(f + 38, tpa, 4);
+	return 60;
+}
+
+static gsize
+ipv4_frame(guint8 *f, const guint8 *eth_dst)
+{
+	memset(f, 0, 60);
+	memcpy(f, eth_dst, 6);
+	memcpy(f + 6, peer_mac, 6);
+	f[12] = 0x08, f[13] = 0x00;
+	f[14] = 0x45;
+	return 60;
+}
+
+/* @n NTBs, @gap_us apart, each carrying one IPv4 frame to the host. */
+static gint64
+stream(NcmNudge *n, gint64 t, guint count, gint64 gap_us)
+{
+	guint8 f[60];
+
+	for (guint i = 0; i < count; i++, t += gap_us) {
+		ncm_nudge_ntb_begin(n, t);
+		ncm_nudge_learn(n, f, ipv4_frame(f, host_mac));
+		ncm_nudge_ntb_end(n);
+	}
+	return t - gap_us;
+}
+
+static void
+learned(NcmNudge *n)
+{
+	guint8 f[60];
+
+	ncm_nudge_learn(n, f, arp(f, host_mac, 2, peer_mac, peer_ip, host_mac, host_ip));
+}
+
+static void
+test_learn_reply(void)
+{
+	NcmNudge n;
+
+	ncm_nudge_init(&n);
+	learned(&n);
+	g_assert_true(n.have_peer_mac && n.have_peer_ip4 && n.have_host_ip4 && n.have_host_mac);
+	g_assert_cmpmem(n.peer_mac, 6, peer_mac, 6);
+	g_assert_cmpmem(n.peer_ip4, 4, peer_ip, 4);
+	g_assert_cmpmem(n.host_mac, 6, host_mac, 6);
+	g_assert_cmpmem(n.host_ip4, 4, host_ip, 4);
+}
+
+/* A request names our IP but not our MAC; the next unicast frame does. */
+static void
+test_learn_request_then_unicast(void)
+{
+	NcmNudge n;
+	guint8 f[60];
+
+	ncm_nudge_init(&n);
+	ncm_nudge_learn(&n, f, arp(f, bcast, 1, peer_mac, peer_ip, none, host_ip));
+	g_assert_true(n.have_peer_mac && n.have_peer_ip4 && n.have_host_ip4);
+	g_assert_false(n.have_host_mac);
+	g_assert_cmpmem(n.host_ip4, 4, host_ip, 4);
+	g_assert_false(ncm_nudge_frame(&n, f));
+	ncm_nudge_learn(&n, f, ipv4_frame(f, host_mac));
+	g_assert_true(n.have_host_mac);
+	g_assert_cmpmem(n.host_mac, 6, host_mac, 6);
+}
+
+static void
+test_learn_ignores(void)
+{
+	static const guint8 zero_ip[4];
+	NcmNudge n;
+	guint8 f[60];
+
+	ncm_nudge_init(&n);
+	/* A probe: sender 0.0.0.0. */
+	ncm_nudge_learn(&n, f, arp(f, bcast, 1, peer_mac, zero_ip, none, peer_ip));
+	g_assert_false(n.have_peer_mac || n.have_peer_ip4 || n.have_host_ip4);
+	/* Multicast and broadcast frames say nothing of our MAC. */
+	ncm_nudge_learn(&n, f, ipv4_frame(f, bcast));
+	g_assert_false(n.have_host_mac);
+	/* An announcement: sender = target names the peer only. */
+	ncm_nudge_learn(&n, f, arp(f, bcast, 1, peer_mac, peer_ip, none, peer_ip));
+	g_assert_true(n.have_peer_mac && n.have_peer_ip4);
+	g_assert_false(n.have_host_ip4);
+	/* Not Ethernet/IPv4 ARP: each header field in turn. */
+	for (guint field = 14; field < 20; field++) {
+		NcmNudge m;
+
+		ncm_nudge_init(&m);
+		arp(f, host_mac, 2, peer_mac, peer_ip, host_mac, host_ip);
+		f[field] ^= 0x40;
+		ncm_nudge_learn(&m, f, 60);
+		g_assert_false(m.have_peer_mac || m.have_peer_ip4);
+	}
+}
+
+/* Every truncation of a reply: nothing read past the end, no ARP learned short of 42 bytes. */
+static void
+test_learn_truncated(void)
+{
+	guint8 full[60];
+
+	arp(full, host_mac, 2, peer_mac, peer_ip, host_mac, host_ip);
+	for (gsize len = 0; len <= 60; len++) {
+		g_autofree guint8 *f = g_memdup2(full, len ? len : 1);
+		NcmNudge n;
+
+		ncm_nudge_init(&n);
+		ncm_nudge_learn(&n, f, len);
+		g_assert_true(n.have_peer_mac == (len >= 42) && n.have_peer_ip4 == (len >= 42));
+		g_assert_true(n.have_host_mac == (len >= 14));
+	}
+}
+
+static void
+test_stream_detection(void)
+{
+	NcmNudge n;
+	gint64 last;
+
+	ncm_nudge_init(&n);
+	learned(&n);
+	/* 7 NTBs close together are not yet a stream. */
+	last = stream(&n, 1000000, NCM_NUDGE_STREAM_NTBS - 1, 1000);
+	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, G_MAXINT64);
+	/* The 8th within the window is. */
+	last = stream(&n, last + 1000, 1, 1000);
+	g_assert_true(n.armed);
+	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, last + 100000);
+
+	/* 8 NTBs spread wider than the window: interactive traffic, no nudge. */
+	ncm_nudge_init(&n);
+	learned(&n);
+	stream(&n, 0, 3 * NCM_NUDGE_STREAM_NTBS, NCM_NUDGE_STREAM_US / (NCM_NUDGE_STREAM_NTBS - 1) + 1);
+	g_assert_false(n.armed);
+	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, G_MAXINT64);
+}
+
+/* A stream with no addresses learned cannot be nudged: never due. */
+static void
+test_not_due_unlearned(void)
+{
+	NcmNudge n;
+
+	ncm_nudge_init(&n);
+	stream(&n, 0, 20, 100);
+	g_assert_true(n.armed);
+	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, G_MAXINT64);
+}
+
+/* The request, checked against RFC 826's layout byte by byte. */
+static void
+test_frame(void)
+{
+	guint8 want[60], got[60];
+	NcmNudge n;
+
+	ncm_nudge_init(&n);
+	learned(&n);
+	memset(got, 0xAA, sizeof(got));
+	g_assert_true(ncm_nudge_frame(&n, got));
+	arp(want, peer_mac, 1, host_mac, host_ip, none, peer_ip);
+	memcpy(want + 6, host_mac, 6);
+	g_assert_cmpmem(got, 60, want, 60);
+}
+
+static void
+test_after_nudge(void)
+{
+	guint8 f[60];
+	NcmNudge n;
+	gint64 t;
+
+	ncm_nudge_init(&n);
+	learned(&n);
+	t = stream(&n, 0, 10, 1000);
+	g_assert_true(n.armed);
+	ncm_nudge_sent(&n, t + 100000);
+	g_assert_false(n.armed);
+	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, G_MAXINT64);
+
+	/* The first NTB after it holds a held TCP segment and ARP replies: freed. */
+	ncm_nudge_ntb_begin(&n, t + 200000);
+	ncm_nudge_learn(&n, f, ipv4_frame(f, host_mac));
+	learned(&n);
+	g_assert_true(ncm_nudge_ntb_end(&n));
+	/* Only the first NTB after a nudge counts. */
+	ncm_nudge_ntb_begin(&n, t + 200100);
+	ncm_nudge_learn(&n, f, ipv4_frame(f, host_mac));
+	g_assert_false(ncm_nudge_ntb_end(&n));
+	/* Replies alone after a nudge: nothing was held. */
+	stream(&n, t + 200200, NCM_NUDGE_STREAM_NTBS, 10);
+	ncm_nudge_sent(&n, t + 290000);
+	ncm_nudge_ntb_begin(&n, t + 300000);
+	learned(&n);
+	g_assert_false(ncm_nudge_ntb_end(&n));
+	/* Replies do not arm the next nudge (the ring restarted at the nudge). */
+	stream(&n, t + 300100, NCM_NUDGE_STREAM_NTBS - 2, 10);
+	g_assert_false(n.armed);
+}
+
+/* The host's own ARP request: what the nudge needs to ask, with no device MAC yet. */
+static void
+test_learn_tx(void)
+{
+	guint8 f[60], got[60], want[60];
+	NcmNudgeTx tx = { 0 };
+	NcmNudge n;
+
+	ncm_nudge_init(&n);
+	/* Replies, gratuitous requests and probes from the host say nothing. */
+	g_assert_false(ncm_nudge_learn_tx(&tx, f, arp(f, peer_mac, 2, host_mac, host_ip, peer_mac, peer_ip)));
+	g_assert_false(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, host_ip)));
+	g_assert_false(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, (const guint8 *)none, none, peer_ip)));
+	g_assert_false(tx.fresh);
+	for (gsize len = 0; len < 42; len++)
+		g_assert_false(ncm_nudge_learn_tx(&tx, f, len));
+	g_assert_true(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)));
+	tx.asked_at = 5000;
+	ncm_nudge_merge_tx(&n, &tx);
+	g_assert_false(tx.fresh);
+	g_assert_true(n.have_host_mac && n.have_host_ip4 && n.have_peer_ip4);
+	g_assert_false(n.have_peer_mac);
+	/* Unanswered: due a quiet time after the request, to the broadcast address. */
+	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, 105000);
+	g_assert_true(ncm_nudge_frame(&n, got));
+	arp(want, bcast, 1, host_mac, host_ip, none, peer_ip);
+	memcpy(want + 6, host_mac, 6);
+	g_assert_cmpmem(got, 60, want, 60);
+	/* Anything received answers it. */
+	ncm_nudge_ntb_begin(&n, 6000);
+	ncm_nudge_ntb_end(&n);
+	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, G_MAXINT64);
+	/* A request merged after an NTB that came later was answered already. */
+	g_assert_true(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)));
+	tx.asked_at = 5500;
+	ncm_nudge_merge_tx(&n, &tx);
+	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, G_MAXINT64);
+}
+
+/* A device that never answers: nudges back off, doubling to a minute; any RX resets that. */
+static void
+test_backoff(void)
+{
+	guint8 f[60];
+	NcmNudgeTx tx = { 0 };
+	NcmNudge n;
+	gint64 now = 1000000, due;
+
+	ncm_nudge_init(&n);
+	for (guint i = 0; i < 10; i++) {
+		gint64 wait = MIN((gint64)NCM_NUDGE_BACKOFF_US << i, (gint64)NCM_NUDGE_BACKOFF_MAX_US);
+
+		g_assert_true(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)));
+		tx.asked_at = now;
+		ncm_nudge_merge_tx(&n, &tx);
+		due = ncm_nudge_due(&n, 100000);
+		g_assert_cmpint(due, ==, i == 0 ? now + 100000 : MAX(now + 100000, n.not_before));
+		ncm_nudge_sent(&n, due);
+		g_assert_cmpint(n.not_before, ==, due + wait);
+		now = due + 10000;
+	}
+	g_assert_cmpint(n.backoff, ==, NCM_NUDGE_BACKOFF_MAX_US);
+	ncm_nudge_ntb_begin(&n, now);
+	ncm_nudge_ntb_end(&n);
+	g_assert_cmpint(n.backoff, ==, 0);
+	g_assert_cmpint(n.not_before, ==, 0);
+}
+
+int
+main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/nudge/learn/reply", test_learn_reply);
+	g_test_add_func("/nudge/learn/request-then-unicast", test_learn_request_then_unicast);
+	g_test_add_func("/nudge/learn/ignores", test_learn_ignores);
+	g_test_add_func("/nudge/learn/truncated", test_learn_truncated);
+	g_test_add_func("/nudge/stream", test_stream_detection);
+	g_test_add_func("/nudge/not-due-unlearned", test_not_due_unlearned);
+	g_test_add_func("/nudge/frame", test_frame);
+	g_test_add_func("/nudge/after-nudge", test_after_nudge);
+	g_test_add_func("/nudge/learn-tx", test_learn_tx);
+	g_test_add_func("/nudge/backoff", test_backoff);
+	return g_test_run();
+}
