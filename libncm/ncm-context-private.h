@@ -20,6 +20,13 @@ gboolean ncm_context_needs_fresh_scan(NcmContext *self);
  */
 void ncm_context_add_device(NcmContext *self, NcmDevice *device);
 void ncm_context_remove_device(NcmContext *self, NcmDevice *device);
+/*
+ * What a device learned and the next session on the same function should
+ * start from (the tail nudge's addresses), by a key naming the function.
+ * Blobs of one key always have the same @len.
+ */
+void ncm_context_remember(NcmContext *self, const gchar *key, gconstpointer data, gsize len);
+gboolean ncm_context_recall(NcmContext *self, const gchar *key, gpointer ret_data, gsize len);
 /* Makes the event thread look at its timers before @deadline_us (monotonic). */
 void ncm_context_wake(NcmContext *self, gint64 deadline_us);
 void ncm_context_count_dispatch(NcmContext *self);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-context.c: the libusb context, its event thread, device timers and hotplug. */
 #include <stdio.h>
+#include <string.h>
 
 #include "ncm-context-private.h"
 #include "ncm-error.h"
@@ -25,6 +26,7 @@ struct _NcmContext {
 	 */
 	GMutex devices_lock;
 	GPtrArray *devices;
+	GHashTable *memory;        /* per-function blobs that outlive a session (devices_lock) */
 
 	/* Watch state: owner's main context only. */
 	gboolean watching;
@@ -123,6 +125,7 @@ ncm_context_finalize(GObject *object)
 	if (self->devices->len)
 		g_critical("NcmContext finalized with %u open devices", self->devices->len);
 	g_ptr_array_unref(self->devices);
+	g_hash_table_unref(self->memory);
 	g_clear_pointer(&self->known, g_hash_table_unref);
 	g_free(self->match_serial);
 	g_free(self->match_path);
@@ -139,6 +142,7 @@ ncm_context_init(NcmContext *self)
 {
 	g_mutex_init(&self->devices_lock);
 	self->devices = g_ptr_array_new();
+	self->memory = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	self->owner = g_main_context_ref_thread_default();
 	self->known = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 }
@@ -197,6 +201,27 @@ ncm_context_add_device(NcmContext *self, NcmDevice *device)
 	g_ptr_array_add(self->devices, device);
 	ncm_mutex_unlock(&self->devices_lock);
 	libusb_interrupt_event_handler(self->usb);
+}
+
+void
+ncm_context_remember(NcmContext *self, const gchar *key, gconstpointer data, gsize len)
+{
+	ncm_mutex_lock(&self->devices_lock);
+	g_hash_table_replace(self->memory, g_strdup(key), g_memdup2(data, len));
+	ncm_mutex_unlock(&self->devices_lock);
+}
+
+gboolean
+ncm_context_recall(NcmContext *self, const gchar *key, gpointer ret_data, gsize len)
+{
+	gpointer found;
+
+	ncm_mutex_lock(&self->devices_lock);
+	found = g_hash_table_lookup(self->memory, key);
+	if (found)
+		memcpy(ret_data, found, len);
+	ncm_mutex_unlock(&self->devices_lock);
+	return found != NULL;
 }
 
 void

@@ -137,6 +137,7 @@ void ncm_device_landed(NcmDevice *self);
 /* ncm-device-rx.c */
 gboolean ncm_device_rx_setup(NcmDevice *self, GError **error);
 gint64 ncm_device_rx_tick(NcmDevice *self, gint64 now);
+void ncm_device_rx_remember(NcmDevice *self);
 gboolean ncm_device_rx_start(NcmDevice *self, GError **error);
 void ncm_device_rx_cancel(NcmDevice *self);
 void ncm_device_rx_free(NcmDevice *self);

@@ -230,6 +230,25 @@ rx_complete(struct libusb_transfer *xfer)
 	resubmit_failed(self, r);
 }
 
+static gchar *
+nudge_key(NcmDevice *self)
+{
+	return g_strdup_printf("nudge:%s:%s:%u", self->info->port_path ? self->info->port_path : "",
+			       self->info->serial ? self->info->serial : "", self->info->comm_iface);
+}
+
+/* At close, once the event thread no longer ticks the device. */
+void
+ncm_device_rx_remember(NcmDevice *self)
+{
+	g_autofree gchar *key = NULL;
+
+	if (!self->rx || !self->context)
+		return;
+	key = nudge_key(self);
+	ncm_context_remember(self->context, key, &self->nudge, sizeof(self->nudge));
+}
+
 /* Event thread: sends the tail nudge (ncm-nudge.h) when a stream has gone quiet. */
 gint64
 ncm_device_rx_tick(NcmDevice *self, gint64 now)
@@ -252,6 +271,7 @@ ncm_device_rx_tick(NcmDevice *self, gint64 now)
 		/* Its own requests are not the host's asking. */
 		ncm_mutex_lock(&self->tx_lock);
 		self->nudge_tx.fresh = FALSE;
+		self->nudge_tx.asked_at = 0;
 		ncm_mutex_unlock(&self->tx_lock);
 	}
 	ncm_nudge_sent(&self->nudge, now);
@@ -264,6 +284,14 @@ ncm_device_rx_setup(NcmDevice *self, GError **error)
 	NcmNtbInfo *n = &self->ntb;
 
 	ncm_nudge_init(&self->nudge);
+	{
+		g_autofree gchar *key = nudge_key(self);
+		NcmNudge last;
+
+		/* Not yet registered with the event thread: no tick reads it. */
+		if (ncm_context_recall(self->context, key, &last, sizeof(last)))
+			ncm_nudge_carry(&self->nudge, &last);
+	}
 	if (!self->options.nudge_ms)
 		self->options.nudge_ms = NCM_DEFAULT_NUDGE_MS;
 
@@ -296,6 +324,10 @@ ncm_device_rx_setup(NcmDevice *self, GError **error)
 gboolean
 ncm_device_rx_start(NcmDevice *self, GError **error)
 {
+	/* The event thread owns the nudge by now: the start reaches it as an ask. */
+	ncm_mutex_lock(&self->tx_lock);
+	self->nudge_tx.asked_at = g_get_monotonic_time();
+	ncm_mutex_unlock(&self->tx_lock);
 	for (guint i = 0; i < self->n_rx; i++) {
 		int r = ncm_device_submit(self, self->rx[i].xfer, FALSE);
 

@@ -320,8 +320,10 @@ ncm_device_close(NcmDevice *self)
 	if (clear)
 		g_thread_join(clear);
 	cancel_and_wait(self);
-	if (self->context)
+	if (self->context) {
 		ncm_context_remove_device(self->context, self);
+		ncm_device_rx_remember(self);
+	}
 	/* Buffers first: mapped ones belong to the handle that release closes. */
 	ncm_device_rx_free(self);
 	ncm_device_tx_free(self);

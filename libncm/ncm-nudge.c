@@ -85,16 +85,30 @@ ncm_nudge_learn_tx(NcmNudgeTx *tx, const uint8_t *frame, size_t len)
 void
 ncm_nudge_merge_tx(NcmNudge *nudge, NcmNudgeTx *tx)
 {
-	if (!tx->fresh)
-		return;
-	tx->fresh = false;
-	memcpy(nudge->host_mac, tx->host_mac, 6);
-	memcpy(nudge->host_ip4, tx->host_ip4, 4);
-	memcpy(nudge->peer_ip4, tx->peer_ip4, 4);
-	nudge->have_host_mac = nudge->have_host_ip4 = nudge->have_peer_ip4 = true;
+	if (tx->fresh) {
+		tx->fresh = false;
+		memcpy(nudge->host_mac, tx->host_mac, 6);
+		memcpy(nudge->host_ip4, tx->host_ip4, 4);
+		memcpy(nudge->peer_ip4, tx->peer_ip4, 4);
+		nudge->have_host_mac = nudge->have_host_ip4 = nudge->have_peer_ip4 = true;
+	}
 	/* Answered already if anything arrived since. */
 	if (tx->asked_at > nudge->last_rx)
 		nudge->asked_at = tx->asked_at;
+	tx->asked_at = 0;
+}
+
+void
+ncm_nudge_carry(NcmNudge *nudge, const NcmNudge *last)
+{
+	memcpy(nudge->host_mac, last->host_mac, 6);
+	memcpy(nudge->host_ip4, last->host_ip4, 4);
+	memcpy(nudge->peer_mac, last->peer_mac, 6);
+	memcpy(nudge->peer_ip4, last->peer_ip4, 4);
+	nudge->have_host_mac = last->have_host_mac;
+	nudge->have_host_ip4 = last->have_host_ip4;
+	nudge->have_peer_mac = last->have_peer_mac;
+	nudge->have_peer_ip4 = last->have_peer_ip4;
 }
 
 void

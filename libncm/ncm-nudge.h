@@ -39,8 +39,8 @@ typedef struct {
 	uint8_t host_mac[6];
 	uint8_t host_ip4[4];
 	uint8_t peer_ip4[4];
-	bool fresh;        /* not yet merged (ncm_nudge_merge_tx()) */
-	int64_t asked_at;  /* when the last one went out */
+	bool fresh;        /* addresses not yet merged (ncm_nudge_merge_tx()) */
+	int64_t asked_at;  /* when the last one (or the session) started, 0 once merged */
 } NcmNudgeTx;
 
 typedef struct {
@@ -83,8 +83,14 @@ bool ncm_nudge_ntb_end(NcmNudge *nudge);
  * @tx now holds (the caller sets @tx->asked_at). */
 bool ncm_nudge_learn_tx(NcmNudgeTx *tx, const uint8_t *frame, size_t len);
 
-/* Takes what @tx learned into @nudge (the two live on different threads). */
+/* Takes what @tx learned, and a pending ask, into @nudge (the two live on
+ * different threads). A session's start is an ask too: whatever the device
+ * held through the last session must come now. */
 void ncm_nudge_merge_tx(NcmNudge *nudge, NcmNudgeTx *tx);
+
+/* A new session on the same function starts from what the last one learned:
+ * a host stack that still knows the device's MAC does not ARP again. */
+void ncm_nudge_carry(NcmNudge *nudge, const NcmNudge *last);
 
 /* When to nudge (us), or INT64_MAX: @quiet_us after the end of a stream or
  * after an unanswered ARP request from the host. */

@@ -300,6 +300,36 @@ test_backoff(void)
 	g_assert_cmpint(n.not_before, ==, 0);
 }
 
+/* A new session starts from the last one's addresses, and its start is an ask. */
+static void
+test_carry_and_start(void)
+{
+	guint8 a[60], b[60];
+	NcmNudgeTx tx = { 0 };
+	NcmNudge last, next;
+
+	ncm_nudge_init(&last);
+	learned(&last);
+	stream(&last, 0, 20, 100);
+	ncm_nudge_init(&next);
+	/* Nothing learned yet: the session's start alone cannot nudge. */
+	tx.asked_at = 7000;
+	ncm_nudge_merge_tx(&next, &tx);
+	g_assert_cmpint(tx.asked_at, ==, 0);
+	g_assert_cmpint(ncm_nudge_due(&next, 100000), ==, G_MAXINT64);
+
+	ncm_nudge_init(&next);
+	ncm_nudge_carry(&next, &last);
+	/* Addresses only: no stream, no ask, no backoff came along. */
+	g_assert_false(next.armed);
+	g_assert_cmpint(ncm_nudge_due(&next, 100000), ==, G_MAXINT64);
+	tx.asked_at = 7000;
+	ncm_nudge_merge_tx(&next, &tx);
+	g_assert_cmpint(ncm_nudge_due(&next, 100000), ==, 107000);
+	g_assert_true(ncm_nudge_frame(&last, a) && ncm_nudge_frame(&next, b));
+	g_assert_cmpmem(a, 60, b, 60);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -314,5 +344,6 @@ main(int argc, char **argv)
 	g_test_add_func("/nudge/after-nudge", test_after_nudge);
 	g_test_add_func("/nudge/learn-tx", test_learn_tx);
 	g_test_add_func("/nudge/backoff", test_backoff);
+	g_test_add_func("/nudge/carry-and-start", test_carry_and_start);
 	return g_test_run();
 }
