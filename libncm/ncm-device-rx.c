@@ -54,7 +54,7 @@ parse_one(NcmDevice *self, const guint8 *buf, gsize len)
 	self->rx_batch_bytes = 0;
 	ncm_nudge_ntb_begin(&self->nudge, g_get_monotonic_time());
 	ncm_ntb_parse(&self->parse_config, buf, len, deliver, self, &res);
-	if (ncm_nudge_ntb_end(&self->nudge))
+	if (ncm_nudge_ntb_end(&self->nudge, res.datagrams, self->rx_batch_bytes))
 		NCM_STAT_ADD(self, rx_nudge_freed, 1);
 	NCM_STAT_ADD(self, rx_ntbs, 1);
 	NCM_STAT_ADD(self, rx_datagrams, res.datagrams);
@@ -261,6 +261,10 @@ ncm_device_rx_tick(NcmDevice *self, gint64 now)
 	due = ncm_nudge_due(&self->nudge, (gint64)self->options.nudge_ms * 1000);
 	if (due > now)
 		return due;
+	g_debug("tail nudge at %" G_GINT64_FORMAT " ms: last data %" G_GINT64_FORMAT
+		" ms, stream %" G_GINT64_FORMAT " ms, ask %" G_GINT64_FORMAT " ms", now / 1000,
+		self->nudge.last_data / 1000, self->nudge.stream_at / 1000,
+		self->nudge.asked_at / 1000);
 	if (ncm_nudge_frame(&self->nudge, frame)) {
 		/* One NTB, which the device answers with as many replies. */
 		for (guint i = 0; i < NCM_NUDGE_FRAMES; i++)

@@ -114,15 +114,7 @@ ncm_nudge_carry(NcmNudge *nudge, const NcmNudge *last)
 void
 ncm_nudge_ntb_begin(NcmNudge *nudge, int64_t now)
 {
-	nudge->times[nudge->head] = now;
-	nudge->head = (nudge->head + 1) % NCM_NUDGE_STREAM_NTBS;
-	if (nudge->seen < NCM_NUDGE_STREAM_NTBS)
-		nudge->seen++;
-	/* times[head] is now the oldest of the last NCM_NUDGE_STREAM_NTBS. */
-	if (nudge->seen == NCM_NUDGE_STREAM_NTBS &&
-	    now - nudge->times[nudge->head] <= NCM_NUDGE_STREAM_US)
-		nudge->armed = true;
-	nudge->last_rx = now;
+	nudge->last_rx = nudge->ntb_at = now;
 	nudge->other = false;
 	/* The link delivers: whatever was asked is answered or on its way. */
 	nudge->asked_at = 0;
@@ -130,13 +122,45 @@ ncm_nudge_ntb_begin(NcmNudge *nudge, int64_t now)
 	nudge->not_before = 0;
 }
 
+/* Only NTBs with data count: the replies to a nudge must not make a stream. */
+static void
+count_data_ntb(NcmNudge *nudge, int64_t at, bool full)
+{
+	if (full)
+		nudge->stream_at = at;
+	nudge->times[nudge->head] = at;
+	nudge->head = (nudge->head + 1) % NCM_NUDGE_STREAM_NTBS;
+	if (nudge->seen < NCM_NUDGE_STREAM_NTBS)
+		nudge->seen++;
+	/* times[head] is now the oldest of the last NCM_NUDGE_STREAM_NTBS. */
+	if (nudge->seen == NCM_NUDGE_STREAM_NTBS &&
+	    at - nudge->times[nudge->head] <= NCM_NUDGE_STREAM_US)
+		nudge->stream_at = at;
+	nudge->last_data = at;
+}
+
 bool
-ncm_nudge_ntb_end(NcmNudge *nudge)
+ncm_nudge_ntb_end(NcmNudge *nudge, unsigned datagrams, size_t bytes)
 {
 	bool freed = nudge->sent && nudge->other;
 
+	if (nudge->other)
+		count_data_ntb(nudge, nudge->ntb_at,
+			       datagrams >= NCM_NUDGE_FULL_DATAGRAMS || bytes >= NCM_NUDGE_FULL_BYTES);
 	nudge->sent = false;
 	return freed;
+}
+
+/*
+ * Not only the end of the stream itself: a nudge in a pause mid-burst must
+ * not use up the one its real end needs, so data that follows within
+ * NCM_NUDGE_TAIL_US arms it again.
+ */
+bool
+ncm_nudge_armed(const NcmNudge *nudge)
+{
+	return nudge->stream_at && nudge->last_data - nudge->stream_at <= NCM_NUDGE_TAIL_US &&
+	       nudge->nudged_for != nudge->last_data;
 }
 
 static bool
@@ -152,8 +176,8 @@ ncm_nudge_due(const NcmNudge *nudge, int64_t quiet_us)
 
 	if (!can_nudge(nudge))
 		return INT64_MAX;
-	if (nudge->armed)
-		due = nudge->last_rx + quiet_us;
+	if (ncm_nudge_armed(nudge))
+		due = nudge->last_data + quiet_us;
 	if (nudge->asked_at && nudge->asked_at + quiet_us < due)
 		due = nudge->asked_at + quiet_us;
 	if (due != INT64_MAX && due < nudge->not_before)
@@ -185,11 +209,9 @@ ncm_nudge_frame(const NcmNudge *nudge, uint8_t out[NCM_NUDGE_FRAME_LEN])
 void
 ncm_nudge_sent(NcmNudge *nudge, int64_t now)
 {
-	nudge->armed = false;
+	nudge->nudged_for = nudge->last_data;
 	nudge->asked_at = 0;
 	nudge->sent = true;
-	/* The replies must not look like the start of a stream. */
-	nudge->seen = 0;
 	/* Any RX resets this; only a device that never answers meets it. */
 	nudge->backoff = nudge->backoff ? nudge->backoff * 2 : NCM_NUDGE_BACKOFF_US;
 	if (nudge->backoff > NCM_NUDGE_BACKOFF_MAX_US)

@@ -29,8 +29,14 @@
 
 #define NCM_NUDGE_FRAMES 32           /* f_ncm's datagram limit per NTB */
 #define NCM_NUDGE_FRAME_LEN 60        /* an ARP request, padded to the Ethernet minimum */
+/* A stream: NTBs that arrive fast, or full ones. f_ncm fills an NTB past
+ * its 300 us timer only when frames queue up, and only a backlog can keep
+ * all its IN requests busy. */
 #define NCM_NUDGE_STREAM_NTBS 8       /* NTBs ... */
 #define NCM_NUDGE_STREAM_US 100000    /* ... within this long make a stream */
+#define NCM_NUDGE_FULL_DATAGRAMS 16   /* an NTB with this many datagrams ... */
+#define NCM_NUDGE_FULL_BYTES 8192     /* ... or bytes is a stream's */
+#define NCM_NUDGE_TAIL_US 1000000     /* a quiet spell this soon after a stream may hide a tail */
 #define NCM_NUDGE_BACKOFF_US 1000000  /* first wait after a fruitless nudge ... */
 #define NCM_NUDGE_BACKOFF_MAX_US 60000000  /* ... doubling up to this */
 
@@ -57,12 +63,16 @@ typedef struct {
 	int64_t not_before;  /* backoff after a fruitless nudge */
 	int64_t backoff;
 
-	/* When the last NCM_NUDGE_STREAM_NTBS NTBs arrived (a ring). */
+	/* When the last NCM_NUDGE_STREAM_NTBS NTBs with data (not ARP alone,
+	 * which the nudge's own replies are) arrived: a ring. */
 	int64_t times[NCM_NUDGE_STREAM_NTBS];
 	unsigned head;
 	unsigned seen;
-	int64_t last_rx;
-	bool armed;      /* a stream was seen and its end not yet nudged */
+	int64_t last_rx;       /* the last NTB of any kind */
+	int64_t ntb_at;        /* the NTB being parsed */
+	int64_t last_data;     /* the last NTB with data */
+	int64_t stream_at;     /* the last NTB that was part of a stream, or 0 */
+	int64_t nudged_for;    /* last_data when the last nudge went out */
 	bool sent;       /* a nudge went out; the next NTB tells what it freed */
 	bool other;      /* the NTB being parsed carries frames other than ARP */
 } NcmNudge;
@@ -75,9 +85,10 @@ void ncm_nudge_learn(NcmNudge *nudge, const uint8_t *frame, size_t len);
 /* One received NTB, before its frames are learned from, at @now (us). */
 void ncm_nudge_ntb_begin(NcmNudge *nudge, int64_t now);
 
-/* After the NTB's frames: true when it followed a nudge and carried other
- * frames than ARP, which were probably held by the device. */
-bool ncm_nudge_ntb_end(NcmNudge *nudge);
+/* After the NTB's @datagrams frames (@bytes in all): true when it followed
+ * a nudge and carried other frames than ARP, which were probably held by
+ * the device. */
+bool ncm_nudge_ntb_end(NcmNudge *nudge, unsigned datagrams, size_t bytes);
 
 /* A frame the host sends: true when it is an ARP request, whose addresses
  * @tx now holds (the caller sets @tx->asked_at). */
@@ -91,6 +102,10 @@ void ncm_nudge_merge_tx(NcmNudge *nudge, NcmNudgeTx *tx);
 /* A new session on the same function starts from what the last one learned:
  * a host stack that still knows the device's MAC does not ARP again. */
 void ncm_nudge_carry(NcmNudge *nudge, const NcmNudge *last);
+
+/* Whether the data received last was part of, or soon after, a stream
+ * and has not been nudged for yet. */
+bool ncm_nudge_armed(const NcmNudge *nudge);
 
 /* When to nudge (us), or INT64_MAX: @quiet_us after the end of a stream or
  * after an unanswered ARP request from the host. */

@@ -31,7 +31,7 @@ check_request(const NcmNudge *n)
 	FUZZ_CHECK(memcmp(f + 28, zero, 4) != 0 && memcmp(f + 38, zero, 4) != 0);
 	FUZZ_CHECK(!(f[6] & 1) && memcmp(f + 6, f + 22, 6) == 0);
 	FUZZ_CHECK(f[12] == 0x08 && f[13] == 0x06 && f[21] == 1);
-	if (!n->armed && !n->asked_at)
+	if (!ncm_nudge_armed(n) && !n->asked_at)
 		FUZZ_CHECK(due == INT64_MAX);
 	else
 		FUZZ_CHECK(due >= n->not_before && due != INT64_MAX);
@@ -57,7 +57,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ncm_nudge_ntb_begin(&n, now);
 			FUZZ_CHECK(n.last_rx == now && n.asked_at == 0);
 		}
-		for (unsigned i = 0; i < frames && off < size; i++) {
+		size_t bytes = 0;
+		unsigned i;
+
+		for (i = 0; i < frames && off < size; i++) {
 			size_t len = data[off++];
 			uint8_t *buf;
 
@@ -72,15 +75,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				tx.asked_at = now;
 			free(buf);
 			off += len;
+			bytes += len;
 		}
 		if (!sent)
-			(void)ncm_nudge_ntb_end(&n);
+			(void)ncm_nudge_ntb_end(&n, i * 4, bytes * 300);
 		ncm_nudge_merge_tx(&n, &tx);
 		FUZZ_CHECK(!tx.fresh);
 		check_request(&n);
-		if (data[off - 1] & 0x80 && (n.armed || n.asked_at)) {
+		if (data[off - 1] & 0x80 && (ncm_nudge_armed(&n) || n.asked_at)) {
 			ncm_nudge_sent(&n, now);
-			FUZZ_CHECK(!n.armed && !n.asked_at && ncm_nudge_due(&n, 1000) == INT64_MAX);
+			FUZZ_CHECK(!ncm_nudge_armed(&n) && !n.asked_at && ncm_nudge_due(&n, 1000) == INT64_MAX);
 			FUZZ_CHECK(n.not_before > now && n.backoff <= NCM_NUDGE_BACKOFF_MAX_US);
 		}
 	}

@@ -52,7 +52,7 @@ stream(NcmNudge *n, gint64 t, guint count, gint64 gap_us)
 	for (guint i = 0; i < count; i++, t += gap_us) {
 		ncm_nudge_ntb_begin(n, t);
 		ncm_nudge_learn(n, f, ipv4_frame(f, host_mac));
-		ncm_nudge_ntb_end(n);
+		ncm_nudge_ntb_end(n, 1, 60);
 	}
 	return t - gap_us;
 }
@@ -158,15 +158,47 @@ test_stream_detection(void)
 	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, G_MAXINT64);
 	/* The 8th within the window is. */
 	last = stream(&n, last + 1000, 1, 1000);
-	g_assert_true(n.armed);
+	g_assert_true(ncm_nudge_armed(&n));
 	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, last + 100000);
 
 	/* 8 NTBs spread wider than the window: interactive traffic, no nudge. */
 	ncm_nudge_init(&n);
 	learned(&n);
 	stream(&n, 0, 3 * NCM_NUDGE_STREAM_NTBS, NCM_NUDGE_STREAM_US / (NCM_NUDGE_STREAM_NTBS - 1) + 1);
-	g_assert_false(n.armed);
+	g_assert_false(ncm_nudge_armed(&n));
 	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, G_MAXINT64);
+}
+
+/* One NTB the device filled is a stream's: it had frames queued. */
+static void
+test_full_ntb(void)
+{
+	guint8 f[60];
+	NcmNudge n;
+
+	ncm_nudge_init(&n);
+	learned(&n);
+	ncm_nudge_ntb_begin(&n, 5000);
+	ncm_nudge_learn(&n, f, ipv4_frame(f, host_mac));
+	ncm_nudge_ntb_end(&n, NCM_NUDGE_FULL_DATAGRAMS - 1, NCM_NUDGE_FULL_BYTES - 1);
+	g_assert_false(ncm_nudge_armed(&n));
+	ncm_nudge_ntb_begin(&n, 6000);
+	ncm_nudge_learn(&n, f, ipv4_frame(f, host_mac));
+	ncm_nudge_ntb_end(&n, NCM_NUDGE_FULL_DATAGRAMS, 1000);
+	g_assert_true(ncm_nudge_armed(&n));
+	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, 106000);
+	ncm_nudge_init(&n);
+	learned(&n);
+	ncm_nudge_ntb_begin(&n, 5000);
+	ncm_nudge_learn(&n, f, ipv4_frame(f, host_mac));
+	ncm_nudge_ntb_end(&n, 2, NCM_NUDGE_FULL_BYTES);
+	g_assert_true(ncm_nudge_armed(&n));
+	/* ARP alone never arms, however full (the replies to a nudge). */
+	ncm_nudge_init(&n);
+	ncm_nudge_ntb_begin(&n, 5000);
+	learned(&n);
+	ncm_nudge_ntb_end(&n, 32, 32 * 60 + NCM_NUDGE_FULL_BYTES);
+	g_assert_false(ncm_nudge_armed(&n));
 }
 
 /* A stream with no addresses learned cannot be nudged: never due. */
@@ -177,7 +209,7 @@ test_not_due_unlearned(void)
 
 	ncm_nudge_init(&n);
 	stream(&n, 0, 20, 100);
-	g_assert_true(n.armed);
+	g_assert_true(ncm_nudge_armed(&n));
 	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, G_MAXINT64);
 }
 
@@ -197,6 +229,17 @@ test_frame(void)
 	g_assert_cmpmem(got, 60, want, 60);
 }
 
+/* @count NTBs holding only an ARP reply, as the answers to a nudge come. */
+static void
+replies(NcmNudge *n, gint64 t, guint count)
+{
+	for (guint i = 0; i < count; i++) {
+		ncm_nudge_ntb_begin(n, t + i);
+		learned(n);
+		ncm_nudge_ntb_end(n, 1, 60);
+	}
+}
+
 static void
 test_after_nudge(void)
 {
@@ -207,29 +250,34 @@ test_after_nudge(void)
 	ncm_nudge_init(&n);
 	learned(&n);
 	t = stream(&n, 0, 10, 1000);
-	g_assert_true(n.armed);
+	g_assert_true(ncm_nudge_armed(&n));
 	ncm_nudge_sent(&n, t + 100000);
-	g_assert_false(n.armed);
+	g_assert_false(ncm_nudge_armed(&n));
 	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, G_MAXINT64);
 
-	/* The first NTB after it holds a held TCP segment and ARP replies: freed. */
+	/* Replies alone: nothing was held, and they make no stream however many. */
+	replies(&n, t + 100100, 3 * NCM_NUDGE_STREAM_NTBS);
+	g_assert_false(ncm_nudge_armed(&n));
+	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, G_MAXINT64);
+
+	/* The first NTB after a nudge holds a held TCP segment and replies: freed. */
+	ncm_nudge_sent(&n, t + 150000);
 	ncm_nudge_ntb_begin(&n, t + 200000);
 	ncm_nudge_learn(&n, f, ipv4_frame(f, host_mac));
 	learned(&n);
-	g_assert_true(ncm_nudge_ntb_end(&n));
+	g_assert_true(ncm_nudge_ntb_end(&n, 1, 60));
 	/* Only the first NTB after a nudge counts. */
 	ncm_nudge_ntb_begin(&n, t + 200100);
 	ncm_nudge_learn(&n, f, ipv4_frame(f, host_mac));
-	g_assert_false(ncm_nudge_ntb_end(&n));
-	/* Replies alone after a nudge: nothing was held. */
-	stream(&n, t + 200200, NCM_NUDGE_STREAM_NTBS, 10);
-	ncm_nudge_sent(&n, t + 290000);
-	ncm_nudge_ntb_begin(&n, t + 300000);
-	learned(&n);
-	g_assert_false(ncm_nudge_ntb_end(&n));
-	/* Replies do not arm the next nudge (the ring restarted at the nudge). */
-	stream(&n, t + 300100, NCM_NUDGE_STREAM_NTBS - 2, 10);
-	g_assert_false(n.armed);
+	g_assert_false(ncm_nudge_ntb_end(&n, 1, 60));
+	/* Data within a second of the stream arms it again: that nudge may have
+	 * come in a pause mid-burst, and the burst's real end needs one too. */
+	g_assert_true(ncm_nudge_armed(&n));
+	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, t + 200100 + 100000);
+	ncm_nudge_sent(&n, t + 300100);
+	/* Data long after the stream is not a stream's tail. */
+	stream(&n, t + NCM_NUDGE_TAIL_US + 1000, 3, 50000);
+	g_assert_false(ncm_nudge_armed(&n));
 }
 
 /* The host's own ARP request: what the nudge needs to ask, with no device MAC yet. */
@@ -262,7 +310,7 @@ test_learn_tx(void)
 	g_assert_cmpmem(got, 60, want, 60);
 	/* Anything received answers it. */
 	ncm_nudge_ntb_begin(&n, 6000);
-	ncm_nudge_ntb_end(&n);
+	ncm_nudge_ntb_end(&n, 1, 60);
 	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, G_MAXINT64);
 	/* A request merged after an NTB that came later was answered already. */
 	g_assert_true(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)));
@@ -295,7 +343,7 @@ test_backoff(void)
 	}
 	g_assert_cmpint(n.backoff, ==, NCM_NUDGE_BACKOFF_MAX_US);
 	ncm_nudge_ntb_begin(&n, now);
-	ncm_nudge_ntb_end(&n);
+	ncm_nudge_ntb_end(&n, 1, 60);
 	g_assert_cmpint(n.backoff, ==, 0);
 	g_assert_cmpint(n.not_before, ==, 0);
 }
@@ -321,7 +369,7 @@ test_carry_and_start(void)
 	ncm_nudge_init(&next);
 	ncm_nudge_carry(&next, &last);
 	/* Addresses only: no stream, no ask, no backoff came along. */
-	g_assert_false(next.armed);
+	g_assert_false(ncm_nudge_armed(&next));
 	g_assert_cmpint(ncm_nudge_due(&next, 100000), ==, G_MAXINT64);
 	tx.asked_at = 7000;
 	ncm_nudge_merge_tx(&next, &tx);
@@ -340,6 +388,7 @@ main(int argc, char **argv)
 	g_test_add_func("/nudge/learn/truncated", test_learn_truncated);
 	g_test_add_func("/nudge/stream", test_stream_detection);
 	g_test_add_func("/nudge/not-due-unlearned", test_not_due_unlearned);
+	g_test_add_func("/nudge/full-ntb", test_full_ntb);
 	g_test_add_func("/nudge/frame", test_frame);
 	g_test_add_func("/nudge/after-nudge", test_after_nudge);
 	g_test_add_func("/nudge/learn-tx", test_learn_tx);
