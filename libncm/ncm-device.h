@@ -39,7 +39,7 @@ typedef struct {
 NCM_EXPORT void ncm_device_options_init(NcmDeviceOptions *options);
 
 /**
- * NcmDeviceSink:
+ * NcmLinkSink:
  *
  * Where received datagrams go. Every callback runs on the libusb event thread
  * and must not block or call synchronous libusb functions.
@@ -53,7 +53,7 @@ typedef struct {
 	void (*receive)(gpointer user_data, const guint8 *frame, gsize len);
 	void (*receive_done)(gpointer user_data);
 	void (*writable)(gpointer user_data);
-} NcmDeviceSink;
+} NcmLinkSink;
 
 typedef enum {
 	NCM_SEND_OK,
@@ -116,7 +116,7 @@ NCM_EXPORT NcmDevice *ncm_device_open(NcmContext *context, const NcmFunctionInfo
 				      const NcmDeviceOptions *options, GError **error);
 
 /* Attaches the sink. Call before ncm_device_start(). Thread: any. */
-NCM_EXPORT void ncm_device_set_sink(NcmDevice *self, const NcmDeviceSink *sink,
+NCM_EXPORT void ncm_device_set_sink(NcmDevice *self, const NcmLinkSink *sink,
 				    gpointer user_data);
 
 /* Submits the receive and interrupt transfers. Thread: any. */

@@ -20,7 +20,7 @@ device_flush(NcmLink *link)
 }
 
 static void
-device_set_sink(NcmLink *link, const NcmDeviceSink *sink, gpointer user_data)
+device_set_sink(NcmLink *link, const NcmLinkSink *sink, gpointer user_data)
 {
 	ncm_device_set_sink(((DeviceLink *)link)->device, sink, user_data);
 }

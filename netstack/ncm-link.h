@@ -4,7 +4,7 @@
 
 /*
  * A link moves Ethernet frames; a stack (lwIP, the TAP backend) consumes
- * them. The stack hands the link an NcmDeviceSink (receive, receive_done,
+ * them. The stack hands the link an NcmLinkSink (receive, receive_done,
  * writable), which the link calls on its own data thread (for an
  * NcmDevice: the libusb event thread). The stack sends through the ops
  * below from any thread. Nothing here goes through a GMainContext.
@@ -22,7 +22,7 @@ typedef struct {
 	/* Any thread: the producer has nothing more queued. */
 	void (*flush)(NcmLink *link);
 	/* Attaches the stack's sink; call before start. */
-	void (*set_sink)(NcmLink *link, const NcmDeviceSink *sink, gpointer user_data);
+	void (*set_sink)(NcmLink *link, const NcmLinkSink *sink, gpointer user_data);
 	/* Starts delivering frames to the sink. */
 	gboolean (*start)(NcmLink *link, GError **error);
 	/* Stops delivery and waits until no sink callback runs. Not from the data thread. */

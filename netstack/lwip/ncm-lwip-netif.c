@@ -299,7 +299,7 @@ sink_writable(gpointer user_data)
 	lwip_core_unlock();
 }
 
-static const NcmDeviceSink netif_sink = {
+static const NcmLinkSink netif_sink = {
 	.receive = sink_receive,
 	.receive_done = sink_receive_done,
 	.writable = sink_writable,

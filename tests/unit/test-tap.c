@@ -65,7 +65,7 @@ typedef struct {
 	guint attempts;
 	gboolean blocked;
 	gboolean started;
-	const NcmDeviceSink *sink;
+	const NcmLinkSink *sink;
 	gpointer sink_data;
 } FakeLink;
 
@@ -105,7 +105,7 @@ fake_flush(NcmLink *link)
 }
 
 static void
-fake_set_sink(NcmLink *link, const NcmDeviceSink *sink, gpointer data)
+fake_set_sink(NcmLink *link, const NcmLinkSink *sink, gpointer data)
 {
 	FakeLink *f = (FakeLink *)link;
 

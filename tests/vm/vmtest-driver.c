@@ -284,7 +284,7 @@ static gboolean
 open_first(Test *t, GError **error)
 {
 	NcmDeviceOptions opts;
-	NcmDeviceSink sink = { .receive = on_receive };
+	NcmLinkSink sink = { .receive = on_receive };
 	g_autoptr(GPtrArray) all = NULL;
 	gint64 end = g_get_monotonic_time() + opt_timeout * G_USEC_PER_SEC;
 

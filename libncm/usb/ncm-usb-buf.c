@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-device-buf.c: transfer buffers in usbfs-mapped memory where the platform offers it. */
+/* ncm-usb-buf.c: transfer buffers in usbfs-mapped memory where the platform offers it. */
 #include <stdlib.h>
 
-#include "ncm-device-private.h"
+#include "ncm-usb-device.h"
 
 /*
  * Why: an ordinary buffer costs usbfs a kernel allocation per submission

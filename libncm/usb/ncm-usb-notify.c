@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-device-notify.c: the interrupt endpoint: link state and speed notifications. */
-#include "ncm-device-private.h"
+/* ncm-usb-notify.c: the interrupt endpoint: link state and speed notifications. */
+#include "ncm-usb-device.h"
 
 
 static void

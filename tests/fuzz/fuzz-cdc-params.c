@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* fuzz-ntb-params.c: fuzz target for the GET_NTB_PARAMETERS reply parser. */
+/* fuzz-cdc-params.c: fuzz target for the GET_NTB_PARAMETERS reply parser. */
 #include <string.h>
 
 #include "fuzz.h"

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-device.c: NcmDevice's life cycle, control-plane signals and stats. */
+/* ncm-usb-device.c: NcmDevice's life cycle, control-plane signals and stats. */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "ncm-device-private.h"
+#include "ncm-usb-device.h"
 
 
 /* How long close() waits for cancelled transfers before giving up on them. */
@@ -238,12 +238,12 @@ ncm_device_open(NcmContext *context, const NcmFunctionInfo *info,
 }
 
 void
-ncm_device_set_sink(NcmDevice *self, const NcmDeviceSink *sink, gpointer user_data)
+ncm_device_set_sink(NcmDevice *self, const NcmLinkSink *sink, gpointer user_data)
 {
 	g_return_if_fail(NCM_IS_DEVICE(self));
 	ncm_mutex_lock(&self->flight_lock);
 	if (self->state == NCM_STATE_OPEN) {
-		self->sink = sink ? *sink : (NcmDeviceSink){ 0 };
+		self->sink = sink ? *sink : (NcmLinkSink){ 0 };
 		self->sink_data = user_data;
 	} else {
 		g_critical("ncm_device_set_sink() called after ncm_device_start()");

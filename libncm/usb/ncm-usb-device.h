@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-device-private.h: NcmDevice's state, shared by its open/rx/tx/notify files. */
+/* ncm-usb-device.h: NcmDevice's state, shared by its open/rx/tx/notify files. */
 #pragma once
 
 #include <libusb.h>
 
 #include "ncm-cdc.h"
-#include "ncm-context-private.h"
+#include "ncm-usb-context.h"
 #include "ncm-device.h"
 #include "ncm-error.h"
 #include "ncm-ntb.h"
@@ -56,7 +56,7 @@ struct _NcmDevice {
 	GHashTable *dev_mem;      /* transfer buffers in usbfs-mapped memory (ncm-device-buf.c) */
 
 	/* Set before start, then read-only on the event thread. */
-	NcmDeviceSink sink;
+	NcmLinkSink sink;
 	gpointer sink_data;
 	NcmNtbParseConfig parse_config;
 	guint64 rx_batch_bytes;   /* event thread only */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-context.c: the libusb context, its event thread, device timers and hotplug. */
+/* ncm-usb-context.c: the libusb context, its event thread, device timers and hotplug. */
 #include <stdio.h>
 #include <string.h>
 
-#include "ncm-context-private.h"
+#include "ncm-usb-context.h"
 #include "ncm-error.h"
 
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-device-rx.c: bulk-IN transfers, parsed and resubmitted on the libusb event thread. */
+/* ncm-usb-rx.c: bulk-IN transfers, parsed and resubmitted on the libusb event thread. */
 #include <string.h>
 
-#include "ncm-device-private.h"
+#include "ncm-usb-device.h"
 
 
 /* In-flight depth by speed: usbfs keeps up only with several reads queued,

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-device-tx.c: packing datagrams into NTBs on the producer's thread, pacing, flushing. */
+/* ncm-usb-tx.c: packing datagrams into NTBs on the producer's thread, pacing, flushing. */
 #include <string.h>
 
-#include "ncm-device-private.h"
+#include "ncm-usb-device.h"
 
 
 #define NCM_DEFAULT_TX_TRANSFERS 8

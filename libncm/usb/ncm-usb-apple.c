@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-apple.c: asking Apple devices to expose their NCM function (iOS 17+ CoreDevice). */
+/* ncm-usb-apple.c: asking Apple devices to expose their NCM function (iOS 17+ CoreDevice). */
 #include "ncm-cdc.h"
-#include "ncm-context-private.h"
+#include "ncm-usb-context.h"
 #include "ncm-error.h"
 
 static int

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-link-tap.c: NcmLink over a TAP fd: a reader thread feeds the sink, sends are writev(). */
+/* ncm-link-tapfd.c: NcmLink over a TAP fd: a reader thread feeds the sink, sends are writev(). */
 #define G_LOG_DOMAIN "ncm-link"
 
 #include <errno.h>
@@ -25,7 +25,7 @@ typedef struct {
 	int fd;
 	int wake_fd;      /* eventfd: stop requested or poll set changed */
 	GThread *thread;
-	NcmDeviceSink sink;
+	NcmLinkSink sink;
 	gpointer sink_data;
 	gint stopping;     /* atomic */
 	gint want_writable; /* atomic: a send hit EAGAIN */
@@ -130,7 +130,7 @@ tap_flush(NcmLink *link)
 }
 
 static void
-tap_set_sink(NcmLink *link, const NcmDeviceSink *sink, gpointer user_data)
+tap_set_sink(NcmLink *link, const NcmLinkSink *sink, gpointer user_data)
 {
 	TapLink *t = (TapLink *)link;
 

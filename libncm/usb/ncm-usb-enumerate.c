@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-enumerate.c: finding NCM functions in every configuration, and NcmFunctionInfo. */
+/* ncm-usb-enumerate.c: finding NCM functions in every configuration, and NcmFunctionInfo. */
 #include <stdio.h>
 #include <string.h>
 
 #include "ncm-cdc.h"
-#include "ncm-context-private.h"
+#include "ncm-usb-context.h"
 #include "ncm-error.h"
 
 

@@ -114,7 +114,7 @@ sink_writable(gpointer user_data)
 		g_debug("tap: eventfd write: %s", g_strerror(errno));
 }
 
-static const NcmDeviceSink tap_sink = {
+static const NcmLinkSink tap_sink = {
 	.receive = sink_receive,
 	.receive_done = sink_receive_done,
 	.writable = sink_writable,

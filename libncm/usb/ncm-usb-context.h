@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-context-private.h: what NcmDevice needs from NcmContext. */
+/* ncm-usb-context.h: what NcmDevice needs from NcmContext. */
 #pragma once
 
 #include <libusb.h>

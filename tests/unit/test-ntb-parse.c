@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-ntb.c: the NTB parser against hand-built vectors and every reject reason. */
+/* test-ntb-parse.c: the NTB parser against hand-built vectors and every reject reason. */
 
 #include <glib.h>
 #include <string.h>

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-device-open.c: claiming the two interfaces and negotiating NTB parameters. */
+/* ncm-usb-open.c: claiming the two interfaces and negotiating NTB parameters. */
 #include <string.h>
 #include <unistd.h>
 
-#include "ncm-device-private.h"
+#include "ncm-usb-device.h"
 
 
 #define NCM_NTB_SIZE_CAP 65536u
