@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-le.h: bounds-checked little-endian field access for the pure layer. */
+/* ncm-le.h: bounds-checked field access for every byte a device or peer sends (little- and big-endian). */
 #pragma once
 
 /*
@@ -42,6 +42,22 @@ ncm_le32_at(const uint8_t *buf, size_t len, size_t off)
 		return 0;
 	return (uint32_t)buf[off] | (uint32_t)buf[off + 1] << 8 |
 	       (uint32_t)buf[off + 2] << 16 | (uint32_t)buf[off + 3] << 24;
+}
+
+/* Network byte order, for the Ethernet/ARP/IPv6 headers inside datagrams. */
+static inline uint16_t
+ncm_be16_at(const uint8_t *buf, size_t len, size_t off)
+{
+	if (!ncm_le_fits(len, off, 2))
+		return 0;
+	return (uint16_t)((unsigned)buf[off] << 8 | buf[off + 1]);
+}
+
+/* A pointer to @size bytes at @off, or NULL when they do not lie inside @len. */
+static inline const uint8_t *
+ncm_bytes_at(const uint8_t *buf, size_t len, size_t off, size_t size)
+{
+	return ncm_le_fits(len, off, size) ? buf + off : NULL;
 }
 
 /* Writers return false (writing nothing) when the field would not fit. */

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-eth.c: the checked Ethernet, ARP and neighbour discovery views (see ncm-eth.h). */
+#include <string.h>
+
+#include "ncm-eth.h"
+#include "ncm-le.h"
+
+bool
+ncm_eth_view(NcmEthView *ret, const uint8_t *frame, size_t len)
+{
+	if (!ncm_le_fits(len, 0, NCM_ETH_HLEN))
+		return false;
+	ret->dst = frame;
+	ret->src = frame + NCM_ETH_ALEN;
+	ret->type = ncm_be16_at(frame, len, 12);
+	ret->payload = frame + NCM_ETH_HLEN;
+	ret->payload_len = len - NCM_ETH_HLEN;
+	return true;
+}
+
+bool
+ncm_eth_arp(const NcmEthView *eth, NcmArpView *ret)
+{
+	const uint8_t *a = eth->payload;
+	size_t len = eth->payload_len;
+
+	/* Ethernet (1) over IPv4 (0x0800), 6- and 4-byte addresses. */
+	if (eth->type != NCM_ETH_P_ARP || !ncm_le_fits(len, 0, NCM_ARP_LEN) ||
+	    ncm_be16_at(a, len, 0) != 1 || ncm_be16_at(a, len, 2) != NCM_ETH_P_IPV4 ||
+	    ncm_le8_at(a, len, 4) != NCM_ETH_ALEN || ncm_le8_at(a, len, 5) != 4)
+		return false;
+	ret->op = ncm_be16_at(a, len, 6);
+	ret->sha = ncm_bytes_at(a, len, 8, NCM_ETH_ALEN);
+	ret->spa = ncm_bytes_at(a, len, 14, 4);
+	ret->tha = ncm_bytes_at(a, len, 18, NCM_ETH_ALEN);
+	ret->tpa = ncm_bytes_at(a, len, 24, 4);
+	return true;
+}
+
+bool
+ncm_eth_nd(const NcmEthView *eth, NcmNdView *ret)
+{
+	const uint8_t *ip = eth->payload;
+	size_t len = eth->payload_len, plen;
+	uint8_t type;
+
+	if (eth->type != NCM_ETH_P_IPV6 || !ncm_le_fits(len, 0, NCM_IP6_HLEN) ||
+	    ncm_le8_at(ip, len, 0) >> 4 != 6 || ncm_le8_at(ip, len, 6) != NCM_IP6_NEXT_ICMP6)
+		return false;
+	/* The payload length, not the frame's: frames may carry padding. */
+	plen = ncm_be16_at(ip, len, 4);
+	if (!ncm_le_fits(len, NCM_IP6_HLEN, plen) || plen < 4)
+		return false;
+	type = ncm_le8_at(ip, len, NCM_IP6_HLEN);
+	if (type < NCM_ND_RS || type > NCM_ND_REDIRECT)
+		return false;
+	ret->ip6 = ip;
+	ret->src = ip + 8;
+	ret->dst = ip + 24;
+	ret->hop_limit = ip[7];
+	ret->type = type;
+	ret->code = ncm_le8_at(ip, len, NCM_IP6_HLEN + 1);
+	ret->msg = ip + NCM_IP6_HLEN;
+	ret->msg_len = plen;
+	/* NS and NA: 4 bytes reserved/flags then the target; redirect the same. */
+	ret->target = type >= NCM_ND_NS ? ncm_bytes_at(ret->msg, plen, 8, 16) : NULL;
+	return true;
+}
+
+bool
+ncm_ip6_is_unspecified(const uint8_t addr[16])
+{
+	static const uint8_t zero[16];
+
+	return memcmp(addr, zero, 16) == 0;
+}
