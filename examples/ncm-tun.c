@@ -37,7 +37,6 @@ static gboolean opt_ntb32;
 static gboolean opt_no_up;
 static gboolean opt_tun;
 static gboolean opt_no_offload;
-static gint opt_fault_one_in;
 static gint opt_nudge_ms;
 
 static const GOptionEntry entries[] = {
@@ -71,14 +70,6 @@ static const GOptionEntry entries[] = {
 	{ "nudge-ms", 0, 0, G_OPTION_ARG_INT, &opt_nudge_ms,
 	  "Quiet time after a stream before the tail nudge, for gadgets (Linux f_ncm) that "
 	  "hold their last NTB; 0 = 100, -1 = never", "MS" },
-	/*
-	 * Test-only, hidden: damages about 1 in N received NTBs before parsing
-	 * (NcmDeviceOptions.fault_one_in), so tests/vm/guest-faults-tcp.sh can
-	 * show that sessions survive bad NTBs and that each one is counted.
-	 * Never useful on a real link.
-	 */
-	{ "fault-one-in", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt_fault_one_in,
-	  "Test only: corrupt, truncate or duplicate 1 in N received NTBs", "N" },
 	{ NULL }
 };
 
@@ -291,12 +282,6 @@ parse_options(Tun *tun, int *argc, char ***argv, GError **error)
 			    "--mtu %d: expected at least 68", opt_mtu);
 		return FALSE;
 	}
-	if (opt_fault_one_in < 0) {
-		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-			    "--fault-one-in %d: expected 0 (off) or more", opt_fault_one_in);
-		return FALSE;
-	}
-	tun->options.fault_one_in = (guint)opt_fault_one_in;
 	tun->options.nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
 	return TRUE;
 }

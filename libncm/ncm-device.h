@@ -26,8 +26,6 @@ typedef struct {
 	gboolean detach_kernel_driver; /* detach cdc_ncm & co (re-attached on close); TRUE */
 	gboolean ndp_first;          /* put the TX NDP after the NTH instead of at the end */
 	guint8 packet_filter;        /* SET_ETHERNET_PACKET_FILTER bits; 0 = default */
-	/* Test-only fault injection: corrupt/truncate/duplicate 1 in N received NTBs. */
-	guint fault_one_in;
 	/* RX quiet after a stream before the tail nudge, a workaround for
 	 * gadgets (Linux f_ncm) that hold a burst's last NTB: 32 ARP requests
 	 * to the device, once per stream end. 0 = 100 ms; NCM_NUDGE_OFF = never. */

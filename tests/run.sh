@@ -24,7 +24,7 @@ setup() { # dir, options...
 	fi
 }
 
-setup "$builddir" -Dwerror=true -Db_sanitize=address,undefined \
+setup "$builddir" -Dwerror=true -Db_sanitize=address,undefined -Dtest_hooks=true \
 	-Dlwip=enabled -Dlwip_src="$top/.cache/lwip" -Dfuzz=disabled
 ninja -C "$builddir"
 

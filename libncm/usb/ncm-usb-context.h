@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-usb-context.h: what NcmDevice needs from NcmContext. */
+/* ncm-usb-context.h: what the driver's parts need from NcmContext: libusb, the event thread's timeouts, posting. */
 #pragma once
 
 #include <libusb.h>
@@ -7,19 +7,27 @@
 #include "ncm-context.h"
 #include "ncm-sync.h"
 
-typedef struct _NcmDevice NcmDevice;
-
 libusb_context *ncm_context_get_usb(NcmContext *self);
+GMainContext *ncm_context_get_owner(NcmContext *self);
 gboolean ncm_context_is_event_thread(NcmContext *self);
 /* TRUE when libusb's own device list cannot be trusted to show arrivals. */
 gboolean ncm_context_needs_fresh_scan(NcmContext *self);
+/* Whether libusb's hotplug events can be relied on here (udevd runs). */
+gboolean ncm_context_hotplug_usable(void);
 
 /*
- * Devices with timed work (the last-resort TX flush, pacing) register here;
- * the event thread calls ncm_device_tick() after every event batch.
+ * Timed work on the event thread (a device's TX flush, pacing, tail nudge).
+ * @func runs after every event batch under the context's lock and returns
+ * when it next wants to run (monotonic us, G_MAXINT64 for never). It must
+ * not add or remove timeouts. Thread: any but the event thread.
  */
-void ncm_context_add_device(NcmContext *self, NcmDevice *device);
-void ncm_context_remove_device(NcmContext *self, NcmDevice *device);
+typedef gint64 (*NcmTimeoutFunc)(gpointer data, gint64 now_us);
+void ncm_context_add_timeout(NcmContext *self, NcmTimeoutFunc func, gpointer data);
+/* Once this returns, @func no longer runs for @data. */
+void ncm_context_remove_timeout(NcmContext *self, NcmTimeoutFunc func, gpointer data);
+/* Makes the event thread look at its timeouts before @deadline_us (monotonic). */
+void ncm_context_wake(NcmContext *self, gint64 deadline_us);
+
 /*
  * What a device learned and the next session on the same function should
  * start from (the tail nudge's addresses), by a key naming the function.
@@ -27,8 +35,12 @@ void ncm_context_remove_device(NcmContext *self, NcmDevice *device);
  */
 void ncm_context_remember(NcmContext *self, const gchar *key, gconstpointer data, gsize len);
 gboolean ncm_context_recall(NcmContext *self, const gchar *key, gpointer ret_data, gsize len);
-/* Makes the event thread look at its timers before @deadline_us (monotonic). */
-void ncm_context_wake(NcmContext *self, gint64 deadline_us);
+
+/* State another part hangs on the context (the watch), freed before libusb
+ * exits. Owner's main context only. */
+void ncm_context_attach(NcmContext *self, const gchar *key, gpointer data, GDestroyNotify destroy);
+gpointer ncm_context_get_attached(NcmContext *self, const gchar *key);
+
 void ncm_context_count_dispatch(NcmContext *self);
 /*
  * Queues @func on @owner as an idle source. Never runs it in place:
@@ -36,13 +48,3 @@ void ncm_context_count_dispatch(NcmContext *self);
  * nobody owns @owner, and signal handlers must not run there.
  */
 void ncm_context_post(GMainContext *owner, GSourceFunc func, gpointer data, GDestroyNotify destroy);
-
-/* Implemented by the device: timed work, returns the next deadline. */
-gint64 ncm_device_tick(NcmDevice *device, gint64 now_us);
-
-/* Function info, private side: NULL when found by a fresh scan (open by node). */
-libusb_device *ncm_function_info_get_usb_device(const NcmFunctionInfo *info);
-
-/* Maps a libusb error from an operation on @info to an actionable GError. */
-void ncm_set_usb_error(GError **error, int usb_err, const NcmFunctionInfo *info,
-		       const char *what);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-usb-device.c: NcmDevice's life cycle, control-plane signals and stats. */
+/* ncm-usb-device.c: NcmDevice's life cycle (open, start, close) and getters. */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -10,15 +10,6 @@
 
 /* How long close() waits for cancelled transfers before giving up on them. */
 #define NCM_CLOSE_WAIT_US (5 * G_USEC_PER_SEC)
-
-enum {
-	SIGNAL_LINK_CHANGED,
-	SIGNAL_SPEED_CHANGED,
-	SIGNAL_REMOVED,
-	SIGNAL_ERROR,
-	N_SIGNALS
-};
-static guint signals[N_SIGNALS];
 
 G_DEFINE_TYPE(NcmDevice, ncm_device, G_TYPE_OBJECT)
 
@@ -35,137 +26,6 @@ const gchar *
 ncm_stats_reject_name(guint index)
 {
 	return index < NCM_NTB_N_ERRORS ? ncm_ntb_error_name((NcmNtbError)index) : NULL;
-}
-
-/* ---- Control-plane events ------------------------------------------- */
-
-typedef struct {
-	NcmDevice *device;
-	guint signal;
-	gboolean up;
-	guint32 down_bps;
-	guint32 up_bps;
-	GError *error;
-} NcmEvent;
-
-static gboolean
-event_dispatch(gpointer data)
-{
-	NcmEvent *ev = data;
-
-	switch (ev->signal) {
-	case SIGNAL_LINK_CHANGED:
-		g_signal_emit(ev->device, signals[ev->signal], 0, ev->up);
-		break;
-	case SIGNAL_SPEED_CHANGED:
-		g_signal_emit(ev->device, signals[ev->signal], 0, ev->down_bps, ev->up_bps);
-		break;
-	case SIGNAL_REMOVED:
-		g_signal_emit(ev->device, signals[ev->signal], 0);
-		break;
-	case SIGNAL_ERROR:
-		g_signal_emit(ev->device, signals[ev->signal], 0, ev->error);
-		break;
-	}
-	return G_SOURCE_REMOVE;
-}
-
-static void
-event_free(gpointer data)
-{
-	NcmEvent *ev = data;
-
-	g_clear_error(&ev->error);
-	g_object_unref(ev->device);
-	g_free(ev);
-}
-
-static void
-post(NcmDevice *self, NcmEvent *ev)
-{
-	ev->device = g_object_ref(self);
-	NCM_STAT_ADD(self, main_dispatches, 1);
-	ncm_context_count_dispatch(self->context);
-	ncm_context_post(self->owner, event_dispatch, ev, event_free);
-}
-
-void
-ncm_device_post_removed(NcmDevice *self)
-{
-	if (!g_atomic_int_compare_and_exchange(&self->removed_emitted, 0, 1))
-		return;
-	NcmEvent *ev = g_new0(NcmEvent, 1);
-	ev->signal = SIGNAL_REMOVED;
-	post(self, ev);
-}
-
-void
-ncm_device_mark_gone(NcmDevice *self)
-{
-	g_atomic_int_set(&self->gone, 1);
-	ncm_device_post_removed(self);
-}
-
-void
-ncm_device_post_link(NcmDevice *self, gboolean up)
-{
-	NcmEvent *ev = g_new0(NcmEvent, 1);
-
-	g_atomic_int_set(&self->link_up, up);
-	ev->signal = SIGNAL_LINK_CHANGED;
-	ev->up = up;
-	post(self, ev);
-}
-
-void
-ncm_device_post_speed(NcmDevice *self, guint32 down, guint32 up)
-{
-	NcmEvent *ev = g_new0(NcmEvent, 1);
-
-	__atomic_store_n(&self->down_bps, down, __ATOMIC_RELAXED);
-	__atomic_store_n(&self->up_bps, up, __ATOMIC_RELAXED);
-	ev->signal = SIGNAL_SPEED_CHANGED;
-	ev->down_bps = down;
-	ev->up_bps = up;
-	post(self, ev);
-}
-
-void
-ncm_device_post_error(NcmDevice *self, GError *error)
-{
-	NcmEvent *ev = g_new0(NcmEvent, 1);
-
-	g_warning("%s", error->message);
-	ev->signal = SIGNAL_ERROR;
-	ev->error = error;
-	post(self, ev);
-}
-
-/* ---- Flight accounting ---------------------------------------------- */
-
-int
-ncm_device_submit(NcmDevice *self, struct libusb_transfer *xfer, gboolean counted)
-{
-	int r = LIBUSB_ERROR_INTERRUPTED;
-
-	ncm_mutex_lock(&self->flight_lock);
-	if (self->state == NCM_STATE_RUNNING)
-		r = libusb_submit_transfer(xfer);
-	if (r == 0 && !counted)
-		self->in_flight++;
-	else if (r != 0 && counted && --self->in_flight == 0)
-		g_cond_broadcast(&self->flight_cond);
-	ncm_mutex_unlock(&self->flight_lock);
-	return r;
-}
-
-void
-ncm_device_landed(NcmDevice *self)
-{
-	ncm_mutex_lock(&self->flight_lock);
-	if (--self->in_flight == 0)
-		g_cond_broadcast(&self->flight_cond);
-	ncm_mutex_unlock(&self->flight_lock);
 }
 
 /* ---- Life cycle ----------------------------------------------------- */
@@ -233,7 +93,10 @@ ncm_device_open(NcmContext *context, const NcmFunctionInfo *info,
 	if (!ncm_device_claim(self, error) || !ncm_device_negotiate(self, error) ||
 	    !ncm_device_rx_setup(self, error) || !ncm_device_tx_setup(self, error))
 		return NULL;
-	ncm_context_add_device(context, self);
+#ifdef NCM_TEST_HOOKS
+	ncm_device_fault_init(self);
+#endif
+	ncm_device_timers_setup(self);
 	return g_steal_pointer(&self);
 }
 
@@ -266,6 +129,7 @@ ncm_device_start(NcmDevice *self, GError **error)
 	g_atomic_int_set(&self->running, 1);
 	ncm_mutex_unlock(&self->flight_lock);
 
+	ncm_device_timers_start(self);
 	if (!ncm_device_rx_start(self, error) || !ncm_device_intr_start(self, error)) {
 		ncm_device_close(self);
 		return FALSE;
@@ -276,19 +140,11 @@ ncm_device_start(NcmDevice *self, GError **error)
 static void
 cancel_and_wait(NcmDevice *self)
 {
-	gint64 deadline = g_get_monotonic_time() + NCM_CLOSE_WAIT_US;
-	gboolean timed_out = FALSE;
-
 	ncm_device_rx_cancel(self);
 	ncm_device_tx_cancel(self);
 	if (self->intr)
 		libusb_cancel_transfer(self->intr);
-
-	ncm_mutex_lock(&self->flight_lock);
-	while (self->in_flight > 0 && !timed_out)
-		timed_out = !ncm_cond_wait_until(&self->flight_cond, &self->flight_lock, deadline);
-	ncm_mutex_unlock(&self->flight_lock);
-	if (timed_out) {
+	if (!ncm_device_flight_wait(self, g_get_monotonic_time() + NCM_CLOSE_WAIT_US)) {
 		/* Freeing a transfer libusb still holds would be a use-after-free: leak it. */
 		g_warning("%u USB transfers did not finish after cancelling; leaking them",
 			  self->in_flight);
@@ -314,16 +170,11 @@ ncm_device_close(NcmDevice *self)
 	}
 	self->state = NCM_STATE_CLOSING;
 	g_atomic_int_set(&self->running, 0);
-	GThread *clear = g_steal_pointer(&self->clear_thread);
 	ncm_mutex_unlock(&self->flight_lock);
 
-	if (clear)
-		g_thread_join(clear);
+	ncm_device_halt_stop(self);
 	cancel_and_wait(self);
-	if (self->context) {
-		ncm_context_remove_device(self->context, self);
-		ncm_device_rx_remember(self);
-	}
+	ncm_device_timers_stop(self);
 	/* Buffers first: mapped ones belong to the handle that release closes. */
 	ncm_device_rx_free(self);
 	ncm_device_tx_free(self);
@@ -361,31 +212,15 @@ ncm_device_init(NcmDevice *self)
 	self->owner = g_main_context_ref_thread_default();
 	self->stalled = g_ptr_array_new();
 	self->fd = -1;
-	self->fault_state = 0x9e3779b9u;
 }
 
 static void
 ncm_device_class_init(NcmDeviceClass *klass)
 {
 	GObjectClass *object_class = G_OBJECT_CLASS(klass);
-	GType type = G_TYPE_FROM_CLASS(klass);
 
 	object_class->finalize = ncm_device_finalize;
-
-	/** NcmDevice::link-changed: @up: the NETWORK_CONNECTION state. */
-	signals[SIGNAL_LINK_CHANGED] = g_signal_new("link-changed", type, G_SIGNAL_RUN_LAST, 0,
-						    NULL, NULL, NULL, G_TYPE_NONE, 1,
-						    G_TYPE_BOOLEAN);
-	/** NcmDevice::speed-changed: @down_bps, @up_bps from CONNECTION_SPEED_CHANGE. */
-	signals[SIGNAL_SPEED_CHANGED] = g_signal_new("speed-changed", type, G_SIGNAL_RUN_LAST, 0,
-						     NULL, NULL, NULL, G_TYPE_NONE, 2, G_TYPE_UINT,
-						     G_TYPE_UINT);
-	/** NcmDevice::removed: the device went away; call ncm_device_close(). */
-	signals[SIGNAL_REMOVED] = g_signal_new("removed", type, G_SIGNAL_RUN_LAST, 0, NULL, NULL,
-					       NULL, G_TYPE_NONE, 0);
-	/** NcmDevice::error: @error: the data path hit something it cannot recover from. */
-	signals[SIGNAL_ERROR] = g_signal_new("error", type, G_SIGNAL_RUN_LAST, 0, NULL, NULL,
-					     NULL, G_TYPE_NONE, 1, G_TYPE_ERROR);
+	ncm_device_events_class_init(object_class);
 }
 
 /* ---- Getters --------------------------------------------------------- */

@@ -1,19 +1,34 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-usb-device.h: NcmDevice's state, shared by its open/rx/tx/notify files. */
+/* ncm-usb-device.h: NcmDevice's state, shared by the driver's files, and what each of them offers the others. */
 #pragma once
 
 #include <libusb.h>
 
 #include "ncm-cdc.h"
-#include "ncm-usb-context.h"
 #include "ncm-device.h"
 #include "ncm-error.h"
+#include "ncm-ntb-sched.h"
 #include "ncm-ntb.h"
 #include "ncm-nudge.h"
 #include "ncm-sync.h"
+#include "ncm-usb-context.h"
+#include "ncm-usb-function.h"
+
+/*
+ * Who calls whom, so that no two files call each other:
+ *
+ *   ncm-usb-device.c   life cycle, getters ─┬─> open, rx, tx, notify, timers, halt
+ *   ncm-usb-rx.c       bulk IN              ├─> timers (what RX saw), halt, fault
+ *   ncm-usb-notify.c   interrupt IN         │
+ *   ncm-usb-timers.c   the one timeout      └─> tx (flush, pacing, nudge frames)
+ *   ncm-usb-tx.c       bulk OUT
+ *   ncm-usb-halt.c     clearing a STALL
+ *     ... all of them ─> ncm-usb-flight.c (submit/landed), ncm-usb-events.c
+ *                        (signals to the owner), ncm-usb-buf.c, the context
+ */
 
 #define NCM_MAX_RX_TRANSFERS 64
-#define NCM_MAX_TX_TRANSFERS 64
+#define NCM_MAX_TX_TRANSFERS NCM_NTB_SCHED_MAX_SLOTS
 #define NCM_CONTROL_TIMEOUT_MS 3000
 
 typedef struct {
@@ -60,8 +75,11 @@ struct _NcmDevice {
 	gpointer sink_data;
 	NcmNtbParseConfig parse_config;
 	guint64 rx_batch_bytes;   /* event thread only */
+#ifdef NCM_TEST_HOOKS
+	guint fault_one_in;       /* ncm-usb-fault.c: NCM_TEST_FAULT_ONE_IN at open */
 	guint32 fault_state;      /* event thread only: xorshift for fault injection */
-	NcmNudge nudge;           /* event thread only (RX learns, ncm_device_tick() sends) */
+#endif
+	NcmNudge nudge;           /* event thread only (RX reports, ncm-usb-timers.c sends) */
 
 	/*
 	 * Guards state, in_flight and the stalled list. Taken around every
@@ -93,19 +111,10 @@ struct _NcmDevice {
 	GMutex tx_lock;
 	NcmSlot *tx;
 	guint n_tx;
-	guint *tx_free;           /* stack of free slot indices */
-	guint n_free;
-	NcmSlot *tx_open;         /* slot being packed, or NULL */
-	gint64 tx_open_since;
+	NcmNtbSched sched;        /* which slot is open, free, held by the pacer */
 	NcmNtbPacker packer;
 	guint16 tx_sequence;
 	gboolean want_writable;
-	guint *paced;             /* ring of closed slots held back by pacing */
-	guint paced_head;
-	guint paced_count;
-	guint64 pace;             /* bytes/s, 0 = off */
-	gint64 tokens;            /* bytes the pacer may send now (may go negative) */
-	gint64 tokens_at;         /* when tokens were last refilled */
 	NcmNudgeTx nudge_tx;      /* the host's ARP requests, for the tail nudge */
 
 	NcmStats stats;           /* every field updated with relaxed atomics */
@@ -113,18 +122,15 @@ struct _NcmDevice {
 
 #define NCM_STAT_ADD(dev, field, n) __atomic_add_fetch(&(dev)->stats.field, (n), __ATOMIC_RELAXED)
 
-/* ncm-device.c: control-plane events, posted to the owner's main context. */
+/* ncm-usb-events.c: control-plane events, posted to the owner's main context. */
+void ncm_device_events_class_init(GObjectClass *klass);
 void ncm_device_post_removed(NcmDevice *self);
 void ncm_device_post_link(NcmDevice *self, gboolean up);
 void ncm_device_post_speed(NcmDevice *self, guint32 down, guint32 up);
 void ncm_device_post_error(NcmDevice *self, GError *error);
 void ncm_device_mark_gone(NcmDevice *self);
 
-/* ncm-device-open.c */
-gboolean ncm_device_claim(NcmDevice *self, GError **error);
-gboolean ncm_device_negotiate(NcmDevice *self, GError **error);
-void ncm_device_release(NcmDevice *self);
-
+/* ncm-usb-flight.c: every transfer in flight is counted, so close() can wait for them. */
 /*
  * Submits under flight_lock unless closing. @counted: @xfer is a completed
  * transfer being resubmitted, already in the flight count (which a failure
@@ -133,23 +139,55 @@ void ncm_device_release(NcmDevice *self);
 int ncm_device_submit(NcmDevice *self, struct libusb_transfer *xfer, gboolean counted);
 /* A transfer left the flight (not resubmitted). */
 void ncm_device_landed(NcmDevice *self);
+/* Waits until nothing is in flight or @deadline (monotonic); FALSE on timeout. */
+gboolean ncm_device_flight_wait(NcmDevice *self, gint64 deadline);
 
-/* ncm-device-rx.c */
-gboolean ncm_device_rx_setup(NcmDevice *self, GError **error);
-gint64 ncm_device_rx_tick(NcmDevice *self, gint64 now);
-void ncm_device_rx_remember(NcmDevice *self);
-gboolean ncm_device_rx_start(NcmDevice *self, GError **error);
-void ncm_device_rx_cancel(NcmDevice *self);
-void ncm_device_rx_free(NcmDevice *self);
+/* ncm-usb-open.c */
+gboolean ncm_device_claim(NcmDevice *self, GError **error);
+gboolean ncm_device_negotiate(NcmDevice *self, GError **error);
+void ncm_device_release(NcmDevice *self);
 
-/* ncm-device-tx.c */
-gboolean ncm_device_tx_setup(NcmDevice *self, GError **error);
-void ncm_device_tx_cancel(NcmDevice *self);
-void ncm_device_tx_free(NcmDevice *self);
-
+/* ncm-usb-buf.c */
 guint8 *ncm_device_buf_alloc(NcmDevice *self, gsize size);
 void ncm_device_buf_free(NcmDevice *self, guint8 *buf, gsize size);
 guint ncm_device_buf_mapped(NcmDevice *self);
 
-/* ncm-device-notify.c */
+/* ncm-usb-rx.c */
+gboolean ncm_device_rx_setup(NcmDevice *self, GError **error);
+gboolean ncm_device_rx_start(NcmDevice *self, GError **error);
+void ncm_device_rx_cancel(NcmDevice *self);
+void ncm_device_rx_free(NcmDevice *self);
+
+/* ncm-usb-halt.c: a STALLed bulk-IN transfer waits for CLEAR_FEATURE on a thread. */
+void ncm_device_halt_stalled(NcmDevice *self, NcmSlot *slot);
+/* At close, once nothing resubmits: joins the clearing thread. */
+void ncm_device_halt_stop(NcmDevice *self);
+
+/* ncm-usb-tx.c */
+gboolean ncm_device_tx_setup(NcmDevice *self, GError **error);
+/* Event thread: the last-resort flush and paced NTBs due; returns the next deadline. */
+gint64 ncm_device_tx_tick(NcmDevice *self, gint64 now);
+/* Event thread: what the host's ARP requests taught TX since the last call. */
+void ncm_device_tx_take_nudge(NcmDevice *self, NcmNudgeTx *ret_tx);
+void ncm_device_tx_cancel(NcmDevice *self);
+void ncm_device_tx_free(NcmDevice *self);
+
+/* ncm-usb-notify.c */
 gboolean ncm_device_intr_start(NcmDevice *self, GError **error);
+
+/* ncm-usb-timers.c: the device's one timeout on the event thread (TX's
+ * flush and pacing, the tail nudge), and what RX reports to the nudge. */
+void ncm_device_timers_setup(NcmDevice *self);
+void ncm_device_timers_start(NcmDevice *self);
+void ncm_device_timers_stop(NcmDevice *self);
+void ncm_device_nudge_ntb_begin(NcmDevice *self, gint64 now);
+void ncm_device_nudge_learn(NcmDevice *self, const guint8 *frame, gsize len);
+void ncm_device_nudge_ntb_end(NcmDevice *self, guint datagrams, gsize bytes);
+
+#ifdef NCM_TEST_HOOKS
+/* ncm-usb-fault.c (test builds only): damages 1 in NCM_TEST_FAULT_ONE_IN
+ * received NTBs before @parse sees them. */
+typedef void (*NcmParseFunc)(NcmDevice *self, const guint8 *buf, gsize len);
+void ncm_device_fault_init(NcmDevice *self);
+void ncm_device_fault_rx(NcmDevice *self, guint8 *buf, gsize len, NcmParseFunc parse);
+#endif

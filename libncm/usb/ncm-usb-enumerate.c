@@ -1,106 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-usb-enumerate.c: finding NCM functions in every configuration, and NcmFunctionInfo. */
+/* ncm-usb-enumerate.c: finding NCM functions in every configuration of every device. */
 #include <stdio.h>
 #include <string.h>
 
 #include "ncm-cdc.h"
 #include "ncm-usb-context.h"
+#include "ncm-usb-function.h"
 #include "ncm-error.h"
 
 
 /* Configuration blobs are at most wTotalLength = 65535 bytes. */
 #define NCM_MAX_FUNCTIONS_PER_CONFIG 8
-
-typedef struct {
-	NcmFunctionInfo pub;
-	libusb_device *dev;   /* from the context's own list; NULL if found by a fresh scan */
-} NcmFunctionInfoPriv;
-
-/* Spelled out: G_DEFINE_BOXED_TYPE trips -Wpedantic with GLib 2.74's headers. */
-GType
-ncm_function_info_get_type(void)
-{
-	static gsize type;
-
-	if (g_once_init_enter(&type)) {
-		GType t = g_boxed_type_register_static(g_intern_static_string("NcmFunctionInfo"),
-						       (GBoxedCopyFunc)ncm_function_info_ref,
-						       (GBoxedFreeFunc)ncm_function_info_unref);
-		g_once_init_leave(&type, t);
-	}
-	return type;
-}
-
-NcmFunctionInfo *
-ncm_function_info_ref(NcmFunctionInfo *info)
-{
-	return g_atomic_rc_box_acquire(info);
-}
-
-static void
-function_info_clear(gpointer data)
-{
-	NcmFunctionInfoPriv *priv = data;
-
-	g_free(priv->pub.port_path);
-	g_free(priv->pub.manufacturer);
-	g_free(priv->pub.product);
-	g_free(priv->pub.serial);
-	g_free(priv->pub.kernel_driver);
-	g_free(priv->pub.access_error);
-	if (priv->dev)
-		libusb_unref_device(priv->dev);
-}
-
-void
-ncm_function_info_unref(NcmFunctionInfo *info)
-{
-	if (info)
-		g_atomic_rc_box_release_full(info, function_info_clear);
-}
-
-libusb_device *
-ncm_function_info_get_usb_device(const NcmFunctionInfo *info)
-{
-	return ((const NcmFunctionInfoPriv *)info)->dev;
-}
-
-gchar *
-ncm_function_info_dup_usbfs_path(const NcmFunctionInfo *info)
-{
-	return g_strdup_printf("/dev/bus/usb/%03u/%03u", info->bus, info->address);
-}
-
-void
-ncm_set_usb_error(GError **error, int usb_err, const NcmFunctionInfo *info, const char *what)
-{
-	g_autofree gchar *node = ncm_function_info_dup_usbfs_path(info);
-
-	switch (usb_err) {
-	case LIBUSB_ERROR_ACCESS:
-		g_set_error(error, NCM_ERROR, NCM_ERROR_PERMISSION,
-			    "%s: no permission on %s: run as root, or add a udev rule such as "
-			    "SUBSYSTEM==\"usb\", ATTR{idVendor}==\"%04x\", ATTR{idProduct}==\"%04x\", "
-			    "MODE=\"0660\", GROUP=\"plugdev\" and replug the device",
-			    what, node, info->vid, info->pid);
-		break;
-	case LIBUSB_ERROR_BUSY:
-		g_set_error(error, NCM_ERROR, NCM_ERROR_BUSY,
-			    "%s: %s (%04x:%04x) is claimed by another process or driver: "
-			    "stop the other program (another ncm-tun?) and try again",
-			    what, node, info->vid, info->pid);
-		break;
-	case LIBUSB_ERROR_NO_DEVICE:
-	case LIBUSB_ERROR_NOT_FOUND:
-		g_set_error(error, NCM_ERROR, NCM_ERROR_GONE,
-			    "%s: %s (%04x:%04x) is gone: it was unplugged or reset; replug it",
-			    what, node, info->vid, info->pid);
-		break;
-	default:
-		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED, "%s on %s (%04x:%04x) failed: %s",
-			    what, node, info->vid, info->pid, libusb_strerror(usb_err));
-	}
-}
 
 /* ---- Raw configuration blob, rebuilt from libusb's parse ---------------- */
 
@@ -241,10 +151,8 @@ typedef struct {
 static NcmFunctionInfo *
 info_new(DeviceScan *scan, const NcmCdcFunction *f)
 {
-	NcmFunctionInfoPriv *priv = g_atomic_rc_box_new0(NcmFunctionInfoPriv);
-	NcmFunctionInfo *info = &priv->pub;
+	NcmFunctionInfo *info = ncm_function_info_new(scan->keep_dev ? scan->dev : NULL);
 
-	priv->dev = scan->keep_dev ? libusb_ref_device(scan->dev) : NULL;
 	info->bus = libusb_get_bus_number(scan->dev);
 	info->address = libusb_get_device_address(scan->dev);
 	info->port_path = g_strdup(scan->path);
@@ -383,60 +291,3 @@ ncm_context_enumerate(NcmContext *self, const NcmMatch *match, GError **error)
 }
 
 /* ---- Matching --------------------------------------------------------- */
-
-static gboolean
-parse_mac(const gchar *s, guint8 mac[6])
-{
-	unsigned v[6];
-
-	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6 ||
-	    strlen(s) != 17)
-		return FALSE;
-	for (int i = 0; i < 6; i++)
-		mac[i] = (guint8)v[i];
-	return TRUE;
-}
-
-gboolean
-ncm_match_parse(NcmMatch *match, const gchar *text, GError **error)
-{
-	unsigned vid, pid;
-	char tail;
-
-	if (g_str_has_prefix(text, "serial=")) {
-		match->serial = text + 7;
-	} else if (g_str_has_prefix(text, "path=")) {
-		match->port_path = text + 5;
-	} else if (g_str_has_prefix(text, "mac=")) {
-		if (!parse_mac(text + 4, match->mac))
-			goto bad;
-		match->have_mac = TRUE;
-	} else if (sscanf(text, "%4x:%4x%c", &vid, &pid, &tail) == 2) {
-		match->vid = (guint16)vid;
-		match->pid = (guint16)pid;
-	} else {
-		goto bad;
-	}
-	return TRUE;
-bad:
-	g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
-		    "cannot understand device selector \"%s\": use VID:PID (hex), serial=S, "
-		    "path=BUS-PORT[.PORT...] or mac=aa:bb:cc:dd:ee:ff", text);
-	return FALSE;
-}
-
-gboolean
-ncm_match_test(const NcmMatch *match, const NcmFunctionInfo *info)
-{
-	if (match->vid && match->vid != info->vid)
-		return FALSE;
-	if (match->pid && match->pid != info->pid)
-		return FALSE;
-	if (match->serial && g_strcmp0(match->serial, info->serial) != 0)
-		return FALSE;
-	if (match->port_path && g_strcmp0(match->port_path, info->port_path) != 0)
-		return FALSE;
-	if (match->have_mac && (!info->have_mac || memcmp(match->mac, info->mac, 6) != 0))
-		return FALSE;
-	return TRUE;
-}

@@ -9,10 +9,6 @@
  * and a gadget must never find all of them busy while the event thread is
  * in the sink (see rx_completed()): more than f_ncm's 10 IN requests at
  * high speed. */
-/* Well under TCP's shortest retransmission timeout (200 ms on Linux), so a
- * held tail costs less than one RTO. */
-#define NCM_DEFAULT_NUDGE_MS 100
-
 static guint
 default_rx_transfers(guint speed_mbps)
 {
@@ -29,21 +25,10 @@ deliver(void *user_data, const uint8_t *datagram, size_t len)
 	NcmDevice *self = user_data;
 
 	self->rx_batch_bytes += len;
-	ncm_nudge_learn(&self->nudge, datagram, len);
+	ncm_device_nudge_learn(self, datagram, len);
 	if (self->sink.receive)
 		self->sink.receive(self->sink_data, datagram, len);
 	return true;
-}
-
-static guint32
-fault_next(NcmDevice *self)
-{
-	guint32 x = self->fault_state;
-
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	return self->fault_state = x;
 }
 
 static void
@@ -52,10 +37,9 @@ parse_one(NcmDevice *self, const guint8 *buf, gsize len)
 	NcmNtbParseResult res;
 
 	self->rx_batch_bytes = 0;
-	ncm_nudge_ntb_begin(&self->nudge, g_get_monotonic_time());
+	ncm_device_nudge_ntb_begin(self, g_get_monotonic_time());
 	ncm_ntb_parse(&self->parse_config, buf, len, deliver, self, &res);
-	if (ncm_nudge_ntb_end(&self->nudge, res.datagrams, self->rx_batch_bytes))
-		NCM_STAT_ADD(self, rx_nudge_freed, 1);
+	ncm_device_nudge_ntb_end(self, res.datagrams, self->rx_batch_bytes);
 	NCM_STAT_ADD(self, rx_ntbs, 1);
 	NCM_STAT_ADD(self, rx_datagrams, res.datagrams);
 	NCM_STAT_ADD(self, rx_bytes, self->rx_batch_bytes);
@@ -66,93 +50,6 @@ parse_one(NcmDevice *self, const guint8 *buf, gsize len)
 				NCM_STAT_ADD(self, rx_rejects[i], res.reasons[i]);
 		g_debug("bad NTB (seq %u): %u rejects", res.sequence, res.rejects);
 	}
-}
-
-/*
- * Test-only: damages one NTB in fault_one_in, the way a bad cable or a
- * buggy device would, so the VM tests can prove that good frames survive.
- */
-static void
-parse_with_faults(NcmDevice *self, guint8 *buf, gsize len)
-{
-	guint32 r = fault_next(self);
-
-	if (r % self->options.fault_one_in != 0 || len == 0) {
-		parse_one(self, buf, len);
-		return;
-	}
-	switch ((r >> 16) % 3) {
-	case 0:
-		buf[(r >> 8) % len] ^= (guint8)(1u << (r & 7));
-		parse_one(self, buf, len);
-		break;
-	case 1:
-		parse_one(self, buf, (r >> 8) % len);
-		break;
-	default:
-		parse_one(self, buf, len);
-		parse_one(self, buf, len);
-		break;
-	}
-}
-
-static void
-resubmit_stalled(NcmDevice *self, GPtrArray *slots)
-{
-	for (guint i = 0; i < slots->len; i++) {
-		NcmSlot *slot = g_ptr_array_index(slots, i);
-		int r = ncm_device_submit(self, slot->xfer, FALSE);
-
-		if (r < 0 && r != LIBUSB_ERROR_INTERRUPTED)
-			ncm_device_post_error(self, g_error_new(NCM_ERROR, NCM_ERROR_FAILED,
-						"receiving stopped: resubmitting after a stall "
-						"failed (%s); reopen the device", libusb_strerror(r)));
-	}
-}
-
-/* Clears the halt until no stalled transfer is left, then says it is done. */
-static gpointer
-clear_halt_thread(gpointer data)
-{
-	NcmDevice *self = data;
-
-	for (;;) {
-		int r = libusb_clear_halt(self->handle, self->info->bulk_in_ep);
-		g_autoptr(GPtrArray) slots = NULL;
-
-		if (r < 0)
-			g_debug("clearing the bulk-IN halt: %s", libusb_strerror(r));
-		ncm_mutex_lock(&self->flight_lock);
-		if (self->stalled->len == 0 || self->state != NCM_STATE_RUNNING) {
-			self->clear_done = TRUE;
-			ncm_mutex_unlock(&self->flight_lock);
-			return NULL;
-		}
-		slots = g_steal_pointer(&self->stalled);
-		self->stalled = g_ptr_array_new();
-		ncm_mutex_unlock(&self->flight_lock);
-		resubmit_stalled(self, slots);
-	}
-}
-
-/* A STALL needs a synchronous CLEAR_FEATURE, which the event thread must not do. */
-static void
-handle_stall(NcmDevice *self, NcmSlot *slot)
-{
-	NCM_STAT_ADD(self, rx_stalls, 1);
-	ncm_mutex_lock(&self->flight_lock);
-	g_ptr_array_add(self->stalled, slot);
-	if (self->clear_thread && self->clear_done) {
-		/* It has returned (clear_done is its last act): joining does not block. */
-		g_thread_join(g_steal_pointer(&self->clear_thread));
-	}
-	if (self->state == NCM_STATE_RUNNING && !self->clear_thread) {
-		self->clear_done = FALSE;
-		self->clear_thread = g_thread_new("ncm-clear-halt", clear_halt_thread, self);
-	}
-	if (--self->in_flight == 0)
-		g_cond_broadcast(&self->flight_cond);
-	ncm_mutex_unlock(&self->flight_lock);
 }
 
 static void
@@ -188,10 +85,11 @@ rx_completed(NcmDevice *self, NcmSlot *slot, struct libusb_transfer *xfer)
 	/* Counted anew: this callback keeps its own count until the sink is
 	 * done with the buffer, so close() cannot free it under the parser. */
 	r = ncm_device_submit(self, xfer, FALSE);
-	if (self->options.fault_one_in)
-		parse_with_faults(self, filled, len);
-	else
-		parse_one(self, filled, len);
+#ifdef NCM_TEST_HOOKS
+	ncm_device_fault_rx(self, filled, len, parse_one);
+#else
+	parse_one(self, filled, len);
+#endif
 	if (self->sink.receive_done)
 		self->sink.receive_done(self->sink_data);
 	resubmit_failed(self, r);
@@ -217,7 +115,7 @@ rx_complete(struct libusb_transfer *xfer)
 		ncm_device_landed(self);
 		return;
 	case LIBUSB_TRANSFER_STALL:
-		handle_stall(self, slot);
+		ncm_device_halt_stalled(self, slot);
 		return;
 	case LIBUSB_TRANSFER_OVERFLOW:
 		NCM_STAT_ADD(self, rx_overflows, 1);
@@ -230,74 +128,10 @@ rx_complete(struct libusb_transfer *xfer)
 	resubmit_failed(self, r);
 }
 
-static gchar *
-nudge_key(NcmDevice *self)
-{
-	return g_strdup_printf("nudge:%s:%s:%u", self->info->port_path ? self->info->port_path : "",
-			       self->info->serial ? self->info->serial : "", self->info->comm_iface);
-}
-
-/* At close, once the event thread no longer ticks the device. */
-void
-ncm_device_rx_remember(NcmDevice *self)
-{
-	g_autofree gchar *key = NULL;
-
-	if (!self->rx || !self->context)
-		return;
-	key = nudge_key(self);
-	ncm_context_remember(self->context, key, &self->nudge, sizeof(self->nudge));
-}
-
-/* Event thread: sends the tail nudge (ncm-nudge.h) when a stream has gone quiet. */
-gint64
-ncm_device_rx_tick(NcmDevice *self, gint64 now)
-{
-	guint8 frame[NCM_NUDGE_FRAME_LEN];
-	gint64 due;
-
-	if (self->options.nudge_ms == NCM_NUDGE_OFF)
-		return G_MAXINT64;
-	due = ncm_nudge_due(&self->nudge, (gint64)self->options.nudge_ms * 1000);
-	if (due > now)
-		return due;
-	g_debug("tail nudge at %" G_GINT64_FORMAT " ms: last data %" G_GINT64_FORMAT
-		" ms, stream %" G_GINT64_FORMAT " ms, ask %" G_GINT64_FORMAT " ms", now / 1000,
-		self->nudge.last_data / 1000, self->nudge.stream_at / 1000,
-		self->nudge.asked_at / 1000);
-	if (ncm_nudge_frame(&self->nudge, frame)) {
-		/* One NTB, which the device answers with as many replies. */
-		for (guint i = 0; i < NCM_NUDGE_FRAMES; i++)
-			if (ncm_device_send(self, frame, sizeof(frame)) != NCM_SEND_OK)
-				break;
-		ncm_device_flush(self);
-		NCM_STAT_ADD(self, rx_nudges, 1);
-		/* Its own requests are not the host's asking. */
-		ncm_mutex_lock(&self->tx_lock);
-		self->nudge_tx.fresh = FALSE;
-		self->nudge_tx.asked_at = 0;
-		ncm_mutex_unlock(&self->tx_lock);
-	}
-	ncm_nudge_sent(&self->nudge, now);
-	return G_MAXINT64;
-}
-
 gboolean
 ncm_device_rx_setup(NcmDevice *self, GError **error)
 {
 	NcmNtbInfo *n = &self->ntb;
-
-	ncm_nudge_init(&self->nudge);
-	{
-		g_autofree gchar *key = nudge_key(self);
-		NcmNudge last;
-
-		/* Not yet registered with the event thread: no tick reads it. */
-		if (ncm_context_recall(self->context, key, &last, sizeof(last)))
-			ncm_nudge_carry(&self->nudge, &last);
-	}
-	if (!self->options.nudge_ms)
-		self->options.nudge_ms = NCM_DEFAULT_NUDGE_MS;
 
 	n->rx_transfers = self->options.rx_transfers ? self->options.rx_transfers
 						      : default_rx_transfers(self->info->speed_mbps);
@@ -328,10 +162,6 @@ ncm_device_rx_setup(NcmDevice *self, GError **error)
 gboolean
 ncm_device_rx_start(NcmDevice *self, GError **error)
 {
-	/* The event thread owns the nudge by now: the start reaches it as an ask. */
-	ncm_mutex_lock(&self->tx_lock);
-	self->nudge_tx.asked_at = g_get_monotonic_time();
-	ncm_mutex_unlock(&self->tx_lock);
 	for (guint i = 0; i < self->n_rx; i++) {
 		int r = ncm_device_submit(self, self->rx[i].xfer, FALSE);
 

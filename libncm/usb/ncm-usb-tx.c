@@ -38,8 +38,6 @@ ncm_device_tx_setup(NcmDevice *self, GError **error)
 		self->options.flush_timeout_us = NCM_DEFAULT_FLUSH_US;
 	self->n_tx = n->tx_transfers;
 	self->tx = g_new0(NcmSlot, self->n_tx);
-	self->tx_free = g_new(guint, self->n_tx);
-	self->paced = g_new(guint, self->n_tx);
 	for (guint i = 0; i < self->n_tx; i++) {
 		NcmSlot *slot = &self->tx[i];
 
@@ -49,60 +47,27 @@ ncm_device_tx_setup(NcmDevice *self, GError **error)
 		slot->xfer = libusb_alloc_transfer(0);
 		libusb_fill_bulk_transfer(slot->xfer, self->handle, self->info->bulk_out_ep, slot->buf,
 					  0, tx_complete, slot, 0);
-		self->tx_free[i] = i;
 	}
-	self->n_free = self->n_tx;
+	ncm_ntb_sched_init(&self->sched, self->n_tx, n->tx_ntb_size, self->options.flush_timeout_us,
+			   self->options.pace_bytes_per_sec, g_get_monotonic_time());
 	ncm_ntb_packer_init(&self->packer, &pc, self->tx[0].buf, n->tx_ntb_size, 0);
 	/* RX is set up first: this counts both directions. */
 	n->mapped_buffers = ncm_device_buf_mapped(self);
 	g_debug("%u of %u transfer buffers are usbfs-mapped", n->mapped_buffers,
 		2 * self->n_rx + self->n_tx);
-	self->pace = self->options.pace_bytes_per_sec;
-	self->tokens_at = g_get_monotonic_time();
 	return TRUE;
-}
-
-/* ---- Pacing (token bucket, in bytes) ---------------------------------- */
-
-static void
-refill_locked(NcmDevice *self, gint64 now)
-{
-	/* Burst: two NTBs or 5 ms of the rate, so the bucket never starves the link. */
-	gint64 burst = MAX(2 * (gint64)self->ntb.tx_ntb_size, (gint64)(self->pace / 200));
-
-	if (!self->pace)
-		return;
-	self->tokens += (now - self->tokens_at) * (gint64)self->pace / G_USEC_PER_SEC;
-	self->tokens = MIN(self->tokens, burst);
-	self->tokens_at = now;
-}
-
-static gint64
-tokens_deadline_locked(NcmDevice *self, gint64 now)
-{
-	if (self->tokens > 0)
-		return now;
-	return now + (-self->tokens + 1) * G_USEC_PER_SEC / (gint64)self->pace + 1;
 }
 
 /* ---- Submission ---------------------------------------------------------- */
 
 static void
-free_slot_locked(NcmDevice *self, NcmSlot *slot)
-{
-	self->tx_free[self->n_free++] = slot->index;
-}
-
-static void
 submit_locked(NcmDevice *self, NcmSlot *slot)
 {
-	int r;
+	int r = ncm_device_submit(self, slot->xfer, FALSE);
 
-	self->tokens -= slot->xfer->length;
-	r = ncm_device_submit(self, slot->xfer, FALSE);
 	if (r == 0)
 		return;
-	free_slot_locked(self, slot);
+	ncm_ntb_sched_release(&self->sched, slot->index);
 	if (r == LIBUSB_ERROR_NO_DEVICE)
 		ncm_device_mark_gone(self);
 	else if (r != LIBUSB_ERROR_INTERRUPTED)
@@ -113,26 +78,34 @@ submit_locked(NcmDevice *self, NcmSlot *slot)
 static void
 drain_paced_locked(NcmDevice *self, gint64 now)
 {
-	refill_locked(self, now);
-	while (self->paced_count && (!self->pace || self->tokens > 0)) {
-		NcmSlot *slot = &self->tx[self->paced[self->paced_head]];
+	int slot;
 
-		self->paced_head = (self->paced_head + 1) % self->n_tx;
-		self->paced_count--;
-		submit_locked(self, slot);
+	while ((slot = ncm_ntb_sched_next(&self->sched, now)) >= 0)
+		submit_locked(self, &self->tx[slot]);
+	if (ncm_ntb_sched_held(&self->sched))
+		ncm_context_wake(self->context, ncm_ntb_sched_pace_deadline(&self->sched, now));
+}
+
+static void
+count_flush(NcmDevice *self, NcmFlushReason reason)
+{
+	switch (reason) {
+	case NCM_FLUSH_FULL: NCM_STAT_ADD(self, tx_flush_full, 1); break;
+	case NCM_FLUSH_LIMIT: NCM_STAT_ADD(self, tx_flush_limit, 1); break;
+	case NCM_FLUSH_EXPLICIT: NCM_STAT_ADD(self, tx_flush_explicit, 1); break;
+	case NCM_FLUSH_TIMER: NCM_STAT_ADD(self, tx_flush_timer, 1); break;
 	}
-	if (self->paced_count)
-		ncm_context_wake(self->context, tokens_deadline_locked(self, now));
 }
 
 static void
 close_ntb_locked(NcmDevice *self, NcmFlushReason reason)
 {
-	NcmSlot *slot = self->tx_open;
+	NcmSlot *slot = &self->tx[ncm_ntb_sched_open_slot(&self->sched)];
+	gint64 now = g_get_monotonic_time();
 	bool zlp = false;
 	size_t len;
+	int go;
 
-	self->tx_open = NULL;
 	slot->datagrams = ncm_ntb_packer_count(&self->packer);
 	len = ncm_ntb_packer_finish(&self->packer, &zlp);
 	slot->xfer->length = (int)len;
@@ -140,43 +113,36 @@ close_ntb_locked(NcmDevice *self, NcmFlushReason reason)
 		slot->xfer->flags |= LIBUSB_TRANSFER_ADD_ZERO_PACKET;
 	else
 		slot->xfer->flags &= ~LIBUSB_TRANSFER_ADD_ZERO_PACKET;
-	switch (reason) {
-	case NCM_FLUSH_FULL: NCM_STAT_ADD(self, tx_flush_full, 1); break;
-	case NCM_FLUSH_LIMIT: NCM_STAT_ADD(self, tx_flush_limit, 1); break;
-	case NCM_FLUSH_EXPLICIT: NCM_STAT_ADD(self, tx_flush_explicit, 1); break;
-	case NCM_FLUSH_TIMER: NCM_STAT_ADD(self, tx_flush_timer, 1); break;
+	count_flush(self, reason);
+	go = ncm_ntb_sched_close(&self->sched, len, now);
+	if (go >= 0) {
+		submit_locked(self, slot);
+		return;
 	}
-	if (self->pace) {
-		gint64 now = g_get_monotonic_time();
-
-		refill_locked(self, now);
-		if (self->paced_count || self->tokens <= 0) {
-			guint tail = (self->paced_head + self->paced_count) % self->n_tx;
-
-			self->paced[tail] = slot->index;
-			self->paced_count++;
-			NCM_STAT_ADD(self, tx_paced_waits, 1);
-			drain_paced_locked(self, now);
-			return;
-		}
-	}
-	submit_locked(self, slot);
+	NCM_STAT_ADD(self, tx_paced_waits, 1);
+	drain_paced_locked(self, now);
 }
 
 static gboolean
 open_ntb_locked(NcmDevice *self)
 {
+	gint64 now = g_get_monotonic_time();
+	int index = ncm_ntb_sched_open(&self->sched, now);
 	NcmSlot *slot;
 
-	if (self->n_free == 0)
+	if (index < 0)
 		return FALSE;
-	slot = &self->tx[self->tx_free[--self->n_free]];
+	slot = &self->tx[index];
 	slot->bytes = 0;
 	ncm_ntb_packer_reset(&self->packer, slot->buf, self->tx_sequence++);
-	self->tx_open = slot;
-	self->tx_open_since = g_get_monotonic_time();
-	ncm_context_wake(self->context, self->tx_open_since + self->options.flush_timeout_us);
+	ncm_context_wake(self->context, now + self->options.flush_timeout_us);
 	return TRUE;
+}
+
+static gboolean
+is_open_locked(NcmDevice *self)
+{
+	return ncm_ntb_sched_open_slot(&self->sched) >= 0;
 }
 
 static guint8 *
@@ -185,7 +151,7 @@ reserve_locked(NcmDevice *self, gsize len, NcmSendResult *ret)
 	NcmNtbPackStatus st;
 	guint8 *p;
 
-	if (!self->tx_open && !open_ntb_locked(self))
+	if (!is_open_locked(self) && !open_ntb_locked(self))
 		goto would_block;
 	p = ncm_ntb_packer_reserve(&self->packer, len, &st);
 	if (!p && st == NCM_NTB_PACK_FULL) {
@@ -232,9 +198,11 @@ ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors, guint n_vectors)
 			memcpy(p, vectors[i].buffer, vectors[i].size);
 			p += vectors[i].size;
 		}
+		/* The tail nudge learns the host's addresses from its own ARP
+		 * requests; ncm-usb-timers.c takes them on the event thread. */
 		if (ncm_nudge_learn_tx(&self->nudge_tx, frame, len))
 			self->nudge_tx.asked_at = g_get_monotonic_time();
-		self->tx_open->bytes += (guint32)len;
+		self->tx[ncm_ntb_sched_open_slot(&self->sched)].bytes += (guint32)len;
 		if (ncm_ntb_packer_count(&self->packer) >= self->packer.limit)
 			close_ntb_locked(self, NCM_FLUSH_LIMIT);
 	}
@@ -254,7 +222,7 @@ void
 ncm_device_flush(NcmDevice *self)
 {
 	ncm_mutex_lock(&self->tx_lock);
-	if (self->tx_open && ncm_ntb_packer_count(&self->packer) > 0 &&
+	if (is_open_locked(self) && ncm_ntb_packer_count(&self->packer) > 0 &&
 	    g_atomic_int_get(&self->running))
 		close_ntb_locked(self, NCM_FLUSH_EXPLICIT);
 	ncm_mutex_unlock(&self->tx_lock);
@@ -263,37 +231,42 @@ ncm_device_flush(NcmDevice *self)
 void
 ncm_device_set_pacing(NcmDevice *self, guint64 bytes_per_sec)
 {
+	gint64 now = g_get_monotonic_time();
+
 	ncm_mutex_lock(&self->tx_lock);
-	self->pace = bytes_per_sec;
-	self->tokens = 0;
-	self->tokens_at = g_get_monotonic_time();
+	ncm_ntb_sched_set_pace(&self->sched, bytes_per_sec, now);
 	if (!bytes_per_sec)
-		drain_paced_locked(self, self->tokens_at);
+		drain_paced_locked(self, now);
 	ncm_mutex_unlock(&self->tx_lock);
 }
 
+/* Event thread (ncm-usb-timers.c): the last-resort flush and paced NTBs due. */
 gint64
-ncm_device_tick(NcmDevice *self, gint64 now)
+ncm_device_tx_tick(NcmDevice *self, gint64 now)
 {
-	gint64 next = G_MAXINT64;
+	gint64 next;
 
 	ncm_mutex_lock(&self->tx_lock);
-	ncm_nudge_merge_tx(&self->nudge, &self->nudge_tx);
-	if (self->tx_open) {
-		gint64 due = self->tx_open_since + self->options.flush_timeout_us;
-
-		if (now >= due && ncm_ntb_packer_count(&self->packer) > 0)
-			close_ntb_locked(self, NCM_FLUSH_TIMER);
-		else
-			next = due;
-	}
-	if (self->paced_count) {
+	if (ncm_ntb_sched_flush_due(&self->sched, ncm_ntb_packer_count(&self->packer), now))
+		close_ntb_locked(self, NCM_FLUSH_TIMER);
+	if (ncm_ntb_sched_held(&self->sched))
 		drain_paced_locked(self, now);
-		if (self->paced_count)
-			next = MIN(next, tokens_deadline_locked(self, now));
-	}
+	next = ncm_ntb_sched_deadline(&self->sched,
+				      is_open_locked(self) ? ncm_ntb_packer_count(&self->packer) : 0,
+				      now);
 	ncm_mutex_unlock(&self->tx_lock);
-	return MIN(next, ncm_device_rx_tick(self, now));
+	return next;
+}
+
+/* Event thread: what the host's ARP requests taught TX since the last call. */
+void
+ncm_device_tx_take_nudge(NcmDevice *self, NcmNudgeTx *ret_tx)
+{
+	ncm_mutex_lock(&self->tx_lock);
+	*ret_tx = self->nudge_tx;
+	self->nudge_tx.fresh = FALSE;
+	self->nudge_tx.asked_at = 0;
+	ncm_mutex_unlock(&self->tx_lock);
 }
 
 /* ---- Completion (libusb event thread) ------------------------------------ */
@@ -322,8 +295,8 @@ tx_complete(struct libusb_transfer *xfer)
 		break;
 	}
 	ncm_mutex_lock(&self->tx_lock);
-	free_slot_locked(self, slot);
-	if (self->paced_count)
+	ncm_ntb_sched_release(&self->sched, slot->index);
+	if (ncm_ntb_sched_held(&self->sched))
 		drain_paced_locked(self, g_get_monotonic_time());
 	wake = self->want_writable;
 	self->want_writable = FALSE;
@@ -338,15 +311,7 @@ ncm_device_tx_cancel(NcmDevice *self)
 {
 	ncm_mutex_lock(&self->tx_lock);
 	/* Held-back NTBs were never submitted: they just go back to the pool. */
-	while (self->paced_count) {
-		free_slot_locked(self, &self->tx[self->paced[self->paced_head]]);
-		self->paced_head = (self->paced_head + 1) % self->n_tx;
-		self->paced_count--;
-	}
-	if (self->tx_open) {
-		free_slot_locked(self, self->tx_open);
-		self->tx_open = NULL;
-	}
+	ncm_ntb_sched_cancel(&self->sched);
 	ncm_mutex_unlock(&self->tx_lock);
 	for (guint i = 0; self->tx && i < self->n_tx; i++)
 		libusb_cancel_transfer(self->tx[i].xfer);
@@ -361,7 +326,5 @@ ncm_device_tx_free(NcmDevice *self)
 		ncm_device_buf_free(self, self->tx[i].buf, self->ntb.tx_ntb_size);
 	}
 	g_clear_pointer(&self->tx, g_free);
-	g_clear_pointer(&self->tx_free, g_free);
-	g_clear_pointer(&self->paced, g_free);
 	ncm_mutex_unlock(&self->tx_lock);
 }

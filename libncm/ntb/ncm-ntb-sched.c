@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-ntb-sched.c: TX slot pool, flush timer and pacing (see ncm-ntb-sched.h). */
+#include <string.h>
+
+#include "ncm-ntb-sched.h"
+
+#define USEC_PER_SEC 1000000
+
+void
+ncm_ntb_sched_init(NcmNtbSched *s, unsigned n_slots, size_t ntb_size, int64_t flush_us,
+		   uint64_t pace, int64_t now)
+{
+	memset(s, 0, sizeof(*s));
+	if (n_slots > NCM_NTB_SCHED_MAX_SLOTS)
+		n_slots = NCM_NTB_SCHED_MAX_SLOTS;
+	s->n_slots = n_slots;
+	for (unsigned i = 0; i < n_slots; i++)
+		s->free[i] = i;
+	s->n_free = n_slots;
+	s->open = -1;
+	s->flush_us = flush_us;
+	s->ntb_size = ntb_size;
+	s->pace = pace;
+	s->tokens_at = now;
+}
+
+static void
+refill(NcmNtbSched *s, int64_t now)
+{
+	int64_t burst = (int64_t)(2 * s->ntb_size);
+
+	if (!s->pace)
+		return;
+	if ((int64_t)(s->pace / 200) > burst)
+		burst = (int64_t)(s->pace / 200);
+	s->tokens += (now - s->tokens_at) * (int64_t)s->pace / USEC_PER_SEC;
+	if (s->tokens > burst)
+		s->tokens = burst;
+	s->tokens_at = now;
+}
+
+int
+ncm_ntb_sched_open(NcmNtbSched *s, int64_t now)
+{
+	if (s->open >= 0)
+		return s->open;
+	if (s->n_free == 0)
+		return -1;
+	s->open = (int)s->free[--s->n_free];
+	s->open_since = now;
+	return s->open;
+}
+
+int
+ncm_ntb_sched_close(NcmNtbSched *s, size_t len, int64_t now)
+{
+	int slot = s->open;
+
+	if (slot < 0)
+		return -1;
+	s->open = -1;
+	s->len[slot] = len;
+	if (s->pace) {
+		refill(s, now);
+		/* Behind held ones, or out of tokens: in order, never ahead. */
+		if (s->n_held || s->tokens <= 0) {
+			s->held[(s->held_head + s->n_held) % s->n_slots] = (unsigned)slot;
+			s->n_held++;
+			return -1;
+		}
+	}
+	s->tokens -= (int64_t)len;
+	return slot;
+}
+
+int
+ncm_ntb_sched_next(NcmNtbSched *s, int64_t now)
+{
+	unsigned slot;
+
+	refill(s, now);
+	if (!s->n_held || (s->pace && s->tokens <= 0))
+		return -1;
+	slot = s->held[s->held_head];
+	s->held_head = (s->held_head + 1) % s->n_slots;
+	s->n_held--;
+	s->tokens -= (int64_t)s->len[slot];
+	return (int)slot;
+}
+
+void
+ncm_ntb_sched_release(NcmNtbSched *s, unsigned slot)
+{
+	if (s->n_free < s->n_slots)
+		s->free[s->n_free++] = slot;
+}
+
+bool
+ncm_ntb_sched_flush_due(const NcmNtbSched *s, unsigned datagrams, int64_t now)
+{
+	return s->open >= 0 && datagrams > 0 && now >= s->open_since + s->flush_us;
+}
+
+int64_t
+ncm_ntb_sched_pace_deadline(NcmNtbSched *s, int64_t now)
+{
+	refill(s, now);
+	if (!s->pace || s->tokens > 0)
+		return now;
+	return now + (-s->tokens + 1) * USEC_PER_SEC / (int64_t)s->pace + 1;
+}
+
+int64_t
+ncm_ntb_sched_deadline(NcmNtbSched *s, unsigned datagrams, int64_t now)
+{
+	int64_t next = INT64_MAX;
+
+	if (s->open >= 0 && datagrams > 0)
+		next = s->open_since + s->flush_us;
+	if (s->n_held) {
+		int64_t pace = ncm_ntb_sched_pace_deadline(s, now);
+
+		if (pace < next)
+			next = pace;
+	}
+	return next;
+}
+
+void
+ncm_ntb_sched_set_pace(NcmNtbSched *s, uint64_t pace, int64_t now)
+{
+	s->pace = pace;
+	s->tokens = 0;
+	s->tokens_at = now;
+}
+
+void
+ncm_ntb_sched_cancel(NcmNtbSched *s)
+{
+	while (s->n_held) {
+		ncm_ntb_sched_release(s, s->held[s->held_head]);
+		s->held_head = (s->held_head + 1) % s->n_slots;
+		s->n_held--;
+	}
+	if (s->open >= 0) {
+		ncm_ntb_sched_release(s, (unsigned)s->open);
+		s->open = -1;
+	}
+}

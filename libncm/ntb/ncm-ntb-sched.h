@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-ntb-sched.h: when TX NTBs go out: the slot pool, the last-resort flush timer and the pacing token bucket (pure C). */
+#pragma once
+
+/*
+ * The driver packs datagrams into one open NTB at a time, in one of a
+ * fixed pool of slots (one bulk-OUT transfer each). This module decides,
+ * without libusb or a clock of its own (every call takes @now in
+ * microseconds), which slot to pack into next, whether a closed NTB goes
+ * out now or waits for the pacer, and when the driver must look again.
+ * The caller serialises all calls (the device's tx_lock).
+ *
+ * Pacing is a token bucket in bytes: some gadgets hold packets for seconds
+ * under unpaced bulk from the host, and capping the sender at ~90% of the
+ * link rate avoids it. The bucket holds two NTBs or 5 ms of the rate,
+ * whichever is more, so it never starves the link.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NCM_NTB_SCHED_MAX_SLOTS 64
+
+typedef struct {
+	unsigned n_slots;
+	unsigned free[NCM_NTB_SCHED_MAX_SLOTS];   /* stack of free slot indices */
+	unsigned n_free;
+	unsigned held[NCM_NTB_SCHED_MAX_SLOTS];   /* ring of closed slots the pacer holds */
+	unsigned held_head;
+	unsigned n_held;
+	size_t len[NCM_NTB_SCHED_MAX_SLOTS];      /* a closed slot's bytes */
+	int open;                 /* slot being packed, or -1 */
+	int64_t open_since;
+	int64_t flush_us;         /* an open NTB with data goes out after this long */
+	size_t ntb_size;
+	uint64_t pace;            /* bytes/s, 0 = off */
+	int64_t tokens;           /* bytes the pacer may send now (may go negative) */
+	int64_t tokens_at;        /* when tokens were last refilled */
+} NcmNtbSched;
+
+void ncm_ntb_sched_init(NcmNtbSched *s, unsigned n_slots, size_t ntb_size, int64_t flush_us,
+			uint64_t pace, int64_t now);
+
+/* A slot to pack the next NTB into, now open; -1 when every slot is in
+ * flight or held (the producer must wait for a completion). */
+int ncm_ntb_sched_open(NcmNtbSched *s, int64_t now);
+
+/* The open slot, or -1. */
+static inline int
+ncm_ntb_sched_open_slot(const NcmNtbSched *s)
+{
+	return s->open;
+}
+
+/* Closes the open NTB of @len bytes. Returns its slot when it may go out
+ * now (its bytes are charged to the pacer), or -1 when the pacer holds it:
+ * it then comes out of ncm_ntb_sched_next(). */
+int ncm_ntb_sched_close(NcmNtbSched *s, size_t len, int64_t now);
+
+/* The oldest held NTB the pacer lets go at @now (charged), or -1. */
+int ncm_ntb_sched_next(NcmNtbSched *s, int64_t now);
+
+/* A slot is free again: its transfer completed, or its submission failed. */
+void ncm_ntb_sched_release(NcmNtbSched *s, unsigned slot);
+
+static inline unsigned
+ncm_ntb_sched_held(const NcmNtbSched *s)
+{
+	return s->n_held;
+}
+
+/* Whether the open NTB, holding @datagrams, is due for the last-resort flush. */
+bool ncm_ntb_sched_flush_due(const NcmNtbSched *s, unsigned datagrams, int64_t now);
+
+/* When the driver must look again (us): the open NTB's flush, when it holds
+ * data, and the pacer's next release, when it holds NTBs; INT64_MAX for
+ * neither. An empty open NTB has no deadline: there is nothing to flush. */
+int64_t ncm_ntb_sched_deadline(NcmNtbSched *s, unsigned datagrams, int64_t now);
+
+/* When the pacer will have a token for the oldest held NTB. */
+int64_t ncm_ntb_sched_pace_deadline(NcmNtbSched *s, int64_t now);
+
+/* A new cap (0 = off); the bucket starts empty. With pacing off, held NTBs
+ * come out of ncm_ntb_sched_next() at once. */
+void ncm_ntb_sched_set_pace(NcmNtbSched *s, uint64_t pace, int64_t now);
+
+/* Held and open NTBs were never submitted: their slots go back to the pool.
+ */
+void ncm_ntb_sched_cancel(NcmNtbSched *s);

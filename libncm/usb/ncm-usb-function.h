@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-usb-function.h: NcmFunctionInfo's private side, and the driver's actionable libusb errors. */
+#pragma once
+
+#include <libusb.h>
+
+#include "ncm-context.h"
+
+/* A new, zeroed info holding a reference to @dev (may be NULL: found by a
+ * fresh scan, opened by its usbfs node). */
+NcmFunctionInfo *ncm_function_info_new(libusb_device *dev);
+/* NULL when found by a fresh scan (open by node). */
+libusb_device *ncm_function_info_get_usb_device(const NcmFunctionInfo *info);
+
+/* Maps a libusb error from an operation on @info to an actionable GError. */
+void ncm_set_usb_error(GError **error, int usb_err, const NcmFunctionInfo *info,
+		       const char *what);

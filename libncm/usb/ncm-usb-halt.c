@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-usb-halt.c: a STALLed bulk-IN endpoint: CLEAR_FEATURE on a thread of its own, then the stalled transfers go back. */
+#include "ncm-usb-device.h"
+
+static void
+resubmit_stalled(NcmDevice *self, GPtrArray *slots)
+{
+	for (guint i = 0; i < slots->len; i++) {
+		NcmSlot *slot = g_ptr_array_index(slots, i);
+		int r = ncm_device_submit(self, slot->xfer, FALSE);
+
+		if (r < 0 && r != LIBUSB_ERROR_INTERRUPTED)
+			ncm_device_post_error(self, g_error_new(NCM_ERROR, NCM_ERROR_FAILED,
+						"receiving stopped: resubmitting after a stall "
+						"failed (%s); reopen the device", libusb_strerror(r)));
+	}
+}
+
+/* Clears the halt until no stalled transfer is left, then says it is done. */
+static gpointer
+clear_halt_thread(gpointer data)
+{
+	NcmDevice *self = data;
+
+	for (;;) {
+		int r = libusb_clear_halt(self->handle, self->info->bulk_in_ep);
+		g_autoptr(GPtrArray) slots = NULL;
+
+		if (r < 0)
+			g_debug("clearing the bulk-IN halt: %s", libusb_strerror(r));
+		ncm_mutex_lock(&self->flight_lock);
+		if (self->stalled->len == 0 || self->state != NCM_STATE_RUNNING) {
+			self->clear_done = TRUE;
+			ncm_mutex_unlock(&self->flight_lock);
+			return NULL;
+		}
+		slots = g_steal_pointer(&self->stalled);
+		self->stalled = g_ptr_array_new();
+		ncm_mutex_unlock(&self->flight_lock);
+		resubmit_stalled(self, slots);
+	}
+}
+
+/* A STALL needs a synchronous CLEAR_FEATURE, which the event thread must not do. */
+void
+ncm_device_halt_stalled(NcmDevice *self, NcmSlot *slot)
+{
+	NCM_STAT_ADD(self, rx_stalls, 1);
+	ncm_mutex_lock(&self->flight_lock);
+	g_ptr_array_add(self->stalled, slot);
+	if (self->clear_thread && self->clear_done) {
+		/* It has returned (clear_done is its last act): joining does not block. */
+		g_thread_join(g_steal_pointer(&self->clear_thread));
+	}
+	if (self->state == NCM_STATE_RUNNING && !self->clear_thread) {
+		self->clear_done = FALSE;
+		self->clear_thread = g_thread_new("ncm-clear-halt", clear_halt_thread, self);
+	}
+	if (--self->in_flight == 0)
+		g_cond_broadcast(&self->flight_cond);
+	ncm_mutex_unlock(&self->flight_lock);
+}
+
+void
+ncm_device_halt_stop(NcmDevice *self)
+{
+	GThread *clear;
+
+	ncm_mutex_lock(&self->flight_lock);
+	clear = g_steal_pointer(&self->clear_thread);
+	ncm_mutex_unlock(&self->flight_lock);
+	if (clear)
+		g_thread_join(clear);
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-usb-timers.c: the device's one timeout on the libusb event thread: TX's last-resort flush and pacing, and the tail nudge. */
+#include "ncm-usb-device.h"
+
+/*
+ * RX reports what it sees here (NTBs, the addresses in ARP packets), TX
+ * leaves what the host's own ARP requests say in its nudge_tx mailbox,
+ * and this file decides when the tail nudge (ncm-nudge.h) goes out,
+ * through TX like any frame. So RX and TX never call each other.
+ */
+
+/* Well under TCP's shortest retransmission timeout (200 ms on Linux), so a
+ * held tail costs less than one RTO. */
+#define NCM_DEFAULT_NUDGE_MS 100
+
+static gchar *
+nudge_key(NcmDevice *self)
+{
+	return g_strdup_printf("nudge:%s:%s:%u", self->info->port_path ? self->info->port_path : "",
+			       self->info->serial ? self->info->serial : "", self->info->comm_iface);
+}
+
+/* Sends the tail nudge when a stream has gone quiet. */
+static gint64
+nudge_tick(NcmDevice *self, gint64 now)
+{
+	guint8 frame[NCM_NUDGE_FRAME_LEN];
+	NcmNudgeTx own;
+	gint64 due;
+
+	if (self->options.nudge_ms == NCM_NUDGE_OFF)
+		return G_MAXINT64;
+	due = ncm_nudge_due(&self->nudge, (gint64)self->options.nudge_ms * 1000);
+	if (due > now)
+		return due;
+	g_debug("tail nudge at %" G_GINT64_FORMAT " ms: last data %" G_GINT64_FORMAT
+		" ms, stream %" G_GINT64_FORMAT " ms, ask %" G_GINT64_FORMAT " ms", now / 1000,
+		self->nudge.last_data / 1000, self->nudge.stream_at / 1000,
+		self->nudge.asked_at / 1000);
+	if (ncm_nudge_frame(&self->nudge, frame)) {
+		/* One NTB, which the device answers with as many replies. */
+		for (guint i = 0; i < NCM_NUDGE_FRAMES; i++)
+			if (ncm_device_send(self, frame, sizeof(frame)) != NCM_SEND_OK)
+				break;
+		ncm_device_flush(self);
+		NCM_STAT_ADD(self, rx_nudges, 1);
+		/* Its own requests are not the host's asking. */
+		ncm_device_tx_take_nudge(self, &own);
+	}
+	ncm_nudge_sent(&self->nudge, now);
+	return G_MAXINT64;
+}
+
+static gint64
+device_tick(gpointer data, gint64 now)
+{
+	NcmDevice *self = data;
+	NcmNudgeTx tx;
+
+	ncm_device_tx_take_nudge(self, &tx);
+	ncm_nudge_merge_tx(&self->nudge, &tx);
+	return MIN(ncm_device_tx_tick(self, now), nudge_tick(self, now));
+}
+
+/* At open, before the event thread ticks the device. */
+void
+ncm_device_timers_setup(NcmDevice *self)
+{
+	g_autofree gchar *key = nudge_key(self);
+	NcmNudge last;
+
+	ncm_nudge_init(&self->nudge);
+	if (ncm_context_recall(self->context, key, &last, sizeof(last)))
+		ncm_nudge_carry(&self->nudge, &last);
+	if (!self->options.nudge_ms)
+		self->options.nudge_ms = NCM_DEFAULT_NUDGE_MS;
+	ncm_context_add_timeout(self->context, device_tick, self);
+}
+
+/* The event thread owns the nudge by now: a session's start reaches it as
+ * an ask, since whatever the device held through the last session must come. */
+void
+ncm_device_timers_start(NcmDevice *self)
+{
+	ncm_mutex_lock(&self->tx_lock);
+	self->nudge_tx.asked_at = g_get_monotonic_time();
+	ncm_mutex_unlock(&self->tx_lock);
+}
+
+/* At close, once nothing is in flight. */
+void
+ncm_device_timers_stop(NcmDevice *self)
+{
+	g_autofree gchar *key = NULL;
+
+	if (!self->context)
+		return;
+	ncm_context_remove_timeout(self->context, device_tick, self);
+	if (!self->rx)
+		return;
+	key = nudge_key(self);
+	ncm_context_remember(self->context, key, &self->nudge, sizeof(self->nudge));
+}
+
+void
+ncm_device_nudge_ntb_begin(NcmDevice *self, gint64 now)
+{
+	ncm_nudge_ntb_begin(&self->nudge, now);
+}
+
+void
+ncm_device_nudge_learn(NcmDevice *self, const guint8 *frame, gsize len)
+{
+	ncm_nudge_learn(&self->nudge, frame, len);
+}
+
+void
+ncm_device_nudge_ntb_end(NcmDevice *self, guint datagrams, gsize bytes)
+{
+	if (ncm_nudge_ntb_end(&self->nudge, datagrams, bytes))
+		NCM_STAT_ADD(self, rx_nudge_freed, 1);
+}

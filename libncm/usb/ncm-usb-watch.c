@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-usb-watch.c: reporting NCM functions that arrive and devices that leave: libusb hotplug, else polling. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ncm-error.h"
+#include "ncm-usb-context.h"
+
+#define NCM_WATCH_KEY "ncm-watch"
+
+/* Hangs on the context; owner's main context only. */
+typedef struct {
+	NcmContext *context;       /* not a reference: the context owns the watch */
+	NcmMatch match;
+	gchar *match_serial;
+	gchar *match_path;
+	gboolean hotplug;
+	libusb_hotplug_callback_handle hotplug_handle;
+	GSource *poll_source;
+	GHashTable *known;         /* "bus:addr" -> TRUE: devices reported as present */
+	gchar *fingerprint;        /* the device set at the last poll */
+} NcmWatch;
+
+static void
+watch_free(gpointer data)
+{
+	NcmWatch *w = data;
+
+	if (w->hotplug)
+		libusb_hotplug_deregister_callback(ncm_context_get_usb(w->context), w->hotplug_handle);
+	if (w->poll_source) {
+		g_source_destroy(w->poll_source);
+		g_source_unref(w->poll_source);
+	}
+	g_hash_table_unref(w->known);
+	g_free(w->match_serial);
+	g_free(w->match_path);
+	g_free(w->fingerprint);
+	g_free(w);
+}
+
+static gchar *
+device_key(const NcmFunctionInfo *info)
+{
+	return g_strdup_printf("%u:%u", info->bus, info->address);
+}
+
+/* One pass: report functions that came and devices that went. FALSE if it could not look. */
+static gboolean
+rescan(NcmWatch *self)
+{
+	g_autoptr(GPtrArray) all = ncm_context_enumerate(self->context, &self->match, NULL);
+	g_autoptr(GHashTable) now = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	g_autoptr(GPtrArray) added = g_ptr_array_new();
+	GHashTableIter iter;
+	gpointer key;
+
+	if (!all)
+		return FALSE;
+	for (guint i = 0; i < all->len; i++) {
+		NcmFunctionInfo *info = g_ptr_array_index(all, i);
+		gchar *k = device_key(info);
+
+		if (!g_hash_table_contains(self->known, k))
+			g_ptr_array_add(added, info);
+		g_hash_table_add(now, k);
+	}
+	g_hash_table_iter_init(&iter, self->known);
+	while (g_hash_table_iter_next(&iter, &key, NULL)) {
+		guint bus, addr;
+
+		if (g_hash_table_contains(now, key))
+			continue;
+		if (sscanf(key, "%u:%u", &bus, &addr) == 2)
+			g_signal_emit_by_name(self->context, "device-removed", bus, addr);
+		g_hash_table_iter_remove(&iter);
+	}
+	g_hash_table_iter_init(&iter, now);
+	while (g_hash_table_iter_next(&iter, &key, NULL))
+		g_hash_table_add(self->known, g_strdup(key));
+	for (guint i = 0; i < added->len; i++)
+		g_signal_emit_by_name(self->context, "function-added", g_ptr_array_index(added, i));
+	return TRUE;
+}
+
+/*
+ * Which devices exist, by bus and address, without talking to any of them:
+ * polling must not send control requests to a device that is streaming.
+ */
+static gchar *
+device_set_fingerprint(NcmContext *context)
+{
+	libusb_context *own = ncm_context_get_usb(context), *usb = own;
+	libusb_device **list;
+	GString *s = g_string_new(NULL);
+	ssize_t n;
+
+	if (ncm_context_needs_fresh_scan(context) && libusb_init(&usb) < 0)
+		return g_string_free(s, FALSE);  /* differs from any real set: rescan */
+	n = libusb_get_device_list(usb, &list);
+	for (ssize_t i = 0; i < n; i++)
+		g_string_append_printf(s, "%u:%u,", libusb_get_bus_number(list[i]),
+				       libusb_get_device_address(list[i]));
+	if (n >= 0)
+		libusb_free_device_list(list, 1);
+	if (usb != own)
+		libusb_exit(usb);
+	return g_string_free(s, FALSE);
+}
+
+static gboolean
+rescan_cb(gpointer data)
+{
+	NcmWatch *self = data;
+	g_autofree gchar *now = NULL;
+
+	now = device_set_fingerprint(self->context);
+	g_debug("poll: devices %s (was %s)", now, self->fingerprint);
+	/* Only a completed rescan moves the fingerprint on, so a failed one is retried. */
+	if (g_strcmp0(now, self->fingerprint) != 0 && rescan(self)) {
+		g_free(self->fingerprint);
+		self->fingerprint = g_steal_pointer(&now);
+	}
+	return G_SOURCE_CONTINUE;
+}
+
+/* Looks the watch up anew: it may have been replaced since the post. */
+static gboolean
+rescan_once_cb(gpointer data)
+{
+	NcmWatch *self = ncm_context_get_attached(data, NCM_WATCH_KEY);
+
+	if (self && !rescan(self))
+		g_debug("rescan after a hotplug event failed");
+	return G_SOURCE_REMOVE;
+}
+
+/* libusb thread: hand the event to the owner, where enumeration may do I/O. */
+static int LIBUSB_CALL
+hotplug_cb(libusb_context *ctx, libusb_device *dev, libusb_hotplug_event event, void *data)
+{
+	NcmContext *context = data;
+
+	ncm_context_count_dispatch(context);
+	ncm_context_post(ncm_context_get_owner(context), rescan_once_cb, g_object_ref(context),
+			 g_object_unref);
+	return 0;
+}
+
+gboolean
+ncm_context_watch(NcmContext *context, const NcmMatch *match, guint poll_ms, GError **error)
+{
+	NcmWatch *self;
+
+	g_return_val_if_fail(NCM_IS_CONTEXT(context), FALSE);
+
+	/* A new watch replaces the old one, and reports what is present anew. */
+	ncm_context_attach(context, NCM_WATCH_KEY, NULL, NULL);
+	self = g_new0(NcmWatch, 1);
+	self->context = context;
+	self->known = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	self->match = match ? *match : (NcmMatch){ 0 };
+	self->match_serial = g_strdup(self->match.serial);
+	self->match_path = g_strdup(self->match.port_path);
+	self->match.serial = self->match_serial;
+	self->match.port_path = self->match_path;
+
+	if (ncm_context_hotplug_usable()) {
+		int r = libusb_hotplug_register_callback(
+			ncm_context_get_usb(context),
+			LIBUSB_HOTPLUG_EVENT_DEVICE_ARRIVED | LIBUSB_HOTPLUG_EVENT_DEVICE_LEFT,
+			0, LIBUSB_HOTPLUG_MATCH_ANY, LIBUSB_HOTPLUG_MATCH_ANY,
+			LIBUSB_HOTPLUG_MATCH_ANY, hotplug_cb, context, &self->hotplug_handle);
+		self->hotplug = r == LIBUSB_SUCCESS;
+	}
+	if (!self->hotplug) {
+		self->fingerprint = device_set_fingerprint(context);
+		self->poll_source = g_timeout_source_new(poll_ms ? poll_ms : 1000);
+		g_source_set_callback(self->poll_source, rescan_cb, self, NULL);
+		g_source_attach(self->poll_source, ncm_context_get_owner(context));
+	}
+	if (!rescan(self)) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
+			    "cannot list USB devices: is /dev/bus/usb readable?");
+		watch_free(self);
+		return FALSE;
+	}
+	ncm_context_attach(context, NCM_WATCH_KEY, self, watch_free);
+	return TRUE;
+}

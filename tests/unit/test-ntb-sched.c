@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* test-ntb-sched.c: TX scheduling without libusb: slot accounting, the flush timer and pacing, on a fake clock. */
+#include <glib.h>
+
+#include "ncm-ntb-sched.h"
+
+#define NTB 16384
+#define FLUSH_US 2000
+
+/* Every slot opens once, then the pool is empty until one is released. */
+static void
+test_slots(void)
+{
+	NcmNtbSched s;
+	gboolean seen[8] = { FALSE };
+	int slot;
+
+	ncm_ntb_sched_init(&s, 8, NTB, FLUSH_US, 0, 0);
+	for (int i = 0; i < 8; i++) {
+		slot = ncm_ntb_sched_open(&s, 0);
+		g_assert_cmpint(slot, >=, 0);
+		g_assert_cmpint(slot, <, 8);
+		g_assert_false(seen[slot]);
+		seen[slot] = TRUE;
+		/* Opening again while open gives the same slot. */
+		g_assert_cmpint(ncm_ntb_sched_open(&s, 0), ==, slot);
+		g_assert_cmpint(ncm_ntb_sched_close(&s, 100, 0), ==, slot);
+		g_assert_cmpint(ncm_ntb_sched_open_slot(&s), ==, -1);
+	}
+	g_assert_cmpint(ncm_ntb_sched_open(&s, 0), ==, -1);
+	ncm_ntb_sched_release(&s, 5);
+	g_assert_cmpint(ncm_ntb_sched_open(&s, 0), ==, 5);
+	/* Closing with nothing open gives nothing to send. */
+	g_assert_cmpint(ncm_ntb_sched_close(&s, 100, 0), ==, 5);
+	g_assert_cmpint(ncm_ntb_sched_close(&s, 100, 0), ==, -1);
+}
+
+/* An NTB with data goes out FLUSH_US after it opened; an empty one never
+ * asks the event thread to wake (it would spin). */
+static void
+test_flush_timer(void)
+{
+	NcmNtbSched s;
+
+	ncm_ntb_sched_init(&s, 4, NTB, FLUSH_US, 0, 1000);
+	g_assert_cmpint(ncm_ntb_sched_deadline(&s, 0, 1000), ==, G_MAXINT64);
+	g_assert_cmpint(ncm_ntb_sched_open(&s, 1000), >=, 0);
+	g_assert_cmpint(ncm_ntb_sched_deadline(&s, 0, 1000), ==, G_MAXINT64);
+	g_assert_false(ncm_ntb_sched_flush_due(&s, 0, 1000 + FLUSH_US));
+	g_assert_cmpint(ncm_ntb_sched_deadline(&s, 3, 1500), ==, 1000 + FLUSH_US);
+	g_assert_false(ncm_ntb_sched_flush_due(&s, 3, 1000 + FLUSH_US - 1));
+	g_assert_true(ncm_ntb_sched_flush_due(&s, 3, 1000 + FLUSH_US));
+	ncm_ntb_sched_close(&s, 300, 1000 + FLUSH_US);
+	g_assert_false(ncm_ntb_sched_flush_due(&s, 3, 1000 + 10 * FLUSH_US));
+}
+
+/* 1 MB/s: the bucket holds two NTBs; the third waits for its tokens,
+ * held NTBs leave in order, and the deadline says when. */
+static void
+test_pacing(void)
+{
+	const guint64 pace = 1000000;
+	NcmNtbSched s;
+	int a, b, c, d;
+	gint64 due, now = 0;
+
+	ncm_ntb_sched_init(&s, 8, NTB, FLUSH_US, pace, now);
+	/* The bucket starts empty: wait for the first tokens. */
+	a = ncm_ntb_sched_open(&s, now);
+	g_assert_cmpint(ncm_ntb_sched_close(&s, NTB, now), ==, -1);
+	g_assert_cmpuint(ncm_ntb_sched_held(&s), ==, 1);
+	g_assert_cmpint(ncm_ntb_sched_next(&s, now), ==, -1);
+	due = ncm_ntb_sched_pace_deadline(&s, now);
+	g_assert_cmpint(due, >, now);
+	g_assert_cmpint(due, <=, now + 2);
+	g_assert_cmpint(ncm_ntb_sched_next(&s, due), ==, a);
+
+	/* Tokens for two NTBs after a long idle: the burst cap. */
+	now = 10 * G_USEC_PER_SEC;
+	b = ncm_ntb_sched_open(&s, now);
+	g_assert_cmpint(ncm_ntb_sched_close(&s, NTB, now), ==, b);
+	c = ncm_ntb_sched_open(&s, now);
+	g_assert_cmpint(ncm_ntb_sched_close(&s, NTB, now), ==, c);
+	d = ncm_ntb_sched_open(&s, now);
+	g_assert_cmpint(ncm_ntb_sched_close(&s, NTB, now), ==, -1);
+	/* The two NTBs emptied the bucket: the third goes with the next token. */
+	due = ncm_ntb_sched_deadline(&s, 0, now);
+	g_assert_cmpint(due, >, now);
+	g_assert_cmpint(due, <=, now + 2);
+	g_assert_cmpint(ncm_ntb_sched_next(&s, now), ==, -1);
+	/* A fourth closed once tokens have come still waits behind the third:
+	 * NTBs leave in the order they were packed. */
+	now = due;
+	g_assert_cmpint(ncm_ntb_sched_open(&s, now), >=, 0);
+	g_assert_cmpint(ncm_ntb_sched_close(&s, 100, now), ==, -1);
+	g_assert_cmpuint(ncm_ntb_sched_held(&s), ==, 2);
+	g_assert_cmpint(ncm_ntb_sched_next(&s, now), ==, d);
+	/* The third left the bucket an NTB in debt: the fourth waits for it. */
+	g_assert_cmpint(ncm_ntb_sched_next(&s, now), ==, -1);
+	due = ncm_ntb_sched_deadline(&s, 0, now);
+	g_assert_cmpint(due, >=, now + (gint64)(NTB - 1) * G_USEC_PER_SEC / (gint64)pace);
+	g_assert_cmpint(due, <=, now + (gint64)(NTB + 2) * G_USEC_PER_SEC / (gint64)pace);
+	g_assert_cmpint(ncm_ntb_sched_next(&s, due - 10), ==, -1);
+	g_assert_cmpuint(ncm_ntb_sched_held(&s), ==, 1);
+
+	/* Pacing off: what is held goes at once, without waiting for tokens. */
+	ncm_ntb_sched_set_pace(&s, 0, due);
+	g_assert_cmpint(ncm_ntb_sched_next(&s, due), >=, 0);
+	g_assert_cmpuint(ncm_ntb_sched_held(&s), ==, 0);
+}
+
+/* Cancel returns held and open slots to the pool: all 4 open again. */
+static void
+test_cancel(void)
+{
+	NcmNtbSched s;
+
+	ncm_ntb_sched_init(&s, 4, NTB, FLUSH_US, 1000, 0);
+	for (int i = 0; i < 3; i++) {
+		g_assert_cmpint(ncm_ntb_sched_open(&s, 0), >=, 0);
+		g_assert_cmpint(ncm_ntb_sched_close(&s, NTB, 0), ==, -1);
+	}
+	g_assert_cmpint(ncm_ntb_sched_open(&s, 0), >=, 0);
+	g_assert_cmpint(ncm_ntb_sched_open(&s, 0), >=, 0);
+	ncm_ntb_sched_cancel(&s);
+	g_assert_cmpuint(ncm_ntb_sched_held(&s), ==, 0);
+	g_assert_cmpint(ncm_ntb_sched_open_slot(&s), ==, -1);
+	for (int i = 0; i < 4; i++) {
+		g_assert_cmpint(ncm_ntb_sched_open(&s, 0), >=, 0);
+		ncm_ntb_sched_cancel(&s);
+	}
+	g_assert_cmpuint(s.n_free, ==, 4);
+}
+
+int
+main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/ntb-sched/slots", test_slots);
+	g_test_add_func("/ntb-sched/flush-timer", test_flush_timer);
+	g_test_add_func("/ntb-sched/pacing", test_pacing);
+	g_test_add_func("/ntb-sched/cancel", test_cancel);
+	return g_test_run();
+}
