@@ -191,19 +191,23 @@ ncm_context_add_timeout(NcmContext *self, NcmTimeoutFunc func, gpointer data)
 	libusb_interrupt_event_handler(self->usb);
 }
 
-void
+gboolean
 ncm_context_remove_timeout(NcmContext *self, NcmTimeoutFunc func, gpointer data)
 {
+	gboolean found = FALSE;
+
 	ncm_mutex_lock(&self->lock);
 	for (guint i = 0; i < self->timeouts->len; i++) {
 		NcmTimeout *t = &g_array_index(self->timeouts, NcmTimeout, i);
 
 		if (t->func == func && t->data == data) {
 			g_array_remove_index_fast(self->timeouts, i);
+			found = TRUE;
 			break;
 		}
 	}
 	ncm_mutex_unlock(&self->lock);
+	return found;
 }
 
 void

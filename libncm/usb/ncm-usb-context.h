@@ -23,8 +23,8 @@ gboolean ncm_context_hotplug_usable(void);
  */
 typedef gint64 (*NcmTimeoutFunc)(gpointer data, gint64 now_us);
 void ncm_context_add_timeout(NcmContext *self, NcmTimeoutFunc func, gpointer data);
-/* Once this returns, @func no longer runs for @data. */
-void ncm_context_remove_timeout(NcmContext *self, NcmTimeoutFunc func, gpointer data);
+/* Once this returns, @func no longer runs for @data. FALSE when it was not there. */
+gboolean ncm_context_remove_timeout(NcmContext *self, NcmTimeoutFunc func, gpointer data);
 /* Makes the event thread look at its timeouts before @deadline_us (monotonic). */
 void ncm_context_wake(NcmContext *self, gint64 deadline_us);
 

@@ -93,10 +93,9 @@ ncm_device_timers_stop(NcmDevice *self)
 {
 	g_autofree gchar *key = NULL;
 
-	if (!self->context)
-		return;
-	ncm_context_remove_timeout(self->context, device_tick, self);
-	if (!self->rx)
+	/* Only a session that got as far as its timers has learned anything. */
+	if (!self->context || !ncm_context_remove_timeout(self->context, device_tick, self) ||
+	    !self->rx)
 		return;
 	key = nudge_key(self);
 	ncm_context_remember(self->context, key, &self->nudge, sizeof(self->nudge));

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-match.c: device selectors (VID:PID, serial, path, MAC) parse and match as documented. */
+/* test-usb-function.c: device selectors (VID:PID, serial, path, MAC) parse and match as documented. */
 #include <string.h>
 
 #include <ncm.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* fuzz-notify.c: fuzz target for the interrupt notification parser across transfers. */
+/* fuzz-cdc-notify.c: fuzz target for the interrupt notification parser across transfers. */
 #include <string.h>
 
 #include "fuzz.h"
