@@ -28,14 +28,13 @@ setup "$builddir" -Dwerror=true -Db_sanitize=address,undefined -Dtest_hooks=true
 	-Dlwip=enabled -Dlwip_src="$top/.cache/lwip" -Dfuzz=disabled
 ninja -C "$builddir"
 
-CC=clang setup "$fuzzdir" -Dwerror=true -Dfuzz=enabled -Dlwip=disabled \
-	-Dexamples=false
+CC=clang setup "$fuzzdir" -Dwerror=true -Dfuzz=enabled -Dlwip=disabled
 ninja -C "$fuzzdir"
 
 # Thread code again under ThreadSanitizer (clang: its runtime is the one
 # libclang-rt ships); only the unit suite, which holds the threaded tests.
 CC=clang setup "$tsandir" -Dwerror=true -Db_sanitize=thread -Db_lundef=false \
-	-Dlwip=enabled -Dlwip_src="$top/.cache/lwip" -Dfuzz=disabled -Dexamples=false
+	-Dlwip=enabled -Dlwip_src="$top/.cache/lwip" -Dfuzz=disabled
 ninja -C "$tsandir"
 
 # A release build for what sanitizers slow past their point: vm-bench runs

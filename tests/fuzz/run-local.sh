@@ -33,7 +33,7 @@ if [ ! -d "$src/tests/fuzz/corpus/$target" ]; then
 fi
 if [ ! -f "$build/build.ninja" ]; then
 	CC=clang meson setup "$build" "$src" -Dfuzz=enabled -Dlwip=disabled \
-		-Dexamples=false -Dvm_tests=disabled
+		-Dvm_tests=disabled
 fi
 ninja -C "$build" "tests/fuzz/fuzz-$target"
 

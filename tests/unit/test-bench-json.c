@@ -9,7 +9,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
-#include "ncm-bench.h"
+#include "ncm-bench-json.h"
 
 static JsonNode *
 parse_file(const char *file)

@@ -4,6 +4,7 @@
 
 #include <gio/gio.h>
 
+#include "ncm-bench-json.h"
 #include "ncm-bench-stats.h"
 #include "ncm-bench-transport.h"
 
@@ -20,18 +21,6 @@ typedef struct {
 	gdouble udp_max_mbit;
 	gchar **tests;      /* prefixes; NULL = all */
 } BenchOptions;
-
-/*
- * One line of output. @json holds the result's fields after "path" and
- * "test", each preceded by a comma, ready to splice into an object.
- */
-typedef struct {
-	char *path;
-	char *test;
-	GString *json;
-	char *cell;        /* what the human table shows */
-	GArray *rates;     /* double Mbit/s per 250 ms window, for --plot; or NULL */
-} BenchResult;
 
 typedef struct {
 	const BenchOptions *opt;
@@ -64,13 +53,6 @@ void bench_run_tcp_tests(BenchCtx *ctx);
 
 /* ncm-bench-udp.c */
 void bench_run_udp_tests(BenchCtx *ctx);
-
-/* ncm-bench-json.c */
-void bench_json_summary(GString *s, const char *key, const BenchSummary *sum, gboolean pct);
-void bench_json_num(GString *s, const char *key, double v);
-void bench_json_str(GString *s, const char *key, const char *v);
-gboolean bench_json_write(const char *file, const GString *env, const char *env_json_file,
-			  GPtrArray *results, GError **error);
 
 /*
  * ncm-bench-watchdog.c: one deadline at a time, max(4 x the planned time,

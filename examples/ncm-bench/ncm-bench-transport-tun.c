@@ -441,16 +441,22 @@ spec_clear(TunSpec *s)
 	g_clear_pointer(&s->dev, g_ptr_array_unref);
 }
 
-/* The ncm-tun built next to us, else the one on PATH. */
+/*
+ * The ncm-tun built next to us (installed: the same bindir; build tree:
+ * examples/ncm-tun/ beside our examples/ncm-bench/), else the one on PATH.
+ */
 static char *
 default_exec(void)
 {
 	g_autofree char *self = g_file_read_link("/proc/self/exe", NULL);
 	g_autofree char *dir = self ? g_path_get_dirname(self) : NULL;
 	g_autofree char *next = dir ? g_build_filename(dir, "ncm-tun", NULL) : NULL;
+	g_autofree char *built = dir ? g_build_filename(dir, "..", "ncm-tun", "ncm-tun", NULL) : NULL;
 
 	if (next && g_file_test(next, G_FILE_TEST_IS_EXECUTABLE))
 		return g_steal_pointer(&next);
+	if (built && g_file_test(built, G_FILE_TEST_IS_EXECUTABLE))
+		return g_steal_pointer(&built);
 	return g_find_program_in_path("ncm-tun");
 }
 

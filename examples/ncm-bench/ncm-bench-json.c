@@ -3,7 +3,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "ncm-bench.h"
+#include <gio/gio.h>
+
+#include "ncm-bench-json.h"
 
 static void
 append_double(GString *s, double v)

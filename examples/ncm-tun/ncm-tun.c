@@ -70,7 +70,7 @@ static const GOptionEntry entries[] = {
 	{ "nudge-ms", 0, 0, G_OPTION_ARG_INT, &opt_nudge_ms,
 	  "Quiet time after a stream before the tail nudge, for gadgets (Linux f_ncm) that "
 	  "hold their last NTB; 0 = 100, -1 = never", "MS" },
-	{ NULL }
+	G_OPTION_ENTRY_NULL
 };
 
 static const gchar description[] =

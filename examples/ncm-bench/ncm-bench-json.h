@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-bench-json.h: ncm-bench's result lines and its hand-written JSON output. */
+#pragma once
+
+#include <glib.h>
+
+#include "ncm-bench-stats.h"
+
+G_BEGIN_DECLS
+
+/*
+ * One line of output. @json holds the result's fields after "path" and
+ * "test", each preceded by a comma, ready to splice into an object.
+ */
+typedef struct {
+	char *path;
+	char *test;
+	GString *json;
+	char *cell;        /* what the human table shows */
+	GArray *rates;     /* double Mbit/s per 250 ms window, for --plot; or NULL */
+} BenchResult;
+
+void bench_json_summary(GString *s, const char *key, const BenchSummary *sum, gboolean pct);
+void bench_json_num(GString *s, const char *key, double v);
+void bench_json_str(GString *s, const char *key, const char *v);
+/* Errors: G_FILE_ERROR reading @env_json_file or writing @file; G_IO_ERROR_INVALID_DATA
+ * when @env_json_file does not hold one JSON object. */
+gboolean bench_json_write(const char *file, const GString *env, const char *env_json_file,
+			  GPtrArray *results, GError **error);
+
+G_END_DECLS
