@@ -24,7 +24,7 @@ setup() { # dir, options...
 	fi
 }
 
-setup "$builddir" -Dwerror=true -Db_sanitize=address,undefined -Dtest_hooks=true \
+setup "$builddir" -Dwerror=true -Db_sanitize=address,undefined -Dtest_hooks=enabled \
 	-Dlwip=enabled -Dlwip_src="$top/.cache/lwip" -Dfuzz=disabled
 ninja -C "$builddir"
 

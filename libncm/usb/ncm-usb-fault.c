@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-usb-fault.c: test builds only (-Dtest_hooks=true): damages received NTBs as a bad cable or a buggy device would. */
+/* ncm-usb-fault.c: test builds only (-Dtest_hooks, on for all but release builds): damages received NTBs as a bad cable or a buggy device would. */
 #include <stdlib.h>
 
 #include "ncm-usb-device.h"

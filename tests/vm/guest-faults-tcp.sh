@@ -34,7 +34,7 @@ iperf3_run() { # LABEL [-R]
 gadget_setup ncm
 host_use_userspace
 
-# libncm's test hook (a -Dtest_hooks=true build) damages received NTBs.
+# libncm's test hook (in all but release builds: -Dtest_hooks) damages received NTBs.
 NCM_TEST_FAULT_ONE_IN=$FAULT_ONE_IN ncm-tun --device "serial=$VM_SERIAL" --name "$TUN" \
 	--ipv4 "$(host_ip4)/24" >"$TUN_LOG" 2>&1 &
 TUN_PID=$!
