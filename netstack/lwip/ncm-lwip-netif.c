@@ -51,7 +51,7 @@ static GList *netifs;
 /* ---- Output ---------------------------------------------------------------- */
 
 void
-lwip_netifs_flush(void)
+nlw_netifs_flush(void)
 {
 	for (GList *l = netifs; l != NULL; l = l->next) {
 		NcmLwipNetif *n = l->data;
@@ -60,7 +60,7 @@ lwip_netifs_flush(void)
 			continue;
 		n->flush_pending = FALSE;
 		ncm_link_flush(n->link);
-		lwip_count(LWIP_COUNT_TX_FLUSHES, 1);
+		nlw_count(NLW_COUNT_TX_FLUSHES, 1);
 	}
 }
 
@@ -70,8 +70,8 @@ static void
 mark_output(NcmLwipNetif *n)
 {
 	n->flush_pending = TRUE;
-	if (!lwip_in_batch())
-		lwip_schedule_flush();
+	if (!nlw_in_batch())
+		nlw_schedule_flush();
 }
 
 static NcmSendResult
@@ -102,7 +102,7 @@ static void
 txq_push(NcmLwipNetif *n, struct pbuf *p)
 {
 	if (n->txq_len == NCM_LWIP_TXQ_LEN) {
-		lwip_count(LWIP_COUNT_TX_DROPS, 1);
+		nlw_count(NLW_COUNT_TX_DROPS, 1);
 		return;
 	}
 	/* TCP leaves a segment it still references alone on retransmission,
@@ -110,7 +110,7 @@ txq_push(NcmLwipNetif *n, struct pbuf *p)
 	pbuf_ref(p);
 	n->txq[(n->txq_head + n->txq_len) % NCM_LWIP_TXQ_LEN] = p;
 	n->txq_len++;
-	lwip_count(LWIP_COUNT_TX_QUEUED, 1);
+	nlw_count(NLW_COUNT_TX_QUEUED, 1);
 }
 
 /* Core lock held: sends queued frames until the link refuses again. */
@@ -124,10 +124,10 @@ txq_drain(NcmLwipNetif *n)
 		if (r == NCM_SEND_WOULD_BLOCK)
 			return;
 		if (r == NCM_SEND_OK) {
-			lwip_count(LWIP_COUNT_TX_FRAMES, 1);
+			nlw_count(NLW_COUNT_TX_FRAMES, 1);
 			mark_output(n);
 		} else {
-			lwip_count(LWIP_COUNT_TX_DROPS, 1);
+			nlw_count(NLW_COUNT_TX_DROPS, 1);
 		}
 		pbuf_free(p);
 		n->txq_head = (n->txq_head + 1) % NCM_LWIP_TXQ_LEN;
@@ -149,7 +149,7 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 	}
 	r = send_pbuf(n, p);
 	if (r == NCM_SEND_OK) {
-		lwip_count(LWIP_COUNT_TX_FRAMES, 1);
+		nlw_count(NLW_COUNT_TX_FRAMES, 1);
 		mark_output(n);
 	} else if (r == NCM_SEND_WOULD_BLOCK) {
 		/* The link sends what it holds once it is full, but an open
@@ -157,7 +157,7 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 		mark_output(n);
 		txq_push(n, p);
 	} else {
-		lwip_count(LWIP_COUNT_TX_DROPS, 1);
+		nlw_count(NLW_COUNT_TX_DROPS, 1);
 	}
 	return ERR_OK;
 }
@@ -237,22 +237,22 @@ ncm_lwip_netif_get_peer(NcmLwipNetif *netif, GSocketFamily family, GInetAddress 
  * 334, 280, 279 / 231, 192, 374.
  * Queueing costs a message, a mailbox hand-over and a thread wake-up per
  * frame; the lock is held for microseconds by writers (at most
- * LWIP_CONN_WRITE_MAX bytes copied), so the link thread barely waits.
+ * NLW_CONN_WRITE_MAX bytes copied), so the link thread barely waits.
  */
 static void
 rx_drain(NcmLwipNetif *n)
 {
 	if (n->rx_len == 0)
 		return;
-	lwip_core_lock();
+	nlw_core_lock();
 	for (guint i = 0; i < n->rx_len; i++) {
 		if (ethernet_input(n->rx_batch[i], &n->netif) != ERR_OK) {
 			pbuf_free(n->rx_batch[i]);
-			lwip_count(LWIP_COUNT_RX_DROPS, 1);
+			nlw_count(NLW_COUNT_RX_DROPS, 1);
 		}
 	}
 	n->rx_len = 0;
-	lwip_core_unlock();
+	nlw_core_unlock();
 }
 
 static void
@@ -262,18 +262,18 @@ sink_receive(gpointer user_data, const guint8 *frame, gsize len)
 	struct pbuf *p;
 
 	learn_peer(n, frame, len);
-	lwip_count(LWIP_COUNT_RX_FRAMES, 1);
+	nlw_count(NLW_COUNT_RX_FRAMES, 1);
 	/* The frame lives in the link's buffer only during this call. */
 	p = len <= 0xFFFF ? pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_RAM) : NULL;
 	if (p == NULL) {
-		lwip_count(LWIP_COUNT_RX_DROPS, 1);
+		nlw_count(NLW_COUNT_RX_DROPS, 1);
 		return;
 	}
 	memcpy(p->payload, frame, len);
-	if (lwip_input_mode() == NCM_LWIP_INPUT_QUEUED) {
+	if (nlw_input_mode() == NCM_LWIP_INPUT_QUEUED) {
 		if (tcpip_input(p, &n->netif) != ERR_OK) {
 			pbuf_free(p);
-			lwip_count(LWIP_COUNT_RX_DROPS, 1);
+			nlw_count(NLW_COUNT_RX_DROPS, 1);
 		}
 		return;
 	}
@@ -294,9 +294,9 @@ sink_writable(gpointer user_data)
 {
 	NcmLwipNetif *n = user_data;
 
-	lwip_core_lock();
+	nlw_core_lock();
 	txq_drain(n);
-	lwip_core_unlock();
+	nlw_core_unlock();
 }
 
 static const NcmLinkSink netif_sink = {
@@ -350,7 +350,7 @@ add_ip6(NcmLwipNetif *n, const NcmLwipNetifConfig *config)
 	if (config->ipv6 != NULL) {
 		ip_addr_t ip;
 
-		lwip_addr_from_gio(config->ipv6, &ip);
+		nlw_addr_from_gio(config->ipv6, &ip);
 		if (netif_add_ip6_address(&n->netif, ip_2_ip6(&ip), &idx) == ERR_OK &&
 		    !config->ipv6_dad)
 			netif_ip6_addr_set_state(&n->netif, idx, IP6_ADDR_PREFERRED);
@@ -394,11 +394,11 @@ netif_add_locked(NcmLwipNetif *n, const NcmLwipNetifConfig *config)
 	ip_addr_set_zero_ip4(&mask);
 	ip_addr_set_zero_ip4(&gw);
 	if (config->ipv4 != NULL) {
-		lwip_addr_from_gio(config->ipv4, &addr);
+		nlw_addr_from_gio(config->ipv4, &addr);
 		ip_2_ip4(&mask)->addr = prefix == 0 ? 0 : lwip_htonl(0xFFFFFFFFu << (32 - prefix));
 	}
 	if (config->ipv4_gateway != NULL)
-		lwip_addr_from_gio(config->ipv4_gateway, &gw);
+		nlw_addr_from_gio(config->ipv4_gateway, &gw);
 	if (netif_add(&n->netif, ip_2_ip4(&addr), ip_2_ip4(&mask), ip_2_ip4(&gw), n,
 		      netif_init_cb, tcpip_input) == NULL)
 		return FALSE;
@@ -432,9 +432,9 @@ ncm_lwip_netif_add(NcmLwipStack *stack, NcmLink *link, const NcmLwipNetifConfig 
 	n = g_new0(NcmLwipNetif, 1);
 	n->link = link;
 	g_mutex_init(&n->peer_lock);
-	lwip_core_lock();
+	nlw_core_lock();
 	added = netif_add_locked(n, config);
-	lwip_core_unlock();
+	nlw_core_unlock();
 	if (!added) {
 		g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_FAILED, "lwIP refused the netif");
 		n->link = NULL;
@@ -450,9 +450,9 @@ ncm_lwip_netif_add(NcmLwipStack *stack, NcmLink *link, const NcmLwipNetifConfig 
 		return NULL;
 	}
 	n->started = TRUE;
-	lwip_core_lock();
+	nlw_core_lock();
 	netif_up_locked(n, config);
-	lwip_core_unlock();
+	nlw_core_unlock();
 	return n;
 }
 
@@ -465,8 +465,8 @@ ncm_lwip_netif_remove(NcmLwipNetif *n)
 	 * queued to the tcpip thread may wait there. */
 	if (n->started)
 		n->link->ops->stop(n->link);
-	lwip_tcpip_barrier();
-	lwip_core_lock();
+	nlw_tcpip_barrier();
+	nlw_core_lock();
 	if (g_list_find(netifs, n) != NULL) {
 		dhcp_stop(&n->netif);
 		netif_set_down(&n->netif);
@@ -479,7 +479,7 @@ ncm_lwip_netif_remove(NcmLwipNetif *n)
 		n->txq_len--;
 	}
 	n->flush_pending = FALSE;
-	lwip_core_unlock();
+	nlw_core_unlock();
 	for (guint i = 0; i < n->rx_len; i++)
 		pbuf_free(n->rx_batch[i]);
 	ncm_link_free(n->link);
@@ -492,9 +492,9 @@ ncm_lwip_netif_get_index(NcmLwipNetif *netif)
 {
 	guint index;
 
-	lwip_core_lock();
+	nlw_core_lock();
 	index = netif_get_index(&netif->netif);
-	lwip_core_unlock();
+	nlw_core_unlock();
 	return index;
 }
 
@@ -504,13 +504,13 @@ ncm_lwip_netif_get_addresses(NcmLwipNetif *netif)
 	struct netif *nif = &netif->netif;
 	GList *list = NULL;
 
-	lwip_core_lock();
+	nlw_core_lock();
 	if (!ip4_addr_isany_val(*netif_ip4_addr(nif)))
-		list = g_list_append(list, lwip_addr_to_gio(netif_ip_addr4(nif)));
+		list = g_list_append(list, nlw_addr_to_gio(netif_ip_addr4(nif)));
 	for (int i = 0; i < LWIP_IPV6_NUM_ADDRESSES; i++) {
 		if (ip6_addr_isvalid(netif_ip6_addr_state(nif, i)))
-			list = g_list_append(list, lwip_addr_to_gio(netif_ip_addr6(nif, i)));
+			list = g_list_append(list, nlw_addr_to_gio(netif_ip_addr6(nif, i)));
 	}
-	lwip_core_unlock();
+	nlw_core_unlock();
 	return list;
 }
