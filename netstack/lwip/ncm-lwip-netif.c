@@ -50,8 +50,9 @@ static GList *netifs;
 
 /* ---- Output ---------------------------------------------------------------- */
 
-void
-nlw_netifs_flush(void)
+/* Core lock held: the batch's NLW_BATCH_FLUSH stage. */
+static void
+netifs_flush(void)
 {
 	for (GList *l = netifs; l != NULL; l = l->next) {
 		NcmLwipNetif *n = l->data;
@@ -403,6 +404,7 @@ netif_add_locked(NcmLwipNetif *n, const NcmLwipNetifConfig *config)
 		      netif_init_cb, tcpip_input) == NULL)
 		return FALSE;
 	add_ip6(n, config);
+	nlw_batch_on_end(NLW_BATCH_FLUSH, netifs_flush);
 	netifs = g_list_append(netifs, n);
 	return TRUE;
 }

@@ -14,6 +14,21 @@
  * latter never takes the core lock.
  */
 
+/*
+ * The file graph: an arrow reads "calls a function defined in". It is a
+ * DAG, the files below never call the ones above; keep it one. What two
+ * files both need goes down (into stack.c, or a file of its own), and a
+ * lower file reaches a higher one only through a callback it was given.
+ *
+ *   ncm-lwip-connect.c   -> stream, tcp, stack
+ *   ncm-lwip-listener.c  -> stream, tcp, stack
+ *   ncm-lwip-stream.c    -> tcp, stack
+ *   ncm-lwip-tcp.c       -> stack
+ *   ncm-lwip-netif.c     -> stack
+ *   ncm-lwip-udp.c       -> stack
+ *   ncm-lwip-stack.c     -> none (netif and tcp register batch hooks)
+ */
+
 /* Counters, bumped with atomics from any thread. */
 typedef enum {
 	NLW_COUNT_RX_FRAMES,
@@ -49,11 +64,23 @@ void nlw_batch_end(void);
 gboolean nlw_in_batch(void);
 /* Core lock held: posts one flush of all netifs to the tcpip thread. */
 void nlw_schedule_flush(void);
-/* Core lock held: flushes every netif with output since its last flush. */
-void nlw_netifs_flush(void);
-/* Core lock held, at a batch's end: wakes the readers and writers that lwIP's
- * callbacks made ready during it. */
-void nlw_conns_wake_batch(void);
+/*
+ * What a batch's end runs, stage by stage: the netifs' output is flushed
+ * to the links, then the readers and writers that lwIP's callbacks made
+ * ready are woken. The files owning that work (netif, tcp) register it,
+ * core lock held, before they first leave any; so ncm-lwip-stack.c calls
+ * neither of them (see the file graph above).
+ */
+typedef enum {
+	NLW_BATCH_FLUSH, /* also run by nlw_schedule_flush()'s callback */
+	NLW_BATCH_WAKE,
+	NLW_BATCH_N,
+} NlwBatchStage;
+
+typedef void (*NlwBatchHook)(void);
+
+/* Core lock held. Registering the same hook again is harmless. */
+void nlw_batch_on_end(NlwBatchStage stage, NlwBatchHook hook);
 
 /* Waits until the tcpip thread has handled everything queued so far (such
  * as frames from NCM_LWIP_INPUT_QUEUED). Not under the core lock. */

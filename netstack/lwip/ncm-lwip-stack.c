@@ -23,6 +23,8 @@ static gint input_mode;                /* atomic NcmLwipInputMode */
  * callback is already queued on the tcpip thread. */
 static guint batch_depth;
 static gboolean flush_scheduled;
+/* Core lock: see nlw_batch_on_end(). */
+static NlwBatchHook batch_hooks[NLW_BATCH_N];
 
 void
 nlw_count(NlwCounter counter, guint64 n)
@@ -37,6 +39,20 @@ nlw_input_mode(void)
 }
 
 void
+nlw_batch_on_end(NlwBatchStage stage, NlwBatchHook hook)
+{
+	batch_hooks[stage] = hook;
+}
+
+/* Core lock held. Before a file registered its hook it had no work left. */
+static void
+run_batch_hook(NlwBatchStage stage)
+{
+	if (batch_hooks[stage] != NULL)
+		batch_hooks[stage]();
+}
+
+void
 nlw_batch_begin(void)
 {
 	batch_depth++;
@@ -46,8 +62,8 @@ void
 nlw_batch_end(void)
 {
 	if (--batch_depth == 0) {
-		nlw_netifs_flush();
-		nlw_conns_wake_batch();
+		run_batch_hook(NLW_BATCH_FLUSH);
+		run_batch_hook(NLW_BATCH_WAKE);
 	}
 }
 
@@ -76,7 +92,7 @@ static void
 flush_callback(void *arg)
 {
 	flush_scheduled = FALSE;
-	nlw_netifs_flush();
+	run_batch_hook(NLW_BATCH_FLUSH);
 }
 
 void
@@ -90,7 +106,7 @@ nlw_schedule_flush(void)
 	if (tcpip_try_callback(flush_callback, NULL) == ERR_OK)
 		flush_scheduled = TRUE;
 	else
-		nlw_netifs_flush();
+		run_batch_hook(NLW_BATCH_FLUSH);
 }
 
 typedef struct {

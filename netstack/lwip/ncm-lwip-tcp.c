@@ -93,6 +93,23 @@ wake_locked(NlwConn *c, gboolean rx, gboolean tx)
 /* Core lock: connections with wake_pending set, one reference each. */
 static GPtrArray *batch_wakes;
 
+/* Core lock held: the batch's NLW_BATCH_WAKE stage. */
+static void
+conns_wake_batch(void)
+{
+	for (guint i = 0; batch_wakes != NULL && i < batch_wakes->len; i++) {
+		NlwConn *c = g_ptr_array_index(batch_wakes, i);
+
+		ncm_mutex_lock(&c->lock);
+		wake_locked(c, c->wake_pending & WAKE_RX, c->wake_pending & WAKE_TX);
+		ncm_mutex_unlock(&c->lock);
+		c->wake_pending = 0;
+		nlw_conn_unref(c);
+	}
+	if (batch_wakes != NULL)
+		g_ptr_array_set_size(batch_wakes, 0);
+}
+
 /*
  * Core lock and c->lock held. lwIP calls back once per segment; an NTB
  * carries several, and waking the reader for each costs a futex wake and
@@ -107,27 +124,13 @@ wake_soon_locked(NlwConn *c, guint dirs)
 		return;
 	}
 	if (c->wake_pending == 0) {
-		if (batch_wakes == NULL)
+		if (batch_wakes == NULL) {
 			batch_wakes = g_ptr_array_new();
+			nlw_batch_on_end(NLW_BATCH_WAKE, conns_wake_batch);
+		}
 		g_ptr_array_add(batch_wakes, nlw_conn_ref(c));
 	}
 	c->wake_pending |= dirs;
-}
-
-void
-nlw_conns_wake_batch(void)
-{
-	for (guint i = 0; batch_wakes != NULL && i < batch_wakes->len; i++) {
-		NlwConn *c = g_ptr_array_index(batch_wakes, i);
-
-		ncm_mutex_lock(&c->lock);
-		wake_locked(c, c->wake_pending & WAKE_RX, c->wake_pending & WAKE_TX);
-		ncm_mutex_unlock(&c->lock);
-		c->wake_pending = 0;
-		nlw_conn_unref(c);
-	}
-	if (batch_wakes != NULL)
-		g_ptr_array_set_size(batch_wakes, 0);
 }
 
 /* c->lock held. */
@@ -742,78 +745,17 @@ connect_wait(NlwConn *c, GCancellable *cancellable, GError **error)
 	return ok;
 }
 
-NcmLwipConnection *
-ncm_lwip_stack_connect(NcmLwipStack *self, GInetSocketAddress *address, guint timeout_ms,
-		       GCancellable *cancellable, GError **error)
+NlwConn *
+nlw_conn_connect(GInetSocketAddress *address, guint timeout_ms, GCancellable *cancellable,
+		 GError **error)
 {
-	NlwConn *c;
+	NlwConn *c = connect_start(address, timeout_ms, error);
 
-	g_return_val_if_fail(NCM_LWIP_IS_STACK(self), NULL);
-	g_return_val_if_fail(G_IS_INET_SOCKET_ADDRESS(address), NULL);
-	if (g_cancellable_set_error_if_cancelled(cancellable, error))
-		return NULL;
-	c = connect_start(address, timeout_ms, error);
 	if (c == NULL)
 		return NULL;
 	if (!connect_wait(c, cancellable, error)) {
 		nlw_conn_unref(c);
 		return NULL;
 	}
-	return nlw_connection_new(c);
-}
-
-typedef struct {
-	GInetSocketAddress *address;
-	guint timeout_ms;
-} ConnectData;
-
-static void
-connect_data_free(gpointer data)
-{
-	ConnectData *d = data;
-
-	g_object_unref(d->address);
-	g_free(d);
-}
-
-/* Connecting is control plane, and the blocking path already handles
- * timeout and cancellation: run it on a thread of its own. */
-static void
-connect_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-	ConnectData *d;
-	NcmLwipConnection *conn;
-	GError *error = NULL;
-
-	d = task_data;
-	conn = ncm_lwip_stack_connect(source, d->address, d->timeout_ms, cancellable, &error);
-	if (conn != NULL)
-		g_task_return_pointer(task, conn, g_object_unref);
-	else
-		g_task_return_error(task, error);
-}
-
-/* GTask source tag (ISO C has no function-to-object pointer cast). */
-static char source_tag;
-
-void
-ncm_lwip_stack_connect_async(NcmLwipStack *self, GInetSocketAddress *address, guint timeout_ms,
-			     GCancellable *cancellable, GAsyncReadyCallback callback,
-			     gpointer user_data)
-{
-	GTask *task = g_task_new(self, cancellable, callback, user_data);
-	ConnectData *d = g_new0(ConnectData, 1);
-
-	d->address = g_object_ref(address);
-	d->timeout_ms = timeout_ms;
-	g_task_set_source_tag(task, &source_tag);
-	g_task_set_task_data(task, d, connect_data_free);
-	nlw_task_run_in_thread(task, connect_thread);
-}
-
-NcmLwipConnection *
-ncm_lwip_stack_connect_finish(NcmLwipStack *self, GAsyncResult *result, GError **error)
-{
-	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
-	return g_task_propagate_pointer(G_TASK(result), error);
+	return c;
 }

@@ -63,6 +63,11 @@ void nlw_conn_unref(NlwConn *c);
 void nlw_conn_attach(NlwConn *c, struct tcp_pcb *pcb);
 /* Core lock held: unhooks and closes the pcb (RST when @abort). */
 void nlw_conn_close_pcb(NlwConn *c, gboolean abort);
+/* Opens a connection and waits for its handshake, at most @timeout_ms when
+ * not 0. Returns it connected, or NULL with @error set and no pcb left.
+ * Not under the core lock; blocks. */
+NlwConn *nlw_conn_connect(GInetSocketAddress *address, guint timeout_ms,
+			 GCancellable *cancellable, GError **error);
 
 /* Blocking or not; both follow GInputStream/GOutputStream semantics. */
 gssize nlw_conn_read(NlwConn *c, void *buf, gsize count, gboolean blocking,
