@@ -12,6 +12,7 @@
 #include "lwip/tcpip.h"
 #include "netif/ethernet.h"
 
+#include "ncm-eth.h"
 #include "ncm-lwip-private.h"
 
 /* Frames collected on the link thread before they enter lwIP under one
@@ -174,7 +175,7 @@ learn(NcmLwipNetif *n, gboolean v6, const guint8 *ip, const guint8 *mac)
 
 	ncm_mutex_lock(&n->peer_lock);
 	memcpy(dst_ip, ip, ip_len);
-	memcpy(dst_mac, mac, 6);
+	memcpy(dst_mac, mac, NCM_ETH_ALEN);
 	if (v6)
 		n->have_peer6 = TRUE;
 	else
@@ -184,25 +185,25 @@ learn(NcmLwipNetif *n, gboolean v6, const guint8 *ip, const guint8 *mac)
 
 /* Link thread: records the sender of ARP packets and of ICMPv6 neighbour
  * discovery messages (router/neighbour solicitations and advertisements).
- * The frame is read in place; nothing is allocated. */
+ * The frame is read in place, through the checked views; nothing is
+ * allocated. */
 static void
-learn_peer(NcmLwipNetif *n, const guint8 *f, gsize len)
+learn_peer(NcmLwipNetif *n, const guint8 *frame, gsize len)
 {
-	static const guint8 zero[16];
-	guint16 type;
+	NcmEthView eth;
+	NcmArpView arp;
+	NcmNdView nd;
 
-	if (len < 14)
+	if (!ncm_eth_view(&eth, frame, len))
 		return;
-	type = (guint16)(f[12] << 8 | f[13]);
-	if (type == 0x0806 && len >= 14 + 28 && f[14 + 4] == 6 && f[14 + 5] == 4) {
-		/* ARP: sender MAC at 8, sender IPv4 at 14; 0.0.0.0 probes say nothing. */
-		if (memcmp(f + 14 + 14, zero, 4) != 0)
-			learn(n, FALSE, f + 14 + 14, f + 14 + 8);
-	} else if (type == 0x86DD && len >= 14 + 40 + 4 && f[14 + 6] == 58) {
-		guint8 icmp = f[14 + 40];
-
-		if (icmp >= 133 && icmp <= 136 && memcmp(f + 14 + 8, zero, 16) != 0)
-			learn(n, TRUE, f + 14 + 8, f + 6);
+	if (ncm_eth_arp(&eth, &arp)) {
+		/* 0.0.0.0 probes say nothing. */
+		if (memcmp(arp.spa, "\0\0\0\0", 4) != 0)
+			learn(n, FALSE, arp.spa, arp.sha);
+	} else if (ncm_eth_nd(&eth, &nd)) {
+		/* Not redirects: a router sends those about others. */
+		if (nd.type <= NCM_ND_NA && !ncm_ip6_is_unspecified(nd.src))
+			learn(n, TRUE, nd.src, eth.src);
 	}
 }
 
@@ -315,7 +316,7 @@ netif_init_cb(struct netif *netif)
 
 	netif->name[0] = 'u';
 	netif->name[1] = 'n';
-	netif->mtu = (u16_t)MIN(n->link->max_frame - 14, 0xFFFFu);
+	netif->mtu = (u16_t)MIN(n->link->max_frame - NCM_ETH_HLEN, 0xFFFFu);
 	netif->mtu6 = netif->mtu;
 	netif->hwaddr_len = ETH_HWADDR_LEN;
 	memcpy(netif->hwaddr, n->link->mac, ETH_HWADDR_LEN);
@@ -371,7 +372,7 @@ check_config(NcmLink *link, const NcmLwipNetifConfig *config, GError **error)
 		goto bad;
 	if (config->ipv4_prefix > 32)
 		goto bad;
-	if (link->max_frame < 14 + 576) {
+	if (link->max_frame < NCM_ETH_HLEN + 576) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
 			    "link frames of %u bytes are too small for IP", link->max_frame);
 		return FALSE;
