@@ -4,10 +4,9 @@
 
 #include <string.h>
 
+#include "ncm-eth.h"
 #include "ncm-le.h"
 
-#define ETH_P_IPV4 0x0800
-#define ETH_P_IPV6 0x86dd
 #define PROTO_TCP 6
 
 #define TCP_FIN 0x01
@@ -95,10 +94,10 @@ parse_tcp(guint l3off, const guint8 *pkt, gsize len, TcpPkt *t)
 
 	if (len < (gsize)l3off + 20)
 		return FALSE;
-	if (l3off == 14) {
+	if (l3off == NCM_ETH_HLEN) {
 		guint16 type = ncm_be16_at(pkt, len, 12);
 
-		if ((ip[0] >> 4) != (type == ETH_P_IPV6 ? 6 : type == ETH_P_IPV4 ? 4 : 0))
+		if ((ip[0] >> 4) != (type == NCM_ETH_P_IPV6 ? 6 : type == NCM_ETH_P_IPV4 ? 4 : 0))
 			return FALSE;
 	}
 	iplen = len - l3off;
@@ -289,7 +288,7 @@ continues(const TapGro *g, const TcpPkt *t, const guint8 *pkt)
 	if (t->l3off != g->l3off || t->v6 != g->v6 || t->hdr != g->hdr_len || t->payload > g->mss ||
 	    ncm_be32_at(pkt, t->hdr, t->l4off + 4) != g->next_seq || g->len + t->payload > g->l3off + TAP_GRO_MAX_IP)
 		return FALSE;
-	if (g->l3off && memcmp(g->buf, pkt, 14) != 0)
+	if (g->l3off && memcmp(g->buf, pkt, NCM_ETH_HLEN) != 0)
 		return FALSE;
 	if (t->v6) {
 		/* Version, traffic class, flow label; addresses; hop limit. */
