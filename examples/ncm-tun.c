@@ -79,7 +79,7 @@ static const GOptionEntry entries[] = {
 	 */
 	{ "fault-one-in", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt_fault_one_in,
 	  "Test only: corrupt, truncate or duplicate 1 in N received NTBs", "N" },
-	{ NULL }
+	{ 0 }
 };
 
 static const gchar description[] =
