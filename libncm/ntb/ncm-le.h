@@ -53,6 +53,15 @@ ncm_be16_at(const uint8_t *buf, size_t len, size_t off)
 	return (uint16_t)((unsigned)buf[off] << 8 | buf[off + 1]);
 }
 
+static inline uint32_t
+ncm_be32_at(const uint8_t *buf, size_t len, size_t off)
+{
+	if (!ncm_le_fits(len, off, 4))
+		return 0;
+	return (uint32_t)buf[off] << 24 | (uint32_t)buf[off + 1] << 16 |
+	       (uint32_t)buf[off + 2] << 8 | buf[off + 3];
+}
+
 /* A pointer to @size bytes at @off, or NULL when they do not lie inside @len. */
 static inline const uint8_t *
 ncm_bytes_at(const uint8_t *buf, size_t len, size_t off, size_t size)

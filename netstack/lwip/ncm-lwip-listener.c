@@ -15,7 +15,7 @@ struct _NcmLwipListener {
 	/* Guards the fields below; taken inside the core lock. */
 	GMutex lock;
 	GCond cond;
-	GQueue pending; /* LwipConn *, connected, not yet accepted */
+	GQueue pending; /* NlwConn *, connected, not yet accepted */
 	gboolean closed;
 };
 
@@ -23,12 +23,12 @@ G_DEFINE_TYPE(NcmLwipListener, ncm_lwip_listener, G_TYPE_OBJECT)
 
 /* Core lock held. Connections beyond the backlog are refused: lwIP aborts
  * a pcb whose accept callback fails. Data arriving before accept queues
- * in the LwipConn. */
+ * in the NlwConn. */
 static err_t
 listener_accept_cb(void *arg, struct tcp_pcb *pcb, err_t err)
 {
 	NcmLwipListener *self = arg;
-	LwipConn *c;
+	NlwConn *c;
 	gboolean full;
 
 	if (err != ERR_OK || pcb == NULL || self == NULL)
@@ -38,9 +38,9 @@ listener_accept_cb(void *arg, struct tcp_pcb *pcb, err_t err)
 	ncm_mutex_unlock(&self->lock);
 	if (full)
 		return ERR_MEM;
-	c = lwip_conn_new();
+	c = nlw_conn_new();
 	c->connected = TRUE;
-	lwip_conn_attach(c, pcb);
+	nlw_conn_attach(c, pcb);
 	ncm_mutex_lock(&self->lock);
 	g_queue_push_tail(&self->pending, c);
 	g_cond_broadcast(&self->cond);
@@ -88,14 +88,14 @@ ncm_lwip_stack_listen(NcmLwipStack *stack, GInetSocketAddress *address, guint ba
 	g_return_val_if_fail(NCM_LWIP_IS_STACK(stack), NULL);
 	ip_addr_set_zero(&ip);
 	if (!any)
-		lwip_addr_from_gio(inet, &ip);
+		nlw_addr_from_gio(inet, &ip);
 	self = g_object_new(NCM_LWIP_TYPE_LISTENER, NULL);
 	self->backlog = backlog ? backlog : DEFAULT_BACKLOG;
-	lwip_core_lock();
+	nlw_core_lock();
 	err = listen_locked(self, &ip, any, address ? g_inet_socket_address_get_port(address) : 0);
-	lwip_core_unlock();
+	nlw_core_unlock();
 	if (err != ERR_OK) {
-		g_set_error(error, G_IO_ERROR, lwip_err_to_io(err), "cannot listen: %s",
+		g_set_error(error, G_IO_ERROR, nlw_err_to_io(err), "cannot listen: %s",
 			    lwip_strerr(err));
 		g_object_unref(self);
 		return NULL;
@@ -114,10 +114,10 @@ void
 ncm_lwip_listener_close(NcmLwipListener *self)
 {
 	GQueue pending = G_QUEUE_INIT;
-	LwipConn *c;
+	NlwConn *c;
 
 	g_return_if_fail(NCM_LWIP_IS_LISTENER(self));
-	lwip_core_lock();
+	nlw_core_lock();
 	if (self->pcb != NULL) {
 		tcp_arg(self->pcb, NULL);
 		tcp_accept(self->pcb, NULL);
@@ -131,10 +131,10 @@ ncm_lwip_listener_close(NcmLwipListener *self)
 	g_cond_broadcast(&self->cond);
 	ncm_mutex_unlock(&self->lock);
 	while ((c = g_queue_pop_head(&pending)) != NULL) {
-		lwip_conn_close_pcb(c, TRUE);
-		lwip_conn_unref(c);
+		nlw_conn_close_pcb(c, TRUE);
+		nlw_conn_unref(c);
 	}
-	lwip_core_unlock();
+	nlw_core_unlock();
 }
 
 static void
@@ -151,7 +151,7 @@ NcmLwipConnection *
 ncm_lwip_listener_accept(NcmLwipListener *self, GCancellable *cancellable, GError **error)
 {
 	gulong handler = 0;
-	LwipConn *c;
+	NlwConn *c;
 
 	g_return_val_if_fail(NCM_LWIP_IS_LISTENER(self), NULL);
 	if (cancellable != NULL)
@@ -165,13 +165,13 @@ ncm_lwip_listener_accept(NcmLwipListener *self, GCancellable *cancellable, GErro
 	if (handler != 0)
 		g_cancellable_disconnect(cancellable, handler);
 	if (c != NULL)
-		return lwip_connection_new(c);
+		return nlw_connection_new(c);
 	if (!g_cancellable_set_error_if_cancelled(cancellable, error))
 		g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_CLOSED, "listener is closed");
 	return NULL;
 }
 
-/* Accepting is control plane: a thread of its own (see lwip_task_run_in_thread). */
+/* Accepting is control plane: a thread of its own (see nlw_task_run_in_thread). */
 static void
 accept_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
@@ -195,7 +195,7 @@ ncm_lwip_listener_accept_async(NcmLwipListener *self, GCancellable *cancellable,
 	GTask *task = g_task_new(self, cancellable, callback, user_data);
 
 	g_task_set_source_tag(task, &source_tag);
-	lwip_task_run_in_thread(task, accept_thread);
+	nlw_task_run_in_thread(task, accept_thread);
 }
 
 NcmLwipConnection *

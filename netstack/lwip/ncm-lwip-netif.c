@@ -12,6 +12,7 @@
 #include "lwip/tcpip.h"
 #include "netif/ethernet.h"
 
+#include "ncm-eth.h"
 #include "ncm-lwip-private.h"
 
 /* Frames collected on the link thread before they enter lwIP under one
@@ -50,8 +51,9 @@ static GList *netifs;
 
 /* ---- Output ---------------------------------------------------------------- */
 
-void
-lwip_netifs_flush(void)
+/* Core lock held: the batch's NLW_BATCH_FLUSH stage. */
+static void
+netifs_flush(void)
 {
 	for (GList *l = netifs; l != NULL; l = l->next) {
 		NcmLwipNetif *n = l->data;
@@ -60,7 +62,7 @@ lwip_netifs_flush(void)
 			continue;
 		n->flush_pending = FALSE;
 		ncm_link_flush(n->link);
-		lwip_count(LWIP_COUNT_TX_FLUSHES, 1);
+		nlw_count(NLW_COUNT_TX_FLUSHES, 1);
 	}
 }
 
@@ -70,8 +72,8 @@ static void
 mark_output(NcmLwipNetif *n)
 {
 	n->flush_pending = TRUE;
-	if (!lwip_in_batch())
-		lwip_schedule_flush();
+	if (!nlw_in_batch())
+		nlw_schedule_flush();
 }
 
 static NcmSendResult
@@ -102,7 +104,7 @@ static void
 txq_push(NcmLwipNetif *n, struct pbuf *p)
 {
 	if (n->txq_len == NCM_LWIP_TXQ_LEN) {
-		lwip_count(LWIP_COUNT_TX_DROPS, 1);
+		nlw_count(NLW_COUNT_TX_DROPS, 1);
 		return;
 	}
 	/* TCP leaves a segment it still references alone on retransmission,
@@ -110,7 +112,7 @@ txq_push(NcmLwipNetif *n, struct pbuf *p)
 	pbuf_ref(p);
 	n->txq[(n->txq_head + n->txq_len) % NCM_LWIP_TXQ_LEN] = p;
 	n->txq_len++;
-	lwip_count(LWIP_COUNT_TX_QUEUED, 1);
+	nlw_count(NLW_COUNT_TX_QUEUED, 1);
 }
 
 /* Core lock held: sends queued frames until the link refuses again. */
@@ -124,10 +126,10 @@ txq_drain(NcmLwipNetif *n)
 		if (r == NCM_SEND_WOULD_BLOCK)
 			return;
 		if (r == NCM_SEND_OK) {
-			lwip_count(LWIP_COUNT_TX_FRAMES, 1);
+			nlw_count(NLW_COUNT_TX_FRAMES, 1);
 			mark_output(n);
 		} else {
-			lwip_count(LWIP_COUNT_TX_DROPS, 1);
+			nlw_count(NLW_COUNT_TX_DROPS, 1);
 		}
 		pbuf_free(p);
 		n->txq_head = (n->txq_head + 1) % NCM_LWIP_TXQ_LEN;
@@ -149,7 +151,7 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 	}
 	r = send_pbuf(n, p);
 	if (r == NCM_SEND_OK) {
-		lwip_count(LWIP_COUNT_TX_FRAMES, 1);
+		nlw_count(NLW_COUNT_TX_FRAMES, 1);
 		mark_output(n);
 	} else if (r == NCM_SEND_WOULD_BLOCK) {
 		/* The link sends what it holds once it is full, but an open
@@ -157,7 +159,7 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 		mark_output(n);
 		txq_push(n, p);
 	} else {
-		lwip_count(LWIP_COUNT_TX_DROPS, 1);
+		nlw_count(NLW_COUNT_TX_DROPS, 1);
 	}
 	return ERR_OK;
 }
@@ -173,7 +175,7 @@ learn(NcmLwipNetif *n, gboolean v6, const guint8 *ip, const guint8 *mac)
 
 	ncm_mutex_lock(&n->peer_lock);
 	memcpy(dst_ip, ip, ip_len);
-	memcpy(dst_mac, mac, 6);
+	memcpy(dst_mac, mac, NCM_ETH_ALEN);
 	if (v6)
 		n->have_peer6 = TRUE;
 	else
@@ -183,25 +185,25 @@ learn(NcmLwipNetif *n, gboolean v6, const guint8 *ip, const guint8 *mac)
 
 /* Link thread: records the sender of ARP packets and of ICMPv6 neighbour
  * discovery messages (router/neighbour solicitations and advertisements).
- * The frame is read in place; nothing is allocated. */
+ * The frame is read in place, through the checked views; nothing is
+ * allocated. */
 static void
-learn_peer(NcmLwipNetif *n, const guint8 *f, gsize len)
+learn_peer(NcmLwipNetif *n, const guint8 *frame, gsize len)
 {
-	static const guint8 zero[16];
-	guint16 type;
+	NcmEthView eth;
+	NcmArpView arp;
+	NcmNdView nd;
 
-	if (len < 14)
+	if (!ncm_eth_view(&eth, frame, len))
 		return;
-	type = (guint16)(f[12] << 8 | f[13]);
-	if (type == 0x0806 && len >= 14 + 28 && f[14 + 4] == 6 && f[14 + 5] == 4) {
-		/* ARP: sender MAC at 8, sender IPv4 at 14; 0.0.0.0 probes say nothing. */
-		if (memcmp(f + 14 + 14, zero, 4) != 0)
-			learn(n, FALSE, f + 14 + 14, f + 14 + 8);
-	} else if (type == 0x86DD && len >= 14 + 40 + 4 && f[14 + 6] == 58) {
-		guint8 icmp = f[14 + 40];
-
-		if (icmp >= 133 && icmp <= 136 && memcmp(f + 14 + 8, zero, 16) != 0)
-			learn(n, TRUE, f + 14 + 8, f + 6);
+	if (ncm_eth_arp(&eth, &arp)) {
+		/* 0.0.0.0 probes say nothing. */
+		if (memcmp(arp.spa, "\0\0\0\0", 4) != 0)
+			learn(n, FALSE, arp.spa, arp.sha);
+	} else if (ncm_eth_nd(&eth, &nd)) {
+		/* Not redirects: a router sends those about others. */
+		if (nd.type <= NCM_ND_NA && !ncm_ip6_is_unspecified(nd.src))
+			learn(n, TRUE, nd.src, eth.src);
 	}
 }
 
@@ -237,22 +239,22 @@ ncm_lwip_netif_get_peer(NcmLwipNetif *netif, GSocketFamily family, GInetAddress 
  * 334, 280, 279 / 231, 192, 374.
  * Queueing costs a message, a mailbox hand-over and a thread wake-up per
  * frame; the lock is held for microseconds by writers (at most
- * LWIP_CONN_WRITE_MAX bytes copied), so the link thread barely waits.
+ * NLW_CONN_WRITE_MAX bytes copied), so the link thread barely waits.
  */
 static void
 rx_drain(NcmLwipNetif *n)
 {
 	if (n->rx_len == 0)
 		return;
-	lwip_core_lock();
+	nlw_core_lock();
 	for (guint i = 0; i < n->rx_len; i++) {
 		if (ethernet_input(n->rx_batch[i], &n->netif) != ERR_OK) {
 			pbuf_free(n->rx_batch[i]);
-			lwip_count(LWIP_COUNT_RX_DROPS, 1);
+			nlw_count(NLW_COUNT_RX_DROPS, 1);
 		}
 	}
 	n->rx_len = 0;
-	lwip_core_unlock();
+	nlw_core_unlock();
 }
 
 static void
@@ -262,18 +264,18 @@ sink_receive(gpointer user_data, const guint8 *frame, gsize len)
 	struct pbuf *p;
 
 	learn_peer(n, frame, len);
-	lwip_count(LWIP_COUNT_RX_FRAMES, 1);
+	nlw_count(NLW_COUNT_RX_FRAMES, 1);
 	/* The frame lives in the link's buffer only during this call. */
 	p = len <= 0xFFFF ? pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_RAM) : NULL;
 	if (p == NULL) {
-		lwip_count(LWIP_COUNT_RX_DROPS, 1);
+		nlw_count(NLW_COUNT_RX_DROPS, 1);
 		return;
 	}
 	memcpy(p->payload, frame, len);
-	if (lwip_input_mode() == NCM_LWIP_INPUT_QUEUED) {
+	if (nlw_input_mode() == NCM_LWIP_INPUT_QUEUED) {
 		if (tcpip_input(p, &n->netif) != ERR_OK) {
 			pbuf_free(p);
-			lwip_count(LWIP_COUNT_RX_DROPS, 1);
+			nlw_count(NLW_COUNT_RX_DROPS, 1);
 		}
 		return;
 	}
@@ -294,9 +296,9 @@ sink_writable(gpointer user_data)
 {
 	NcmLwipNetif *n = user_data;
 
-	lwip_core_lock();
+	nlw_core_lock();
 	txq_drain(n);
-	lwip_core_unlock();
+	nlw_core_unlock();
 }
 
 static const NcmLinkSink netif_sink = {
@@ -314,7 +316,7 @@ netif_init_cb(struct netif *netif)
 
 	netif->name[0] = 'u';
 	netif->name[1] = 'n';
-	netif->mtu = (u16_t)MIN(n->link->max_frame - 14, 0xFFFFu);
+	netif->mtu = (u16_t)MIN(n->link->max_frame - NCM_ETH_HLEN, 0xFFFFu);
 	netif->mtu6 = netif->mtu;
 	netif->hwaddr_len = ETH_HWADDR_LEN;
 	memcpy(netif->hwaddr, n->link->mac, ETH_HWADDR_LEN);
@@ -350,7 +352,7 @@ add_ip6(NcmLwipNetif *n, const NcmLwipNetifConfig *config)
 	if (config->ipv6 != NULL) {
 		ip_addr_t ip;
 
-		lwip_addr_from_gio(config->ipv6, &ip);
+		nlw_addr_from_gio(config->ipv6, &ip);
 		if (netif_add_ip6_address(&n->netif, ip_2_ip6(&ip), &idx) == ERR_OK &&
 		    !config->ipv6_dad)
 			netif_ip6_addr_set_state(&n->netif, idx, IP6_ADDR_PREFERRED);
@@ -370,7 +372,7 @@ check_config(NcmLink *link, const NcmLwipNetifConfig *config, GError **error)
 		goto bad;
 	if (config->ipv4_prefix > 32)
 		goto bad;
-	if (link->max_frame < 14 + 576) {
+	if (link->max_frame < NCM_ETH_HLEN + 576) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
 			    "link frames of %u bytes are too small for IP", link->max_frame);
 		return FALSE;
@@ -394,15 +396,16 @@ netif_add_locked(NcmLwipNetif *n, const NcmLwipNetifConfig *config)
 	ip_addr_set_zero_ip4(&mask);
 	ip_addr_set_zero_ip4(&gw);
 	if (config->ipv4 != NULL) {
-		lwip_addr_from_gio(config->ipv4, &addr);
+		nlw_addr_from_gio(config->ipv4, &addr);
 		ip_2_ip4(&mask)->addr = prefix == 0 ? 0 : lwip_htonl(0xFFFFFFFFu << (32 - prefix));
 	}
 	if (config->ipv4_gateway != NULL)
-		lwip_addr_from_gio(config->ipv4_gateway, &gw);
+		nlw_addr_from_gio(config->ipv4_gateway, &gw);
 	if (netif_add(&n->netif, ip_2_ip4(&addr), ip_2_ip4(&mask), ip_2_ip4(&gw), n,
 		      netif_init_cb, tcpip_input) == NULL)
 		return FALSE;
 	add_ip6(n, config);
+	nlw_batch_on_end(NLW_BATCH_FLUSH, netifs_flush);
 	netifs = g_list_append(netifs, n);
 	return TRUE;
 }
@@ -432,9 +435,9 @@ ncm_lwip_netif_add(NcmLwipStack *stack, NcmLink *link, const NcmLwipNetifConfig 
 	n = g_new0(NcmLwipNetif, 1);
 	n->link = link;
 	g_mutex_init(&n->peer_lock);
-	lwip_core_lock();
+	nlw_core_lock();
 	added = netif_add_locked(n, config);
-	lwip_core_unlock();
+	nlw_core_unlock();
 	if (!added) {
 		g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_FAILED, "lwIP refused the netif");
 		n->link = NULL;
@@ -450,9 +453,9 @@ ncm_lwip_netif_add(NcmLwipStack *stack, NcmLink *link, const NcmLwipNetifConfig 
 		return NULL;
 	}
 	n->started = TRUE;
-	lwip_core_lock();
+	nlw_core_lock();
 	netif_up_locked(n, config);
-	lwip_core_unlock();
+	nlw_core_unlock();
 	return n;
 }
 
@@ -465,8 +468,8 @@ ncm_lwip_netif_remove(NcmLwipNetif *n)
 	 * queued to the tcpip thread may wait there. */
 	if (n->started)
 		n->link->ops->stop(n->link);
-	lwip_tcpip_barrier();
-	lwip_core_lock();
+	nlw_tcpip_barrier();
+	nlw_core_lock();
 	if (g_list_find(netifs, n) != NULL) {
 		dhcp_stop(&n->netif);
 		netif_set_down(&n->netif);
@@ -479,7 +482,7 @@ ncm_lwip_netif_remove(NcmLwipNetif *n)
 		n->txq_len--;
 	}
 	n->flush_pending = FALSE;
-	lwip_core_unlock();
+	nlw_core_unlock();
 	for (guint i = 0; i < n->rx_len; i++)
 		pbuf_free(n->rx_batch[i]);
 	ncm_link_free(n->link);
@@ -492,9 +495,9 @@ ncm_lwip_netif_get_index(NcmLwipNetif *netif)
 {
 	guint index;
 
-	lwip_core_lock();
+	nlw_core_lock();
 	index = netif_get_index(&netif->netif);
-	lwip_core_unlock();
+	nlw_core_unlock();
 	return index;
 }
 
@@ -504,13 +507,13 @@ ncm_lwip_netif_get_addresses(NcmLwipNetif *netif)
 	struct netif *nif = &netif->netif;
 	GList *list = NULL;
 
-	lwip_core_lock();
+	nlw_core_lock();
 	if (!ip4_addr_isany_val(*netif_ip4_addr(nif)))
-		list = g_list_append(list, lwip_addr_to_gio(netif_ip_addr4(nif)));
+		list = g_list_append(list, nlw_addr_to_gio(netif_ip_addr4(nif)));
 	for (int i = 0; i < LWIP_IPV6_NUM_ADDRESSES; i++) {
 		if (ip6_addr_isvalid(netif_ip6_addr_state(nif, i)))
-			list = g_list_append(list, lwip_addr_to_gio(netif_ip_addr6(nif, i)));
+			list = g_list_append(list, nlw_addr_to_gio(netif_ip_addr6(nif, i)));
 	}
-	lwip_core_unlock();
+	nlw_core_unlock();
 	return list;
 }

@@ -14,69 +14,96 @@
  * latter never takes the core lock.
  */
 
+/*
+ * The file graph: an arrow reads "calls a function defined in". It is a
+ * DAG, the files below never call the ones above; keep it one. What two
+ * files both need goes down (into stack.c, or a file of its own), and a
+ * lower file reaches a higher one only through a callback it was given.
+ *
+ *   ncm-lwip-connect.c   -> stream, tcp, stack
+ *   ncm-lwip-listener.c  -> stream, tcp, stack
+ *   ncm-lwip-stream.c    -> tcp, stack
+ *   ncm-lwip-tcp.c       -> stack
+ *   ncm-lwip-netif.c     -> stack
+ *   ncm-lwip-udp.c       -> stack
+ *   ncm-lwip-stack.c     -> none (netif and tcp register batch hooks)
+ */
+
 /* Counters, bumped with atomics from any thread. */
 typedef enum {
-	LWIP_COUNT_RX_FRAMES,
-	LWIP_COUNT_RX_DROPS,
-	LWIP_COUNT_TX_FRAMES,
-	LWIP_COUNT_TX_QUEUED,
-	LWIP_COUNT_TX_DROPS,
-	LWIP_COUNT_TX_FLUSHES,
-	LWIP_COUNT_WINDOW_POSTS,
-	LWIP_COUNT_MAIN_DISPATCHES,
-	LWIP_COUNT_N,
-} LwipCounter;
+	NLW_COUNT_RX_FRAMES,
+	NLW_COUNT_RX_DROPS,
+	NLW_COUNT_TX_FRAMES,
+	NLW_COUNT_TX_QUEUED,
+	NLW_COUNT_TX_DROPS,
+	NLW_COUNT_TX_FLUSHES,
+	NLW_COUNT_WINDOW_POSTS,
+	NLW_COUNT_MAIN_DISPATCHES,
+	NLW_COUNT_N,
+} NlwCounter;
 
-void lwip_count(LwipCounter counter, guint64 n);
+void nlw_count(NlwCounter counter, guint64 n);
 
 /* The default stack's input mode, read on the link thread per frame. */
-NcmLwipInputMode lwip_input_mode(void);
+NcmLwipInputMode nlw_input_mode(void);
 
 /*
  * A batch of lwIP work: LOCK_TCPIP_CORE() plus bookkeeping so that output
  * produced inside is flushed to the links once, when the outermost batch
- * ends. lwip_batch_begin/end do the same for code already holding the core
+ * ends. nlw_batch_begin/end do the same for code already holding the core
  * lock (callbacks on the tcpip thread).
  */
-void lwip_core_lock(void);
-void lwip_core_unlock(void);
-void lwip_batch_begin(void);
-void lwip_batch_end(void);
+void nlw_core_lock(void);
+void nlw_core_unlock(void);
+void nlw_batch_begin(void);
+void nlw_batch_end(void);
 
 /* Core lock held: whether the current lwIP work is inside a batch. Output
  * outside one (the tcpip thread's timers and queued input) schedules a
  * flush callback instead. */
-gboolean lwip_in_batch(void);
+gboolean nlw_in_batch(void);
 /* Core lock held: posts one flush of all netifs to the tcpip thread. */
-void lwip_schedule_flush(void);
-/* Core lock held: flushes every netif with output since its last flush. */
-void lwip_netifs_flush(void);
-/* Core lock held, at a batch's end: wakes the readers and writers that lwIP's
- * callbacks made ready during it. */
-void lwip_conns_wake_batch(void);
+void nlw_schedule_flush(void);
+/*
+ * What a batch's end runs, stage by stage: the netifs' output is flushed
+ * to the links, then the readers and writers that lwIP's callbacks made
+ * ready are woken. The files owning that work (netif, tcp) register it,
+ * core lock held, before they first leave any; so ncm-lwip-stack.c calls
+ * neither of them (see the file graph above).
+ */
+typedef enum {
+	NLW_BATCH_FLUSH, /* also run by nlw_schedule_flush()'s callback */
+	NLW_BATCH_WAKE,
+	NLW_BATCH_N,
+} NlwBatchStage;
+
+typedef void (*NlwBatchHook)(void);
+
+/* Core lock held. Registering the same hook again is harmless. */
+void nlw_batch_on_end(NlwBatchStage stage, NlwBatchHook hook);
 
 /* Waits until the tcpip thread has handled everything queued so far (such
  * as frames from NCM_LWIP_INPUT_QUEUED). Not under the core lock. */
-void lwip_tcpip_barrier(void);
+void nlw_tcpip_barrier(void);
 
 /* GInetAddress <-> ip_addr_t (no zone). */
-void lwip_addr_from_gio(GInetAddress *address, ip_addr_t *ret_ip);
-GInetAddress *lwip_addr_to_gio(const ip_addr_t *ip);
-GInetSocketAddress *lwip_sockaddr_to_gio(const ip_addr_t *ip, u16_t port);
+void nlw_addr_from_gio(GInetAddress *address, ip_addr_t *ret_ip);
+GInetAddress *nlw_addr_to_gio(const ip_addr_t *ip);
+GInetSocketAddress *nlw_sockaddr_to_gio(const ip_addr_t *ip, u16_t port);
 /* The scope id of an IPv6 socket address, 0 for IPv4. */
-guint lwip_scope_of(GInetSocketAddress *address);
+guint nlw_scope_of(GInetSocketAddress *address);
 /* Core lock held: the netif for @scope_id, else the default one, else the first. */
-struct netif *lwip_netif_for_scope(guint scope_id);
+struct netif *nlw_netif_for_scope(guint scope_id);
 /* Core lock held: gives a link-local IPv6 @ip the zone of its netif. */
-void lwip_addr_assign_zone(ip_addr_t *ip, guint scope_id);
+void nlw_addr_assign_zone(ip_addr_t *ip, guint scope_id);
 
 /* Core lock held: whether lwIP can send to @ip at all. lwIP routes
  * off-link IPv4 to the default netif even without a gateway, and its
  * TCP then retries a SYN that etharp_output() refuses until timeout. */
-gboolean lwip_routable(const ip_addr_t *ip);
+gboolean nlw_routable(const ip_addr_t *ip);
 
 /* lwIP's err_t as a G_IO_ERROR code. */
-gint lwip_err_to_io(err_t err);
+gint nlw_err_to_io(err_t err);
 
 /*
  * Runs a blocking control-plane call (connect, accept, receive) for an
@@ -87,4 +114,4 @@ gint lwip_err_to_io(err_t err);
  * pthread_create() and the main context's eventfd are visible to it.
  * Counts one main-context dispatch. Takes @task.
  */
-void lwip_task_run_in_thread(GTask *task, GTaskThreadFunc func);
+void nlw_task_run_in_thread(GTask *task, GTaskThreadFunc func);

@@ -16,57 +16,73 @@ struct _NcmLwipStack {
 G_DEFINE_TYPE(NcmLwipStack, ncm_lwip_stack, G_TYPE_OBJECT)
 
 /* lwIP's state is global, so is ours. */
-static guint64 counters[LWIP_COUNT_N]; /* atomics */
+static guint64 counters[NLW_COUNT_N]; /* atomics */
 static gint input_mode;                /* atomic NcmLwipInputMode */
 
-/* Core lock: nesting depth of lwip_batch_begin(), and whether a flush
+/* Core lock: nesting depth of nlw_batch_begin(), and whether a flush
  * callback is already queued on the tcpip thread. */
 static guint batch_depth;
 static gboolean flush_scheduled;
+/* Core lock: see nlw_batch_on_end(). */
+static NlwBatchHook batch_hooks[NLW_BATCH_N];
 
 void
-lwip_count(LwipCounter counter, guint64 n)
+nlw_count(NlwCounter counter, guint64 n)
 {
 	__atomic_fetch_add(&counters[counter], n, __ATOMIC_RELAXED);
 }
 
 NcmLwipInputMode
-lwip_input_mode(void)
+nlw_input_mode(void)
 {
 	return (NcmLwipInputMode)g_atomic_int_get(&input_mode);
 }
 
 void
-lwip_batch_begin(void)
+nlw_batch_on_end(NlwBatchStage stage, NlwBatchHook hook)
+{
+	batch_hooks[stage] = hook;
+}
+
+/* Core lock held. Before a file registered its hook it had no work left. */
+static void
+run_batch_hook(NlwBatchStage stage)
+{
+	if (batch_hooks[stage] != NULL)
+		batch_hooks[stage]();
+}
+
+void
+nlw_batch_begin(void)
 {
 	batch_depth++;
 }
 
 void
-lwip_batch_end(void)
+nlw_batch_end(void)
 {
 	if (--batch_depth == 0) {
-		lwip_netifs_flush();
-		lwip_conns_wake_batch();
+		run_batch_hook(NLW_BATCH_FLUSH);
+		run_batch_hook(NLW_BATCH_WAKE);
 	}
 }
 
 void
-lwip_core_lock(void)
+nlw_core_lock(void)
 {
 	LOCK_TCPIP_CORE();
-	lwip_batch_begin();
+	nlw_batch_begin();
 }
 
 void
-lwip_core_unlock(void)
+nlw_core_unlock(void)
 {
-	lwip_batch_end();
+	nlw_batch_end();
 	UNLOCK_TCPIP_CORE();
 }
 
 gboolean
-lwip_in_batch(void)
+nlw_in_batch(void)
 {
 	return batch_depth > 0;
 }
@@ -76,11 +92,11 @@ static void
 flush_callback(void *arg)
 {
 	flush_scheduled = FALSE;
-	lwip_netifs_flush();
+	run_batch_hook(NLW_BATCH_FLUSH);
 }
 
 void
-lwip_schedule_flush(void)
+nlw_schedule_flush(void)
 {
 	if (flush_scheduled)
 		return;
@@ -90,7 +106,7 @@ lwip_schedule_flush(void)
 	if (tcpip_try_callback(flush_callback, NULL) == ERR_OK)
 		flush_scheduled = TRUE;
 	else
-		lwip_netifs_flush();
+		run_batch_hook(NLW_BATCH_FLUSH);
 }
 
 typedef struct {
@@ -111,7 +127,7 @@ barrier_reached(void *arg)
 }
 
 void
-lwip_tcpip_barrier(void)
+nlw_tcpip_barrier(void)
 {
 	Barrier b = {.done = FALSE};
 
@@ -189,20 +205,20 @@ ncm_lwip_stack_get_default(void)
 void
 ncm_lwip_stack_get_stats(NcmLwipStack *self, NcmLwipStats *ret_stats)
 {
-	guint64 v[LWIP_COUNT_N];
+	guint64 v[NLW_COUNT_N];
 
 	g_return_if_fail(NCM_LWIP_IS_STACK(self));
-	for (guint i = 0; i < LWIP_COUNT_N; i++)
+	for (guint i = 0; i < NLW_COUNT_N; i++)
 		v[i] = __atomic_load_n(&counters[i], __ATOMIC_RELAXED);
 	*ret_stats = (NcmLwipStats){
-		.rx_frames = v[LWIP_COUNT_RX_FRAMES],
-		.rx_drops = v[LWIP_COUNT_RX_DROPS],
-		.tx_frames = v[LWIP_COUNT_TX_FRAMES],
-		.tx_queued = v[LWIP_COUNT_TX_QUEUED],
-		.tx_drops = v[LWIP_COUNT_TX_DROPS],
-		.tx_flushes = v[LWIP_COUNT_TX_FLUSHES],
-		.window_posts = v[LWIP_COUNT_WINDOW_POSTS],
-		.main_dispatches = v[LWIP_COUNT_MAIN_DISPATCHES],
+		.rx_frames = v[NLW_COUNT_RX_FRAMES],
+		.rx_drops = v[NLW_COUNT_RX_DROPS],
+		.tx_frames = v[NLW_COUNT_TX_FRAMES],
+		.tx_queued = v[NLW_COUNT_TX_QUEUED],
+		.tx_drops = v[NLW_COUNT_TX_DROPS],
+		.tx_flushes = v[NLW_COUNT_TX_FLUSHES],
+		.window_posts = v[NLW_COUNT_WINDOW_POSTS],
+		.main_dispatches = v[NLW_COUNT_MAIN_DISPATCHES],
 	};
 }
 
@@ -225,13 +241,13 @@ task_thread(gpointer data)
 
 	func(task, g_task_get_source_object(task), g_task_get_task_data(task),
 	     g_task_get_cancellable(task));
-	lwip_count(LWIP_COUNT_MAIN_DISPATCHES, 1);
+	nlw_count(NLW_COUNT_MAIN_DISPATCHES, 1);
 	g_object_unref(task);
 	return NULL;
 }
 
 void
-lwip_task_run_in_thread(GTask *task, GTaskThreadFunc func)
+nlw_task_run_in_thread(GTask *task, GTaskThreadFunc func)
 {
 	/* GObject data holds a gpointer; a union avoids an ISO C cast
 	 * between function and object pointers. */
@@ -247,7 +263,7 @@ lwip_task_run_in_thread(GTask *task, GTaskThreadFunc func)
 /* ---- Addresses and errors ------------------------------------------------ */
 
 void
-lwip_addr_from_gio(GInetAddress *address, ip_addr_t *ret_ip)
+nlw_addr_from_gio(GInetAddress *address, ip_addr_t *ret_ip)
 {
 	const guint8 *bytes = g_inet_address_to_bytes(address);
 
@@ -261,7 +277,7 @@ lwip_addr_from_gio(GInetAddress *address, ip_addr_t *ret_ip)
 }
 
 GInetAddress *
-lwip_addr_to_gio(const ip_addr_t *ip)
+nlw_addr_to_gio(const ip_addr_t *ip)
 {
 	if (IP_IS_V4(ip))
 		return g_inet_address_new_from_bytes((const guint8 *)&ip_2_ip4(ip)->addr,
@@ -271,9 +287,9 @@ lwip_addr_to_gio(const ip_addr_t *ip)
 }
 
 GInetSocketAddress *
-lwip_sockaddr_to_gio(const ip_addr_t *ip, u16_t port)
+nlw_sockaddr_to_gio(const ip_addr_t *ip, u16_t port)
 {
-	g_autoptr(GInetAddress) address = lwip_addr_to_gio(ip);
+	g_autoptr(GInetAddress) address = nlw_addr_to_gio(ip);
 
 	if (IP_IS_V6(ip) && ip6_addr_has_zone(ip_2_ip6(ip)))
 		return G_INET_SOCKET_ADDRESS(g_object_new(G_TYPE_INET_SOCKET_ADDRESS, "address",
@@ -283,7 +299,7 @@ lwip_sockaddr_to_gio(const ip_addr_t *ip, u16_t port)
 }
 
 guint
-lwip_scope_of(GInetSocketAddress *address)
+nlw_scope_of(GInetSocketAddress *address)
 {
 	GInetAddress *inet = g_inet_socket_address_get_address(address);
 
@@ -293,7 +309,7 @@ lwip_scope_of(GInetSocketAddress *address)
 }
 
 struct netif *
-lwip_netif_for_scope(guint scope_id)
+nlw_netif_for_scope(guint scope_id)
 {
 	struct netif *netif = NULL;
 
@@ -307,19 +323,19 @@ lwip_netif_for_scope(guint scope_id)
 }
 
 void
-lwip_addr_assign_zone(ip_addr_t *ip, guint scope_id)
+nlw_addr_assign_zone(ip_addr_t *ip, guint scope_id)
 {
 	struct netif *netif;
 
 	if (!IP_IS_V6(ip) || !ip6_addr_islinklocal(ip_2_ip6(ip)))
 		return;
-	netif = lwip_netif_for_scope(scope_id);
+	netif = nlw_netif_for_scope(scope_id);
 	if (netif != NULL)
 		ip6_addr_assign_zone(ip_2_ip6(ip), IP6_UNICAST, netif);
 }
 
 gboolean
-lwip_routable(const ip_addr_t *ip)
+nlw_routable(const ip_addr_t *ip)
 {
 	struct netif *netif;
 
@@ -334,7 +350,7 @@ lwip_routable(const ip_addr_t *ip)
 }
 
 gint
-lwip_err_to_io(err_t err)
+nlw_err_to_io(err_t err)
 {
 	switch (err) {
 	case ERR_RST:

@@ -1,37 +1,37 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-lwip-stream.c: NcmLwipConnection, a GIOStream with pollable input and output streams over an LwipConn. */
+/* ncm-lwip-stream.c: NcmLwipConnection, a GIOStream with pollable input and output streams over an NlwConn. */
 #define G_LOG_DOMAIN "ncm-lwip"
 
 #include "ncm-lwip-tcp.h"
 
 /* ---- Input stream -------------------------------------------------------------- */
 
-#define LWIP_TYPE_INPUT_STREAM (lwip_input_stream_get_type())
-G_DECLARE_FINAL_TYPE(LwipInputStream, lwip_input_stream, LWIP, INPUT_STREAM, GInputStream)
+#define NLW_TYPE_INPUT_STREAM (nlw_input_stream_get_type())
+G_DECLARE_FINAL_TYPE(NlwInputStream, nlw_input_stream, NLW, INPUT_STREAM, GInputStream)
 
-struct _LwipInputStream {
+struct _NlwInputStream {
 	GInputStream parent;
-	LwipConn *conn;
+	NlwConn *conn;
 };
 
-static void lwip_input_pollable_init(GPollableInputStreamInterface *iface);
+static void nlw_input_pollable_init(GPollableInputStreamInterface *iface);
 
-G_DEFINE_TYPE_WITH_CODE(LwipInputStream, lwip_input_stream, G_TYPE_INPUT_STREAM,
+G_DEFINE_TYPE_WITH_CODE(NlwInputStream, nlw_input_stream, G_TYPE_INPUT_STREAM,
 			G_IMPLEMENT_INTERFACE(G_TYPE_POLLABLE_INPUT_STREAM,
-					      lwip_input_pollable_init))
+					      nlw_input_pollable_init))
 
 static gssize
-lwip_input_read(GInputStream *stream, void *buffer, gsize count, GCancellable *cancellable,
-		GError **error)
+nlw_input_read(GInputStream *stream, void *buffer, gsize count, GCancellable *cancellable,
+	       GError **error)
 {
-	return lwip_conn_read(LWIP_INPUT_STREAM(stream)->conn, buffer, count, TRUE, cancellable,
-			      error);
+	return nlw_conn_read(NLW_INPUT_STREAM(stream)->conn, buffer, count, TRUE, cancellable,
+			     error);
 }
 
 static gboolean
-lwip_input_close(GInputStream *stream, GCancellable *cancellable, GError **error)
+nlw_input_close(GInputStream *stream, GCancellable *cancellable, GError **error)
 {
-	lwip_conn_mark_in_closed(LWIP_INPUT_STREAM(stream)->conn);
+	nlw_conn_mark_in_closed(NLW_INPUT_STREAM(stream)->conn);
 	return TRUE;
 }
 
@@ -44,7 +44,7 @@ close_async_now(gpointer stream, gboolean (*close_fn)(gpointer), GCancellable *c
 	g_autoptr(GTask) task = g_task_new(stream, cancellable, callback, user_data);
 
 	close_fn(stream);
-	lwip_count(LWIP_COUNT_MAIN_DISPATCHES, 1);
+	nlw_count(NLW_COUNT_MAIN_DISPATCHES, 1);
 	g_task_return_boolean(task, TRUE);
 }
 
@@ -57,189 +57,189 @@ close_finish(gpointer stream, GAsyncResult *result, GError **error)
 static gboolean
 input_close_now(gpointer stream)
 {
-	lwip_conn_mark_in_closed(LWIP_INPUT_STREAM(stream)->conn);
+	nlw_conn_mark_in_closed(NLW_INPUT_STREAM(stream)->conn);
 	return TRUE;
 }
 
 static void
-lwip_input_close_async(GInputStream *stream, int io_priority, GCancellable *cancellable,
-		       GAsyncReadyCallback callback, gpointer user_data)
+nlw_input_close_async(GInputStream *stream, int io_priority, GCancellable *cancellable,
+		      GAsyncReadyCallback callback, gpointer user_data)
 {
 	close_async_now(stream, input_close_now, cancellable, callback, user_data);
 }
 
 static gboolean
-lwip_input_close_finish(GInputStream *stream, GAsyncResult *result, GError **error)
+nlw_input_close_finish(GInputStream *stream, GAsyncResult *result, GError **error)
 {
 	return close_finish(stream, result, error);
 }
 
 static gboolean
-lwip_input_is_readable(GPollableInputStream *stream)
+nlw_input_is_readable(GPollableInputStream *stream)
 {
-	return lwip_conn_readable(LWIP_INPUT_STREAM(stream)->conn);
+	return nlw_conn_readable(NLW_INPUT_STREAM(stream)->conn);
 }
 
 static gssize
-lwip_input_read_nonblocking(GPollableInputStream *stream, void *buffer, gsize count,
-			    GError **error)
+nlw_input_read_nonblocking(GPollableInputStream *stream, void *buffer, gsize count,
+			   GError **error)
 {
-	return lwip_conn_read(LWIP_INPUT_STREAM(stream)->conn, buffer, count, FALSE, NULL, error);
+	return nlw_conn_read(NLW_INPUT_STREAM(stream)->conn, buffer, count, FALSE, NULL, error);
 }
 
 /* Level-triggered: the child is ready while the direction is, and the
  * connection wakes its context up on changes. No fd per connection. */
 static GSource *
-make_source(GObject *stream, LwipConn *conn, gboolean write, GCancellable *cancellable)
+make_source(GObject *stream, NlwConn *conn, gboolean write, GCancellable *cancellable)
 {
-	g_autoptr(GSource) child = lwip_conn_source_new(conn, write);
+	g_autoptr(GSource) child = nlw_conn_source_new(conn, write);
 
 	return g_pollable_source_new_full(stream, child, cancellable);
 }
 
 static GSource *
-lwip_input_create_source(GPollableInputStream *stream, GCancellable *cancellable)
+nlw_input_create_source(GPollableInputStream *stream, GCancellable *cancellable)
 {
-	return make_source(G_OBJECT(stream), LWIP_INPUT_STREAM(stream)->conn, FALSE, cancellable);
+	return make_source(G_OBJECT(stream), NLW_INPUT_STREAM(stream)->conn, FALSE, cancellable);
 }
 
 static void
-lwip_input_pollable_init(GPollableInputStreamInterface *iface)
+nlw_input_pollable_init(GPollableInputStreamInterface *iface)
 {
-	iface->is_readable = lwip_input_is_readable;
-	iface->create_source = lwip_input_create_source;
-	iface->read_nonblocking = lwip_input_read_nonblocking;
+	iface->is_readable = nlw_input_is_readable;
+	iface->create_source = nlw_input_create_source;
+	iface->read_nonblocking = nlw_input_read_nonblocking;
 }
 
 static void
-lwip_input_finalize(GObject *object)
+nlw_input_finalize(GObject *object)
 {
-	lwip_conn_unref(LWIP_INPUT_STREAM(object)->conn);
-	G_OBJECT_CLASS(lwip_input_stream_parent_class)->finalize(object);
+	nlw_conn_unref(NLW_INPUT_STREAM(object)->conn);
+	G_OBJECT_CLASS(nlw_input_stream_parent_class)->finalize(object);
 }
 
 static void
-lwip_input_stream_init(LwipInputStream *self)
+nlw_input_stream_init(NlwInputStream *self)
 {
 }
 
 static void
-lwip_input_stream_class_init(LwipInputStreamClass *klass)
+nlw_input_stream_class_init(NlwInputStreamClass *klass)
 {
-	G_OBJECT_CLASS(klass)->finalize = lwip_input_finalize;
-	G_INPUT_STREAM_CLASS(klass)->read_fn = lwip_input_read;
-	G_INPUT_STREAM_CLASS(klass)->close_fn = lwip_input_close;
-	G_INPUT_STREAM_CLASS(klass)->close_async = lwip_input_close_async;
-	G_INPUT_STREAM_CLASS(klass)->close_finish = lwip_input_close_finish;
+	G_OBJECT_CLASS(klass)->finalize = nlw_input_finalize;
+	G_INPUT_STREAM_CLASS(klass)->read_fn = nlw_input_read;
+	G_INPUT_STREAM_CLASS(klass)->close_fn = nlw_input_close;
+	G_INPUT_STREAM_CLASS(klass)->close_async = nlw_input_close_async;
+	G_INPUT_STREAM_CLASS(klass)->close_finish = nlw_input_close_finish;
 }
 
 /* ---- Output stream -------------------------------------------------------------- */
 
-#define LWIP_TYPE_OUTPUT_STREAM (lwip_output_stream_get_type())
-G_DECLARE_FINAL_TYPE(LwipOutputStream, lwip_output_stream, LWIP, OUTPUT_STREAM, GOutputStream)
+#define NLW_TYPE_OUTPUT_STREAM (nlw_output_stream_get_type())
+G_DECLARE_FINAL_TYPE(NlwOutputStream, nlw_output_stream, NLW, OUTPUT_STREAM, GOutputStream)
 
-struct _LwipOutputStream {
+struct _NlwOutputStream {
 	GOutputStream parent;
-	LwipConn *conn;
+	NlwConn *conn;
 };
 
-static void lwip_output_pollable_init(GPollableOutputStreamInterface *iface);
+static void nlw_output_pollable_init(GPollableOutputStreamInterface *iface);
 
-G_DEFINE_TYPE_WITH_CODE(LwipOutputStream, lwip_output_stream, G_TYPE_OUTPUT_STREAM,
+G_DEFINE_TYPE_WITH_CODE(NlwOutputStream, nlw_output_stream, G_TYPE_OUTPUT_STREAM,
 			G_IMPLEMENT_INTERFACE(G_TYPE_POLLABLE_OUTPUT_STREAM,
-					      lwip_output_pollable_init))
+					      nlw_output_pollable_init))
 
 static gssize
-lwip_output_write(GOutputStream *stream, const void *buffer, gsize count,
-		  GCancellable *cancellable, GError **error)
+nlw_output_write(GOutputStream *stream, const void *buffer, gsize count,
+		 GCancellable *cancellable, GError **error)
 {
-	return lwip_conn_write(LWIP_OUTPUT_STREAM(stream)->conn, buffer, count, TRUE, cancellable,
-			       error);
+	return nlw_conn_write(NLW_OUTPUT_STREAM(stream)->conn, buffer, count, TRUE, cancellable,
+			      error);
 }
 
 /* Sends FIN; lwIP still delivers what it holds, and reading goes on. */
 static gboolean
-lwip_output_close(GOutputStream *stream, GCancellable *cancellable, GError **error)
+nlw_output_close(GOutputStream *stream, GCancellable *cancellable, GError **error)
 {
-	lwip_conn_shutdown_write(LWIP_OUTPUT_STREAM(stream)->conn);
+	nlw_conn_shutdown_write(NLW_OUTPUT_STREAM(stream)->conn);
 	return TRUE;
 }
 
 static gboolean
 output_close_now(gpointer stream)
 {
-	lwip_conn_shutdown_write(LWIP_OUTPUT_STREAM(stream)->conn);
+	nlw_conn_shutdown_write(NLW_OUTPUT_STREAM(stream)->conn);
 	return TRUE;
 }
 
 static void
-lwip_output_close_async(GOutputStream *stream, int io_priority, GCancellable *cancellable,
-			GAsyncReadyCallback callback, gpointer user_data)
+nlw_output_close_async(GOutputStream *stream, int io_priority, GCancellable *cancellable,
+		       GAsyncReadyCallback callback, gpointer user_data)
 {
 	close_async_now(stream, output_close_now, cancellable, callback, user_data);
 }
 
 static gboolean
-lwip_output_close_finish(GOutputStream *stream, GAsyncResult *result, GError **error)
+nlw_output_close_finish(GOutputStream *stream, GAsyncResult *result, GError **error)
 {
 	return close_finish(stream, result, error);
 }
 
 static gboolean
-lwip_output_is_writable(GPollableOutputStream *stream)
+nlw_output_is_writable(GPollableOutputStream *stream)
 {
-	return lwip_conn_writable(LWIP_OUTPUT_STREAM(stream)->conn);
+	return nlw_conn_writable(NLW_OUTPUT_STREAM(stream)->conn);
 }
 
 static gssize
-lwip_output_write_nonblocking(GPollableOutputStream *stream, const void *buffer, gsize count,
-			      GError **error)
+nlw_output_write_nonblocking(GPollableOutputStream *stream, const void *buffer, gsize count,
+			     GError **error)
 {
-	return lwip_conn_write(LWIP_OUTPUT_STREAM(stream)->conn, buffer, count, FALSE, NULL,
-			       error);
+	return nlw_conn_write(NLW_OUTPUT_STREAM(stream)->conn, buffer, count, FALSE, NULL,
+			      error);
 }
 
 static GSource *
-lwip_output_create_source(GPollableOutputStream *stream, GCancellable *cancellable)
+nlw_output_create_source(GPollableOutputStream *stream, GCancellable *cancellable)
 {
-	return make_source(G_OBJECT(stream), LWIP_OUTPUT_STREAM(stream)->conn, TRUE, cancellable);
+	return make_source(G_OBJECT(stream), NLW_OUTPUT_STREAM(stream)->conn, TRUE, cancellable);
 }
 
 static void
-lwip_output_pollable_init(GPollableOutputStreamInterface *iface)
+nlw_output_pollable_init(GPollableOutputStreamInterface *iface)
 {
-	iface->is_writable = lwip_output_is_writable;
-	iface->create_source = lwip_output_create_source;
-	iface->write_nonblocking = lwip_output_write_nonblocking;
+	iface->is_writable = nlw_output_is_writable;
+	iface->create_source = nlw_output_create_source;
+	iface->write_nonblocking = nlw_output_write_nonblocking;
 }
 
 static void
-lwip_output_finalize(GObject *object)
+nlw_output_finalize(GObject *object)
 {
-	lwip_conn_unref(LWIP_OUTPUT_STREAM(object)->conn);
-	G_OBJECT_CLASS(lwip_output_stream_parent_class)->finalize(object);
+	nlw_conn_unref(NLW_OUTPUT_STREAM(object)->conn);
+	G_OBJECT_CLASS(nlw_output_stream_parent_class)->finalize(object);
 }
 
 static void
-lwip_output_stream_init(LwipOutputStream *self)
+nlw_output_stream_init(NlwOutputStream *self)
 {
 }
 
 static void
-lwip_output_stream_class_init(LwipOutputStreamClass *klass)
+nlw_output_stream_class_init(NlwOutputStreamClass *klass)
 {
-	G_OBJECT_CLASS(klass)->finalize = lwip_output_finalize;
-	G_OUTPUT_STREAM_CLASS(klass)->write_fn = lwip_output_write;
-	G_OUTPUT_STREAM_CLASS(klass)->close_fn = lwip_output_close;
-	G_OUTPUT_STREAM_CLASS(klass)->close_async = lwip_output_close_async;
-	G_OUTPUT_STREAM_CLASS(klass)->close_finish = lwip_output_close_finish;
+	G_OBJECT_CLASS(klass)->finalize = nlw_output_finalize;
+	G_OUTPUT_STREAM_CLASS(klass)->write_fn = nlw_output_write;
+	G_OUTPUT_STREAM_CLASS(klass)->close_fn = nlw_output_close;
+	G_OUTPUT_STREAM_CLASS(klass)->close_async = nlw_output_close_async;
+	G_OUTPUT_STREAM_CLASS(klass)->close_finish = nlw_output_close_finish;
 }
 
 /* ---- The connection ---------------------------------------------------------------- */
 
 struct _NcmLwipConnection {
 	GIOStream parent;
-	LwipConn *conn;
+	NlwConn *conn;
 	GInputStream *input;
 	GOutputStream *output;
 	GInetSocketAddress *local, *remote;
@@ -262,9 +262,9 @@ connection_get_output(GIOStream *stream)
 static void
 connection_close_pcb(NcmLwipConnection *self)
 {
-	lwip_core_lock();
-	lwip_conn_close_pcb(self->conn, FALSE);
-	lwip_core_unlock();
+	nlw_core_lock();
+	nlw_conn_close_pcb(self->conn, FALSE);
+	nlw_core_unlock();
 }
 
 /* Both streams are closed first (FIN after the queued data), then the pcb
@@ -309,7 +309,7 @@ connection_finalize(GObject *object)
 	g_clear_object(&self->output);
 	g_clear_object(&self->local);
 	g_clear_object(&self->remote);
-	lwip_conn_unref(self->conn);
+	nlw_conn_unref(self->conn);
 	G_OBJECT_CLASS(ncm_lwip_connection_parent_class)->finalize(object);
 }
 
@@ -330,23 +330,23 @@ ncm_lwip_connection_class_init(NcmLwipConnectionClass *klass)
 }
 
 NcmLwipConnection *
-lwip_connection_new(LwipConn *c)
+nlw_connection_new(NlwConn *c)
 {
 	NcmLwipConnection *self = g_object_new(NCM_LWIP_TYPE_CONNECTION, NULL);
-	LwipInputStream *in = g_object_new(LWIP_TYPE_INPUT_STREAM, NULL);
-	LwipOutputStream *out = g_object_new(LWIP_TYPE_OUTPUT_STREAM, NULL);
+	NlwInputStream *in = g_object_new(NLW_TYPE_INPUT_STREAM, NULL);
+	NlwOutputStream *out = g_object_new(NLW_TYPE_OUTPUT_STREAM, NULL);
 
-	in->conn = lwip_conn_ref(c);
-	out->conn = lwip_conn_ref(c);
+	in->conn = nlw_conn_ref(c);
+	out->conn = nlw_conn_ref(c);
 	self->conn = c;
 	self->input = G_INPUT_STREAM(in);
 	self->output = G_OUTPUT_STREAM(out);
-	lwip_core_lock();
+	nlw_core_lock();
 	if (c->pcb != NULL) {
-		self->local = lwip_sockaddr_to_gio(&c->pcb->local_ip, c->pcb->local_port);
-		self->remote = lwip_sockaddr_to_gio(&c->pcb->remote_ip, c->pcb->remote_port);
+		self->local = nlw_sockaddr_to_gio(&c->pcb->local_ip, c->pcb->local_port);
+		self->remote = nlw_sockaddr_to_gio(&c->pcb->remote_ip, c->pcb->remote_port);
 	}
-	lwip_core_unlock();
+	nlw_core_unlock();
 	return self;
 }
 
@@ -368,5 +368,5 @@ void
 ncm_lwip_connection_set_no_delay(NcmLwipConnection *self, gboolean no_delay)
 {
 	g_return_if_fail(NCM_LWIP_IS_CONNECTION(self));
-	lwip_conn_set_no_delay(self->conn, no_delay);
+	nlw_conn_set_no_delay(self->conn, no_delay);
 }

@@ -10,10 +10,10 @@
 #include "ncm-lwip-chunk.h"
 #include "ncm-lwip-tcp.h"
 
-LwipConn *
-lwip_conn_new(void)
+NlwConn *
+nlw_conn_new(void)
 {
-	LwipConn *c = g_new0(LwipConn, 1);
+	NlwConn *c = g_new0(NlwConn, 1);
 
 	c->refs = 1;
 	c->error = -1;
@@ -22,15 +22,15 @@ lwip_conn_new(void)
 	return c;
 }
 
-LwipConn *
-lwip_conn_ref(LwipConn *c)
+NlwConn *
+nlw_conn_ref(NlwConn *c)
 {
 	g_atomic_int_inc(&c->refs);
 	return c;
 }
 
 void
-lwip_conn_unref(LwipConn *c)
+nlw_conn_unref(NlwConn *c)
 {
 	if (!g_atomic_int_dec_and_test(&c->refs))
 		return;
@@ -65,24 +65,24 @@ error_message(gint code)
 /* A source waiting for one direction of a connection. */
 typedef struct {
 	GSource source;
-	LwipConn *conn;
+	NlwConn *conn;
 	gboolean write;
 	GMainContext *context; /* conn->lock: where it waits, once it prepared */
-} LwipSource;
+} NlwSource;
 
 /* c->lock held: the readiness of a direction may have changed. Blocking
  * callers wait on the GCond; sources get their context woken up, which
  * is what the stack counts as a main-context dispatch. */
 static void
-wake_locked(LwipConn *c, gboolean rx, gboolean tx)
+wake_locked(NlwConn *c, gboolean rx, gboolean tx)
 {
 	g_cond_broadcast(&c->cond);
 	for (GSList *l = c->waiters; l != NULL; l = l->next) {
-		LwipSource *s = l->data;
+		NlwSource *s = l->data;
 
 		if (s->context != NULL && (s->write ? tx : rx)) {
 			g_main_context_wakeup(s->context);
-			lwip_count(LWIP_COUNT_MAIN_DISPATCHES, 1);
+			nlw_count(NLW_COUNT_MAIN_DISPATCHES, 1);
 		}
 	}
 }
@@ -93,6 +93,23 @@ wake_locked(LwipConn *c, gboolean rx, gboolean tx)
 /* Core lock: connections with wake_pending set, one reference each. */
 static GPtrArray *batch_wakes;
 
+/* Core lock held: the batch's NLW_BATCH_WAKE stage. */
+static void
+conns_wake_batch(void)
+{
+	for (guint i = 0; batch_wakes != NULL && i < batch_wakes->len; i++) {
+		NlwConn *c = g_ptr_array_index(batch_wakes, i);
+
+		ncm_mutex_lock(&c->lock);
+		wake_locked(c, c->wake_pending & WAKE_RX, c->wake_pending & WAKE_TX);
+		ncm_mutex_unlock(&c->lock);
+		c->wake_pending = 0;
+		nlw_conn_unref(c);
+	}
+	if (batch_wakes != NULL)
+		g_ptr_array_set_size(batch_wakes, 0);
+}
+
 /*
  * Core lock and c->lock held. lwIP calls back once per segment; an NTB
  * carries several, and waking the reader for each costs a futex wake and
@@ -100,39 +117,25 @@ static GPtrArray *batch_wakes;
  * the core lock) the wake waits for the batch's end.
  */
 static void
-wake_soon_locked(LwipConn *c, guint dirs)
+wake_soon_locked(NlwConn *c, guint dirs)
 {
-	if (!lwip_in_batch()) {
+	if (!nlw_in_batch()) {
 		wake_locked(c, dirs & WAKE_RX, dirs & WAKE_TX);
 		return;
 	}
 	if (c->wake_pending == 0) {
-		if (batch_wakes == NULL)
+		if (batch_wakes == NULL) {
 			batch_wakes = g_ptr_array_new();
-		g_ptr_array_add(batch_wakes, lwip_conn_ref(c));
+			nlw_batch_on_end(NLW_BATCH_WAKE, conns_wake_batch);
+		}
+		g_ptr_array_add(batch_wakes, nlw_conn_ref(c));
 	}
 	c->wake_pending |= dirs;
 }
 
-void
-lwip_conns_wake_batch(void)
-{
-	for (guint i = 0; batch_wakes != NULL && i < batch_wakes->len; i++) {
-		LwipConn *c = g_ptr_array_index(batch_wakes, i);
-
-		ncm_mutex_lock(&c->lock);
-		wake_locked(c, c->wake_pending & WAKE_RX, c->wake_pending & WAKE_TX);
-		ncm_mutex_unlock(&c->lock);
-		c->wake_pending = 0;
-		lwip_conn_unref(c);
-	}
-	if (batch_wakes != NULL)
-		g_ptr_array_set_size(batch_wakes, 0);
-}
-
 /* c->lock held. */
 static void
-fail_locked(LwipConn *c, gint code)
+fail_locked(NlwConn *c, gint code)
 {
 	if (c->error < 0)
 		c->error = code;
@@ -144,7 +147,7 @@ fail_locked(LwipConn *c, gint code)
 static err_t
 conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 {
-	LwipConn *c = arg;
+	NlwConn *c = arg;
 	struct pbuf *last;
 
 	ncm_mutex_lock(&c->lock);
@@ -172,11 +175,11 @@ conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 static err_t
 conn_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 {
-	LwipConn *c = arg;
+	NlwConn *c = arg;
 
 	ncm_mutex_lock(&c->lock);
 	c->snd_room = tcp_sndbuf(pcb);
-	if (c->snd_room >= LWIP_CONN_WRITE_LOWAT)
+	if (c->snd_room >= NLW_CONN_WRITE_LOWAT)
 		wake_soon_locked(c, WAKE_TX);
 	ncm_mutex_unlock(&c->lock);
 	return ERR_OK;
@@ -186,7 +189,7 @@ conn_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 static void
 conn_err(void *arg, err_t err)
 {
-	LwipConn *c = arg;
+	NlwConn *c = arg;
 
 	c->pcb = NULL;
 	ncm_mutex_lock(&c->lock);
@@ -194,15 +197,15 @@ conn_err(void *arg, err_t err)
 	if (err == ERR_RST && !c->connected)
 		fail_locked(c, G_IO_ERROR_CONNECTION_REFUSED);
 	else
-		fail_locked(c, lwip_err_to_io(err));
+		fail_locked(c, nlw_err_to_io(err));
 	ncm_mutex_unlock(&c->lock);
-	lwip_conn_unref(c);
+	nlw_conn_unref(c);
 }
 
 static err_t
 conn_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 {
-	LwipConn *c = arg;
+	NlwConn *c = arg;
 
 	ncm_mutex_lock(&c->lock);
 	c->connected = TRUE;
@@ -213,10 +216,10 @@ conn_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 }
 
 void
-lwip_conn_attach(LwipConn *c, struct tcp_pcb *pcb)
+nlw_conn_attach(NlwConn *c, struct tcp_pcb *pcb)
 {
 	c->pcb = pcb;
-	lwip_conn_ref(c);
+	nlw_conn_ref(c);
 	tcp_arg(pcb, c);
 	tcp_recv(pcb, conn_recv);
 	tcp_sent(pcb, conn_sent);
@@ -228,7 +231,7 @@ lwip_conn_attach(LwipConn *c, struct tcp_pcb *pcb)
 
 /* Core lock held: returns the window for bytes read so far. */
 static void
-credit_apply(LwipConn *c)
+credit_apply(NlwConn *c)
 {
 	gsize n;
 
@@ -242,7 +245,7 @@ credit_apply(LwipConn *c)
 }
 
 void
-lwip_conn_close_pcb(LwipConn *c, gboolean abort)
+nlw_conn_close_pcb(NlwConn *c, gboolean abort)
 {
 	struct tcp_pcb *pcb = c->pcb;
 
@@ -261,7 +264,7 @@ lwip_conn_close_pcb(LwipConn *c, gboolean abort)
 	ncm_mutex_lock(&c->lock);
 	fail_locked(c, G_IO_ERROR_CLOSED);
 	ncm_mutex_unlock(&c->lock);
-	lwip_conn_unref(c);
+	nlw_conn_unref(c);
 }
 
 /* ---- Reading ------------------------------------------------------------------- */
@@ -270,35 +273,35 @@ lwip_conn_close_pcb(LwipConn *c, gboolean abort)
 static void
 credit_callback(void *arg)
 {
-	LwipConn *c = arg;
+	NlwConn *c = arg;
 
-	lwip_batch_begin();
+	nlw_batch_begin();
 	credit_apply(c);
-	lwip_batch_end();
-	lwip_conn_unref(c);
+	nlw_batch_end();
+	nlw_conn_unref(c);
 }
 
 /* Posted, not waited for: a reader never makes a round trip to the tcpip
  * thread. At most one post per connection is in flight; it carries all
  * credit accumulated until it runs. */
 static void
-post_credit(LwipConn *c)
+post_credit(NlwConn *c)
 {
-	lwip_conn_ref(c);
+	nlw_conn_ref(c);
 	if (tcpip_try_callback(credit_callback, c) == ERR_OK) {
-		lwip_count(LWIP_COUNT_WINDOW_POSTS, 1);
+		nlw_count(NLW_COUNT_WINDOW_POSTS, 1);
 		return;
 	}
 	/* Mailbox full: a lost update could leave the window shut for good. */
-	lwip_core_lock();
+	nlw_core_lock();
 	credit_apply(c);
-	lwip_core_unlock();
-	lwip_conn_unref(c);
+	nlw_core_unlock();
+	nlw_conn_unref(c);
 }
 
 /* c->lock held, rx_bytes > 0. */
 static gsize
-copy_out_locked(LwipConn *c, guint8 *buf, gsize count)
+copy_out_locked(NlwConn *c, guint8 *buf, gsize count)
 {
 	gsize done = 0;
 
@@ -326,7 +329,7 @@ copy_out_locked(LwipConn *c, guint8 *buf, gsize count)
 static void
 cancel_wake(GCancellable *cancellable, gpointer data)
 {
-	LwipConn *c = data;
+	NlwConn *c = data;
 
 	ncm_mutex_lock(&c->lock);
 	g_cond_broadcast(&c->cond);
@@ -334,7 +337,7 @@ cancel_wake(GCancellable *cancellable, gpointer data)
 }
 
 static gssize
-read_locked(LwipConn *c, void *buf, gsize count, gboolean blocking, GCancellable *cancellable,
+read_locked(NlwConn *c, void *buf, gsize count, gboolean blocking, GCancellable *cancellable,
 	    GError **error)
 {
 	for (;;) {
@@ -358,8 +361,8 @@ read_locked(LwipConn *c, void *buf, gsize count, gboolean blocking, GCancellable
 }
 
 gssize
-lwip_conn_read(LwipConn *c, void *buf, gsize count, gboolean blocking, GCancellable *cancellable,
-	       GError **error)
+nlw_conn_read(NlwConn *c, void *buf, gsize count, gboolean blocking, GCancellable *cancellable,
+	      GError **error)
 {
 	gulong handler = 0;
 	gboolean post;
@@ -383,7 +386,7 @@ lwip_conn_read(LwipConn *c, void *buf, gsize count, gboolean blocking, GCancella
 }
 
 gboolean
-lwip_conn_readable(LwipConn *c)
+nlw_conn_readable(NlwConn *c)
 {
 	gboolean ready;
 
@@ -396,21 +399,21 @@ lwip_conn_readable(LwipConn *c)
 /* ---- Writing ------------------------------------------------------------------- */
 
 void
-lwip_conn_set_no_delay(LwipConn *c, gboolean no_delay)
+nlw_conn_set_no_delay(NlwConn *c, gboolean no_delay)
 {
-	lwip_core_lock();
+	nlw_core_lock();
 	if (c->pcb != NULL) {
 		if (no_delay)
 			tcp_nagle_disable(c->pcb);
 		else
 			tcp_nagle_enable(c->pcb);
 	}
-	lwip_core_unlock();
+	nlw_core_unlock();
 }
 
 /* Core lock held, c->pcb == NULL: why writing cannot work. */
 static void
-set_write_error(LwipConn *c, GError **error)
+set_write_error(NlwConn *c, GError **error)
 {
 	gint code;
 
@@ -427,7 +430,7 @@ set_write_error(LwipConn *c, GError **error)
 static gssize
 write_locked(struct tcp_pcb *pcb, const guint8 *buf, gsize count, GError **error)
 {
-	gsize limit = MIN(count, LWIP_CONN_WRITE_MAX);
+	gsize limit = MIN(count, NLW_CONN_WRITE_MAX);
 	gsize done = 0;
 
 	while (done < limit) {
@@ -457,11 +460,11 @@ write_locked(struct tcp_pcb *pcb, const guint8 *buf, gsize count, GError **error
 }
 
 static gssize
-write_some(LwipConn *c, const void *buf, gsize count, GError **error)
+write_some(NlwConn *c, const void *buf, gsize count, GError **error)
 {
 	gssize n;
 
-	lwip_core_lock();
+	nlw_core_lock();
 	if (c->pcb == NULL) {
 		set_write_error(c, error);
 		n = -1;
@@ -474,18 +477,18 @@ write_some(LwipConn *c, const void *buf, gsize count, GError **error)
 		ncm_mutex_unlock(&c->lock);
 	}
 	/* Flushes what tcp_output() packed into the link. */
-	lwip_core_unlock();
+	nlw_core_unlock();
 	return n;
 }
 
 /* FALSE when cancelled; errors of the connection show in the next write. */
 static gboolean
-wait_writable(LwipConn *c, GCancellable *cancellable, GError **error)
+wait_writable(NlwConn *c, GCancellable *cancellable, GError **error)
 {
 	gboolean cancelled;
 
 	ncm_mutex_lock(&c->lock);
-	while (c->snd_room < LWIP_CONN_WRITE_LOWAT && c->error < 0 &&
+	while (c->snd_room < NLW_CONN_WRITE_LOWAT && c->error < 0 &&
 	       !g_cancellable_is_cancelled(cancellable))
 		ncm_cond_wait(&c->cond, &c->lock);
 	ncm_mutex_unlock(&c->lock);
@@ -494,8 +497,8 @@ wait_writable(LwipConn *c, GCancellable *cancellable, GError **error)
 }
 
 gssize
-lwip_conn_write(LwipConn *c, const void *buf, gsize count, gboolean blocking,
-		GCancellable *cancellable, GError **error)
+nlw_conn_write(NlwConn *c, const void *buf, gsize count, gboolean blocking,
+	       GCancellable *cancellable, GError **error)
 {
 	gulong handler = 0;
 	gssize n;
@@ -525,12 +528,12 @@ lwip_conn_write(LwipConn *c, const void *buf, gsize count, gboolean blocking,
 }
 
 gboolean
-lwip_conn_writable(LwipConn *c)
+nlw_conn_writable(NlwConn *c)
 {
 	gboolean ready;
 
 	ncm_mutex_lock(&c->lock);
-	ready = c->snd_room >= LWIP_CONN_WRITE_LOWAT || c->error >= 0;
+	ready = c->snd_room >= NLW_CONN_WRITE_LOWAT || c->error >= 0;
 	ncm_mutex_unlock(&c->lock);
 	return ready;
 }
@@ -538,7 +541,7 @@ lwip_conn_writable(LwipConn *c)
 static gboolean
 source_prepare(GSource *source, gint *timeout)
 {
-	LwipSource *s = (LwipSource *)source;
+	NlwSource *s = (NlwSource *)source;
 	GMainContext *context = g_source_get_context(source);
 
 	*timeout = -1;
@@ -551,15 +554,15 @@ source_prepare(GSource *source, gint *timeout)
 		s->context = g_main_context_ref(context);
 	}
 	ncm_mutex_unlock(&s->conn->lock);
-	return s->write ? lwip_conn_writable(s->conn) : lwip_conn_readable(s->conn);
+	return s->write ? nlw_conn_writable(s->conn) : nlw_conn_readable(s->conn);
 }
 
 static gboolean
 source_check(GSource *source)
 {
-	LwipSource *s = (LwipSource *)source;
+	NlwSource *s = (NlwSource *)source;
 
-	return s->write ? lwip_conn_writable(s->conn) : lwip_conn_readable(s->conn);
+	return s->write ? nlw_conn_writable(s->conn) : nlw_conn_readable(s->conn);
 }
 
 /* The parent GPollableSource calls the application's callback. */
@@ -572,7 +575,7 @@ source_dispatch(GSource *source, GSourceFunc callback, gpointer user_data)
 static void
 source_finalize(GSource *source)
 {
-	LwipSource *s = (LwipSource *)source;
+	NlwSource *s = (NlwSource *)source;
 	GMainContext *context;
 
 	ncm_mutex_lock(&s->conn->lock);
@@ -582,7 +585,7 @@ source_finalize(GSource *source)
 	ncm_mutex_unlock(&s->conn->lock);
 	if (context != NULL)
 		g_main_context_unref(context);
-	lwip_conn_unref(s->conn);
+	nlw_conn_unref(s->conn);
 }
 
 /* g_pollable_source_new_full() gives the child a dummy closure, which
@@ -602,13 +605,13 @@ static GSourceFuncs source_funcs = {
 };
 
 GSource *
-lwip_conn_source_new(LwipConn *c, gboolean write)
+nlw_conn_source_new(NlwConn *c, gboolean write)
 {
-	GSource *source = g_source_new(&source_funcs, sizeof(LwipSource));
-	LwipSource *s = (LwipSource *)source;
+	GSource *source = g_source_new(&source_funcs, sizeof(NlwSource));
+	NlwSource *s = (NlwSource *)source;
 
 	g_source_set_name(source, write ? "ncm-lwip-writable" : "ncm-lwip-readable");
-	s->conn = lwip_conn_ref(c);
+	s->conn = nlw_conn_ref(c);
 	s->write = write;
 	ncm_mutex_lock(&c->lock);
 	c->waiters = g_slist_prepend(c->waiters, s);
@@ -617,19 +620,19 @@ lwip_conn_source_new(LwipConn *c, gboolean write)
 }
 
 void
-lwip_conn_shutdown_write(LwipConn *c)
+nlw_conn_shutdown_write(NlwConn *c)
 {
-	lwip_core_lock();
+	nlw_core_lock();
 	ncm_mutex_lock(&c->lock);
 	c->out_closed = TRUE;
 	ncm_mutex_unlock(&c->lock);
 	if (c->pcb != NULL)
 		tcp_shutdown(c->pcb, 0, 1);
-	lwip_core_unlock();
+	nlw_core_unlock();
 }
 
 void
-lwip_conn_mark_in_closed(LwipConn *c)
+nlw_conn_mark_in_closed(NlwConn *c)
 {
 	ncm_mutex_lock(&c->lock);
 	c->in_closed = TRUE;
@@ -642,7 +645,7 @@ lwip_conn_mark_in_closed(LwipConn *c)
 static void
 connect_timeout(void *arg)
 {
-	LwipConn *c = arg;
+	NlwConn *c = arg;
 	gboolean connected;
 
 	c->timer_armed = FALSE;
@@ -652,57 +655,57 @@ connect_timeout(void *arg)
 		fail_locked(c, G_IO_ERROR_TIMED_OUT);
 	ncm_mutex_unlock(&c->lock);
 	if (!connected) {
-		lwip_batch_begin();
-		lwip_conn_close_pcb(c, TRUE);
-		lwip_batch_end();
+		nlw_batch_begin();
+		nlw_conn_close_pcb(c, TRUE);
+		nlw_batch_end();
 	}
-	lwip_conn_unref(c);
+	nlw_conn_unref(c);
 }
 
 /* Core lock held. */
 static err_t
-connect_locked(LwipConn *c, ip_addr_t *ip, guint16 port, guint scope, guint timeout_ms)
+connect_locked(NlwConn *c, ip_addr_t *ip, guint16 port, guint scope, guint timeout_ms)
 {
 	struct tcp_pcb *pcb;
 	err_t err;
 
-	lwip_addr_assign_zone(ip, scope);
-	if (!lwip_routable(ip))
+	nlw_addr_assign_zone(ip, scope);
+	if (!nlw_routable(ip))
 		return ERR_RTE;
 	pcb = tcp_new_ip_type(IP_GET_TYPE(ip));
 	if (pcb == NULL)
 		return ERR_MEM;
-	lwip_conn_attach(c, pcb);
-	if (scope != 0 && lwip_netif_for_scope(scope) != NULL)
-		tcp_bind_netif(pcb, lwip_netif_for_scope(scope));
+	nlw_conn_attach(c, pcb);
+	if (scope != 0 && nlw_netif_for_scope(scope) != NULL)
+		tcp_bind_netif(pcb, nlw_netif_for_scope(scope));
 	err = tcp_connect(pcb, ip, port, conn_connected);
 	if (err != ERR_OK) {
-		lwip_conn_close_pcb(c, TRUE);
+		nlw_conn_close_pcb(c, TRUE);
 		return err;
 	}
 	if (timeout_ms > 0) {
 		c->timer_armed = TRUE;
-		sys_timeout(timeout_ms, connect_timeout, lwip_conn_ref(c));
+		sys_timeout(timeout_ms, connect_timeout, nlw_conn_ref(c));
 	}
 	return ERR_OK;
 }
 
-static LwipConn *
+static NlwConn *
 connect_start(GInetSocketAddress *address, guint timeout_ms, GError **error)
 {
-	LwipConn *c = lwip_conn_new();
+	NlwConn *c = nlw_conn_new();
 	ip_addr_t ip;
 	err_t err;
 
-	lwip_addr_from_gio(g_inet_socket_address_get_address(address), &ip);
-	lwip_core_lock();
+	nlw_addr_from_gio(g_inet_socket_address_get_address(address), &ip);
+	nlw_core_lock();
 	err = connect_locked(c, &ip, g_inet_socket_address_get_port(address),
-			     lwip_scope_of(address), timeout_ms);
-	lwip_core_unlock();
+			     nlw_scope_of(address), timeout_ms);
+	nlw_core_unlock();
 	if (err != ERR_OK) {
-		g_set_error(error, G_IO_ERROR, lwip_err_to_io(err), "cannot connect: %s",
+		g_set_error(error, G_IO_ERROR, nlw_err_to_io(err), "cannot connect: %s",
 			    err == ERR_RTE ? "no route to host" : lwip_strerr(err));
-		lwip_conn_unref(c);
+		nlw_conn_unref(c);
 		return NULL;
 	}
 	return c;
@@ -710,7 +713,7 @@ connect_start(GInetSocketAddress *address, guint timeout_ms, GError **error)
 
 /* Waits for the handshake; on failure the pcb is gone when it returns. */
 static gboolean
-connect_wait(LwipConn *c, GCancellable *cancellable, GError **error)
+connect_wait(NlwConn *c, GCancellable *cancellable, GError **error)
 {
 	gulong handler = 0;
 	gboolean ok, timer;
@@ -729,91 +732,30 @@ connect_wait(LwipConn *c, GCancellable *cancellable, GError **error)
 	if (!ok && !g_cancellable_set_error_if_cancelled(cancellable, error))
 		g_set_error_literal(error, G_IO_ERROR, code, error_message(code));
 
-	lwip_core_lock();
+	nlw_core_lock();
 	timer = c->timer_armed;
 	if (timer)
 		sys_untimeout(connect_timeout, c);
 	c->timer_armed = FALSE;
 	if (!ok)
-		lwip_conn_close_pcb(c, TRUE);
-	lwip_core_unlock();
+		nlw_conn_close_pcb(c, TRUE);
+	nlw_core_unlock();
 	if (timer)
-		lwip_conn_unref(c);
+		nlw_conn_unref(c);
 	return ok;
 }
 
-NcmLwipConnection *
-ncm_lwip_stack_connect(NcmLwipStack *self, GInetSocketAddress *address, guint timeout_ms,
-		       GCancellable *cancellable, GError **error)
+NlwConn *
+nlw_conn_connect(GInetSocketAddress *address, guint timeout_ms, GCancellable *cancellable,
+		 GError **error)
 {
-	LwipConn *c;
+	NlwConn *c = connect_start(address, timeout_ms, error);
 
-	g_return_val_if_fail(NCM_LWIP_IS_STACK(self), NULL);
-	g_return_val_if_fail(G_IS_INET_SOCKET_ADDRESS(address), NULL);
-	if (g_cancellable_set_error_if_cancelled(cancellable, error))
-		return NULL;
-	c = connect_start(address, timeout_ms, error);
 	if (c == NULL)
 		return NULL;
 	if (!connect_wait(c, cancellable, error)) {
-		lwip_conn_unref(c);
+		nlw_conn_unref(c);
 		return NULL;
 	}
-	return lwip_connection_new(c);
-}
-
-typedef struct {
-	GInetSocketAddress *address;
-	guint timeout_ms;
-} ConnectData;
-
-static void
-connect_data_free(gpointer data)
-{
-	ConnectData *d = data;
-
-	g_object_unref(d->address);
-	g_free(d);
-}
-
-/* Connecting is control plane, and the blocking path already handles
- * timeout and cancellation: run it on a thread of its own. */
-static void
-connect_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-	ConnectData *d;
-	NcmLwipConnection *conn;
-	GError *error = NULL;
-
-	d = task_data;
-	conn = ncm_lwip_stack_connect(source, d->address, d->timeout_ms, cancellable, &error);
-	if (conn != NULL)
-		g_task_return_pointer(task, conn, g_object_unref);
-	else
-		g_task_return_error(task, error);
-}
-
-/* GTask source tag (ISO C has no function-to-object pointer cast). */
-static char source_tag;
-
-void
-ncm_lwip_stack_connect_async(NcmLwipStack *self, GInetSocketAddress *address, guint timeout_ms,
-			     GCancellable *cancellable, GAsyncReadyCallback callback,
-			     gpointer user_data)
-{
-	GTask *task = g_task_new(self, cancellable, callback, user_data);
-	ConnectData *d = g_new0(ConnectData, 1);
-
-	d->address = g_object_ref(address);
-	d->timeout_ms = timeout_ms;
-	g_task_set_source_tag(task, &source_tag);
-	g_task_set_task_data(task, d, connect_data_free);
-	lwip_task_run_in_thread(task, connect_thread);
-}
-
-NcmLwipConnection *
-ncm_lwip_stack_connect_finish(NcmLwipStack *self, GAsyncResult *result, GError **error)
-{
-	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
-	return g_task_propagate_pointer(G_TASK(result), error);
+	return c;
 }

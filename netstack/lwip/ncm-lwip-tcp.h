@@ -7,7 +7,7 @@
 #include "ncm-lwip-private.h"
 
 /*
- * LwipConn outlives both sides that use it: the tcp_pcb (its callback arg)
+ * NlwConn outlives both sides that use it: the tcp_pcb (its callback arg)
  * and the NcmLwipConnection each hold a reference, as does every callback
  * posted to the tcpip thread. Freeing one never needs the core lock, so
  * the last reference may go on any thread.
@@ -44,40 +44,45 @@ typedef struct {
 	/* tcp_sndbuf() as of the last lwIP event, for writability. */
 	gsize snd_room;
 
-	/* Pollable sources (LwipSource) attached to a main context: woken
+	/* Pollable sources (NlwSource) attached to a main context: woken
 	 * when their direction may have become ready. */
 	GSList *waiters;
-} LwipConn;
+} NlwConn;
 
 /* A writer wakes up when this much send buffer is free: fewer, larger
  * tcp_write() calls, each under one acquisition of the core lock. */
-#define LWIP_CONN_WRITE_LOWAT (8 * TCP_MSS)
+#define NLW_CONN_WRITE_LOWAT (8 * TCP_MSS)
 /* The most one write call copies under the core lock, which the link
  * thread's input waits for. */
-#define LWIP_CONN_WRITE_MAX (256 * 1024)
+#define NLW_CONN_WRITE_MAX (256 * 1024)
 
-LwipConn *lwip_conn_new(void);
-LwipConn *lwip_conn_ref(LwipConn *c);
-void lwip_conn_unref(LwipConn *c);
+NlwConn *nlw_conn_new(void);
+NlwConn *nlw_conn_ref(NlwConn *c);
+void nlw_conn_unref(NlwConn *c);
 /* Core lock held: hooks @pcb's callbacks to @c (takes a reference). */
-void lwip_conn_attach(LwipConn *c, struct tcp_pcb *pcb);
+void nlw_conn_attach(NlwConn *c, struct tcp_pcb *pcb);
 /* Core lock held: unhooks and closes the pcb (RST when @abort). */
-void lwip_conn_close_pcb(LwipConn *c, gboolean abort);
+void nlw_conn_close_pcb(NlwConn *c, gboolean abort);
+/* Opens a connection and waits for its handshake, at most @timeout_ms when
+ * not 0. Returns it connected, or NULL with @error set and no pcb left.
+ * Not under the core lock; blocks. */
+NlwConn *nlw_conn_connect(GInetSocketAddress *address, guint timeout_ms,
+			 GCancellable *cancellable, GError **error);
 
 /* Blocking or not; both follow GInputStream/GOutputStream semantics. */
-gssize lwip_conn_read(LwipConn *c, void *buf, gsize count, gboolean blocking,
+gssize nlw_conn_read(NlwConn *c, void *buf, gsize count, gboolean blocking,
+		     GCancellable *cancellable, GError **error);
+gssize nlw_conn_write(NlwConn *c, const void *buf, gsize count, gboolean blocking,
 		      GCancellable *cancellable, GError **error);
-gssize lwip_conn_write(LwipConn *c, const void *buf, gsize count, gboolean blocking,
-		       GCancellable *cancellable, GError **error);
-gboolean lwip_conn_readable(LwipConn *c);
-void lwip_conn_set_no_delay(LwipConn *c, gboolean no_delay);
-gboolean lwip_conn_writable(LwipConn *c);
+gboolean nlw_conn_readable(NlwConn *c);
+void nlw_conn_set_no_delay(NlwConn *c, gboolean no_delay);
+gboolean nlw_conn_writable(NlwConn *c);
 /* A source that is ready while the direction is (level-triggered), to be
  * the child of a GPollableSource. */
-GSource *lwip_conn_source_new(LwipConn *c, gboolean write);
+GSource *nlw_conn_source_new(NlwConn *c, gboolean write);
 /* Sends FIN after queued data. */
-void lwip_conn_shutdown_write(LwipConn *c);
-void lwip_conn_mark_in_closed(LwipConn *c);
+void nlw_conn_shutdown_write(NlwConn *c);
+void nlw_conn_mark_in_closed(NlwConn *c);
 
-/* The public wrapper around an LwipConn (takes the reference). */
-NcmLwipConnection *lwip_connection_new(LwipConn *c);
+/* The public wrapper around an NlwConn (takes the reference). */
+NcmLwipConnection *nlw_connection_new(NlwConn *c);

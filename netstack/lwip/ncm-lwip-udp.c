@@ -67,9 +67,9 @@ ncm_lwip_stack_udp_bind(NcmLwipStack *stack, GInetSocketAddress *address, GError
 	g_return_val_if_fail(NCM_LWIP_IS_STACK(stack), NULL);
 	ip_addr_set_zero(&ip);
 	if (!any)
-		lwip_addr_from_gio(inet, &ip);
+		nlw_addr_from_gio(inet, &ip);
 	self = g_object_new(NCM_LWIP_TYPE_UDP_SOCKET, NULL);
-	lwip_core_lock();
+	nlw_core_lock();
 	self->pcb = udp_new_ip_type(any ? IPADDR_TYPE_ANY : IP_GET_TYPE(&ip));
 	if (self->pcb != NULL) {
 		err = udp_bind(self->pcb, any ? IP_ANY_TYPE : &ip,
@@ -77,9 +77,9 @@ ncm_lwip_stack_udp_bind(NcmLwipStack *stack, GInetSocketAddress *address, GError
 		self->port = self->pcb->local_port;
 		udp_recv(self->pcb, udp_recv_cb, self);
 	}
-	lwip_core_unlock();
+	nlw_core_unlock();
 	if (err != ERR_OK) {
-		g_set_error(error, G_IO_ERROR, lwip_err_to_io(err), "cannot bind: %s",
+		g_set_error(error, G_IO_ERROR, nlw_err_to_io(err), "cannot bind: %s",
 			    lwip_strerr(err));
 		g_object_unref(self);
 		return NULL;
@@ -125,17 +125,17 @@ ncm_lwip_udp_socket_send_to(NcmLwipUdpSocket *self, GInetSocketAddress *to, cons
 			    "a UDP datagram carries at most 65527 bytes, not %" G_GSIZE_FORMAT, len);
 		return FALSE;
 	}
-	lwip_addr_from_gio(g_inet_socket_address_get_address(to), &ip);
-	lwip_core_lock();
-	lwip_addr_assign_zone(&ip, lwip_scope_of(to));
+	nlw_addr_from_gio(g_inet_socket_address_get_address(to), &ip);
+	nlw_core_lock();
+	nlw_addr_assign_zone(&ip, nlw_scope_of(to));
 	err = send_locked(self, &ip, g_inet_socket_address_get_port(to), data, len);
-	lwip_core_unlock();
+	nlw_core_unlock();
 	if (err == ERR_OK)
 		return TRUE;
 	if (err == ERR_CLSD)
 		g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_CLOSED, "socket is closed");
 	else
-		g_set_error(error, G_IO_ERROR, lwip_err_to_io(err), "cannot send: %s",
+		g_set_error(error, G_IO_ERROR, nlw_err_to_io(err), "cannot send: %s",
 			    lwip_strerr(err));
 	return FALSE;
 }
@@ -211,12 +211,12 @@ ncm_lwip_udp_socket_receive_from(NcmLwipUdpSocket *self, GInetSocketAddress **re
 	memcpy(buf, d->data, MIN(len, d->len));
 	n = (gssize)d->len;
 	if (ret_from != NULL)
-		*ret_from = lwip_sockaddr_to_gio(&d->from, d->port);
+		*ret_from = nlw_sockaddr_to_gio(&d->from, d->port);
 	g_free(d);
 	return n;
 }
 
-/* A thread of its own (see lwip_task_run_in_thread); the result is a Datagram. */
+/* A thread of its own (see nlw_task_run_in_thread); the result is a Datagram. */
 static void
 receive_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
@@ -240,7 +240,7 @@ ncm_lwip_udp_socket_receive_async(NcmLwipUdpSocket *self, GCancellable *cancella
 	GTask *task = g_task_new(self, cancellable, callback, user_data);
 
 	g_task_set_source_tag(task, &source_tag);
-	lwip_task_run_in_thread(task, receive_thread);
+	nlw_task_run_in_thread(task, receive_thread);
 }
 
 GBytes *
@@ -256,7 +256,7 @@ ncm_lwip_udp_socket_receive_finish(NcmLwipUdpSocket *self, GAsyncResult *result,
 		return NULL;
 	bytes = g_bytes_new(d->data, d->len);
 	if (ret_from != NULL)
-		*ret_from = lwip_sockaddr_to_gio(&d->from, d->port);
+		*ret_from = nlw_sockaddr_to_gio(&d->from, d->port);
 	g_free(d);
 	return bytes;
 }
@@ -276,7 +276,7 @@ void
 ncm_lwip_udp_socket_close(NcmLwipUdpSocket *self)
 {
 	g_return_if_fail(NCM_LWIP_IS_UDP_SOCKET(self));
-	lwip_core_lock();
+	nlw_core_lock();
 	if (self->pcb != NULL) {
 		udp_remove(self->pcb);
 		self->pcb = NULL;
@@ -285,7 +285,7 @@ ncm_lwip_udp_socket_close(NcmLwipUdpSocket *self)
 	self->closed = TRUE;
 	g_cond_broadcast(&self->cond);
 	ncm_mutex_unlock(&self->lock);
-	lwip_core_unlock();
+	nlw_core_unlock();
 }
 
 static void

@@ -4,8 +4,9 @@
 
 #include <string.h>
 
-#define ETH_P_IPV4 0x0800
-#define ETH_P_IPV6 0x86dd
+#include "ncm-eth.h"
+#include "ncm-le.h"
+
 #define PROTO_TCP 6
 
 #define TCP_FIN 0x01
@@ -13,18 +14,8 @@
 #define TCP_ACK 0x10
 #define TCP_CWR 0x80
 
-static inline guint16
-be16(const guint8 *p)
-{
-	return (guint16)(p[0] << 8 | p[1]);
-}
-
-static inline guint32
-be32(const guint8 *p)
-{
-	return (guint32)p[0] << 24 | (guint32)p[1] << 16 | (guint32)p[2] << 8 | p[3];
-}
-
+/* Fields are read through ncm-le.h's checked readers; only our own
+ * segments and merged packets are written by hand. */
 static inline void
 put_be16(guint8 *p, guint16 v)
 {
@@ -51,7 +42,7 @@ tap_csum_add(guint32 sum, const guint8 *p, gsize len)
 		s += GUINT32_FROM_BE(w);
 	}
 	if (len >= 2) {
-		s += be16(p);
+		s += ncm_be16_at(p, len, 0);
 		p += 2;
 		len -= 2;
 	}
@@ -103,10 +94,10 @@ parse_tcp(guint l3off, const guint8 *pkt, gsize len, TcpPkt *t)
 
 	if (len < (gsize)l3off + 20)
 		return FALSE;
-	if (l3off == 14) {
-		guint16 type = be16(pkt + 12);
+	if (l3off == NCM_ETH_HLEN) {
+		guint16 type = ncm_be16_at(pkt, len, 12);
 
-		if ((ip[0] >> 4) != (type == ETH_P_IPV6 ? 6 : type == ETH_P_IPV4 ? 4 : 0))
+		if ((ip[0] >> 4) != (type == NCM_ETH_P_IPV6 ? 6 : type == NCM_ETH_P_IPV4 ? 4 : 0))
 			return FALSE;
 	}
 	iplen = len - l3off;
@@ -115,12 +106,12 @@ parse_tcp(guint l3off, const guint8 *pkt, gsize len, TcpPkt *t)
 	if ((ip[0] >> 4) == 4) {
 		guint ihl = (ip[0] & 0xf) * 4u;
 
-		if (ihl < 20 || iplen < ihl || be16(ip + 2) != iplen || ip[9] != PROTO_TCP ||
-		    (be16(ip + 6) & 0x3fff))
+		if (ihl < 20 || iplen < ihl || ncm_be16_at(ip, iplen, 2) != iplen ||
+		    ip[9] != PROTO_TCP || (ncm_be16_at(ip, iplen, 6) & 0x3fff))
 			return FALSE;
 		t->l4off = l3off + ihl;
 	} else if (t->v6) {
-		if (iplen < 40 || be16(ip + 4) != iplen - 40 || ip[6] != PROTO_TCP)
+		if (iplen < 40 || ncm_be16_at(ip, iplen, 4) != iplen - 40 || ip[6] != PROTO_TCP)
 			return FALSE;
 		t->l4off = l3off + 40;
 	} else {
@@ -195,9 +186,9 @@ tap_gso_segment(const TapVnetHdr *h, guint l3off, guint8 *pkt, gsize len, guint8
 	if (!parse_tcp(l3off, pkt, len, &t) || mss == 0 || scratch_size < t.hdr + mss)
 		return TAP_GSO_INVALID;
 
-	seq = be32(pkt + t.l4off + 4);
+	seq = ncm_be32_at(pkt, len, t.l4off + 4);
 	flags = pkt[t.l4off + 13];
-	id = t.v6 ? 0 : be16(pkt + l3off + 4);
+	id = t.v6 ? 0 : ncm_be16_at(pkt, len, l3off + 4);
 	nsegs = t.payload ? (t.payload + mss - 1) / mss : 1;
 	for (gsize i = 0; i < nsegs; i++) {
 		gsize off = i * mss, seg = MIN(mss, t.payload - off), tcp_len = t.thl + seg;
@@ -261,7 +252,8 @@ tap_gro_flush(TapGro *g, TapGroWrite write, gpointer user_data)
 	if (g->v6)
 		put_be16(ip + 4, (guint16)(len - g->l3off - 40));
 	else
-		ipv4_fix(ip, g->l4off - g->l3off, len - g->l3off, be16(ip + 4));
+		ipv4_fix(ip, g->l4off - g->l3off, len - g->l3off,
+			 ncm_be16_at(g->buf, len, g->l3off + 4));
 	/* NEEDS_CSUM convention: the field holds the pseudo-header sum, not inverted. */
 	put_be16(tcp + 16, tap_csum_fold(pseudo_sum(&t, g->buf, len - g->l4off)));
 	h.flags = TAP_VNET_F_NEEDS_CSUM;
@@ -294,9 +286,9 @@ continues(const TapGro *g, const TcpPkt *t, const guint8 *pkt)
 	const guint8 *ta = g->buf + g->l4off, *tb = pkt + t->l4off;
 
 	if (t->l3off != g->l3off || t->v6 != g->v6 || t->hdr != g->hdr_len || t->payload > g->mss ||
-	    be32(tb + 4) != g->next_seq || g->len + t->payload > g->l3off + TAP_GRO_MAX_IP)
+	    ncm_be32_at(pkt, t->hdr, t->l4off + 4) != g->next_seq || g->len + t->payload > g->l3off + TAP_GRO_MAX_IP)
 		return FALSE;
-	if (g->l3off && memcmp(g->buf, pkt, 14) != 0)
+	if (g->l3off && memcmp(g->buf, pkt, NCM_ETH_HLEN) != 0)
 		return FALSE;
 	if (t->v6) {
 		/* Version, traffic class, flow label; addresses; hop limit. */
@@ -326,7 +318,7 @@ start(TapGro *g, const TcpPkt *t, const guint8 *pkt, gsize len)
 	g->segs = 1;
 	g->v6 = t->v6;
 	g->first_verified = FALSE;
-	g->next_seq = be32(pkt + t->l4off + 4) + (guint32)t->payload;
+	g->next_seq = ncm_be32_at(pkt, len, t->l4off + 4) + (guint32)t->payload;
 }
 
 void

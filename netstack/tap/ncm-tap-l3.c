@@ -4,18 +4,17 @@
 
 #include <string.h>
 
-#define ETH_ARP 0x0806
-#define ETH_IP4 0x0800
-#define ETH_IP6 0x86dd
+#include "ncm-le.h"
+
+/*
+ * What the device sends is read through the checked views of ncm-eth.h
+ * (ARP, neighbour discovery) and the readers of ncm-le.h; only the answers
+ * we build are written by hand, into buffers of our own.
+ */
+
 #define PEER_KNOWN (G_GUINT64_CONSTANT(1) << 48)
 
 static const guint8 bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
-
-static guint16
-be16(const guint8 *p)
-{
-	return (guint16)(p[0] << 8 | p[1]);
-}
 
 static void
 put_be16(guint8 *p, guint16 v)
@@ -27,9 +26,9 @@ put_be16(guint8 *p, guint16 v)
 static void
 eth_header(guint8 *p, const guint8 *dst, const guint8 *src, guint16 type)
 {
-	memcpy(p, dst, 6);
-	memcpy(p + 6, src, 6);
-	put_be16(p + 12, type);
+	memcpy(p, dst, NCM_ETH_ALEN);
+	memcpy(p + NCM_ETH_ALEN, src, NCM_ETH_ALEN);
+	put_be16(p + 2 * NCM_ETH_ALEN, type);
 }
 
 static void
@@ -37,7 +36,7 @@ learn_peer(TapL3 *l3, const guint8 *src)
 {
 	guint64 v = PEER_KNOWN;
 
-	if (src[0] & 1)
+	if (ncm_eth_is_multicast(src))
 		return;
 	for (guint i = 0; i < 6; i++)
 		v |= (guint64)src[i] << (8 * i);
@@ -87,36 +86,39 @@ tap_l3_receive_done(TapL3 *l3, NcmLink *link)
  * and announcements (sender == target), which must stay unanswered.
  */
 static void
-answer_arp(TapL3 *l3, NcmLink *link, const guint8 *frame, gsize len)
+answer_arp(TapL3 *l3, NcmLink *link, const NcmEthView *eth)
 {
-	static const guint8 req[8] = { 0, 1, 0x08, 0x00, 6, 4, 0, 1 };
-	const guint8 *a = frame + TAP_ETH_HLEN;
-	guint8 out[TAP_ETH_HLEN + 28];
-	guint8 *r = out + TAP_ETH_HLEN;
+	guint8 out[NCM_ETH_HLEN + NCM_ARP_LEN];
+	guint8 *r = out + NCM_ETH_HLEN;
+	NcmArpView arp;
 
-	if (len < TAP_ETH_HLEN + 28 || memcmp(a, req, 8))
+	if (!ncm_eth_arp(eth, &arp) || arp.op != NCM_ARP_REQUEST)
 		return;
-	if (!memcmp(a + 14, "\0\0\0\0", 4) || !memcmp(a + 14, a + 24, 4))
+	if (!memcmp(arp.spa, "\0\0\0\0", 4) || !memcmp(arp.spa, arp.tpa, 4))
 		return;
-	eth_header(out, a + 8, link->mac, ETH_ARP);
-	memcpy(r, req, 7);
-	r[7] = 2;
-	memcpy(r + 8, link->mac, 6);
-	memcpy(r + 14, a + 24, 4);
-	memcpy(r + 18, a + 8, 6);
-	memcpy(r + 24, a + 14, 4);
+	eth_header(out, arp.sha, link->mac, NCM_ETH_P_ARP);
+	put_be16(r, 1); /* Ethernet */
+	put_be16(r + 2, NCM_ETH_P_IPV4);
+	r[4] = NCM_ETH_ALEN;
+	r[5] = 4;
+	put_be16(r + 6, NCM_ARP_REPLY);
+	memcpy(r + 8, link->mac, NCM_ETH_ALEN);
+	memcpy(r + 14, arp.tpa, 4);
+	memcpy(r + 18, arp.sha, NCM_ETH_ALEN);
+	memcpy(r + 24, arp.spa, 4);
 	send_answer(l3, link, out, sizeof(out));
 }
 
 static guint16
 icmp6_checksum(const guint8 *ip6, const guint8 *icmp, gsize len)
 {
-	guint32 sum = (guint32)len + 58;
+	guint32 sum = (guint32)len + NCM_IP6_NEXT_ICMP6;
 
-	for (guint i = 0; i < 32; i += 2)
-		sum += be16(ip6 + 8 + i);
+	/* The pseudo-header's source and destination addresses. */
+	for (guint i = 8; i < NCM_IP6_HLEN; i += 2)
+		sum += ncm_be16_at(ip6, NCM_IP6_HLEN, i);
 	for (gsize i = 0; i + 1 < len; i += 2)
-		sum += be16(icmp + i);
+		sum += ncm_be16_at(icmp, len, i);
 	if (len & 1)
 		sum += (guint32)icmp[len - 1] << 8;
 	while (sum >> 16)
@@ -125,36 +127,34 @@ icmp6_checksum(const guint8 *ip6, const guint8 *icmp, gsize len)
 }
 
 static gboolean
-is_solicitation(const guint8 *ip, gsize ip_len)
+is_solicitation(const NcmNdView *nd)
 {
-	static const guint8 unspecified[16] = { 0 };
-
 	/* Hop limit 255 proves it was not forwarded; DAD (source ::) stays unanswered. */
-	return ip_len >= 40 + 24 && ip[6] == 58 && ip[7] == 255 && ip[40] == 135 &&
-	       ip[41] == 0 && memcmp(ip + 8, unspecified, 16) && memcmp(ip + 8, ip + 48, 16);
+	return nd->type == NCM_ND_NS && nd->code == 0 && nd->hop_limit == 255 &&
+	       nd->target != NULL && !ncm_ip6_is_unspecified(nd->src) &&
+	       memcmp(nd->src, nd->target, 16);
 }
 
 /* A solicited, overriding advertisement of our MAC for the target asked about. */
 static void
-answer_ns(TapL3 *l3, NcmLink *link, const guint8 *frame)
+answer_ns(TapL3 *l3, NcmLink *link, const NcmEthView *eth, const NcmNdView *ns)
 {
-	const guint8 *ns = frame + TAP_ETH_HLEN;
-	guint8 out[TAP_ETH_HLEN + 40 + 32] = { 0 };
-	guint8 *ip = out + TAP_ETH_HLEN, *na = ip + 40;
+	guint8 out[NCM_ETH_HLEN + NCM_IP6_HLEN + 32] = { 0 };
+	guint8 *ip = out + NCM_ETH_HLEN, *na = ip + NCM_IP6_HLEN;
 
-	eth_header(out, frame + 6, link->mac, ETH_IP6);
+	eth_header(out, eth->src, link->mac, NCM_ETH_P_IPV6);
 	ip[0] = 0x60;
 	put_be16(ip + 4, 32);
-	ip[6] = 58;
+	ip[6] = NCM_IP6_NEXT_ICMP6;
 	ip[7] = 255;
-	memcpy(ip + 8, ns + 48, 16);
-	memcpy(ip + 24, ns + 8, 16);
-	na[0] = 136;
-	na[4] = 0x60;
-	memcpy(na + 8, ns + 48, 16);
+	memcpy(ip + 8, ns->target, 16);
+	memcpy(ip + 24, ns->src, 16);
+	na[0] = NCM_ND_NA;
+	na[4] = 0x60;  /* solicited, override */
+	memcpy(na + 8, ns->target, 16);
 	na[24] = 2;  /* target link-layer address */
 	na[25] = 1;
-	memcpy(na + 26, link->mac, 6);
+	memcpy(na + 26, link->mac, NCM_ETH_ALEN);
 	put_be16(na + 2, icmp6_checksum(ip, na, 32));
 	send_answer(l3, link, out, sizeof(out));
 }
@@ -162,25 +162,26 @@ answer_ns(TapL3 *l3, NcmLink *link, const guint8 *frame)
 const guint8 *
 tap_l3_from_frame(TapL3 *l3, NcmLink *link, const guint8 *frame, gsize len, gsize *ret_len)
 {
-	const guint8 *ip = frame + TAP_ETH_HLEN;
-	gsize ip_len = len - TAP_ETH_HLEN;
+	NcmEthView eth;
+	NcmNdView nd;
 
-	if (len < TAP_ETH_HLEN || (!(frame[0] & 1) && memcmp(frame, link->mac, 6)))
+	if (!ncm_eth_view(&eth, frame, len) ||
+	    (!ncm_eth_is_multicast(eth.dst) && memcmp(eth.dst, link->mac, NCM_ETH_ALEN)))
 		return NULL;
-	learn_peer(l3, frame + 6);
-	switch (be16(frame + 12)) {
-	case ETH_ARP:
-		answer_arp(l3, link, frame, len);
+	learn_peer(l3, eth.src);
+	switch (eth.type) {
+	case NCM_ETH_P_ARP:
+		answer_arp(l3, link, &eth);
 		return NULL;
-	case ETH_IP6:
-		if (is_solicitation(ip, ip_len)) {
-			answer_ns(l3, link, frame);
+	case NCM_ETH_P_IPV6:
+		if (ncm_eth_nd(&eth, &nd) && is_solicitation(&nd)) {
+			answer_ns(l3, link, &eth, &nd);
 			return NULL;
 		}
 		G_GNUC_FALLTHROUGH;
-	case ETH_IP4:
-		*ret_len = ip_len;
-		return ip;
+	case NCM_ETH_P_IPV4:
+		*ret_len = eth.payload_len;
+		return eth.payload;
 	default:
 		return NULL;
 	}
@@ -190,7 +191,7 @@ tap_l3_from_frame(TapL3 *l3, NcmLink *link, const guint8 *frame, gsize len, gsiz
 gboolean
 tap_l3_to_frame(TapL3 *l3, const guint8 mac[6], guint8 *buf, gsize ip_len)
 {
-	const guint8 *ip = buf + TAP_ETH_HLEN;
+	const guint8 *ip = buf + NCM_ETH_HLEN;
 	guint8 dst[6];
 
 	if (ip_len >= 20 && ip[0] >> 4 == 4) {
@@ -205,7 +206,7 @@ tap_l3_to_frame(TapL3 *l3, const guint8 mac[6], guint8 *buf, gsize ip_len)
 		} else {
 			peer_mac(l3, dst);
 		}
-		eth_header(buf, dst, mac, ETH_IP4);
+		eth_header(buf, dst, mac, NCM_ETH_P_IPV4);
 		return TRUE;
 	}
 	if (ip_len >= 40 && ip[0] >> 4 == 6) {
@@ -218,7 +219,7 @@ tap_l3_to_frame(TapL3 *l3, const guint8 mac[6], guint8 *buf, gsize ip_len)
 		} else {
 			peer_mac(l3, dst);
 		}
-		eth_header(buf, dst, mac, ETH_IP6);
+		eth_header(buf, dst, mac, NCM_ETH_P_IPV6);
 		return TRUE;
 	}
 	return FALSE;

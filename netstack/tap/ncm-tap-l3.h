@@ -4,12 +4,11 @@
 
 #include <glib.h>
 
+#include "ncm-eth.h"
 #include "ncm-link.h"
 #include "ncm-pcap.h"
 
 G_BEGIN_DECLS
-
-#define TAP_ETH_HLEN 14
 
 typedef struct {
 	/* The peer's MAC in the low 48 bits, bit 48 set once learned. Atomic:
@@ -32,7 +31,7 @@ const guint8 *tap_l3_from_frame(TapL3 *l3, NcmLink *link, const guint8 *frame, g
 void tap_l3_receive_done(TapL3 *l3, NcmLink *link);
 
 /*
- * Kernel → device. @buf holds TAP_ETH_HLEN free bytes, then an IP packet of
+ * Kernel → device. @buf holds NCM_ETH_HLEN free bytes, then an IP packet of
  * @ip_len bytes; writes the Ethernet header. FALSE for what is not IPv4/IPv6.
  */
 gboolean tap_l3_to_frame(TapL3 *l3, const guint8 mac[6], guint8 *buf, gsize ip_len);

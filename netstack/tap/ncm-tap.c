@@ -39,7 +39,7 @@ struct _NcmTap {
 	NcmPcap *pcap;    /* set while detached, read by both data threads */
 	NcmLink *link;    /* owner's thread writes it, only while the reader is stopped */
 	GThread *reader;
-	guint8 *buf;      /* the reader's frame buffer, TAP_ETH_HLEN + TAP_READ_BUF */
+	guint8 *buf;      /* the reader's frame buffer, NCM_ETH_HLEN + TAP_READ_BUF */
 	gboolean vnet;    /* IFF_VNET_HDR: every packet on the fd has a TapVnetHdr */
 	TapGro gro;       /* device → kernel coalescing (vnet only); the data thread's */
 	TapVnetHdr rd_hdr;  /* the header of the packet in buf (reader thread) */
@@ -84,7 +84,7 @@ sink_receive(gpointer user_data, const guint8 *frame, gsize len)
 	    !(frame = tap_l3_from_frame(&tap->l3, tap->link, frame, len, &len)))
 		return;
 	if (tap->vnet)
-		tap_gro_push(&tap->gro, tap->mode == NCM_TAP_MODE_TUN ? 0 : TAP_ETH_HLEN, frame, len,
+		tap_gro_push(&tap->gro, tap->mode == NCM_TAP_MODE_TUN ? 0 : NCM_ETH_HLEN, frame, len,
 			     fd_write, tap);
 	else
 		fd_write(tap, &plain, frame, len, 1);
@@ -192,7 +192,7 @@ send_frame(NcmTap *tap, const guint8 *frame, gsize len)
 static gssize
 read_frame(NcmTap *tap)
 {
-	gsize head = tap->mode == NCM_TAP_MODE_TUN ? TAP_ETH_HLEN : 0;
+	gsize head = tap->mode == NCM_TAP_MODE_TUN ? NCM_ETH_HLEN : 0;
 	struct iovec iov[2] = { { &tap->rd_hdr, sizeof(tap->rd_hdr) },
 				{ tap->buf + head, TAP_READ_BUF } };
 	ssize_t n;
@@ -238,8 +238,8 @@ segment_emit(gpointer user_data, const guint8 *frame, gsize len)
 static gboolean
 send_segments(NcmTap *tap, gsize len)
 {
-	switch (tap_gso_segment(&tap->rd_hdr, TAP_ETH_HLEN, tap->buf, len, tap->seg_buf,
-				TAP_ETH_HLEN + TAP_READ_BUF, segment_emit, tap)) {
+	switch (tap_gso_segment(&tap->rd_hdr, NCM_ETH_HLEN, tap->buf, len, tap->seg_buf,
+				NCM_ETH_HLEN + TAP_READ_BUF, segment_emit, tap)) {
 	case TAP_GSO_OK:
 		STAT_ADD(tap, tx_gso_packets, 1);
 		return TRUE;
@@ -336,11 +336,11 @@ tap_new(int fd, NcmTapMode mode, const gchar *name, gboolean vnet)
 	tap->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	g_assert(tap->wake_fd >= 0 && tap->stop_fd >= 0);
 	tap->name = g_strdup(name ? name : "");
-	tap->buf = g_malloc(TAP_ETH_HLEN + TAP_READ_BUF);
+	tap->buf = g_malloc(NCM_ETH_HLEN + TAP_READ_BUF);
 	tap->vnet = vnet;
 	if (vnet) {
 		tap_gro_init(&tap->gro);
-		tap->seg_buf = g_malloc(TAP_ETH_HLEN + TAP_READ_BUF);
+		tap->seg_buf = g_malloc(NCM_ETH_HLEN + TAP_READ_BUF);
 	}
 	return tap;
 }
