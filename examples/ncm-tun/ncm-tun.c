@@ -70,19 +70,7 @@ static const GOptionEntry entries[] = {
 	{ "nudge-ms", 0, 0, G_OPTION_ARG_INT, &opt_nudge_ms,
 	  "Quiet time after a stream before the tail nudge, for gadgets (Linux f_ncm) that "
 	  "hold their last NTB; 0 = 100, -1 = never", "MS" },
-<<<<<<< HEAD:examples/ncm-tun/ncm-tun.c
 	G_OPTION_ENTRY_NULL
-=======
-	/*
-	 * Test-only, hidden: damages about 1 in N received NTBs before parsing
-	 * (NcmDeviceOptions.fault_one_in), so tests/vm/guest-faults-tcp.sh can
-	 * show that sessions survive bad NTBs and that each one is counted.
-	 * Never useful on a real link.
-	 */
-	{ "fault-one-in", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt_fault_one_in,
-	  "Test only: corrupt, truncate or duplicate 1 in N received NTBs", "N" },
-	{ 0 }
->>>>>>> refactor-net:examples/ncm-tun.c
 };
 
 static const gchar description[] =
