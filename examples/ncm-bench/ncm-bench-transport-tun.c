@@ -58,14 +58,14 @@ reader_line(TunTransport *tun, const char *line)
 	/* The statistics at exit would hide the error that preceded them. */
 	if (!*line || g_str_has_prefix(line, "  ") || strstr(line, " device session(s)"))
 		return;
-	g_mutex_lock(&tun->lock);
+	ncm_mutex_lock(&tun->lock);
 	/* Its fatal errors start with "ncm-tun: "; they win over log lines. */
 	if (g_str_has_prefix(line, "ncm-tun: ") || !tun->last_error ||
 	    !g_str_has_prefix(tun->last_error, "ncm-tun: ")) {
 		g_free(tun->last_error);
 		tun->last_error = g_strndup(line, TUN_STDERR_KEEP);
 	}
-	g_mutex_unlock(&tun->lock);
+	ncm_mutex_unlock(&tun->lock);
 }
 
 /* Echoes ncm-tun's stderr to ours and keeps what explains a failure. */
@@ -104,12 +104,12 @@ tun_last_error(TunTransport *tun)
 	const char *p;
 	char *msg;
 
-	g_mutex_lock(&tun->lock);
+	ncm_mutex_lock(&tun->lock);
 	p = tun->last_error ? tun->last_error : "";
 	if (g_str_has_prefix(p, "ncm-tun: "))
 		p += strlen("ncm-tun: ");
 	msg = g_strdup(*p ? p : "no message");
-	g_mutex_unlock(&tun->lock);
+	ncm_mutex_unlock(&tun->lock);
 	return msg;
 }
 

@@ -203,13 +203,13 @@ feedback_main(gpointer data)
 		if (sscanf(line, "U %" G_GINT64_FORMAT " %u %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT
 			   " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT,
 			   &t, &stream, &unique, &dups, &reord, &late, &highest) == 7 && stream == 0) {
-			g_mutex_lock(&f->lock);
+			ncm_mutex_lock(&f->lock);
 			f->unique = unique;
 			f->dups = dups;
 			f->reordered = reord;
 			f->late = late;
 			f->highest = highest;
-			g_mutex_unlock(&f->lock);
+			ncm_mutex_unlock(&f->lock);
 		}
 		g_free(line);
 	}
@@ -233,10 +233,10 @@ autorate_interval(AutoRate *a, Feedback *f, gint64 interval_us)
 	guint64 expected, unique;
 	double mbit;
 
-	g_mutex_lock(&f->lock);
+	ncm_mutex_lock(&f->lock);
 	expected = (guint64)(f->highest + 1);
 	unique = f->unique;
-	g_mutex_unlock(&f->lock);
+	ncm_mutex_unlock(&f->lock);
 	fb.expected = expected - a->fb_expected;
 	fb.delivered = unique - a->fb_unique;
 	fb.in_flight = a->seq > expected ? a->seq - expected : 0;

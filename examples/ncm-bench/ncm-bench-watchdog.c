@@ -51,10 +51,10 @@ watchdog_main(gpointer data)
 {
 	for (;;) {
 		g_usleep(G_USEC_PER_SEC / 4);
-		g_mutex_lock(wd.lock);
+		ncm_mutex_lock(wd.lock);
 		if (wd.deadline_us && g_get_monotonic_time() > wd.deadline_us)
 			break;
-		g_mutex_unlock(wd.lock);
+		ncm_mutex_unlock(wd.lock);
 	}
 	/* The lock stays held: the stuck thread must not add results while we write them. */
 	wd.hung(wd.path, wd.what, wd.limit_s);

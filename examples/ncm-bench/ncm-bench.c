@@ -122,10 +122,10 @@ bench_result_add(BenchCtx *ctx, const char *test)
 {
 	BenchResult *r;
 
-	g_mutex_lock(&run.lock);
+	ncm_mutex_lock(&run.lock);
 	r = result_add_locked(ctx->transport->name, test);
 	bench_watchdog_arm(r->path, test, planned_secs(ctx->opt, test));
-	g_mutex_unlock(&run.lock);
+	ncm_mutex_unlock(&run.lock);
 	return r;
 }
 
@@ -337,14 +337,14 @@ path_open(const char *spec, const char *name)
 	g_autoptr(GError) error = NULL;
 	BenchTransport *t;
 
-	g_mutex_lock(&run.lock);
+	ncm_mutex_lock(&run.lock);
 	name_add_locked(name);
 	/* ncm-tun's own start-up deadline and its stop fit in this one. */
 	bench_watchdog_arm(name, "open", 10);
-	g_mutex_unlock(&run.lock);
+	ncm_mutex_unlock(&run.lock);
 	bench_progress("%s: opening", name);
 	t = path_parse(spec, &error);
-	g_mutex_lock(&run.lock);
+	ncm_mutex_lock(&run.lock);
 	bench_watchdog_disarm();
 	run.current = t;
 	run.current_in_env = FALSE;
@@ -352,25 +352,25 @@ path_open(const char *spec, const char *name)
 		bench_result_fail(result_add_locked(name, "open"), error);
 		run.n_final = run.results->len;
 	}
-	g_mutex_unlock(&run.lock);
+	ncm_mutex_unlock(&run.lock);
 	return t;
 }
 
 static void
 path_close(BenchTransport *t)
 {
-	g_mutex_lock(&run.lock);
+	ncm_mutex_lock(&run.lock);
 	run.n_final = run.results->len;
 	env_path(run.paths, t);
 	run.current_in_env = TRUE;
 	/* No abort while it is being freed: the watchdog only reports. */
 	run.current = NULL;
 	bench_watchdog_arm(t->name, "close", 10);
-	g_mutex_unlock(&run.lock);
+	ncm_mutex_unlock(&run.lock);
 	bench_transport_free(t);
-	g_mutex_lock(&run.lock);
+	ncm_mutex_lock(&run.lock);
 	bench_watchdog_disarm();
-	g_mutex_unlock(&run.lock);
+	ncm_mutex_unlock(&run.lock);
 }
 
 /*
@@ -431,7 +431,7 @@ run_client(void)
 		bench_run_udp_tests(&ctx);
 		path_close(t);
 	}
-	g_mutex_lock(&run.lock);
+	ncm_mutex_lock(&run.lock);
 	bench_watchdog_disarm();
 	/* Not inside MAX(): it would evaluate the call twice and print the table twice. */
 	out_rc = write_outputs(&run.opt, run.results, run.names, run.paths);
@@ -440,7 +440,7 @@ run_client(void)
 	g_clear_pointer(&run.names, g_ptr_array_unref);
 	g_string_free(g_steal_pointer(&run.paths), TRUE);
 	g_clear_pointer(&run.opt.tests, g_strfreev);
-	g_mutex_unlock(&run.lock);
+	ncm_mutex_unlock(&run.lock);
 	return rc;
 }
 

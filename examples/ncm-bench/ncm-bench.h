@@ -7,6 +7,7 @@
 #include "ncm-bench-json.h"
 #include "ncm-bench-stats.h"
 #include "ncm-bench-transport.h"
+#include "ncm-sync.h"  /* locks TSan can see: bench-json runs ncm-bench under TSan */
 
 G_BEGIN_DECLS
 
