@@ -26,14 +26,15 @@ ncm_eth_arp(const NcmEthView *eth, NcmArpView *ret)
 
 	/* Ethernet (1) over IPv4 (0x0800), 6- and 4-byte addresses. */
 	if (eth->type != NCM_ETH_P_ARP || !ncm_le_fits(len, 0, NCM_ARP_LEN) ||
-	    ncm_be16_at(a, len, 0) != 1 || ncm_be16_at(a, len, 2) != NCM_ETH_P_IPV4 ||
-	    ncm_le8_at(a, len, 4) != NCM_ETH_ALEN || ncm_le8_at(a, len, 5) != 4)
+	    ncm_be16_at(a, len, 0) != NCM_ARP_HTYPE_ETHER ||
+	    ncm_be16_at(a, len, 2) != NCM_ETH_P_IPV4 ||
+	    ncm_le8_at(a, len, 4) != NCM_ETH_ALEN || ncm_le8_at(a, len, 5) != NCM_IP4_ALEN)
 		return false;
-	ret->op = ncm_be16_at(a, len, 6);
-	ret->sha = ncm_bytes_at(a, len, 8, NCM_ETH_ALEN);
-	ret->spa = ncm_bytes_at(a, len, 14, 4);
-	ret->tha = ncm_bytes_at(a, len, 18, NCM_ETH_ALEN);
-	ret->tpa = ncm_bytes_at(a, len, 24, 4);
+	ret->op = ncm_be16_at(a, len, NCM_ARP_OFF_OP);
+	ret->sha = ncm_bytes_at(a, len, NCM_ARP_OFF_SHA, NCM_ETH_ALEN);
+	ret->spa = ncm_bytes_at(a, len, NCM_ARP_OFF_SPA, NCM_IP4_ALEN);
+	ret->tha = ncm_bytes_at(a, len, NCM_ARP_OFF_THA, NCM_ETH_ALEN);
+	ret->tpa = ncm_bytes_at(a, len, NCM_ARP_OFF_TPA, NCM_IP4_ALEN);
 	return true;
 }
 

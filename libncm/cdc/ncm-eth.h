@@ -20,8 +20,16 @@
 #define NCM_ETH_P_ARP 0x0806
 #define NCM_ETH_P_IPV6 0x86dd
 #define NCM_ARP_LEN 28          /* Ethernet/IPv4 ARP */
+#define NCM_ARP_HTYPE_ETHER 1
+#define NCM_IP4_ALEN 4
 #define NCM_ARP_REQUEST 1
 #define NCM_ARP_REPLY 2
+/* Where the fields of an Ethernet/IPv4 ARP packet lie, for those who write one. */
+#define NCM_ARP_OFF_OP 6
+#define NCM_ARP_OFF_SHA 8
+#define NCM_ARP_OFF_SPA 14
+#define NCM_ARP_OFF_THA 18
+#define NCM_ARP_OFF_TPA 24
 #define NCM_IP6_HLEN 40
 #define NCM_IP6_NEXT_ICMP6 58
 
