@@ -63,7 +63,8 @@ typedef struct {
 bool ncm_eth_arp(const NcmEthView *eth, NcmArpView *ret);
 
 /* An ICMPv6 neighbour discovery message (types 133-137) right after the
- * IPv6 header, with the IPv6 payload length checked against the frame. */
+ * IPv6 header, with the IPv6 payload length checked against the frame and
+ * the message at least as long as its type's fixed part (RFC 4861). */
 typedef struct {
 	const uint8_t *ip6;       /* the IPv6 header, NCM_IP6_HLEN bytes */
 	const uint8_t *src;       /* 16 bytes */
@@ -73,7 +74,8 @@ typedef struct {
 	uint8_t code;
 	const uint8_t *msg;       /* the ICMPv6 message, @msg_len bytes */
 	size_t msg_len;
-	const uint8_t *target;    /* NS, NA and redirect: the target address (16 bytes), else NULL */
+	const uint8_t *target;    /* NS, NA and redirect: the target address (16 bytes, never
+	                           * NULL), RS and RA: NULL */
 } NcmNdView;
 
 #define NCM_ND_RS 133
