@@ -269,8 +269,9 @@ test_nd_types(void)
 	check_nd(135, 24, TRUE);         /* NS */
 	check_nd(136, 24, TRUE);         /* NA */
 	check_nd(137, 40, TRUE);         /* redirect */
-	/* with options (a source link-layer address) after the fixed part */
+	/* with options (a source link-layer address, a prefix) after the fixed part */
 	check_nd(133, 16, FALSE);
+	check_nd(134, 56, FALSE);
 	check_nd(135, 32, TRUE);
 }
 
