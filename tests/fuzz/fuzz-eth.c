@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* fuzz-eth.c: fuzz target for the Ethernet, ARP and neighbour discovery views (libncm/cdc/ncm-eth.c). */
+/* fuzz-eth.c: fuzz target for the Ethernet, ARP and ND views (libncm/cdc/ncm-eth.c). */
 #include <string.h>
 
 #include "fuzz.h"
