@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "ncm-le.h"
+
 /*
  * What is publicly known about this, from usbmuxd (libimobiledevice), its
  * Python ports and go-ios's ncm package:
@@ -25,13 +27,6 @@ enum {
 	APPLE_SET_MODE_LEN = 1,
 	APPLE_MODE_BYTE_NCM = 5,
 };
-
-static uint32_t
-le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-	       ((uint32_t)p[3] << 24);
-}
 
 static bool
 get_mode(NcmControlFunc control, void *user_data, uint8_t mode[APPLE_MODE_LEN])
@@ -72,8 +67,8 @@ ncm_apple_mode_switch(NcmControlFunc control, void *user_data, uint32_t *ret_mod
 	if (!control || !get_mode(control, user_data, mode))
 		return NCM_APPLE_SWITCH_FAILED;
 	if (ret_mode)
-		*ret_mode = le32(mode);
-	if (mode[0] == APPLE_MODE_BYTE_NCM)
+		*ret_mode = ncm_le32_at(mode, APPLE_MODE_LEN, 0);
+	if (ncm_le8_at(mode, APPLE_MODE_LEN, 0) == APPLE_MODE_BYTE_NCM)
 		return NCM_APPLE_SWITCH_ALREADY;
 	if (!set_mode_ncm(control, user_data))
 		return NCM_APPLE_SWITCH_FAILED;

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "ncm-le.h"
+
 enum {
 	DT_CONFIG = 0x02,
 	DT_STRING = 0x03,
@@ -71,10 +73,36 @@ typedef struct {
 	int union_data; /* -1 without a Union naming this interface as control */
 } CommInfo;
 
-static uint16_t
-le16(const uint8_t *p)
+/*
+ * One descriptor of the valid prefix (see valid_prefix()): its bytes and its
+ * bLength, the bound its fields are read within.
+ */
+typedef struct {
+	const uint8_t *d;
+	size_t len;
+	uint8_t type;
+} Desc;
+
+/* The fields of an endpoint descriptor the driver uses. */
+typedef struct {
+	uint8_t address;
+	uint8_t type;        /* bmAttributes & EP_TYPE_MASK */
+	uint16_t max_packet; /* wMaxPacketSize without the multiplier bits */
+} Endpoint;
+
+/* @off < @len. A bLength past @len (only the configuration descriptor's can
+ * be: valid_prefix() stops the rest) is cut to what is there. */
+static Desc
+desc_at(const uint8_t *b, size_t len, size_t off)
 {
-	return (uint16_t)(p[0] | (p[1] << 8));
+	Desc desc = { .len = ncm_le8_at(b, len, off) };
+
+	if (!ncm_le_fits(len, off, desc.len))
+		desc.len = len - off;
+	desc.d = b + off;
+	/* read whatever bLength says: a configuration's may be too small */
+	desc.type = ncm_le8_at(b, len, off + 1);
+	return desc;
 }
 
 const char *
@@ -105,7 +133,7 @@ valid_prefix(const uint8_t *b, size_t len, bool *ret_bad)
 	size_t off = 0;
 
 	while (off < len) {
-		size_t dlen = b[off];
+		size_t dlen = ncm_le8_at(b, len, off);
 
 		if (dlen < 2 || dlen > len - off) {
 			*ret_bad = true;
@@ -131,51 +159,55 @@ ends_segment(uint8_t type)
 static size_t
 next_segment(const uint8_t *b, size_t len, size_t off, Segment *seg)
 {
-	for (; off < len; off += b[off]) {
-		if (b[off + 1] != DT_INTERFACE || b[off] < LEN_INTERFACE)
+	for (; off < len; off += ncm_le8_at(b, len, off)) {
+		Desc in = desc_at(b, len, off);
+
+		if (in.type != DT_INTERFACE || in.len < LEN_INTERFACE)
 			continue;
-		seg->number = b[off + 2];
-		seg->alt = b[off + 3];
-		seg->class = b[off + 5];
-		seg->subclass = b[off + 6];
-		seg->body = off + b[off];
+		seg->number = ncm_le8_at(in.d, in.len, 2);
+		seg->alt = ncm_le8_at(in.d, in.len, 3);
+		seg->class = ncm_le8_at(in.d, in.len, 5);
+		seg->subclass = ncm_le8_at(in.d, in.len, 6);
+		seg->body = off + in.len;
 		seg->end = seg->body;
-		while (seg->end < len && !ends_segment(b[seg->end + 1]))
-			seg->end += b[seg->end];
+		while (seg->end < len && !ends_segment(desc_at(b, len, seg->end).type))
+			seg->end += ncm_le8_at(b, len, seg->end);
 		return off;
 	}
 	return len;
 }
 
 static void
-parse_cs(const uint8_t *d, const Segment *seg, NcmCdcFunction *fn, CommInfo *info)
+parse_cs(Desc cs, const Segment *seg, NcmCdcFunction *fn, CommInfo *info)
 {
-	uint8_t dlen = d[0];
+	const uint8_t *d = cs.d;
+	size_t dlen = cs.len;
 
-	switch (d[2]) {
+	switch (ncm_le8_at(d, dlen, 2)) {
 	case CDC_SUBTYPE_HEADER:
 		if (dlen >= LEN_CS_HEADER && !info->header) {
 			info->header = true;
-			fn->bcd_cdc = le16(d + 3);
+			fn->bcd_cdc = ncm_le16_at(d, dlen, 3);
 		}
 		break;
 	case CDC_SUBTYPE_UNION:
 		/* a Union naming another control interface says nothing about this one */
-		if (dlen >= LEN_CS_UNION && info->union_data < 0 && d[3] == seg->number)
-			info->union_data = d[4];
+		if (dlen >= LEN_CS_UNION && info->union_data < 0 &&
+		    ncm_le8_at(d, dlen, 3) == seg->number)
+			info->union_data = ncm_le8_at(d, dlen, 4);
 		break;
 	case CDC_SUBTYPE_ETHERNET:
 		if (dlen >= LEN_CS_ETHERNET && !info->ethernet) {
 			info->ethernet = true;
-			fn->mac_string_index = d[3];
-			fn->max_segment_size = le16(d + 8);
+			fn->mac_string_index = ncm_le8_at(d, dlen, 3);
+			fn->max_segment_size = ncm_le16_at(d, dlen, 8);
 		}
 		break;
 	case CDC_SUBTYPE_NCM:
 		if (dlen >= LEN_CS_NCM && !fn->has_ncm_desc) {
 			fn->has_ncm_desc = true;
-			fn->bcd_ncm = le16(d + 3);
-			fn->net_caps = d[5];
+			fn->bcd_ncm = ncm_le16_at(d, dlen, 3);
+			fn->net_caps = ncm_le8_at(d, dlen, 5);
 		}
 		break;
 	default:
@@ -183,18 +215,31 @@ parse_cs(const uint8_t *d, const Segment *seg, NcmCdcFunction *fn, CommInfo *inf
 	}
 }
 
+/* False unless @desc is a whole endpoint descriptor. */
+static bool
+endpoint_of(Desc desc, Endpoint *ret)
+{
+	if (desc.type != DT_ENDPOINT || desc.len < LEN_ENDPOINT)
+		return false;
+	ret->address = ncm_le8_at(desc.d, desc.len, 2);
+	ret->type = ncm_le8_at(desc.d, desc.len, 3) & EP_TYPE_MASK;
+	ret->max_packet = ncm_le16_at(desc.d, desc.len, 4) & EP_SIZE_MASK;
+	return true;
+}
+
 static void
 parse_comm_segment(const uint8_t *b, const Segment *seg, NcmCdcFunction *fn, CommInfo *info)
 {
-	for (size_t off = seg->body; off < seg->end; off += b[off]) {
-		const uint8_t *d = b + off;
+	for (size_t off = seg->body; off < seg->end; off += ncm_le8_at(b, seg->end, off)) {
+		Desc desc = desc_at(b, seg->end, off);
+		Endpoint ep;
 
-		if (d[1] == DT_CS_INTERFACE && d[0] >= LEN_CS_ANY) {
-			parse_cs(d, seg, fn, info);
-		} else if (d[1] == DT_ENDPOINT && d[0] >= LEN_ENDPOINT && fn->intr_ep == 0 &&
-			   (d[3] & EP_TYPE_MASK) == EP_TYPE_INTERRUPT && (d[2] & EP_DIR_IN)) {
-			fn->intr_ep = d[2];
-			fn->intr_max_packet = le16(d + 4) & EP_SIZE_MASK;
+		if (desc.type == DT_CS_INTERFACE && desc.len >= LEN_CS_ANY) {
+			parse_cs(desc, seg, fn, info);
+		} else if (endpoint_of(desc, &ep) && fn->intr_ep == 0 &&
+			   ep.type == EP_TYPE_INTERRUPT && (ep.address & EP_DIR_IN)) {
+			fn->intr_ep = ep.address;
+			fn->intr_max_packet = ep.max_packet;
 		}
 	}
 }
@@ -203,12 +248,14 @@ parse_comm_segment(const uint8_t *b, const Segment *seg, NcmCdcFunction *fn, Com
 static int
 iad_data_iface(const uint8_t *b, size_t len, uint8_t comm)
 {
-	for (size_t off = 0; off < len; off += b[off]) {
-		const uint8_t *d = b + off;
+	for (size_t off = 0; off < len; off += ncm_le8_at(b, len, off)) {
+		Desc iad = desc_at(b, len, off);
 
-		if (d[1] != DT_IAD || d[0] < LEN_IAD)
+		if (iad.type != DT_IAD || iad.len < LEN_IAD)
 			continue;
-		if (d[2] != comm || d[3] < 2 || d[4] != CLASS_COMM || d[5] != SUBCLASS_NCM)
+		if (ncm_le8_at(iad.d, iad.len, 2) != comm || ncm_le8_at(iad.d, iad.len, 3) < 2 ||
+		    ncm_le8_at(iad.d, iad.len, 4) != CLASS_COMM ||
+		    ncm_le8_at(iad.d, iad.len, 5) != SUBCLASS_NCM)
 			continue;
 		return comm < 0xff ? comm + 1 : -1;
 	}
@@ -221,21 +268,19 @@ bulk_pair(const uint8_t *b, const Segment *seg, NcmCdcFunction *fn)
 {
 	unsigned n_in = 0, n_out = 0;
 
-	for (size_t off = seg->body; off < seg->end; off += b[off]) {
-		const uint8_t *d = b + off;
+	for (size_t off = seg->body; off < seg->end; off += ncm_le8_at(b, seg->end, off)) {
+		Endpoint ep;
 
-		if (d[1] != DT_ENDPOINT || d[0] < LEN_ENDPOINT)
+		if (!endpoint_of(desc_at(b, seg->end, off), &ep) || ep.type != EP_TYPE_BULK)
 			continue;
-		if ((d[3] & EP_TYPE_MASK) != EP_TYPE_BULK)
-			continue;
-		if (d[2] & EP_DIR_IN) {
+		if (ep.address & EP_DIR_IN) {
 			n_in++;
-			fn->bulk_in_ep = d[2];
-			fn->bulk_in_max_packet = le16(d + 4) & EP_SIZE_MASK;
+			fn->bulk_in_ep = ep.address;
+			fn->bulk_in_max_packet = ep.max_packet;
 		} else {
 			n_out++;
-			fn->bulk_out_ep = d[2];
-			fn->bulk_out_max_packet = le16(d + 4) & EP_SIZE_MASK;
+			fn->bulk_out_ep = ep.address;
+			fn->bulk_out_max_packet = ep.max_packet;
 		}
 	}
 	return n_in == 1 && n_out == 1;
@@ -336,28 +381,30 @@ ncm_cdc_parse_config(const uint8_t *blob, size_t len, NcmCdcFunction *functions,
 {
 	NcmCdcStatus status;
 	size_t n = 0, walk, prefix;
+	Desc config;
 	bool bad;
 
 	if (ret_n_found)
 		*ret_n_found = 0;
 	if (!blob || len < LEN_CONFIG)
 		return NCM_CDC_ERR_TRUNCATED;
-	if (blob[1] != DT_CONFIG)
+	config = desc_at(blob, len, 0);
+	if (config.type != DT_CONFIG)
 		return NCM_CDC_ERR_NOT_CONFIG;
-	if (blob[0] < LEN_CONFIG)
+	if (config.len < LEN_CONFIG)
 		return NCM_CDC_ERR_BAD_LENGTH;
 	if (!functions)
 		max_functions = 0;
 
 	/* Bytes past wTotalLength belong to no configuration; the kernel reads at least 9. */
-	walk = le16(blob + 2);
-	if (walk < blob[0])
-		walk = blob[0];
+	walk = ncm_le16_at(config.d, config.len, 2);
+	if (walk < config.len)
+		walk = config.len;
 	if (walk > len)
 		walk = len;
 
 	prefix = valid_prefix(blob, walk, &bad);
-	status = collect(blob, prefix, blob[5], functions, max_functions, &n);
+	status = collect(blob, prefix, ncm_le8_at(config.d, config.len, 5), functions, max_functions, &n);
 	if (ret_n_found)
 		*ret_n_found = n;
 	/* a broken blob is the bigger news: a larger array would not fix it */
@@ -382,13 +429,15 @@ ncm_cdc_parse_mac_string(const uint8_t *desc, size_t len, uint8_t mac[6])
 	enum { N_DIGITS = 12, DESC_LEN = 2 + 2 * N_DIGITS };
 	uint8_t tmp[6] = { 0 };
 
-	if (!desc || !mac || len != DESC_LEN || desc[0] != DESC_LEN || desc[1] != DT_STRING)
+	if (!desc || !mac || len != DESC_LEN || ncm_le8_at(desc, len, 0) != DESC_LEN ||
+	    ncm_le8_at(desc, len, 1) != DT_STRING)
 		return false;
 	for (size_t i = 0; i < N_DIGITS; i++) {
-		const uint8_t *ch = desc + 2 + 2 * i;
-		int v = hex_value(ch[0]);
+		/* UTF-16LE: a hex digit has a zero high byte */
+		uint16_t ch = ncm_le16_at(desc, len, 2 + 2 * i);
+		int v = ch <= 0xff ? hex_value((uint8_t)ch) : -1;
 
-		if (ch[1] != 0 || v < 0)
+		if (v < 0)
 			return false;
 		tmp[i / 2] = (uint8_t)((tmp[i / 2] << 4) | v);
 	}

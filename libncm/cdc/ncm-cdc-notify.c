@@ -4,25 +4,14 @@
 
 #include <string.h>
 
+#include "ncm-le.h"
+
 enum {
 	NOTIFY_HEADER_LEN = 8,
 	SPEED_DATA_LEN = 8,
 	/* class, interface recipient, device-to-host */
 	NOTIFY_REQUEST_TYPE = 0xA1,
 };
-
-static uint16_t
-le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t
-le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-	       ((uint32_t)p[3] << 24);
-}
 
 static void
 parser_reset(NcmNotifyParser *parser)
@@ -39,12 +28,12 @@ event_of(NcmNotifyEventType type)
 }
 
 static NcmNotifyEvent
-speed_event(const uint8_t *data)
+speed_event(const uint8_t *data, size_t len)
 {
 	NcmNotifyEvent ev = event_of(NCM_NOTIFY_EVENT_SPEED);
 
-	ev.down_bps = le32(data);
-	ev.up_bps = le32(data + 4);
+	ev.down_bps = ncm_le32_at(data, len, 0);
+	ev.up_bps = ncm_le32_at(data, len, 4);
 	return ev;
 }
 
@@ -56,13 +45,13 @@ speed_event(const uint8_t *data)
  * below 600 kbit/s.
  */
 static bool
-looks_like_header(const uint8_t *buf)
+looks_like_header(const uint8_t *buf, size_t len)
 {
-	uint16_t wlength = le16(buf + 6);
+	uint16_t wlength = ncm_le16_at(buf, len, 6);
 
-	if (buf[0] != NOTIFY_REQUEST_TYPE)
+	if (ncm_le8_at(buf, len, 0) != NOTIFY_REQUEST_TYPE)
 		return false;
-	switch (buf[1]) {
+	switch (ncm_le8_at(buf, len, 1)) {
 	case NCM_NOTIFY_NETWORK_CONNECTION:
 	case NCM_NOTIFY_RESPONSE_AVAILABLE:
 		return wlength == 0;
@@ -74,10 +63,10 @@ looks_like_header(const uint8_t *buf)
 }
 
 static NcmNotifyEvent
-parse_link(const uint8_t *buf)
+parse_link(const uint8_t *buf, size_t len)
 {
 	NcmNotifyEvent ev = event_of(NCM_NOTIFY_EVENT_LINK);
-	uint16_t value = le16(buf + 2);
+	uint16_t value = ncm_le16_at(buf, len, 2);
 
 	if (value > 1)
 		return event_of(NCM_NOTIFY_EVENT_MALFORMED);
@@ -88,10 +77,10 @@ parse_link(const uint8_t *buf)
 static NcmNotifyEvent
 parse_speed(NcmNotifyParser *parser, const uint8_t *buf, size_t len)
 {
-	if (le16(buf + 6) != SPEED_DATA_LEN)
+	if (ncm_le16_at(buf, len, 6) != SPEED_DATA_LEN)
 		return event_of(NCM_NOTIFY_EVENT_MALFORMED);
 	if (len >= NOTIFY_HEADER_LEN + SPEED_DATA_LEN)
-		return speed_event(buf + NOTIFY_HEADER_LEN);
+		return speed_event(buf + NOTIFY_HEADER_LEN, len - NOTIFY_HEADER_LEN);
 	if (len != NOTIFY_HEADER_LEN)
 		return event_of(NCM_NOTIFY_EVENT_MALFORMED);
 	/* the data follows in the next transfer */
@@ -104,12 +93,12 @@ parse_speed(NcmNotifyParser *parser, const uint8_t *buf, size_t len)
 static NcmNotifyEvent
 parse_header(NcmNotifyParser *parser, const uint8_t *buf, size_t len)
 {
-	if (len < NOTIFY_HEADER_LEN || buf[0] != NOTIFY_REQUEST_TYPE)
+	if (len < NOTIFY_HEADER_LEN || ncm_le8_at(buf, len, 0) != NOTIFY_REQUEST_TYPE)
 		return event_of(NCM_NOTIFY_EVENT_MALFORMED);
 
-	switch (buf[1]) {
+	switch (ncm_le8_at(buf, len, 1)) {
 	case NCM_NOTIFY_NETWORK_CONNECTION:
-		return parse_link(buf);
+		return parse_link(buf, len);
 	case NCM_NOTIFY_RESPONSE_AVAILABLE:
 		return event_of(NCM_NOTIFY_EVENT_RESPONSE);
 	case NCM_NOTIFY_CONNECTION_SPEED_CHANGE:
@@ -127,8 +116,8 @@ ncm_notify_parser_feed(NcmNotifyParser *parser, const uint8_t *buf, size_t len)
 	parser_reset(parser);
 	if (!buf)
 		return event_of(NCM_NOTIFY_EVENT_MALFORMED);
-	if (pending && len == SPEED_DATA_LEN && !looks_like_header(buf))
-		return speed_event(buf);
+	if (pending && len == SPEED_DATA_LEN && !looks_like_header(buf, len))
+		return speed_event(buf, len);
 	/* anything else replaces a pending header: that one's data was lost */
 	return parse_header(parser, buf, len);
 }

@@ -2,6 +2,8 @@
 /* ncm-cdc-params.c: parses and sanitises the GET_NTB_PARAMETERS reply. */
 #include "ncm-cdc.h"
 
+#include "ncm-le.h"
+
 enum {
 	PARAMS_LEN = 28,
 	FORMAT_NTB16 = 0x01,
@@ -10,19 +12,6 @@ enum {
 	/* the smallest alignment the spec allows; also what Linux falls back to */
 	DEFAULT_ALIGN = 4,
 };
-
-static uint16_t
-le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t
-le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-	       ((uint32_t)p[3] << 24);
-}
 
 const char *
 ncm_params_status_name(NcmParamsStatus status)
@@ -60,19 +49,20 @@ fix_modulus(uint16_t *val, uint32_t max_size, unsigned *fixups)
 	(*fixups)++;
 }
 
+/* Within wLength: a field past what the device said it sent reads as 0. */
 static void
-decode(const uint8_t *buf, NcmNtbParams *p)
+decode(const uint8_t *buf, size_t len, NcmNtbParams *p)
 {
-	p->formats = le16(buf + 2);
-	p->in_max_size = le32(buf + 4);
-	p->in_divisor = le16(buf + 8);
-	p->in_remainder = le16(buf + 10);
-	p->in_alignment = le16(buf + 12);
-	p->out_max_size = le32(buf + 16);
-	p->out_divisor = le16(buf + 20);
-	p->out_remainder = le16(buf + 22);
-	p->out_alignment = le16(buf + 24);
-	p->out_max_datagrams = le16(buf + 26);
+	p->formats = ncm_le16_at(buf, len, 2);
+	p->in_max_size = ncm_le32_at(buf, len, 4);
+	p->in_divisor = ncm_le16_at(buf, len, 8);
+	p->in_remainder = ncm_le16_at(buf, len, 10);
+	p->in_alignment = ncm_le16_at(buf, len, 12);
+	p->out_max_size = ncm_le32_at(buf, len, 16);
+	p->out_divisor = ncm_le16_at(buf, len, 20);
+	p->out_remainder = ncm_le16_at(buf, len, 22);
+	p->out_alignment = ncm_le16_at(buf, len, 24);
+	p->out_max_datagrams = ncm_le16_at(buf, len, 26);
 }
 
 NcmParamsStatus
@@ -84,11 +74,11 @@ ncm_params_parse(const uint8_t *buf, size_t len, NcmNtbParams *params, unsigned 
 
 	if (!buf || len < PARAMS_LEN)
 		return NCM_PARAMS_ERR_SHORT;
-	wlength = le16(buf);
+	wlength = ncm_le16_at(buf, len, 0);
 	if (wlength < PARAMS_LEN || wlength > len)
 		return NCM_PARAMS_ERR_LENGTH;
 
-	decode(buf, &p);
+	decode(buf, wlength, &p);
 	if (!(p.formats & FORMAT_NTB16))
 		return NCM_PARAMS_ERR_NO_NTB16;
 	/* sizes above 64 KiB are legal for NTB32; the driver caps what it uses */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-eth.c: the checked Ethernet, ARP and neighbour discovery views (see ncm-eth.h). */
+#include <stdint.h>
 #include <string.h>
 
 #include "ncm-eth.h"
@@ -26,21 +27,44 @@ ncm_eth_arp(const NcmEthView *eth, NcmArpView *ret)
 
 	/* Ethernet (1) over IPv4 (0x0800), 6- and 4-byte addresses. */
 	if (eth->type != NCM_ETH_P_ARP || !ncm_le_fits(len, 0, NCM_ARP_LEN) ||
-	    ncm_be16_at(a, len, 0) != 1 || ncm_be16_at(a, len, 2) != NCM_ETH_P_IPV4 ||
-	    ncm_le8_at(a, len, 4) != NCM_ETH_ALEN || ncm_le8_at(a, len, 5) != 4)
+	    ncm_be16_at(a, len, 0) != NCM_ARP_HTYPE_ETHER ||
+	    ncm_be16_at(a, len, 2) != NCM_ETH_P_IPV4 ||
+	    ncm_le8_at(a, len, 4) != NCM_ETH_ALEN || ncm_le8_at(a, len, 5) != NCM_IP4_ALEN)
 		return false;
-	ret->op = ncm_be16_at(a, len, 6);
-	ret->sha = ncm_bytes_at(a, len, 8, NCM_ETH_ALEN);
-	ret->spa = ncm_bytes_at(a, len, 14, 4);
-	ret->tha = ncm_bytes_at(a, len, 18, NCM_ETH_ALEN);
-	ret->tpa = ncm_bytes_at(a, len, 24, 4);
+	ret->op = ncm_be16_at(a, len, NCM_ARP_OFF_OP);
+	ret->sha = ncm_bytes_at(a, len, NCM_ARP_OFF_SHA, NCM_ETH_ALEN);
+	ret->spa = ncm_bytes_at(a, len, NCM_ARP_OFF_SPA, NCM_IP4_ALEN);
+	ret->tha = ncm_bytes_at(a, len, NCM_ARP_OFF_THA, NCM_ETH_ALEN);
+	ret->tpa = ncm_bytes_at(a, len, NCM_ARP_OFF_TPA, NCM_IP4_ALEN);
 	return true;
+}
+
+/*
+ * The fixed part of each message (RFC 4861 6.1, 7.1, 8.1: shorter ones are
+ * discarded), or SIZE_MAX for a type that is not neighbour discovery.
+ */
+static size_t
+nd_min_len(uint8_t type)
+{
+	switch (type) {
+	case NCM_ND_RS:
+		return 8;
+	case NCM_ND_RA:
+		return 16;
+	case NCM_ND_NS:
+	case NCM_ND_NA:
+		return 24;
+	case NCM_ND_REDIRECT:
+		return 40;
+	default:
+		return SIZE_MAX;
+	}
 }
 
 bool
 ncm_eth_nd(const NcmEthView *eth, NcmNdView *ret)
 {
-	const uint8_t *ip = eth->payload;
+	const uint8_t *ip = eth->payload, *msg;
 	size_t len = eth->payload_len, plen;
 	uint8_t type;
 
@@ -49,21 +73,23 @@ ncm_eth_nd(const NcmEthView *eth, NcmNdView *ret)
 		return false;
 	/* The payload length, not the frame's: frames may carry padding. */
 	plen = ncm_be16_at(ip, len, 4);
-	if (!ncm_le_fits(len, NCM_IP6_HLEN, plen) || plen < 4)
+	msg = ncm_bytes_at(ip, len, NCM_IP6_HLEN, plen);
+	if (!msg)
 		return false;
-	type = ncm_le8_at(ip, len, NCM_IP6_HLEN);
-	if (type < NCM_ND_RS || type > NCM_ND_REDIRECT)
+	type = ncm_le8_at(msg, plen, 0);
+	/* Also keeps @target non-NULL for the types that have one. */
+	if (plen < nd_min_len(type))
 		return false;
 	ret->ip6 = ip;
-	ret->src = ip + 8;
-	ret->dst = ip + 24;
-	ret->hop_limit = ip[7];
+	ret->src = ncm_bytes_at(ip, len, 8, 16);
+	ret->dst = ncm_bytes_at(ip, len, 24, 16);
+	ret->hop_limit = ncm_le8_at(ip, len, 7);
 	ret->type = type;
-	ret->code = ncm_le8_at(ip, len, NCM_IP6_HLEN + 1);
-	ret->msg = ip + NCM_IP6_HLEN;
+	ret->code = ncm_le8_at(msg, plen, 1);
+	ret->msg = msg;
 	ret->msg_len = plen;
 	/* NS and NA: 4 bytes reserved/flags then the target; redirect the same. */
-	ret->target = type >= NCM_ND_NS ? ncm_bytes_at(ret->msg, plen, 8, 16) : NULL;
+	ret->target = type >= NCM_ND_NS ? ncm_bytes_at(msg, plen, 8, 16) : NULL;
 	return true;
 }
 

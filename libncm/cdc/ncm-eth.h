@@ -20,8 +20,16 @@
 #define NCM_ETH_P_ARP 0x0806
 #define NCM_ETH_P_IPV6 0x86dd
 #define NCM_ARP_LEN 28          /* Ethernet/IPv4 ARP */
+#define NCM_ARP_HTYPE_ETHER 1
+#define NCM_IP4_ALEN 4
 #define NCM_ARP_REQUEST 1
 #define NCM_ARP_REPLY 2
+/* Where the fields of an Ethernet/IPv4 ARP packet lie, for those who write one. */
+#define NCM_ARP_OFF_OP 6
+#define NCM_ARP_OFF_SHA 8
+#define NCM_ARP_OFF_SPA 14
+#define NCM_ARP_OFF_THA 18
+#define NCM_ARP_OFF_TPA 24
 #define NCM_IP6_HLEN 40
 #define NCM_IP6_NEXT_ICMP6 58
 
@@ -55,7 +63,8 @@ typedef struct {
 bool ncm_eth_arp(const NcmEthView *eth, NcmArpView *ret);
 
 /* An ICMPv6 neighbour discovery message (types 133-137) right after the
- * IPv6 header, with the IPv6 payload length checked against the frame. */
+ * IPv6 header, with the IPv6 payload length checked against the frame and
+ * the message at least as long as its type's fixed part (RFC 4861). */
 typedef struct {
 	const uint8_t *ip6;       /* the IPv6 header, NCM_IP6_HLEN bytes */
 	const uint8_t *src;       /* 16 bytes */
@@ -65,7 +74,8 @@ typedef struct {
 	uint8_t code;
 	const uint8_t *msg;       /* the ICMPv6 message, @msg_len bytes */
 	size_t msg_len;
-	const uint8_t *target;    /* NS, NA and redirect: the target address (16 bytes), else NULL */
+	const uint8_t *target;    /* NS, NA and redirect: the target address (16 bytes, never
+	                           * NULL), RS and RA: NULL */
 } NcmNdView;
 
 #define NCM_ND_RS 133

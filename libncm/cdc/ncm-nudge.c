@@ -2,13 +2,11 @@
 /* ncm-nudge.c: the tail nudge (see ncm-nudge.h): stream-end detection, ARP learning, the request. */
 #include <string.h>
 
+#include "ncm-eth.h"
 #include "ncm-nudge.h"
 
-#define ETH_HLEN 14
-#define ARP_LEN 28
-
-static const uint8_t zero6[6];
-static const uint8_t broadcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+static const uint8_t zero[NCM_ETH_ALEN];
+static const uint8_t broadcast[NCM_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
 void
 ncm_nudge_init(NcmNudge *nudge)
@@ -16,32 +14,24 @@ ncm_nudge_init(NcmNudge *nudge)
 	memset(nudge, 0, sizeof(*nudge));
 }
 
-static bool
-is_arp_ipv4(const uint8_t *f, size_t len)
-{
-	/* EtherType 0x0806; Ethernet (1) over IPv4 (0x0800), 6- and 4-byte addresses. */
-	return len >= ETH_HLEN + ARP_LEN && f[12] == 0x08 && f[13] == 0x06 && f[14] == 0 &&
-	       f[15] == 1 && f[16] == 0x08 && f[17] == 0 && f[18] == 6 && f[19] == 4;
-}
-
 static void
-learn_arp(NcmNudge *nudge, const uint8_t *arp)
+learn_arp(NcmNudge *nudge, const NcmArpView *arp)
 {
-	const uint8_t *sha = arp + 8, *spa = arp + 14, *tha = arp + 18, *tpa = arp + 24;
-	unsigned op = (unsigned)(arp[6] << 8 | arp[7]);
-
 	/* Probes (sender 0.0.0.0) and announcements (sender = target) name no host. */
-	if (memcmp(spa, zero6, 4) == 0)
+	if (memcmp(arp->spa, zero, NCM_IP4_ALEN) == 0)
 		return;
-	memcpy(nudge->peer_mac, sha, 6);
-	memcpy(nudge->peer_ip4, spa, 4);
+	memcpy(nudge->peer_mac, arp->sha, NCM_ETH_ALEN);
+	memcpy(nudge->peer_ip4, arp->spa, NCM_IP4_ALEN);
 	nudge->have_peer_mac = nudge->have_peer_ip4 = true;
-	if ((op != 1 && op != 2) || memcmp(tpa, spa, 4) == 0 || memcmp(tpa, zero6, 4) == 0)
+	if ((arp->op != NCM_ARP_REQUEST && arp->op != NCM_ARP_REPLY) ||
+	    memcmp(arp->tpa, arp->spa, NCM_IP4_ALEN) == 0 ||
+	    memcmp(arp->tpa, zero, NCM_IP4_ALEN) == 0)
 		return;
-	memcpy(nudge->host_ip4, tpa, 4);
+	memcpy(nudge->host_ip4, arp->tpa, NCM_IP4_ALEN);
 	nudge->have_host_ip4 = true;
-	if (op == 2 && memcmp(tha, zero6, 6) != 0 && !(tha[0] & 1)) {
-		memcpy(nudge->host_mac, tha, 6);
+	if (arp->op == NCM_ARP_REPLY && memcmp(arp->tha, zero, NCM_ETH_ALEN) != 0 &&
+	    !ncm_eth_is_multicast(arp->tha)) {
+		memcpy(nudge->host_mac, arp->tha, NCM_ETH_ALEN);
 		nudge->have_host_mac = true;
 	}
 }
@@ -49,35 +39,40 @@ learn_arp(NcmNudge *nudge, const uint8_t *arp)
 void
 ncm_nudge_learn(NcmNudge *nudge, const uint8_t *frame, size_t len)
 {
-	bool arp;
+	NcmEthView eth;
+	NcmArpView arp;
+	bool is_arp;
 
-	if (len < ETH_HLEN)
+	if (!ncm_eth_view(&eth, frame, len))
 		return;
-	arp = is_arp_ipv4(frame, len);
-	if (!arp)
+	is_arp = ncm_eth_arp(&eth, &arp);
+	if (!is_arp)
 		nudge->other = true;
 	/* A unicast frame from the device is addressed to the host. */
-	if (!nudge->have_host_mac && !(frame[0] & 1)) {
-		memcpy(nudge->host_mac, frame, 6);
+	if (!nudge->have_host_mac && !ncm_eth_is_multicast(eth.dst)) {
+		memcpy(nudge->host_mac, eth.dst, NCM_ETH_ALEN);
 		nudge->have_host_mac = true;
 	}
-	if (arp)
-		learn_arp(nudge, frame + ETH_HLEN);
+	if (is_arp)
+		learn_arp(nudge, &arp);
 }
 
 bool
 ncm_nudge_learn_tx(NcmNudgeTx *tx, const uint8_t *frame, size_t len)
 {
-	const uint8_t *arp = frame + ETH_HLEN;
+	NcmEthView eth;
+	NcmArpView arp;
 
-	/* A request (1) from a unicast address that names both ends. */
-	if (!is_arp_ipv4(frame, len) || arp[6] != 0 || arp[7] != 1 || (arp[8] & 1) ||
-	    memcmp(arp + 8, zero6, 6) == 0 || memcmp(arp + 14, zero6, 4) == 0 ||
-	    memcmp(arp + 24, zero6, 4) == 0 || memcmp(arp + 14, arp + 24, 4) == 0)
+	/* A request from a unicast address that names both ends. */
+	if (!ncm_eth_view(&eth, frame, len) || !ncm_eth_arp(&eth, &arp) ||
+	    arp.op != NCM_ARP_REQUEST || ncm_eth_is_multicast(arp.sha) ||
+	    memcmp(arp.sha, zero, NCM_ETH_ALEN) == 0 || memcmp(arp.spa, zero, NCM_IP4_ALEN) == 0 ||
+	    memcmp(arp.tpa, zero, NCM_IP4_ALEN) == 0 ||
+	    memcmp(arp.spa, arp.tpa, NCM_IP4_ALEN) == 0)
 		return false;
-	memcpy(tx->host_mac, arp + 8, 6);
-	memcpy(tx->host_ip4, arp + 14, 4);
-	memcpy(tx->peer_ip4, arp + 24, 4);
+	memcpy(tx->host_mac, arp.sha, NCM_ETH_ALEN);
+	memcpy(tx->host_ip4, arp.spa, NCM_IP4_ALEN);
+	memcpy(tx->peer_ip4, arp.tpa, NCM_IP4_ALEN);
 	tx->fresh = true;
 	return true;
 }
@@ -188,21 +183,28 @@ ncm_nudge_due(const NcmNudge *nudge, int64_t quiet_us)
 bool
 ncm_nudge_frame(const NcmNudge *nudge, uint8_t out[NCM_NUDGE_FRAME_LEN])
 {
-	static const uint8_t arp_head[8] = { 0, 1, 0x08, 0, 6, 4, 0, 1 };
-	uint8_t *arp = out + ETH_HLEN;
+	/* htype, ptype, hlen, plen, op: network order */
+	static const uint8_t arp_head[NCM_ARP_OFF_SHA] = {
+		0, NCM_ARP_HTYPE_ETHER,
+		NCM_ETH_P_IPV4 >> 8, NCM_ETH_P_IPV4 & 0xff,
+		NCM_ETH_ALEN, NCM_IP4_ALEN,
+		0, NCM_ARP_REQUEST,
+	};
+	uint8_t *arp = out + NCM_ETH_HLEN;
 
 	if (!can_nudge(nudge))
 		return false;
 	memset(out, 0, NCM_NUDGE_FRAME_LEN);
 	/* Unicast when the device's MAC is known, as Linux re-checks a neighbour. */
-	memcpy(out, nudge->have_peer_mac ? nudge->peer_mac : broadcast, 6);
-	memcpy(out + 6, nudge->host_mac, 6);
-	out[12] = 0x08;
-	out[13] = 0x06;
+	memcpy(out, nudge->have_peer_mac ? nudge->peer_mac : broadcast, NCM_ETH_ALEN);
+	memcpy(out + NCM_ETH_ALEN, nudge->host_mac, NCM_ETH_ALEN);
+	out[2 * NCM_ETH_ALEN] = NCM_ETH_P_ARP >> 8; /* EtherType */
+	out[2 * NCM_ETH_ALEN + 1] = NCM_ETH_P_ARP & 0xff;
 	memcpy(arp, arp_head, sizeof(arp_head));
-	memcpy(arp + 8, nudge->host_mac, 6);
-	memcpy(arp + 14, nudge->host_ip4, 4);
-	memcpy(arp + 24, nudge->peer_ip4, 4);
+	/* the target MAC stays zero: it is what the request asks for */
+	memcpy(arp + NCM_ARP_OFF_SHA, nudge->host_mac, NCM_ETH_ALEN);
+	memcpy(arp + NCM_ARP_OFF_SPA, nudge->host_ip4, NCM_IP4_ALEN);
+	memcpy(arp + NCM_ARP_OFF_TPA, nudge->peer_ip4, NCM_IP4_ALEN);
 	return true;
 }
 
