@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ncm-cdc.h"
+#include "ncm-le.h"
 #include "ncm-usb-context.h"
 #include "ncm-usb-function.h"
 #include "ncm-error.h"
@@ -91,7 +92,7 @@ read_mac(libusb_device_handle *h, guint8 index, guint8 mac[6])
 	n = libusb_get_string_descriptor(h, 0, 0, langs, sizeof(langs));
 	if (n < 4)
 		return FALSE;
-	n = libusb_get_string_descriptor(h, index, langs[2] | (langs[3] << 8), buf, sizeof(buf));
+	n = libusb_get_string_descriptor(h, index, ncm_le16_at(langs, (size_t)n, 2), buf, sizeof(buf));
 	return n > 0 && ncm_cdc_parse_mac_string(buf, (size_t)n, mac);
 }
 

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ncm-le.h"
 #include "ncm-usb-device.h"
 
 
@@ -169,8 +170,11 @@ static gboolean
 set_input_size(NcmDevice *self, GError **error)
 {
 	guint32 size = self->ntb.rx_ntb_size;
-	guint8 le[4] = { size & 0xff, (size >> 8) & 0xff, (size >> 16) & 0xff, size >> 24 };
-	int r = class_out(self, NCM_REQ_SET_NTB_INPUT_SIZE, 0, le, sizeof(le));
+	guint8 le[4];
+	int r;
+
+	ncm_le32_put(le, sizeof(le), 0, size);
+	r = class_out(self, NCM_REQ_SET_NTB_INPUT_SIZE, 0, le, sizeof(le));
 
 	if (r == LIBUSB_ERROR_NO_DEVICE)
 		return request_failed(self, r, "SET_NTB_INPUT_SIZE", error);
@@ -194,10 +198,9 @@ negotiate_datagram_size(NcmDevice *self, GError **error)
 	r = class_in(self, NCM_REQ_GET_MAX_DATAGRAM_SIZE, buf, sizeof(buf));
 	if (r == LIBUSB_ERROR_NO_DEVICE)
 		return request_failed(self, r, "GET_MAX_DATAGRAM_SIZE", error);
-	if (r == 2 && (buf[0] | (buf[1] << 8)) == want)
+	if (r == 2 && ncm_le16_at(buf, (size_t)r, 0) == want)
 		return TRUE;
-	buf[0] = want & 0xff;
-	buf[1] = want >> 8;
+	ncm_le16_put(buf, sizeof(buf), 0, want);
 	r = class_out(self, NCM_REQ_SET_MAX_DATAGRAM_SIZE, 0, buf, sizeof(buf));
 	if (r == LIBUSB_ERROR_NO_DEVICE)
 		return request_failed(self, r, "SET_MAX_DATAGRAM_SIZE", error);
