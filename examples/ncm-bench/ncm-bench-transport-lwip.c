@@ -38,18 +38,18 @@ typedef struct {
 	NcmLwipNetif *netif;
 	guint max_frame;
 	char *env;              /* JSON members for the env, each after a comma */
-} LwipTransport;
+} LwtTransport;
 
 typedef struct {
 	BenchUdp base;
 	NcmLwipUdpSocket *sock;
 	GInetSocketAddress *to;
-} LwipUdp;
+} LwtUdp;
 
 static GIOStream *
-lwip_tcp_connect(BenchTransport *t, GError **error)
+lwt_tcp_connect(BenchTransport *t, GError **error)
 {
-	LwipTransport *l = (LwipTransport *)t;
+	LwtTransport *l = (LwtTransport *)t;
 	g_autoptr(GSocketAddress) addr = g_inet_socket_address_new(t->server, t->port);
 
 	NcmLwipConnection *conn = ncm_lwip_stack_connect(l->stack, G_INET_SOCKET_ADDRESS(addr), 10000,
@@ -63,18 +63,18 @@ lwip_tcp_connect(BenchTransport *t, GError **error)
 }
 
 static gssize
-lwip_udp_send(BenchUdp *u, const void *buf, gsize len, GError **error)
+lwt_udp_send(BenchUdp *u, const void *buf, gsize len, GError **error)
 {
-	LwipUdp *lu = (LwipUdp *)u;
+	LwtUdp *lu = (LwtUdp *)u;
 
 	/* A refused datagram (no buffer, link queue full) is the path's limit, not an error. */
 	return ncm_lwip_udp_socket_send_to(lu->sock, lu->to, buf, len, NULL) ? (gssize)len : 0;
 }
 
 static gssize
-lwip_udp_recv(BenchUdp *u, void *buf, gsize len, gint64 timeout_us, GError **error)
+lwt_udp_recv(BenchUdp *u, void *buf, gsize len, gint64 timeout_us, GError **error)
 {
-	LwipUdp *lu = (LwipUdp *)u;
+	LwtUdp *lu = (LwtUdp *)u;
 	g_autoptr(GError) local = NULL;
 	/* 0 means forever to lwIP: never pass it. */
 	guint ms = (guint)MAX((timeout_us + 999) / 1000, 1);
@@ -89,9 +89,9 @@ lwip_udp_recv(BenchUdp *u, void *buf, gsize len, gint64 timeout_us, GError **err
 }
 
 static void
-lwip_udp_close(BenchUdp *u)
+lwt_udp_close(BenchUdp *u)
 {
-	LwipUdp *lu = (LwipUdp *)u;
+	LwtUdp *lu = (LwtUdp *)u;
 
 	ncm_lwip_udp_socket_close(lu->sock);
 	g_object_unref(lu->sock);
@@ -100,20 +100,20 @@ lwip_udp_close(BenchUdp *u)
 }
 
 static BenchUdp *
-lwip_udp_open(BenchTransport *t, guint16 port, GError **error)
+lwt_udp_open(BenchTransport *t, guint16 port, GError **error)
 {
-	LwipTransport *l = (LwipTransport *)t;
+	LwtTransport *l = (LwtTransport *)t;
 	g_autoptr(GInetAddress) any = g_inet_address_new_any(g_inet_address_get_family(t->server));
 	g_autoptr(GSocketAddress) local = g_inet_socket_address_new(any, 0);
 	NcmLwipUdpSocket *sock = ncm_lwip_stack_udp_bind(l->stack, G_INET_SOCKET_ADDRESS(local), error);
-	LwipUdp *lu;
+	LwtUdp *lu;
 
 	if (!sock)
 		return NULL;
-	lu = g_new0(LwipUdp, 1);
-	lu->base.send = lwip_udp_send;
-	lu->base.recv = lwip_udp_recv;
-	lu->base.close = lwip_udp_close;
+	lu = g_new0(LwtUdp, 1);
+	lu->base.send = lwt_udp_send;
+	lu->base.recv = lwt_udp_recv;
+	lu->base.close = lwt_udp_close;
 	lu->base.mtu = l->max_frame > 14 ? l->max_frame - 14 : 0;
 	lu->sock = sock;
 	lu->to = G_INET_SOCKET_ADDRESS(g_inet_socket_address_new(t->server, port));
@@ -121,9 +121,9 @@ lwip_udp_open(BenchTransport *t, guint16 port, GError **error)
 }
 
 static guint64
-lwip_main_dispatches(BenchTransport *t)
+lwt_main_dispatches(BenchTransport *t)
 {
-	LwipTransport *l = (LwipTransport *)t;
+	LwtTransport *l = (LwtTransport *)t;
 	NcmLwipStats st;
 
 	ncm_lwip_stack_get_stats(l->stack, &st);
@@ -131,9 +131,9 @@ lwip_main_dispatches(BenchTransport *t)
 }
 
 static void
-lwip_free(BenchTransport *t)
+lwt_free(BenchTransport *t)
 {
-	LwipTransport *l = (LwipTransport *)t;
+	LwtTransport *l = (LwtTransport *)t;
 
 	if (l->netif)
 		ncm_lwip_netif_remove(l->netif);
@@ -146,17 +146,17 @@ lwip_free(BenchTransport *t)
 }
 
 static const char *
-lwip_env(BenchTransport *t)
+lwt_env(BenchTransport *t)
 {
-	return ((LwipTransport *)t)->env;
+	return ((LwtTransport *)t)->env;
 }
 
-static const BenchTransportOps lwip_ops = {
-	.tcp_connect = lwip_tcp_connect,
-	.udp_open = lwip_udp_open,
-	.main_dispatches = lwip_main_dispatches,
-	.env = lwip_env,
-	.free = lwip_free,
+static const BenchTransportOps lwt_ops = {
+	.tcp_connect = lwt_tcp_connect,
+	.udp_open = lwt_udp_open,
+	.main_dispatches = lwt_main_dispatches,
+	.env = lwt_env,
+	.free = lwt_free,
 };
 
 static NcmLink *
@@ -198,7 +198,7 @@ device_env(NcmDevice *dev, const char *name)
 }
 
 static NcmLink *
-open_device(LwipTransport *l, char **sel, double pace_mbit, GError **error)
+open_device(LwtTransport *l, char **sel, double pace_mbit, GError **error)
 {
 	g_autoptr(GPtrArray) all = NULL;
 	g_autoptr(NcmDevice) dev = NULL;
@@ -235,10 +235,10 @@ typedef struct {
 	GInetAddress *ipv6;
 	GPtrArray *dev;
 	char *tap;
-} LwipSpec;
+} LwtSpec;
 
 static void
-spec_clear(LwipSpec *s)
+spec_clear(LwtSpec *s)
 {
 	g_clear_object(&s->server);
 	g_clear_object(&s->ipv4);
@@ -248,7 +248,7 @@ spec_clear(LwipSpec *s)
 }
 
 static gboolean
-spec_parse(const char *text, LwipSpec *s, GError **error)
+spec_parse(const char *text, LwtSpec *s, GError **error)
 {
 	g_auto(GStrv) parts = g_strsplit(text, ",", -1);
 
@@ -290,7 +290,7 @@ spec_parse(const char *text, LwipSpec *s, GError **error)
 }
 
 static gboolean
-lwip_setup(LwipTransport *l, LwipSpec *s, double pace_mbit, GError **error)
+lwt_setup(LwtTransport *l, LwtSpec *s, double pace_mbit, GError **error)
 {
 	NcmLwipNetifConfig config;
 	NcmLink *link;
@@ -315,15 +315,15 @@ BenchTransport *
 bench_transport_lwip_new(const char *name, const char *spec, guint16 port, double pace_mbit,
 			 GError **error)
 {
-	LwipTransport *l = g_new0(LwipTransport, 1);
-	LwipSpec s;
+	LwtTransport *l = g_new0(LwtTransport, 1);
+	LwtSpec s;
 
-	l->base.ops = &lwip_ops;
+	l->base.ops = &lwt_ops;
 	l->base.name = g_strdup(name);
 	l->base.port = port;
-	if (!spec_parse(spec, &s, error) || !lwip_setup(l, &s, pace_mbit, error)) {
+	if (!spec_parse(spec, &s, error) || !lwt_setup(l, &s, pace_mbit, error)) {
 		spec_clear(&s);
-		lwip_free(&l->base);
+		lwt_free(&l->base);
 		return NULL;
 	}
 	l->base.server = g_steal_pointer(&s.server);

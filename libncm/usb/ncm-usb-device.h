@@ -68,7 +68,7 @@ struct _NcmDevice {
 	gboolean detached_comm;
 	gboolean claimed_comm;
 	gboolean claimed_data;
-	GHashTable *dev_mem;      /* transfer buffers in usbfs-mapped memory (ncm-device-buf.c) */
+	GHashTable *dev_mem;      /* transfer buffers in usbfs-mapped memory (ncm-usb-buf.c) */
 
 	/* Set before start, then read-only on the event thread. */
 	NcmLinkSink sink;

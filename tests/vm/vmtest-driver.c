@@ -555,7 +555,7 @@ cmd_hold(Test *t)
 /*
  * Bursts from the peer (tests/vm/guest-nudge.sh sends them 2 s apart). A
  * burst is held when part of it came a second or more after the rest, or
- * never: Linux's f_ncm kept its last NTB (see libncm/ncm-nudge.h) until
+ * never: Linux's f_ncm kept its last NTB (see libncm/cdc/ncm-nudge.h) until
  * later traffic pushed it out.
  */
 static int
