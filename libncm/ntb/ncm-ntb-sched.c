@@ -27,13 +27,19 @@ ncm_ntb_sched_init(NcmNtbSched *s, unsigned n_slots, size_t ntb_size, int64_t fl
 static void
 refill(NcmNtbSched *s, int64_t now)
 {
-	int64_t burst = (int64_t)(2 * s->ntb_size);
+	int64_t burst = (int64_t)(2 * s->ntb_size), elapsed, full_us;
 
 	if (!s->pace)
 		return;
 	if ((int64_t)(s->pace / 200) > burst)
 		burst = (int64_t)(s->pace / 200);
-	s->tokens += (now - s->tokens_at) * (int64_t)s->pace / USEC_PER_SEC;
+	/* Past the time that fills the bucket, more idle adds nothing; and
+	 * elapsed * pace would overflow after days of it. */
+	elapsed = now > s->tokens_at ? now - s->tokens_at : 0;
+	full_us = (burst - s->tokens) * USEC_PER_SEC / (int64_t)s->pace + 1;
+	if (elapsed > full_us)
+		elapsed = full_us;
+	s->tokens += elapsed * (int64_t)s->pace / USEC_PER_SEC;
 	if (s->tokens > burst)
 		s->tokens = burst;
 	s->tokens_at = now;

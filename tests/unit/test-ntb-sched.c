@@ -132,6 +132,27 @@ test_cancel(void)
 	g_assert_cmpuint(s.n_free, ==, 4);
 }
 
+/* Issue 16: after a long idle, (now - then) * pace overflowed and the
+ * bucket went negative, holding the next NTB for hours. Idle only fills it. */
+static void
+test_pacing_long_idle(void)
+{
+	const guint64 pace = 40 * 1000 * 1000;      /* 40 MB/s */
+	const gint64 idle = (gint64)100 * 24 * 3600 * G_USEC_PER_SEC;   /* 100 days */
+	NcmNtbSched s;
+	int slot;
+
+	ncm_ntb_sched_init(&s, 4, NTB, FLUSH_US, pace, 0);
+	slot = ncm_ntb_sched_open(&s, idle);
+	g_assert_cmpint(ncm_ntb_sched_close(&s, NTB, idle), ==, slot);
+	/* The bucket was full (200 KB, 5 ms of 40 MB/s), no more. */
+	g_assert_cmpint(s.tokens, ==, (gint64)(pace / 200) - NTB);
+	/* And again after an idle that ends in the far future. */
+	slot = ncm_ntb_sched_open(&s, G_MAXINT64 / 2);
+	g_assert_cmpint(ncm_ntb_sched_close(&s, NTB, G_MAXINT64 / 2), ==, slot);
+	g_assert_cmpint(s.tokens, ==, (gint64)(pace / 200) - NTB);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -139,6 +160,7 @@ main(int argc, char **argv)
 	g_test_add_func("/ntb-sched/slots", test_slots);
 	g_test_add_func("/ntb-sched/flush-timer", test_flush_timer);
 	g_test_add_func("/ntb-sched/pacing", test_pacing);
+	g_test_add_func("/ntb-sched/pacing-long-idle", test_pacing_long_idle);
 	g_test_add_func("/ntb-sched/cancel", test_cancel);
 	return g_test_run();
 }
