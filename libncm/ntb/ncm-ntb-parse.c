@@ -49,6 +49,7 @@ ncm_ntb_error_name(NcmNtbError err)
 		[NCM_NTB_ERR_DATAGRAM_SHORT] = "datagram-short",
 		[NCM_NTB_ERR_DATAGRAM_LONG] = "datagram-long",
 		[NCM_NTB_ERR_NO_NDP] = "no-ndp",
+		[NCM_NTB_ERR_OVER_BLOCK] = "over-block",
 	};
 
 	if ((unsigned)err >= NCM_NTB_N_ERRORS || !names[err])
@@ -92,6 +93,7 @@ typedef struct {
 	NcmNtbParseResult *result;
 	NcmNtbError first;
 	bool stopped;           /* the callback asked to stop */
+	size_t delivered;       /* datagram bytes handed over, at most block */
 } NtbParser;
 
 static void
@@ -186,6 +188,11 @@ ntb_deliver(NtbParser *p, size_t off, size_t dlen, bool crc)
 		ntb_reject(p, NCM_NTB_ERR_DATAGRAM_LONG);
 		return true;
 	}
+	if (dlen > p->block - p->delivered) {
+		ntb_reject(p, NCM_NTB_ERR_OVER_BLOCK);
+		return true;
+	}
+	p->delivered += dlen;
 	p->result->datagrams++;
 	if (p->func && !p->func(p->user_data, p->buf + off, dlen)) {
 		p->stopped = true;

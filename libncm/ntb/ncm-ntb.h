@@ -71,6 +71,7 @@ typedef enum {
 	NCM_NTB_ERR_DATAGRAM_SHORT,     /* datagram under 14 bytes */
 	NCM_NTB_ERR_DATAGRAM_LONG,      /* datagram over the maximum datagram size */
 	NCM_NTB_ERR_NO_NDP,             /* NTH points at no NDP at all (index 0) */
+	NCM_NTB_ERR_OVER_BLOCK,         /* datagrams would add up to more than the block */
 	NCM_NTB_N_ERRORS
 } NcmNtbError;
 
@@ -122,6 +123,10 @@ typedef bool (*NcmNtbDatagramFunc)(void *user_data, const uint8_t *datagram, siz
  *   only stripped; what is left must still be at least 14 bytes.
  * - A revisited NDP index is a cycle: NCM_NTB_ERR_NDP_CHAIN, and nothing is
  *   delivered twice.
+ * - The datagrams delivered from one NTB add up to at most its block
+ *   length, as they must when none overlap: entries that point again and
+ *   again at one frame would otherwise turn a 64 KiB NTB into ~750 MB of
+ *   deliveries. Each entry past that is NCM_NTB_ERR_OVER_BLOCK.
  * - @config NULL means: both formats, no CRC, no limits but the transfer.
  * - @func may be NULL (count only).
  */

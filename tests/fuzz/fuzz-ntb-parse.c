@@ -29,6 +29,7 @@ typedef struct {
 	uint32_t max_datagram;
 	uint32_t seen;
 	uint32_t stop_after;
+	size_t delivered;       /* bytes handed over: never more than the block */
 } Check;
 
 static bool
@@ -43,6 +44,8 @@ on_datagram(void *user_data, const uint8_t *datagram, size_t len)
 	FUZZ_CHECK(len <= c->block && off <= c->block - len);
 	FUZZ_CHECK(len >= NCM_ETH_MIN_FRAME);
 	FUZZ_CHECK(c->max_datagram == 0 || len <= c->max_datagram);
+	c->delivered += len;
+	FUZZ_CHECK(c->delivered <= c->block);
 	/* Touch every byte, so ASan sees any datagram that is not really there. */
 	for (size_t i = 0; i < len; i++)
 		sink ^= datagram[i];
@@ -103,6 +106,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* Again, stopping early: the same datagrams, cut off at the stop. */
 	c.seen = 0;
+	c.delivered = 0;
 	c.stop_after = data[0] >> 5;
 	err = ncm_ntb_parse(&config, c.buf, c.len, on_datagram, &c, &second);
 	check_result(err, &second, &c);

@@ -808,6 +808,29 @@ test_reject_datagram_bounds(void)
 	assert_got(&got, 0, FB, 14, 0xB1);
 }
 
+/* Issue 16: entries that point at one frame again and again amplify an NTB
+ * into far more deliveries than it holds; the sum is capped at the block. */
+static void
+test_reject_over_block(void)
+{
+	const uint32_t entries[][2] = {
+		{ FA, 48 }, { FA, 48 }, { FA, 48 }, { FA, 48 }, { FB, 14 }, { FA, 48 }, { 0, 0 },
+	};
+	NcmNtbParseResult r;
+	Got got = { 0 };
+	Builder nb;
+	size_t len;
+
+	/* 3 x 48 = 144 of the 176-byte block; a 4th would pass it, a 14-byte one still fits. */
+	len = build_entries(&nb, false, "NCM0", entries, G_N_ELEMENTS(entries));
+	g_assert_cmpint(parse(&config_plain, nb.b, len, &got, &r), ==, NCM_NTB_ERR_OVER_BLOCK);
+	assert_only(&r, NCM_NTB_ERR_OVER_BLOCK, 2);
+	g_assert_cmpuint(got.n, ==, 4);
+	for (guint i = 0; i < 3; i++)
+		assert_got(&got, i, FA, 48, 0xA1);
+	assert_got(&got, 3, FB, 14, 0xB1);
+}
+
 static void
 test_reject_datagram_short(void)
 {
@@ -944,6 +967,7 @@ main(int argc, char **argv)
 	g_test_add_func("/ntb/reject/chain-hops", test_reject_chain_hops);
 	g_test_add_func("/ntb/reject/bad-ndp-in-chain", test_bad_ndp_loses_rest_of_chain);
 	g_test_add_func("/ntb/reject/datagram-bounds", test_reject_datagram_bounds);
+	g_test_add_func("/ntb/reject/over-block", test_reject_over_block);
 	g_test_add_func("/ntb/reject/datagram-short", test_reject_datagram_short);
 	g_test_add_func("/ntb/reject/datagram-long", test_reject_datagram_long);
 	g_test_add_func("/ntb/reject/entry-overrun", test_reject_entry_overrun);
