@@ -6,9 +6,11 @@
 #include "ncm-pcap.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <gio/gio.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #define PCAP_MAGIC 0xa1b2c3d4u
 #define PCAP_SNAPLEN 65535u
@@ -24,6 +26,9 @@ struct _NcmPcap {
 	FILE *file;
 	guint64 records;
 	guint64 lost;
+	guint64 bytes;       /* written so far, header included */
+	guint64 max_bytes;   /* 0 = no cap */
+	guint64 over_max;    /* records left out at the cap */
 	gint64 flushed_at;   /* monotonic µs */
 };
 
@@ -42,19 +47,47 @@ typedef struct {
 
 G_STATIC_ASSERT(sizeof(PcapHeader) == 24);
 
+/*
+ * ncm-tun opens the file as root, before it drops privileges: never follow
+ * a symlink or reuse a file someone prepared (in /tmp, say), and keep the
+ * capture, which holds the user's traffic, to its owner.
+ */
+static FILE *
+create_exclusive(const gchar *path, GError **error)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	FILE *f;
+
+	if (fd < 0) {
+		int err = errno;
+
+		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(err),
+			    err == EEXIST ? "cannot write pcap file %s: it already exists (or is a "
+					    "link); remove it or name a new file"
+					  : "cannot write pcap file %s: %s",
+			    path, g_strerror(err));
+		return NULL;
+	}
+	f = fdopen(fd, "wb");
+	if (!f)
+		close(fd);
+	return f;
+}
+
 NcmPcap *
-ncm_pcap_open(const gchar *path, GError **error)
+ncm_pcap_open(const gchar *path, guint64 max_bytes, GError **error)
 {
 	/* Host byte order: readers detect it from the magic. */
 	const PcapHeader hdr = { PCAP_MAGIC, 2, 4, 0, 0, PCAP_SNAPLEN, LINKTYPE_ETHERNET };
 	NcmPcap *pcap;
-	FILE *f = fopen(path, "wbe");
+	FILE *f = create_exclusive(path, error);
 
-	if (!f || fwrite(&hdr, sizeof(hdr), 1, f) != 1) {
+	if (!f)
+		return NULL;
+	if (fwrite(&hdr, sizeof(hdr), 1, f) != 1) {
 		int err = errno;
 
-		if (f)
-			fclose(f);
+		fclose(f);
 		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(err),
 			    "cannot write pcap file %s: %s", path, g_strerror(err));
 		return NULL;
@@ -64,6 +97,8 @@ ncm_pcap_open(const gchar *path, GError **error)
 	pcap = g_new0(NcmPcap, 1);
 	pthread_mutex_init(&pcap->lock, NULL);
 	pcap->file = f;
+	pcap->bytes = sizeof(hdr);
+	pcap->max_bytes = max_bytes;
 	return pcap;
 }
 
@@ -78,6 +113,10 @@ ncm_pcap_write(NcmPcap *pcap, const guint8 *frame, gsize len)
 	pthread_mutex_lock(&pcap->lock);
 	if (!pcap->file) {
 		pcap->lost++;
+	} else if (pcap->max_bytes && pcap->bytes + sizeof(rec) + caplen > pcap->max_bytes) {
+		if (pcap->over_max++ == 0)
+			g_message("pcap: the file reached its size cap (%" G_GUINT64_FORMAT
+				  " bytes); later records are left out", pcap->max_bytes);
 	} else if (fwrite(rec, sizeof(rec), 1, pcap->file) != 1 ||
 		   fwrite(frame, 1, caplen, pcap->file) != caplen) {
 		/* A torn record would corrupt everything after it: stop here. */
@@ -87,6 +126,7 @@ ncm_pcap_write(NcmPcap *pcap, const guint8 *frame, gsize len)
 		pcap->lost++;
 	} else {
 		pcap->records++;
+		pcap->bytes += sizeof(rec) + caplen;
 	}
 	pthread_mutex_unlock(&pcap->lock);
 }
@@ -125,6 +165,17 @@ ncm_pcap_get_records(NcmPcap *pcap)
 
 	pthread_mutex_lock(&pcap->lock);
 	n = pcap->records;
+	pthread_mutex_unlock(&pcap->lock);
+	return n;
+}
+
+guint64
+ncm_pcap_get_over_max(NcmPcap *pcap)
+{
+	guint64 n;
+
+	pthread_mutex_lock(&pcap->lock);
+	n = pcap->over_max;
 	pthread_mutex_unlock(&pcap->lock);
 	return n;
 }

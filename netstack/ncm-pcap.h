@@ -8,8 +8,12 @@ G_BEGIN_DECLS
 
 typedef struct _NcmPcap NcmPcap;
 
-/* Creates (truncates) @path and writes the global header. Thread: any. */
-NcmPcap *ncm_pcap_open(const gchar *path, GError **error);
+/*
+ * Creates @path, which must not exist yet (a symlink counts as existing),
+ * mode 0600, and writes the global header. Records that would take the file
+ * past @max_bytes (0 = no cap) are left out and counted. Thread: any.
+ */
+NcmPcap *ncm_pcap_open(const gchar *path, guint64 max_bytes, GError **error);
 
 /*
  * Appends one frame with the current time. Records never interleave: a
@@ -28,9 +32,11 @@ void ncm_pcap_flush(NcmPcap *pcap);
  */
 void ncm_pcap_flush_soon(NcmPcap *pcap);
 
-/* Records written so far, and records lost to write errors. Thread: any. */
+/* Records written so far, records lost to write errors, and records left
+ * out at the size cap. Thread: any. */
 guint64 ncm_pcap_get_records(NcmPcap *pcap);
 guint64 ncm_pcap_get_lost(NcmPcap *pcap);
+guint64 ncm_pcap_get_over_max(NcmPcap *pcap);
 
 /* Flushes and closes. Accepts NULL. No writer may still be running. */
 void ncm_pcap_close(NcmPcap *pcap);

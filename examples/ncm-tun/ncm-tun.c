@@ -32,6 +32,9 @@ static gchar **opt_ipv6;
 static gboolean opt_persist;
 static gchar *opt_pace;
 static gchar *opt_pcap;
+static gchar *opt_pcap_max;
+/* A capture left running must not fill the disk. */
+#define NCM_TUN_PCAP_MAX (256u * 1024 * 1024)
 static gchar *opt_user;
 static gboolean opt_ntb32;
 static gboolean opt_no_up;
@@ -56,7 +59,10 @@ static const GOptionEntry entries[] = {
 	{ "pace", 0, 0, G_OPTION_ARG_STRING, &opt_pace,
 	  "Cap transmission at RATE bytes/s (suffix k, M, G: powers of 1000)", "RATE" },
 	{ "pcap", 0, 0, G_OPTION_ARG_FILENAME, &opt_pcap,
-	  "Record every datagram, both directions, to FILE (classic pcap)", "FILE" },
+	  "Record every datagram, both directions, to FILE (classic pcap), a new file", "FILE" },
+	{ "pcap-max", 0, 0, G_OPTION_ARG_STRING, &opt_pcap_max,
+	  "Stop recording when the pcap file reaches SIZE bytes (500k, 20M, 1.5G; default 256M)",
+	  "SIZE" },
 	{ "user", 'u', 0, G_OPTION_ARG_STRING, &opt_user,
 	  "Drop privileges to USER after opening the interface and the device", "USER" },
 	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32,
@@ -119,7 +125,9 @@ static const gchar description[] =
 	"  Frames the kernel does not take fast enough are dropped and counted,\n"
 	"  never queued: the statistics show them as rx-drops.\n"
 	"  --pcap writes from the data threads: put the file on a fast local file\n"
-	"  system (tmpfs), or the capture slows the link down.\n"
+	"  system (tmpfs), or the capture slows the link down. The file must not\n"
+	"  exist yet; it is created mode 0600 before privileges are dropped, and\n"
+	"  never through a symlink. Records past --pcap-max are counted, not written.\n"
 	"  With --user, a replugged device (--persist) is opened as USER: it needs\n"
 	"  access to the new /dev/bus/usb node.\n";
 
@@ -130,6 +138,7 @@ typedef struct {
 	NcmDeviceOptions options;
 	NcmTap *tap;
 	NcmPcap *pcap;
+	guint64 pcap_max;
 	NcmDevice *device;       /* NULL while waiting for a replug */
 	NcmLink *link;
 	guint8 mac[6];           /* the interface's MAC, from the first device */
@@ -227,13 +236,16 @@ print_stats(Tun *tun)
 		fprintf(stderr, "  tun: %" G_GUINT64_FORMAT " ARP/NDP answers\n", ts.l3_answers);
 	if (tun->pcap)
 		fprintf(stderr, "  pcap: %" G_GUINT64_FORMAT " records, %" G_GUINT64_FORMAT
-			" lost\n", ncm_pcap_get_records(tun->pcap), ncm_pcap_get_lost(tun->pcap));
+			" lost, %" G_GUINT64_FORMAT " over --pcap-max\n",
+			ncm_pcap_get_records(tun->pcap), ncm_pcap_get_lost(tun->pcap),
+			ncm_pcap_get_over_max(tun->pcap));
 }
 
 /* ---- option parsing ----------------------------------------------------- */
 
+/* A byte count or rate such as 500k, 20M or 1.5G, for --@option. */
 static gboolean
-parse_rate(const gchar *text, guint64 *ret_rate, GError **error)
+parse_size(const gchar *option, const gchar *text, guint64 *ret_rate, GError **error)
 {
 	gchar *end = NULL;
 	gdouble v = g_ascii_strtod(text, &end);
@@ -249,7 +261,7 @@ parse_rate(const gchar *text, guint64 *ret_rate, GError **error)
 		end++;
 	if (end == text || !end || *end || !(v > 0) || v * mult > 1e15) {
 		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-			    "--pace %s: expected bytes per second such as 500k, 20M or 1.5G", text);
+			    "--%s %s: expected bytes such as 500k, 20M or 1.5G", option, text);
 		return FALSE;
 	}
 	*ret_rate = (guint64)(v * mult);
@@ -275,7 +287,10 @@ parse_options(Tun *tun, int *argc, char ***argv, GError **error)
 			return FALSE;
 	ncm_device_options_init(&tun->options);
 	tun->options.ntb32 = opt_ntb32;
-	if (opt_pace && !parse_rate(opt_pace, &tun->options.pace_bytes_per_sec, error))
+	if (opt_pace && !parse_size("pace", opt_pace, &tun->options.pace_bytes_per_sec, error))
+		return FALSE;
+	tun->pcap_max = NCM_TUN_PCAP_MAX;
+	if (opt_pcap_max && !parse_size("pcap-max", opt_pcap_max, &tun->pcap_max, error))
 		return FALSE;
 	if (opt_mtu < 0 || (opt_mtu > 0 && opt_mtu < 68)) {
 		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
@@ -631,7 +646,7 @@ tun_setup(Tun *tun, GArray *prefixes, GError **error)
 				     opt_no_offload ? 0 : NCM_TAP_OFFLOAD, error);
 	if (!tun->tap)
 		return FALSE;
-	if (opt_pcap && !(tun->pcap = ncm_pcap_open(opt_pcap, error)))
+	if (opt_pcap && !(tun->pcap = ncm_pcap_open(opt_pcap, tun->pcap_max, error)))
 		return FALSE;
 	ncm_tap_set_pcap(tun->tap, tun->pcap);
 	if (!tun_open(tun, info, error))

@@ -19,6 +19,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -571,7 +572,9 @@ rig_attach(Rig *rig, NcmTap *tap, gboolean with_pcap)
 
 		g_assert_no_error(error);
 		close(fd);
-		rig->pcap = ncm_pcap_open(rig->pcap_path, &error);
+		/* ncm_pcap_open() creates the file itself, and refuses one that exists. */
+		unlink(rig->pcap_path);
+		rig->pcap = ncm_pcap_open(rig->pcap_path, 0, &error);
 		g_assert_no_error(error);
 		ncm_tap_set_pcap(tap, rig->pcap);
 	}
@@ -1112,7 +1115,8 @@ test_pcap_concurrent(void)
 
 	g_assert_no_error(error);
 	close(fd);
-	pcap = ncm_pcap_open(path, &error);
+	unlink(path);
+	pcap = ncm_pcap_open(path, 0, &error);
 	g_assert_no_error(error);
 	for (guint i = 0; i < PCAP_THREADS; i++) {
 		w[i] = (PcapWriter){ pcap, i };
@@ -1134,9 +1138,85 @@ test_pcap_open_error(void)
 {
 	g_autoptr(GError) error = NULL;
 
-	g_assert_null(ncm_pcap_open("/nonexistent-dir/x.pcap", &error));
+	g_assert_null(ncm_pcap_open("/nonexistent-dir/x.pcap", 0, &error));
 	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND);
 	g_assert_nonnull(strstr(error->message, "/nonexistent-dir/x.pcap"));
+}
+
+/*
+ * Issue 16: ncm-tun opens --pcap as root before dropping privileges, so a
+ * file or symlink someone prepared must be refused, never written through,
+ * and the capture is its owner's alone.
+ */
+static void
+test_pcap_refuses_existing(void)
+{
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *dir = g_dir_make_tmp("test-pcap-XXXXXX", &error);
+	g_autofree gchar *file = g_build_filename(dir, "exists.pcap", NULL);
+	g_autofree gchar *target = g_build_filename(dir, "target", NULL);
+	g_autofree gchar *link = g_build_filename(dir, "link.pcap", NULL);
+	g_autofree gchar *fresh = g_build_filename(dir, "fresh.pcap", NULL);
+	g_autofree gchar *content = NULL;
+	struct stat st;
+	NcmPcap *pcap;
+
+	g_assert_no_error(error);
+	g_assert_true(g_file_set_contents(file, "keep", 4, NULL));
+	g_assert_null(ncm_pcap_open(file, 0, &error));
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS);
+	g_assert_nonnull(strstr(error->message, "remove it"));
+	g_clear_error(&error);
+	g_assert_true(g_file_get_contents(file, &content, NULL, NULL));
+	g_assert_cmpstr(content, ==, "keep");
+
+	/* A dangling symlink: following it would create the target. */
+	g_assert_cmpint(symlink(target, link), ==, 0);
+	g_assert_null(ncm_pcap_open(link, 0, &error));
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS);
+	g_clear_error(&error);
+	g_assert_false(g_file_test(target, G_FILE_TEST_EXISTS));
+
+	umask(022);
+	pcap = ncm_pcap_open(fresh, 0, &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(stat(fresh, &st), ==, 0);
+	g_assert_cmpint(st.st_mode & 0777, ==, 0600);
+	ncm_pcap_close(pcap);
+	unlink(fresh);
+	unlink(link);
+	unlink(file);
+	rmdir(dir);
+}
+
+/* Past --pcap-max, records are counted and left out; the file stays whole. */
+static void
+test_pcap_max(void)
+{
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *dir = g_dir_make_tmp("test-pcap-XXXXXX", &error);
+	g_autofree gchar *path = g_build_filename(dir, "capped.pcap", NULL);
+	g_autoptr(GPtrArray) frames = NULL;
+	guint8 frame[60] = { 0 };
+	struct stat st;
+	NcmPcap *pcap;
+
+	g_assert_no_error(error);
+	/* The header (24) and two records (16 + 60 each), one byte short of a third. */
+	pcap = ncm_pcap_open(path, 24 + 3 * (16 + sizeof(frame)) - 1, &error);
+	g_assert_no_error(error);
+	for (guint i = 0; i < 5; i++)
+		ncm_pcap_write(pcap, frame, sizeof(frame));
+	g_assert_cmpuint(ncm_pcap_get_records(pcap), ==, 2);
+	g_assert_cmpuint(ncm_pcap_get_over_max(pcap), ==, 3);
+	g_assert_cmpuint(ncm_pcap_get_lost(pcap), ==, 0);
+	ncm_pcap_close(pcap);
+	g_assert_cmpint(stat(path, &st), ==, 0);
+	g_assert_cmpint(st.st_size, ==, 24 + 2 * (16 + sizeof(frame)));
+	frames = pcap_read(path);
+	g_assert_cmpuint(frames->len, ==, 2);
+	unlink(path);
+	rmdir(dir);
 }
 
 /* A private network namespace keeps 192.168.79.0/24 and fd79::/64 off the host. */
@@ -1269,6 +1349,8 @@ main(int argc, char **argv)
 	g_test_add_func("/tap/tun/framing", test_tun_framing);
 	g_test_add_func("/tap/pcap/concurrent", test_pcap_concurrent);
 	g_test_add_func("/tap/pcap/open-error", test_pcap_open_error);
+	g_test_add_func("/tap/pcap/refuses-existing", test_pcap_refuses_existing);
+	g_test_add_func("/tap/pcap/max", test_pcap_max);
 	g_test_add_func("/tap/user-errors", test_user_errors);
 	return g_test_run();
 }
