@@ -444,3 +444,17 @@ ncm_cdc_parse_mac_string(const uint8_t *desc, size_t len, uint8_t mac[6])
 	memcpy(mac, tmp, sizeof(tmp));
 	return true;
 }
+
+bool
+ncm_cdc_mac_usable(const uint8_t mac[6])
+{
+	static const uint8_t zero[6];
+
+	return !(mac[0] & 1) && memcmp(mac, zero, sizeof(zero)) != 0;
+}
+
+void
+ncm_cdc_mac_make_local(uint8_t mac[6])
+{
+	mac[0] = (uint8_t)((mac[0] & 0xfc) | 0x02);
+}

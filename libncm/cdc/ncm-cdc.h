@@ -108,6 +108,13 @@ NcmCdcStatus ncm_cdc_parse_config(const uint8_t *blob, size_t len, NcmCdcFunctio
  */
 bool ncm_cdc_parse_mac_string(const uint8_t *desc, size_t len, uint8_t mac[6]);
 
+/* A MAC a host interface can use as its own: not all zero, not multicast. */
+bool ncm_cdc_mac_usable(const uint8_t mac[6]);
+
+/* Turns 6 bytes of entropy into a unicast, locally administered MAC, for
+ * functions whose iMACAddress is missing or unusable. */
+void ncm_cdc_mac_make_local(uint8_t mac[6]);
+
 /* ---- GET_NTB_PARAMETERS --------------------------------------------- */
 
 typedef struct {

@@ -212,6 +212,7 @@ ncm_device_init(NcmDevice *self)
 	self->owner = g_main_context_ref_thread_default();
 	self->stalled = g_ptr_array_new();
 	self->fd = -1;
+	self->emitted_link = -1;
 }
 
 static void

@@ -100,6 +100,13 @@ struct _NcmDevice {
 	gint link_up;             /* atomic */
 	guint32 down_bps;         /* atomic */
 	guint32 up_bps;           /* atomic */
+	/* ncm-usb-events.c: link and speed reach the owner on change, one
+	 * dispatch queued at a time. */
+	gint link_known, link_pending;     /* atomic */
+	gint speed_known, speed_pending;   /* atomic */
+	gint emitted_link;                 /* owner's context only; -1 = none yet */
+	gboolean emitted_speed;            /* owner's context only */
+	guint32 emitted_down, emitted_up;  /* owner's context only */
 
 	NcmSlot *rx;
 	guint n_rx;
@@ -133,11 +140,14 @@ void ncm_device_mark_gone(NcmDevice *self);
 /* ncm-usb-flight.c: every transfer in flight is counted, so close() can wait for them. */
 /*
  * Submits under flight_lock unless closing. @counted: @xfer is a completed
- * transfer being resubmitted, already in the flight count (which a failure
- * then drops). Returns the libusb result.
+ * transfer being resubmitted, already in the flight count. When that fails
+ * the count stays: the caller calls ncm_device_landed() as its very last
+ * touch of the device, since close() may free it as soon as the count
+ * drops. Returns the libusb result.
  */
 int ncm_device_submit(NcmDevice *self, struct libusb_transfer *xfer, gboolean counted);
-/* A transfer left the flight (not resubmitted). */
+/* A transfer left the flight (not resubmitted). The caller's last use of
+ * the device: close() may free it from here on. */
 void ncm_device_landed(NcmDevice *self);
 /* Waits until nothing is in flight or @deadline (monotonic); FALSE on timeout. */
 gboolean ncm_device_flight_wait(NcmDevice *self, gint64 deadline);

@@ -35,11 +35,45 @@ ncm_device_events_class_init(GObjectClass *klass)
 typedef struct {
 	NcmDevice *device;
 	guint signal;
-	gboolean up;
-	guint32 down_bps;
-	guint32 up_bps;
 	GError *error;
 } NcmEvent;
+
+/*
+ * Link and speed are state, not a stream of events: a gadget that repeats
+ * NETWORK_CONNECTION on every interrupt poll must not queue a dispatch per
+ * poll on the owner's context (unbounded memory, a carrier flap each). The
+ * event thread posts only on a change and only when nothing is queued yet;
+ * the dispatch clears the flag first, then emits the latest state if it
+ * differs from what the owner last saw.
+ */
+static void
+emit_link(NcmDevice *self)
+{
+	gint up;
+
+	g_atomic_int_set(&self->link_pending, 0);
+	up = g_atomic_int_get(&self->link_up);
+	if (up != self->emitted_link) {
+		self->emitted_link = up;
+		g_signal_emit(self, signals[SIGNAL_LINK_CHANGED], 0, up);
+	}
+}
+
+static void
+emit_speed(NcmDevice *self)
+{
+	guint32 down, up;
+
+	g_atomic_int_set(&self->speed_pending, 0);
+	down = __atomic_load_n(&self->down_bps, __ATOMIC_RELAXED);
+	up = __atomic_load_n(&self->up_bps, __ATOMIC_RELAXED);
+	if (!self->emitted_speed || down != self->emitted_down || up != self->emitted_up) {
+		self->emitted_speed = TRUE;
+		self->emitted_down = down;
+		self->emitted_up = up;
+		g_signal_emit(self, signals[SIGNAL_SPEED_CHANGED], 0, down, up);
+	}
+}
 
 static gboolean
 event_dispatch(gpointer data)
@@ -48,10 +82,10 @@ event_dispatch(gpointer data)
 
 	switch (ev->signal) {
 	case SIGNAL_LINK_CHANGED:
-		g_signal_emit(ev->device, signals[ev->signal], 0, ev->up);
+		emit_link(ev->device);
 		break;
 	case SIGNAL_SPEED_CHANGED:
-		g_signal_emit(ev->device, signals[ev->signal], 0, ev->down_bps, ev->up_bps);
+		emit_speed(ev->device);
 		break;
 	case SIGNAL_REMOVED:
 		g_signal_emit(ev->device, signals[ev->signal], 0);
@@ -99,28 +133,40 @@ ncm_device_mark_gone(NcmDevice *self)
 	ncm_device_post_removed(self);
 }
 
+static void
+post_state(NcmDevice *self, guint signal, gint *pending)
+{
+	NcmEvent *ev;
+
+	if (!g_atomic_int_compare_and_exchange(pending, 0, 1))
+		return;  /* the queued one will read the latest state */
+	ev = g_new0(NcmEvent, 1);
+	ev->signal = signal;
+	post(self, ev);
+}
+
+/* Event thread (or the opener, for functions without an interrupt endpoint). */
 void
 ncm_device_post_link(NcmDevice *self, gboolean up)
 {
-	NcmEvent *ev = g_new0(NcmEvent, 1);
+	gint old = __atomic_exchange_n(&self->link_up, up ? 1 : 0, __ATOMIC_SEQ_CST);
 
-	g_atomic_int_set(&self->link_up, up);
-	ev->signal = SIGNAL_LINK_CHANGED;
-	ev->up = up;
-	post(self, ev);
+	if (g_atomic_int_get(&self->link_known) && old == (up ? 1 : 0))
+		return;
+	g_atomic_int_set(&self->link_known, 1);
+	post_state(self, SIGNAL_LINK_CHANGED, &self->link_pending);
 }
 
 void
 ncm_device_post_speed(NcmDevice *self, guint32 down, guint32 up)
 {
-	NcmEvent *ev = g_new0(NcmEvent, 1);
+	guint32 old_down = __atomic_exchange_n(&self->down_bps, down, __ATOMIC_RELAXED);
+	guint32 old_up = __atomic_exchange_n(&self->up_bps, up, __ATOMIC_RELAXED);
 
-	__atomic_store_n(&self->down_bps, down, __ATOMIC_RELAXED);
-	__atomic_store_n(&self->up_bps, up, __ATOMIC_RELAXED);
-	ev->signal = SIGNAL_SPEED_CHANGED;
-	ev->down_bps = down;
-	ev->up_bps = up;
-	post(self, ev);
+	if (g_atomic_int_get(&self->speed_known) && old_down == down && old_up == up)
+		return;
+	g_atomic_int_set(&self->speed_known, 1);
+	post_state(self, SIGNAL_SPEED_CHANGED, &self->speed_pending);
 }
 
 void

@@ -12,8 +12,6 @@ ncm_device_submit(NcmDevice *self, struct libusb_transfer *xfer, gboolean counte
 		r = libusb_submit_transfer(xfer);
 	if (r == 0 && !counted)
 		self->in_flight++;
-	else if (r != 0 && counted && --self->in_flight == 0)
-		g_cond_broadcast(&self->flight_cond);
 	ncm_mutex_unlock(&self->flight_lock);
 	return r;
 }

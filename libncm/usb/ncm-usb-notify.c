@@ -54,6 +54,8 @@ intr_complete(struct libusb_transfer *xfer)
 	r = ncm_device_submit(self, xfer, TRUE);
 	if (r == LIBUSB_ERROR_NO_DEVICE)
 		ncm_device_mark_gone(self);
+	if (r != 0)
+		ncm_device_landed(self);
 }
 
 gboolean

@@ -247,6 +247,40 @@ fill_ntb_info(NcmDevice *self, const NcmNtbParams *p)
 	n->max_frame = MAX(self->info->max_segment_size, NCM_ETH_MAX_FRAME);
 }
 
+/*
+ * iMACAddress is the MAC the host side uses. A function without a usable
+ * one (missing, all zero, multicast) gets a locally administered address
+ * derived from its identity: stable across sessions, so the host's
+ * interface and its neighbours keep one MAC through a replug.
+ */
+static void
+pick_mac(NcmDevice *self)
+{
+	const NcmFunctionInfo *info = self->info;
+	g_autofree gchar *key = NULL;
+	guint8 digest[32];
+	gsize len = sizeof(digest);
+	GChecksum *sum;
+
+	if (info->have_mac && ncm_cdc_mac_usable(info->mac)) {
+		memcpy(self->mac, info->mac, 6);
+		return;
+	}
+	key = g_strdup_printf("%04x:%04x:%s:%s:%u", info->vid, info->pid,
+			      info->serial ? info->serial : "", info->port_path ? info->port_path : "",
+			      info->comm_iface);
+	sum = g_checksum_new(G_CHECKSUM_SHA256);
+	g_checksum_update(sum, (const guchar *)key, -1);
+	g_checksum_get_digest(sum, digest, &len);
+	g_checksum_free(sum);
+	memcpy(self->mac, digest, 6);
+	ncm_cdc_mac_make_local(self->mac);
+	g_warning("%04x:%04x has %s iMACAddress: using %02x:%02x:%02x:%02x:%02x:%02x, a locally "
+		  "administered address derived from the function's identity",
+		  info->vid, info->pid, info->have_mac ? "an unusable (zero or multicast)" : "no",
+		  self->mac[0], self->mac[1], self->mac[2], self->mac[3], self->mac[4], self->mac[5]);
+}
+
 gboolean
 ncm_device_negotiate(NcmDevice *self, GError **error)
 {
@@ -277,8 +311,7 @@ ncm_device_negotiate(NcmDevice *self, GError **error)
 	if (!optional_request(self, NCM_CAP_PACKET_FILTER, NCM_REQ_SET_ETHERNET_PACKET_FILTER,
 			      filter, "SET_ETHERNET_PACKET_FILTER", error))
 		return FALSE;
-	if (info->have_mac)
-		memcpy(self->mac, info->mac, 6);
+	pick_mac(self);
 	r = libusb_set_interface_alt_setting(self->handle, info->data_iface, info->data_alt);
 	if (r < 0)
 		return request_failed(self, r, "selecting the data alt setting", error);

@@ -125,7 +125,10 @@ rx_complete(struct libusb_transfer *xfer)
 		break;
 	}
 	r = ncm_device_submit(self, xfer, TRUE);
-	resubmit_failed(self, r);
+	if (r != 0) {
+		resubmit_failed(self, r);
+		ncm_device_landed(self);
+	}
 }
 
 gboolean

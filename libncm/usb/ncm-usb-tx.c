@@ -301,9 +301,10 @@ tx_complete(struct libusb_transfer *xfer)
 	wake = self->want_writable;
 	self->want_writable = FALSE;
 	ncm_mutex_unlock(&self->tx_lock);
-	ncm_device_landed(self);
 	if (wake && self->sink.writable)
 		self->sink.writable(self->sink_data);
+	/* Last: once the count drops, close() may free the device. */
+	ncm_device_landed(self);
 }
 
 void

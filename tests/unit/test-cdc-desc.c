@@ -1074,6 +1074,34 @@ write_seeds(const char *dir)
 	return 0;
 }
 
+/* Issue 16: a missing, zero or multicast iMACAddress must not become the
+ * host interface's MAC; the replacement is unicast and locally administered. */
+static void
+test_mac_usable(void)
+{
+	const uint8_t good[6] = { 0x02, 0x4e, 0x43, 0x4d, 0x00, 0x02 };
+	const uint8_t oui[6] = { 0x00, 0x1b, 0x21, 0x01, 0x02, 0x03 };
+	const uint8_t zero[6] = { 0 };
+	const uint8_t multicast[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
+	const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	uint8_t mac[6];
+
+	g_assert_true(ncm_cdc_mac_usable(good));
+	g_assert_true(ncm_cdc_mac_usable(oui));
+	g_assert_false(ncm_cdc_mac_usable(zero));
+	g_assert_false(ncm_cdc_mac_usable(multicast));
+	g_assert_false(ncm_cdc_mac_usable(bcast));
+	for (unsigned b = 0; b < 256; b++) {
+		memset(mac, (int)b, sizeof(mac));
+		ncm_cdc_mac_make_local(mac);
+		g_assert_cmphex(mac[0] & 0x03, ==, 0x02);
+		g_assert_cmphex(mac[0] & 0xfc, ==, b & 0xfc);
+		for (unsigned i = 1; i < 6; i++)
+			g_assert_cmphex(mac[i], ==, b);
+		g_assert_true(ncm_cdc_mac_usable(mac));
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1114,5 +1142,6 @@ main(int argc, char **argv)
 	g_test_add_func("/cdc-desc/mac-string", test_mac_string);
 	g_test_add_func("/cdc-desc/mac-string-rejects", test_mac_string_rejects);
 	g_test_add_func("/cdc-desc/seed-corpus", test_seed_corpus);
+	g_test_add_func("/cdc-desc/mac-usable", test_mac_usable);
 	return g_test_run();
 }
