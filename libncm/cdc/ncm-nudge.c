@@ -46,8 +46,11 @@ ncm_nudge_learn(NcmNudge *nudge, const uint8_t *frame, size_t len)
 	if (!ncm_eth_view(&eth, frame, len))
 		return;
 	is_arp = ncm_eth_arp(&eth, &arp);
-	if (!is_arp)
+	if (!is_arp) {
 		nudge->other = true;
+		nudge->other_datagrams++;
+		nudge->other_bytes += len;
+	}
 	/* A unicast frame from the device is addressed to the host. */
 	if (!nudge->have_host_mac && !ncm_eth_is_multicast(eth.dst)) {
 		memcpy(nudge->host_mac, eth.dst, NCM_ETH_ALEN);
@@ -111,6 +114,8 @@ ncm_nudge_ntb_begin(NcmNudge *nudge, int64_t now)
 {
 	nudge->last_rx = nudge->ntb_at = now;
 	nudge->other = false;
+	nudge->other_datagrams = 0;
+	nudge->other_bytes = 0;
 	/* The link delivers: whatever was asked is answered or on its way. */
 	nudge->asked_at = 0;
 	nudge->backoff = 0;
@@ -135,13 +140,14 @@ count_data_ntb(NcmNudge *nudge, int64_t at, bool full)
 }
 
 bool
-ncm_nudge_ntb_end(NcmNudge *nudge, unsigned datagrams, size_t bytes)
+ncm_nudge_ntb_end(NcmNudge *nudge)
 {
 	bool freed = nudge->sent && nudge->other;
 
 	if (nudge->other)
 		count_data_ntb(nudge, nudge->ntb_at,
-			       datagrams >= NCM_NUDGE_FULL_DATAGRAMS || bytes >= NCM_NUDGE_FULL_BYTES);
+			       nudge->other_datagrams >= NCM_NUDGE_FULL_DATAGRAMS ||
+			       nudge->other_bytes >= NCM_NUDGE_FULL_BYTES);
 	nudge->sent = false;
 	return freed;
 }

@@ -75,6 +75,8 @@ typedef struct {
 	int64_t nudged_for;    /* last_data when the last nudge went out */
 	bool sent;       /* a nudge went out; the next NTB tells what it freed */
 	bool other;      /* the NTB being parsed carries frames other than ARP */
+	unsigned other_datagrams;  /* ... how many, */
+	size_t other_bytes;        /* ... and their bytes */
 } NcmNudge;
 
 void ncm_nudge_init(NcmNudge *nudge);
@@ -85,10 +87,11 @@ void ncm_nudge_learn(NcmNudge *nudge, const uint8_t *frame, size_t len);
 /* One received NTB, before its frames are learned from, at @now (us). */
 void ncm_nudge_ntb_begin(NcmNudge *nudge, int64_t now);
 
-/* After the NTB's @datagrams frames (@bytes in all): true when it followed
- * a nudge and carried other frames than ARP, which were probably held by
- * the device. */
-bool ncm_nudge_ntb_end(NcmNudge *nudge, unsigned datagrams, size_t bytes);
+/* After the NTB's frames: true when it followed a nudge and carried other
+ * frames than ARP, which were probably held by the device. Only those
+ * frames say whether the NTB was full: 32 ARP replies to a nudge sharing an
+ * NTB with one other frame are not a stream (they re-armed the nudge). */
+bool ncm_nudge_ntb_end(NcmNudge *nudge);
 
 /* A frame the host sends: true when it is an ARP request, whose addresses
  * @tx now holds (the caller sets @tx->asked_at). */

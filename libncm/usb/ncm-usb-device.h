@@ -192,7 +192,7 @@ void ncm_device_timers_start(NcmDevice *self);
 void ncm_device_timers_stop(NcmDevice *self);
 void ncm_device_nudge_ntb_begin(NcmDevice *self, gint64 now);
 void ncm_device_nudge_learn(NcmDevice *self, const guint8 *frame, gsize len);
-void ncm_device_nudge_ntb_end(NcmDevice *self, guint datagrams, gsize bytes);
+void ncm_device_nudge_ntb_end(NcmDevice *self);
 
 #ifdef NCM_TEST_HOOKS
 /* ncm-usb-fault.c (test builds only): damages 1 in NCM_TEST_FAULT_ONE_IN

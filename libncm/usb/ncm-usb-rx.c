@@ -39,7 +39,7 @@ parse_one(NcmDevice *self, const guint8 *buf, gsize len)
 	self->rx_batch_bytes = 0;
 	ncm_device_nudge_ntb_begin(self, g_get_monotonic_time());
 	ncm_ntb_parse(&self->parse_config, buf, len, deliver, self, &res);
-	ncm_device_nudge_ntb_end(self, res.datagrams, self->rx_batch_bytes);
+	ncm_device_nudge_ntb_end(self);
 	NCM_STAT_ADD(self, rx_ntbs, 1);
 	NCM_STAT_ADD(self, rx_datagrams, res.datagrams);
 	NCM_STAT_ADD(self, rx_bytes, self->rx_batch_bytes);

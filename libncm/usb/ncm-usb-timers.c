@@ -114,8 +114,8 @@ ncm_device_nudge_learn(NcmDevice *self, const guint8 *frame, gsize len)
 }
 
 void
-ncm_device_nudge_ntb_end(NcmDevice *self, guint datagrams, gsize bytes)
+ncm_device_nudge_ntb_end(NcmDevice *self)
 {
-	if (ncm_nudge_ntb_end(&self->nudge, datagrams, bytes))
+	if (ncm_nudge_ntb_end(&self->nudge))
 		NCM_STAT_ADD(self, rx_nudge_freed, 1);
 }

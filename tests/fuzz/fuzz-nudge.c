@@ -78,7 +78,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			bytes += len;
 		}
 		if (!sent)
-			(void)ncm_nudge_ntb_end(&n, i * 4, bytes * 300);
+			(void)ncm_nudge_ntb_end(&n);
 		ncm_nudge_merge_tx(&n, &tx);
 		FUZZ_CHECK(!tx.fresh);
 		check_request(&n);
