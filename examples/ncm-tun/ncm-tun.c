@@ -449,6 +449,18 @@ tun_detach(Tun *tun, const gchar *why)
 	g_main_loop_quit(tun->loop);
 }
 
+/* Someone deleted our interface: nothing left to carry frames to. */
+static gboolean
+on_interface_gone(gpointer data)
+{
+	Tun *tun = data;
+
+	g_printerr("ncm-tun: the interface %s was deleted\n", ncm_tap_get_name(tun->tap));
+	tun->status = EXIT_RUNTIME;
+	g_main_loop_quit(tun->loop);
+	return G_SOURCE_REMOVE;
+}
+
 /* ---- the interface ------------------------------------------------------- */
 
 /*
@@ -649,6 +661,7 @@ tun_setup(Tun *tun, GArray *prefixes, GError **error)
 	if (opt_pcap && !(tun->pcap = ncm_pcap_open(opt_pcap, tun->pcap_max, error)))
 		return FALSE;
 	ncm_tap_set_pcap(tun->tap, tun->pcap);
+	ncm_tap_set_gone_func(tun->tap, on_interface_gone, tun);
 	if (!tun_open(tun, info, error))
 		return FALSE;
 	if (!setup_interface(tun, prefixes, error) || !tun_start(tun, error))

@@ -44,6 +44,10 @@ struct _NcmTap {
 	TapGro gro;       /* device → kernel coalescing (vnet only); the data thread's */
 	TapVnetHdr rd_hdr;  /* the header of the packet in buf (reader thread) */
 	guint8 *seg_buf;  /* one segment of a TSO packet (reader thread, vnet only) */
+	GMainContext *owner;  /* the thread-default context at open: gone_func runs there */
+	GSourceFunc gone_func;  /* set while detached */
+	gpointer gone_data;
+	gint gone;        /* atomic: the interface was deleted from outside */
 	NcmTapStats stats;
 };
 
@@ -184,10 +188,33 @@ send_frame(NcmTap *tap, const guint8 *frame, gsize len)
 
 #define READ_ERROR (-1)
 #define READ_DROPPED (-2)
+#define READ_GONE (-3)
+
+/*
+ * The kernel detaches the fd when someone deletes the interface, and every
+ * read then fails with EBADFD while poll() keeps reporting an error: retrying
+ * would spin for ever. The reader stops and tells the owner instead.
+ */
+static void
+interface_gone(NcmTap *tap)
+{
+	g_message("tap: the interface %s was deleted; the reader stops", tap->name);
+	g_atomic_int_set(&tap->gone, 1);
+	if (tap->gone_func) {
+		/* An idle source, never g_main_context_invoke(): with nobody
+		 * running the owner's loop that would call it right here. */
+		GSource *source = g_idle_source_new();
+
+		g_source_set_callback(source, tap->gone_func, tap->gone_data, NULL);
+		g_source_attach(source, tap->owner);
+		g_source_unref(source);
+	}
+}
 
 /*
  * One packet from the fd into tap->buf as an Ethernet frame: its length,
- * 0 on EAGAIN, READ_ERROR, or READ_DROPPED for a packet TUN mode cannot frame.
+ * 0 on EAGAIN, READ_ERROR, READ_DROPPED for a packet TUN mode cannot frame,
+ * or READ_GONE once the interface was deleted.
  */
 static gssize
 read_frame(NcmTap *tap)
@@ -202,6 +229,11 @@ read_frame(NcmTap *tap)
 	while (n < 0 && errno == EINTR);
 	if (n < 0 && errno == EAGAIN)
 		return 0;
+	if (n < 0 && errno == EBADFD) {
+		STAT_ADD(tap, tx_read_errors, 1);
+		interface_gone(tap);
+		return READ_GONE;
+	}
 	if (tap->vnet && n >= 0)
 		n = n >= (ssize_t)sizeof(tap->rd_hdr) ? n - (ssize_t)sizeof(tap->rd_hdr) : 0;
 	if (n <= 0) {
@@ -260,6 +292,8 @@ drain_burst(NcmTap *tap)
 	gssize n;
 
 	while ((n = read_frame(tap)) != 0 && n != READ_ERROR) {
+		if (n == READ_GONE)
+			return FALSE;
 		if (n == READ_DROPPED)
 			continue;
 		if (tap->vnet && tap->rd_hdr.gso_type != TAP_VNET_GSO_NONE ?
@@ -336,6 +370,7 @@ tap_new(int fd, NcmTapMode mode, const gchar *name, gboolean vnet)
 	tap->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	g_assert(tap->wake_fd >= 0 && tap->stop_fd >= 0);
 	tap->name = g_strdup(name ? name : "");
+	tap->owner = g_main_context_ref_thread_default();
 	tap->buf = g_malloc(NCM_ETH_HLEN + TAP_READ_BUF);
 	tap->vnet = vnet;
 	if (vnet) {
@@ -533,5 +568,20 @@ ncm_tap_free(NcmTap *tap)
 	g_free(tap->seg_buf);
 	tap_gro_clear(&tap->gro);
 	g_free(tap->name);
+	g_main_context_unref(tap->owner);
 	g_free(tap);
+}
+
+void
+ncm_tap_set_gone_func(NcmTap *tap, GSourceFunc func, gpointer user_data)
+{
+	g_return_if_fail(!tap->link);
+	tap->gone_func = func;
+	tap->gone_data = user_data;
+}
+
+gboolean
+ncm_tap_is_gone(NcmTap *tap)
+{
+	return g_atomic_int_get(&tap->gone);
 }

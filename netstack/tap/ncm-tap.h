@@ -118,6 +118,15 @@ void ncm_tap_detach(NcmTap *tap);
 /* Thread: any. */
 void ncm_tap_get_stats(NcmTap *tap, NcmTapStats *ret_stats);
 
+/*
+ * @func runs once, on the thread-default main context of the thread that
+ * opened @tap, when the interface is deleted from outside (ip link del):
+ * the reader thread has stopped then; detach and free. Set while detached.
+ */
+void ncm_tap_set_gone_func(NcmTap *tap, GSourceFunc func, gpointer user_data);
+/* TRUE once the interface was deleted from outside. Thread: any. */
+gboolean ncm_tap_is_gone(NcmTap *tap);
+
 /* Detaches, closes the fd. Accepts NULL. */
 void ncm_tap_free(NcmTap *tap);
 
