@@ -54,6 +54,14 @@ event_thread_main(gpointer data)
 		gint64 now = g_get_monotonic_time();
 		gint64 next = now + NCM_EVENT_IDLE_US;
 
+		/*
+		 * Under libusb's event lock: a thread doing synchronous libusb I/O
+		 * (enumeration, another device's open) may handle events, and so
+		 * run RX callbacks, while this thread is between event batches.
+		 * The timeouts touch what those callbacks touch (the nudge), so
+		 * they must not overlap.
+		 */
+		libusb_lock_events(self->usb);
 		ncm_mutex_lock(&self->lock);
 		for (guint i = 0; i < self->timeouts->len; i++) {
 			NcmTimeout *t = &g_array_index(self->timeouts, NcmTimeout, i);
@@ -61,6 +69,7 @@ event_thread_main(gpointer data)
 			next = MIN(next, t->func(t->data, now));
 		}
 		ncm_mutex_unlock(&self->lock);
+		libusb_unlock_events(self->usb);
 
 		__atomic_store_n(&self->armed_deadline, next, __ATOMIC_RELAXED);
 		gint64 wait = MAX(next - now, 0);

@@ -17,9 +17,12 @@ gboolean ncm_context_hotplug_usable(void);
 
 /*
  * Timed work on the event thread (a device's TX flush, pacing, tail nudge).
- * @func runs after every event batch under the context's lock and returns
- * when it next wants to run (monotonic us, G_MAXINT64 for never). It must
- * not add or remove timeouts. Thread: any but the event thread.
+ * @func runs after every event batch, holding libusb's event lock (so no
+ * transfer callback runs meanwhile, on any thread) and then the context's
+ * lock. Lock order: libusb's event lock, the context's lock, a device's
+ * tx_lock, its flight_lock. It returns when it next wants to run
+ * (monotonic us, G_MAXINT64 for never) and must not add or remove
+ * timeouts. Thread: any but the event thread.
  */
 typedef gint64 (*NcmTimeoutFunc)(gpointer data, gint64 now_us);
 void ncm_context_add_timeout(NcmContext *self, NcmTimeoutFunc func, gpointer data);
