@@ -139,6 +139,7 @@ typedef struct {
 	NcmTap *tap;
 	NcmPcap *pcap;
 	guint64 pcap_max;
+	guint mtu;               /* the interface's, as ncm-tun set it */
 	NcmDevice *device;       /* NULL while waiting for a replug */
 	NcmLink *link;
 	guint8 mac[6];           /* the interface's MAC, from the first device */
@@ -498,6 +499,7 @@ setup_interface(Tun *tun, GArray *prefixes, GError **error)
 	}
 	if (opt_mtu > 0)
 		mtu = (guint)opt_mtu;
+	tun->mtu = mtu;
 	ncm_device_get_mac(tun->device, tun->mac);
 	if (!setup_step(tun, ncm_rtnl_set_mtu(idx, mtu, error), error))
 		return FALSE;
@@ -533,6 +535,30 @@ follow_mac(Tun *tun)
 		memcpy(tun->mac, mac, 6);
 }
 
+/*
+ * ... and its MTU: a device that comes back with a smaller one would see
+ * every larger frame refused. --mtu still caps it.
+ */
+static void
+follow_mtu(Tun *tun)
+{
+	g_autoptr(GError) error = NULL;
+	guint mtu = ncm_device_get_mtu(tun->device);
+
+	if (opt_mtu > 0 && (guint)opt_mtu < mtu)
+		mtu = (guint)opt_mtu;
+	if (mtu == tun->mtu)
+		return;
+	if (!ncm_rtnl_set_mtu(ncm_tap_get_ifindex(tun->tap), mtu, &error)) {
+		g_warning("the device's MTU changed to %u and the interface keeps %u: %s", mtu,
+			  tun->mtu, error->message);
+		return;
+	}
+	g_message("%s: MTU %u (was %u), as the device that came back", ncm_tap_get_name(tun->tap),
+		  mtu, tun->mtu);
+	tun->mtu = mtu;
+}
+
 /* ---- --persist: replug ------------------------------------------------------ */
 
 static void
@@ -548,6 +574,7 @@ try_reattach(Tun *tun, const NcmFunctionInfo *info)
 		return;
 	}
 	follow_mac(tun);
+	follow_mtu(tun);
 }
 
 static void

@@ -178,6 +178,25 @@ ncm_ntb_packer_fits(const NcmNtbPacker *packer, size_t len)
 	return ntb_pack_status(packer, len, &unused) == NCM_NTB_PACK_OK;
 }
 
+size_t
+ncm_ntb_packer_room(const NcmNtbPacker *packer)
+{
+	size_t lo = NCM_ETH_MIN_FRAME, hi = packer->capacity;
+
+	if (!ncm_ntb_packer_fits(packer, lo))
+		return 0;
+	/* fits() is monotone in the length: the largest that fits lies in [lo, hi]. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo + 1) / 2;
+
+		if (ncm_ntb_packer_fits(packer, mid))
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
 uint8_t *
 ncm_ntb_packer_reserve(NcmNtbPacker *packer, size_t len, NcmNtbPackStatus *ret_status)
 {

@@ -207,6 +207,9 @@ NcmNtbPackStatus ncm_ntb_packer_add(NcmNtbPacker *packer, const uint8_t *datagra
 uint8_t *ncm_ntb_packer_reserve(NcmNtbPacker *packer, size_t len, NcmNtbPackStatus *ret_status);
 /* True when a datagram of @len bytes would fit now. */
 bool ncm_ntb_packer_fits(const NcmNtbPacker *packer, size_t len);
+/* The largest datagram that fits now (0: not even the smallest). On an
+ * empty NTB: the largest frame this configuration can ever carry. */
+size_t ncm_ntb_packer_room(const NcmNtbPacker *packer);
 static inline uint16_t
 ncm_ntb_packer_count(const NcmNtbPacker *packer)
 {

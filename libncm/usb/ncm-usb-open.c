@@ -6,6 +6,9 @@
 #include "ncm-le.h"
 #include "ncm-usb-device.h"
 
+/* The largest receive NTB a device may insist on (buffers: 2 per transfer). */
+#define NCM_RX_NTB_HARD_MAX (1024 * 1024)
+
 
 #define NCM_NTB_SIZE_CAP 65536u
 #define NCM_NTB_SIZE_MIN 2048u
@@ -166,23 +169,56 @@ pick_size(guint requested, guint32 device_max)
 	return MAX(size, NCM_NTB_SIZE_MIN);
 }
 
+/* The NTB size the device actually uses after SET_NTB_INPUT_SIZE(@size):
+ * its own maximum when it refused, what GET_NTB_INPUT_SIZE says when it
+ * answers that, else @size. */
+static guint32
+input_size_in_use(NcmDevice *self, guint32 size, int set_result)
+{
+	guint8 buf[8];
+	int r;
+
+	if (set_result < 0) {
+		g_debug("SET_NTB_INPUT_SIZE(%u) refused", size);
+		return self->ntb.in_max_size;
+	}
+	r = class_in(self, NCM_REQ_GET_NTB_INPUT_SIZE, buf, sizeof(buf));
+	if (r < 4)
+		return size;
+	return ncm_le32_at(buf, (size_t)r, 0);
+}
+
+/*
+ * Our receive buffers must hold what the device sends. A device that
+ * refuses or ignores the size we ask for keeps its own, which may be far
+ * above 64 KiB: the buffers grow to it (up to NCM_RX_NTB_HARD_MAX), or
+ * opening fails saying why, rather than every NTB being cut short.
+ */
 static gboolean
 set_input_size(NcmDevice *self, GError **error)
 {
-	guint32 size = self->ntb.rx_ntb_size;
+	guint32 size = self->ntb.rx_ntb_size, used;
 	guint8 le[4];
 	int r;
 
 	ncm_le32_put(le, sizeof(le), 0, size);
 	r = class_out(self, NCM_REQ_SET_NTB_INPUT_SIZE, 0, le, sizeof(le));
-
 	if (r == LIBUSB_ERROR_NO_DEVICE)
 		return request_failed(self, r, "SET_NTB_INPUT_SIZE", error);
-	if (r < 0) {
-		/* The device keeps its own maximum then, which our buffers must hold. */
-		g_debug("SET_NTB_INPUT_SIZE(%u) refused: using %u", size, self->ntb.in_max_size);
-		self->ntb.rx_ntb_size = MIN(self->ntb.in_max_size, NCM_NTB_SIZE_CAP);
+	used = input_size_in_use(self, size, r);
+	if (used <= size)
+		return TRUE;
+	if (used > NCM_RX_NTB_HARD_MAX) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_PROTOCOL,
+			    "%04x:%04x keeps sending NTBs of up to %u bytes (it %s a size of %u), "
+			    "more than libncm's limit of %u: it cannot be driven",
+			    self->info->vid, self->info->pid, used, r < 0 ? "refused" : "ignored",
+			    size, NCM_RX_NTB_HARD_MAX);
+		return FALSE;
 	}
+	g_warning("%04x:%04x %s an NTB input size of %u and uses %u: receive buffers follow it",
+		  self->info->vid, self->info->pid, r < 0 ? "refused" : "ignored", size, used);
+	self->ntb.rx_ntb_size = used;
 	return TRUE;
 }
 
@@ -206,6 +242,18 @@ negotiate_datagram_size(NcmDevice *self, GError **error)
 		return request_failed(self, r, "SET_MAX_DATAGRAM_SIZE", error);
 	if (r < 0)
 		g_debug("SET_MAX_DATAGRAM_SIZE(%u) refused", want);
+	/* What the device says it takes now is what it takes, if less. */
+	r = class_in(self, NCM_REQ_GET_MAX_DATAGRAM_SIZE, buf, sizeof(buf));
+	if (r == 2) {
+		guint16 got = ncm_le16_at(buf, (size_t)r, 0);
+
+		if (got >= NCM_ETH_MIN_FRAME + 46 && got < want) {
+			g_warning("%04x:%04x takes datagrams of at most %u bytes, not %u: using an "
+				  "MTU of %u", self->info->vid, self->info->pid, got, want,
+				  got - 14u);
+			self->ntb.max_frame = got;
+		}
+	}
 	return TRUE;
 }
 

@@ -10,6 +10,27 @@
 
 static void LIBUSB_CALL tx_complete(struct libusb_transfer *xfer);
 
+/*
+ * wMaxSegmentSize may promise frames no OUT NTB can carry (a small
+ * dwNtbOutMaxSize, a large divisor). Every such frame would be refused as
+ * invalid one by one; the MTU is lowered to what fits instead, once, saying
+ * so. RX keeps accepting what the device may send.
+ */
+static void
+clamp_max_frame(NcmDevice *self)
+{
+	NcmNtbInfo *n = &self->ntb;
+	size_t room = ncm_ntb_packer_room(&self->packer);
+
+	if (room >= n->max_frame)
+		return;
+	g_warning("%04x:%04x: its OUT NTBs (%u bytes, NTB%s) hold frames of at most %zu bytes, "
+		  "less than its maximum segment size %u: using an MTU of %zu",
+		  self->info->vid, self->info->pid, n->tx_ntb_size, n->ntb32 ? "32" : "16", room,
+		  n->max_frame, room > 14 ? room - 14 : 0);
+	n->max_frame = (guint)room;
+}
+
 gboolean
 ncm_device_tx_setup(NcmDevice *self, GError **error)
 {
@@ -51,6 +72,7 @@ ncm_device_tx_setup(NcmDevice *self, GError **error)
 	ncm_ntb_sched_init(&self->sched, self->n_tx, n->tx_ntb_size, self->options.flush_timeout_us,
 			   self->options.pace_bytes_per_sec, g_get_monotonic_time());
 	ncm_ntb_packer_init(&self->packer, &pc, self->tx[0].buf, n->tx_ntb_size, 0);
+	clamp_max_frame(self);
 	/* RX is set up first: this counts both directions. */
 	n->mapped_buffers = ncm_device_buf_mapped(self);
 	g_debug("%u of %u transfer buffers are usbfs-mapped", n->mapped_buffers,

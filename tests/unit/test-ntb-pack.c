@@ -737,6 +737,42 @@ test_big_buffers(void)
 	packer_free(p);
 }
 
+/*
+ * Issue 16: the largest frame an empty NTB takes, so the driver can lower
+ * the MTU rather than refuse every large frame. It must fit, one byte more
+ * must not, and the NTB it makes must parse back whole.
+ */
+static void
+test_room(void)
+{
+	const NcmNtbPackConfig configs[] = {
+		{ NCM_NTB_FORMAT_16, 16384, 4, 0, 4, 0, 512, NCM_NTB_SHORT_ZLP, false },
+		{ NCM_NTB_FORMAT_32, 16384, 4, 0, 4, 0, 512, NCM_NTB_SHORT_PAD, false },
+		{ NCM_NTB_FORMAT_16, 2048, 512, 14, 512, 0, 512, NCM_NTB_SHORT_ZLP, false },
+		{ NCM_NTB_FORMAT_32, 2048, 8, 2, 16, 0, 64, NCM_NTB_SHORT_PAD, true },
+		{ NCM_NTB_FORMAT_16, 0, 4, 0, 4, 1, 512, NCM_NTB_SHORT_ZLP, false },
+	};
+
+	for (gsize i = 0; i < G_N_ELEMENTS(configs); i++) {
+		NcmNtbPacker *p = packer_new(&configs[i], 4096);
+		size_t room = ncm_ntb_packer_room(p), n;
+		g_autofree uint8_t *frame = g_malloc0(room + 1);
+		NcmNtbParseResult r;
+
+		g_assert_cmpuint(room, >=, 1514);
+		g_assert_cmpuint(room, <, configs[i].max_size ? configs[i].max_size : 4096);
+		g_assert_true(ncm_ntb_packer_fits(p, room));
+		g_assert_false(ncm_ntb_packer_fits(p, room + 1));
+		g_assert_cmpint(ncm_ntb_packer_add(p, frame, room), ==, NCM_NTB_PACK_OK);
+		/* Full now: nothing else fits beside it. */
+		g_assert_cmpuint(ncm_ntb_packer_room(p), ==, 0);
+		n = ncm_ntb_packer_finish(p, NULL);
+		g_assert_cmpint(ncm_ntb_parse(NULL, p->buf, n, NULL, NULL, &r), ==, NCM_NTB_OK);
+		g_assert_cmpuint(r.datagrams, ==, 1);
+		packer_free(p);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -752,5 +788,6 @@ main(int argc, char **argv)
 	g_test_add_func("/ntb/pack/too-small", test_too_small);
 	g_test_add_func("/ntb/pack/reserve-and-reset", test_reserve_and_reset);
 	g_test_add_func("/ntb/pack/big-buffers", test_big_buffers);
+	g_test_add_func("/ntb/pack/room", test_room);
 	return g_test_run();
 }
