@@ -93,6 +93,7 @@ struct _NcmDevice {
 	GPtrArray *stalled;       /* NcmSlot* waiting for the halt to clear */
 	GThread *clear_thread;    /* at most one, joined by close */
 	gboolean clear_done;      /* clear_thread has finished its work */
+	gboolean clear_out;       /* the bulk-OUT halt wants clearing */
 
 	gint running;             /* atomic: started and not closing; TX checks it */
 	gint gone;                /* atomic */
@@ -110,6 +111,8 @@ struct _NcmDevice {
 
 	NcmSlot *rx;
 	guint n_rx;
+	guint rx_failures;        /* atomic: bulk-IN transfers failed in a row */
+	guint intr_failures;      /* event thread: interrupt transfers failed in a row */
 	struct libusb_transfer *intr;
 	guint8 intr_buf[64];
 	NcmNotifyParser notify;   /* event thread only */
@@ -122,6 +125,8 @@ struct _NcmDevice {
 	NcmNtbPacker packer;
 	guint16 tx_sequence;
 	gboolean want_writable;
+	gint64 tx_busy_since;     /* the last OUT completion, or the submit that ended an idle spell */
+	gboolean tx_stuck_told;   /* the "takes no data" error went out since the last completion */
 	NcmNudgeTx nudge_tx;      /* the host's ARP requests, for the tail nudge */
 
 	NcmStats stats;           /* every field updated with relaxed atomics */
@@ -170,6 +175,8 @@ void ncm_device_rx_free(NcmDevice *self);
 
 /* ncm-usb-halt.c: a STALLed bulk-IN transfer waits for CLEAR_FEATURE on a thread. */
 void ncm_device_halt_stalled(NcmDevice *self, NcmSlot *slot);
+/* A STALLed bulk-OUT transfer: the endpoint's halt is cleared on that thread. */
+void ncm_device_halt_clear_out(NcmDevice *self);
 /* At close, once nothing resubmits: joins the clearing thread. */
 void ncm_device_halt_stop(NcmDevice *self);
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-usb-halt.c: a STALLed bulk-IN endpoint: CLEAR_FEATURE on a thread of its own, then the stalled transfers go back. */
+/* ncm-usb-halt.c: STALLed bulk endpoints: CLEAR_FEATURE on a thread of its own, then stalled IN transfers go back. */
 #include "ncm-usb-device.h"
 
 static void
@@ -16,20 +16,21 @@ resubmit_stalled(NcmDevice *self, GPtrArray *slots)
 	}
 }
 
-/* Clears the halt until no stalled transfer is left, then says it is done. */
+/* Clears halts until none is asked for, then says it is done. */
 static gpointer
 clear_halt_thread(gpointer data)
 {
 	NcmDevice *self = data;
 
 	for (;;) {
-		int r = libusb_clear_halt(self->handle, self->info->bulk_in_ep);
 		g_autoptr(GPtrArray) slots = NULL;
+		gboolean out;
+		int r;
 
-		if (r < 0)
-			g_debug("clearing the bulk-IN halt: %s", libusb_strerror(r));
 		ncm_mutex_lock(&self->flight_lock);
-		if (self->stalled->len == 0 || self->state != NCM_STATE_RUNNING) {
+		out = self->clear_out;
+		self->clear_out = FALSE;
+		if ((self->stalled->len == 0 && !out) || self->state != NCM_STATE_RUNNING) {
 			self->clear_done = TRUE;
 			ncm_mutex_unlock(&self->flight_lock);
 			return NULL;
@@ -37,7 +38,27 @@ clear_halt_thread(gpointer data)
 		slots = g_steal_pointer(&self->stalled);
 		self->stalled = g_ptr_array_new();
 		ncm_mutex_unlock(&self->flight_lock);
+		if (out && (r = libusb_clear_halt(self->handle, self->info->bulk_out_ep)) < 0)
+			g_debug("clearing the bulk-OUT halt: %s", libusb_strerror(r));
+		if (slots->len == 0)
+			continue;
+		if ((r = libusb_clear_halt(self->handle, self->info->bulk_in_ep)) < 0)
+			g_debug("clearing the bulk-IN halt: %s", libusb_strerror(r));
 		resubmit_stalled(self, slots);
+	}
+}
+
+/* flight_lock held: makes sure a clearing thread runs. */
+static void
+start_clearing_locked(NcmDevice *self)
+{
+	if (self->clear_thread && self->clear_done) {
+		/* It has returned (clear_done is its last act): joining does not block. */
+		g_thread_join(g_steal_pointer(&self->clear_thread));
+	}
+	if (self->state == NCM_STATE_RUNNING && !self->clear_thread) {
+		self->clear_done = FALSE;
+		self->clear_thread = g_thread_new("ncm-clear-halt", clear_halt_thread, self);
 	}
 }
 
@@ -48,16 +69,19 @@ ncm_device_halt_stalled(NcmDevice *self, NcmSlot *slot)
 	NCM_STAT_ADD(self, rx_stalls, 1);
 	ncm_mutex_lock(&self->flight_lock);
 	g_ptr_array_add(self->stalled, slot);
-	if (self->clear_thread && self->clear_done) {
-		/* It has returned (clear_done is its last act): joining does not block. */
-		g_thread_join(g_steal_pointer(&self->clear_thread));
-	}
-	if (self->state == NCM_STATE_RUNNING && !self->clear_thread) {
-		self->clear_done = FALSE;
-		self->clear_thread = g_thread_new("ncm-clear-halt", clear_halt_thread, self);
-	}
+	start_clearing_locked(self);
 	if (--self->in_flight == 0)
 		g_cond_broadcast(&self->flight_cond);
+	ncm_mutex_unlock(&self->flight_lock);
+}
+
+/* The stalled OUT transfer's NTB is lost (counted by TX); later ones need the halt cleared. */
+void
+ncm_device_halt_clear_out(NcmDevice *self)
+{
+	ncm_mutex_lock(&self->flight_lock);
+	self->clear_out = TRUE;
+	start_clearing_locked(self);
 	ncm_mutex_unlock(&self->flight_lock);
 }
 

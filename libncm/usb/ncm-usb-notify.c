@@ -2,6 +2,9 @@
 /* ncm-usb-notify.c: the interrupt endpoint: link state and speed notifications. */
 #include "ncm-usb-device.h"
 
+/* Interrupt transfers that may fail in a row before the pipe is left alone. */
+#define NCM_INTR_FAILURE_LIMIT 64
+
 
 static void
 handle_notification(NcmDevice *self, const guint8 *buf, gsize len)
@@ -37,6 +40,7 @@ intr_complete(struct libusb_transfer *xfer)
 
 	switch (xfer->status) {
 	case LIBUSB_TRANSFER_COMPLETED:
+		self->intr_failures = 0;
 		handle_notification(self, xfer->buffer, (gsize)xfer->actual_length);
 		break;
 	case LIBUSB_TRANSFER_CANCELLED:
@@ -47,8 +51,16 @@ intr_complete(struct libusb_transfer *xfer)
 		ncm_device_landed(self);
 		return;
 	default:
-		/* A flaky interrupt pipe must not take the data path down. */
+		/* A flaky interrupt pipe must not take the data path down, nor
+		 * spin: past a run of failures it is left alone, link as it is. */
 		NCM_STAT_ADD(self, intr_malformed, 1);
+		if (++self->intr_failures >= NCM_INTR_FAILURE_LIMIT) {
+			g_warning("%04x:%04x: %u interrupt transfers in a row failed: no more link "
+				  "notifications from it", self->info->vid, self->info->pid,
+				  self->intr_failures);
+			ncm_device_landed(self);
+			return;
+		}
 		break;
 	}
 	r = ncm_device_submit(self, xfer, TRUE);

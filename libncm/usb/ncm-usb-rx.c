@@ -64,6 +64,29 @@ resubmit_failed(NcmDevice *self, int r)
 }
 
 /*
+ * Bulk-IN transfers that failed in a row (STALL, overflow, other errors),
+ * reset by any that completes. A device that fails every one would
+ * otherwise be retried for ever, at full speed: past this, each failing
+ * transfer is dropped, and the owner hears it once.
+ */
+#define NCM_RX_FAILURE_LIMIT 64
+
+static gboolean
+rx_give_up(NcmDevice *self, const char *what)
+{
+	guint n = __atomic_add_fetch(&self->rx_failures, 1, __ATOMIC_RELAXED);
+
+	if (n < NCM_RX_FAILURE_LIMIT)
+		return FALSE;
+	if (n == NCM_RX_FAILURE_LIMIT)
+		ncm_device_post_error(self, g_error_new(NCM_ERROR, NCM_ERROR_PROTOCOL,
+					"receiving stopped: %u bulk-IN transfers in a row failed "
+					"(the last: %s); the device sends nothing usable: replug "
+					"or reopen it", n, what));
+	return TRUE;
+}
+
+/*
  * The transfer goes back to the device with the slot's spare buffer before
  * the filled one is parsed and handed to the sink, so the device always
  * finds reads queued, however long the sink takes. Linux's f_ncm (6.1, in
@@ -80,6 +103,7 @@ rx_completed(NcmDevice *self, NcmSlot *slot, struct libusb_transfer *xfer)
 	gsize len = (gsize)xfer->actual_length;
 	int r;
 
+	__atomic_store_n(&self->rx_failures, 0, __ATOMIC_RELAXED);
 	xfer->buffer = slot->spare;
 	slot->spare = filled;
 	/* Counted anew: this callback keeps its own count until the sink is
@@ -101,6 +125,8 @@ rx_complete(struct libusb_transfer *xfer)
 {
 	NcmSlot *slot = xfer->user_data;
 	NcmDevice *self = slot->device;
+	gboolean stall = FALSE;
+	const char *why;
 	int r;
 
 	switch (xfer->status) {
@@ -115,14 +141,27 @@ rx_complete(struct libusb_transfer *xfer)
 		ncm_device_landed(self);
 		return;
 	case LIBUSB_TRANSFER_STALL:
-		ncm_device_halt_stalled(self, slot);
-		return;
+		stall = TRUE;
+		why = "a STALL";
+		break;
 	case LIBUSB_TRANSFER_OVERFLOW:
 		NCM_STAT_ADD(self, rx_overflows, 1);
+		why = "an NTB larger than the receive buffer";
 		break;
 	default:
 		NCM_STAT_ADD(self, rx_errors, 1);
+		why = "a transfer error";
 		break;
+	}
+	if (rx_give_up(self, why)) {
+		if (stall)
+			NCM_STAT_ADD(self, rx_stalls, 1);
+		ncm_device_landed(self);
+		return;
+	}
+	if (stall) {
+		ncm_device_halt_stalled(self, slot);
+		return;
 	}
 	r = ncm_device_submit(self, xfer, TRUE);
 	if (r != 0) {

@@ -7,6 +7,8 @@
 
 #define NCM_DEFAULT_TX_TRANSFERS 8
 #define NCM_DEFAULT_FLUSH_US 2000
+/* No OUT completion for this long while transfers are in flight: say so. */
+#define NCM_TX_STUCK_US (10 * G_USEC_PER_SEC)
 
 static void LIBUSB_CALL tx_complete(struct libusb_transfer *xfer);
 
@@ -82,10 +84,23 @@ ncm_device_tx_setup(NcmDevice *self, GError **error)
 
 /* ---- Submission ---------------------------------------------------------- */
 
+/* OUT transfers in flight: neither free, nor held by the pacer, nor open. */
+static guint
+in_flight_locked(NcmDevice *self)
+{
+	const NcmNtbSched *s = &self->sched;
+
+	return s->n_slots - s->n_free - s->n_held - (s->open >= 0 ? 1 : 0);
+}
+
 static void
 submit_locked(NcmDevice *self, NcmSlot *slot)
 {
-	int r = ncm_device_submit(self, slot->xfer, FALSE);
+	int r;
+
+	if (in_flight_locked(self) <= 1)
+		self->tx_busy_since = g_get_monotonic_time();  /* the clock starts now */
+	r = ncm_device_submit(self, slot->xfer, FALSE);
 
 	if (r == 0)
 		return;
@@ -262,6 +277,29 @@ ncm_device_set_pacing(NcmDevice *self, guint64 bytes_per_sec)
 	ncm_mutex_unlock(&self->tx_lock);
 }
 
+/*
+ * A device that stops completing OUT transfers fills the pool for good,
+ * and producers only ever see NCM_SEND_WOULD_BLOCK. Say so once, after
+ * NCM_TX_STUCK_US without a completion while something is in flight.
+ */
+static gint64
+check_stuck_locked(NcmDevice *self, gint64 now)
+{
+	gint64 due = self->tx_busy_since + NCM_TX_STUCK_US;
+	guint n = in_flight_locked(self);
+
+	if (n == 0 || self->tx_stuck_told || !g_atomic_int_get(&self->running))
+		return G_MAXINT64;
+	if (now < due)
+		return due;
+	self->tx_stuck_told = TRUE;
+	ncm_device_post_error(self, g_error_new(NCM_ERROR, NCM_ERROR_PROTOCOL,
+				"sending stopped: %04x:%04x has taken no data for %d s (%u NTBs "
+				"waiting); replug or reopen it", self->info->vid, self->info->pid,
+				(int)(NCM_TX_STUCK_US / G_USEC_PER_SEC), n));
+	return G_MAXINT64;
+}
+
 /* Event thread (ncm-usb-timers.c): the last-resort flush and paced NTBs due. */
 gint64
 ncm_device_tx_tick(NcmDevice *self, gint64 now)
@@ -276,6 +314,7 @@ ncm_device_tx_tick(NcmDevice *self, gint64 now)
 	next = ncm_ntb_sched_deadline(&self->sched,
 				      is_open_locked(self) ? ncm_ntb_packer_count(&self->packer) : 0,
 				      now);
+	next = MIN(next, check_stuck_locked(self, now));
 	ncm_mutex_unlock(&self->tx_lock);
 	return next;
 }
@@ -312,11 +351,18 @@ tx_complete(struct libusb_transfer *xfer)
 	case LIBUSB_TRANSFER_NO_DEVICE:
 		ncm_device_mark_gone(self);
 		break;
+	case LIBUSB_TRANSFER_STALL:
+		/* This NTB is lost; the ones after it need the halt cleared. */
+		NCM_STAT_ADD(self, tx_errors, 1);
+		ncm_device_halt_clear_out(self);
+		break;
 	default:
 		NCM_STAT_ADD(self, tx_errors, 1);
 		break;
 	}
 	ncm_mutex_lock(&self->tx_lock);
+	self->tx_busy_since = g_get_monotonic_time();
+	self->tx_stuck_told = FALSE;
 	ncm_ntb_sched_release(&self->sched, slot->index);
 	if (ncm_ntb_sched_held(&self->sched))
 		drain_paced_locked(self, g_get_monotonic_time());
