@@ -113,6 +113,53 @@ NCM_EXPORT G_DECLARE_FINAL_TYPE(NcmDevice, ncm_device, NCM, DEVICE, GObject)
 NCM_EXPORT NcmDevice *ncm_device_open(NcmContext *context, const NcmFunctionInfo *info,
 				      const NcmDeviceOptions *options, GError **error);
 
+/**
+ * ncm_device_open_async:
+ * @context: the #NcmContext that found @info.
+ * @info: the function to open, from ncm_context_enumerate() or
+ *   #NcmContext::function-added.
+ * @options: (nullable): as for ncm_device_open(); copied, so it may be freed
+ *   at once. %NULL for the defaults.
+ * @cancellable: (nullable): a #GCancellable.
+ * @callback: called once, with the result for ncm_device_open_finish().
+ * @user_data: passed to @callback.
+ *
+ * ncm_device_open() without blocking the caller. Opening does several
+ * synchronous USB control transfers (claiming, GET_NTB_PARAMETERS, the
+ * SET_ requests, the alt setting), each with a 3 s timeout when a device
+ * does not answer, and libusb offers them only synchronously or as
+ * transfers the event thread completes; a GUI's main loop must not wait
+ * on them. So the same open runs on a GTask worker thread.
+ *
+ * When @cancellable fires, ncm_device_open_finish() reports
+ * %G_IO_ERROR_CANCELLED at once: a control transfer already under way is
+ * not interrupted, the worker finishes it and closes whatever it opened,
+ * so the function is free again shortly after (within the timeouts above).
+ * If the open had already succeeded when the cancellation came, the
+ * device is closed as well.
+ *
+ * Thread: any thread but the libusb event thread. @callback runs on the
+ * calling thread's thread-default #GMainContext, which must be iterated;
+ * the device's signals are emitted there too, as with ncm_device_open().
+ */
+NCM_EXPORT void ncm_device_open_async(NcmContext *context, const NcmFunctionInfo *info,
+				      const NcmDeviceOptions *options,
+				      GCancellable *cancellable, GAsyncReadyCallback callback,
+				      gpointer user_data);
+
+/**
+ * ncm_device_open_finish:
+ * @result: the #GAsyncResult given to the callback of ncm_device_open_async().
+ * @error: return location for a #GError: %NCM_ERROR as from ncm_device_open(),
+ *   or %G_IO_ERROR_CANCELLED.
+ *
+ * Returns: (transfer full) (nullable): the open device, as ncm_device_open()
+ *   returns it (call ncm_device_start() next), or %NULL with @error set.
+ * Thread: the thread-default main context ncm_device_open_async() was
+ *   called from (in its callback).
+ */
+NCM_EXPORT NcmDevice *ncm_device_open_finish(GAsyncResult *result, GError **error);
+
 /* Attaches the sink. Call before ncm_device_start(). Thread: any. */
 NCM_EXPORT void ncm_device_set_sink(NcmDevice *self, const NcmLinkSink *sink,
 				    gpointer user_data);
