@@ -45,11 +45,41 @@ typedef struct {
 	gchar *access_error;       /* why the device could not be opened to read strings */
 } NcmFunctionInfo;
 
+/**
+ * ncm_function_info_get_type:
+ *
+ * Returns: the boxed #GType of #NcmFunctionInfo (copy = ref).
+ * Thread: any.
+ */
 #define NCM_TYPE_FUNCTION_INFO (ncm_function_info_get_type())
 NCM_EXPORT GType ncm_function_info_get_type(void);
+
+/**
+ * ncm_function_info_ref:
+ * @info: an #NcmFunctionInfo.
+ *
+ * Returns: (transfer full): @info, with one more reference.
+ * Thread: any.
+ */
 NCM_EXPORT NcmFunctionInfo *ncm_function_info_ref(NcmFunctionInfo *info);
+
+/**
+ * ncm_function_info_unref:
+ * @info: (nullable) (transfer full): an #NcmFunctionInfo, or %NULL.
+ *
+ * Drops one reference; the last frees @info.
+ * Thread: any.
+ */
 NCM_EXPORT void ncm_function_info_unref(NcmFunctionInfo *info);
-/* "/dev/bus/usb/BBB/DDD": the usbfs node, for messages. Free with g_free(). */
+
+/**
+ * ncm_function_info_dup_usbfs_path:
+ * @info: an #NcmFunctionInfo.
+ *
+ * Returns: (transfer full): "/dev/bus/usb/BBB/DDD", the usbfs node, for
+ *   messages (a udev rule, a permission error). Free with g_free().
+ * Thread: any.
+ */
 NCM_EXPORT gchar *ncm_function_info_dup_usbfs_path(const NcmFunctionInfo *info);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NcmFunctionInfo, ncm_function_info_unref)
 
@@ -68,28 +98,69 @@ typedef struct {
 	guint8 mac[6];
 } NcmMatch;
 
-/* Parses "VID:PID", "serial=S", "path=1-1.2" or "mac=aa:bb:..." into @match. */
+/**
+ * ncm_match_parse:
+ * @match: the #NcmMatch to add a selector to; zero it first. Selectors from
+ *   several calls combine (all must hold).
+ * @text: "VID:PID" (hex), "serial=S", "path=BUS-PORT[.PORT...]" or
+ *   "mac=aa:bb:cc:dd:ee:ff". @match points into it for serial and path:
+ *   keep @text alive as long as @match.
+ * @error: return location for a #GError (%NCM_ERROR_FAILED) that lists the
+ *   accepted forms.
+ *
+ * Returns: %TRUE when @text was understood.
+ * Thread: any.
+ */
 NCM_EXPORT gboolean ncm_match_parse(NcmMatch *match, const gchar *text, GError **error);
+
+/**
+ * ncm_match_test:
+ * @match: an #NcmMatch.
+ * @info: a found function.
+ *
+ * Returns: whether @match selects @info: every field set in @match agrees.
+ * Thread: any.
+ */
 NCM_EXPORT gboolean ncm_match_test(const NcmMatch *match, const NcmFunctionInfo *info);
 
+/**
+ * NcmContext:
+ *
+ * One libusb context and the thread that handles its events, plus discovery.
+ * Create one per process (or per owner thread) and open devices from it;
+ * it must outlive them. libncm/THREADING.md draws which thread does what.
+ *
+ * ncm_context_get_type(): the #GType. Thread: any.
+ */
 #define NCM_TYPE_CONTEXT (ncm_context_get_type())
 NCM_EXPORT G_DECLARE_FINAL_TYPE(NcmContext, ncm_context, NCM, CONTEXT, GObject)
 
 /**
  * ncm_context_new:
+ * @error: return location for a #GError: libusb could not start, with
+ *   what to check.
  *
  * Creates a libusb context and starts its event thread. Control-plane
  * signals ("function-added", "device-removed") are emitted on the
  * thread-default main context of the calling thread (the owner's).
+ *
+ * Returns: (transfer full) (nullable): the context, or %NULL with @error set.
  * Thread: any thread; the caller's thread-default context becomes the owner's.
  */
 NCM_EXPORT NcmContext *ncm_context_new(GError **error);
 
 /**
  * ncm_context_enumerate:
+ * @self: an #NcmContext.
+ * @match: (nullable): which functions; %NULL for all.
+ * @error: return location for a #GError.
  *
  * Lists every NCM function of every device, in all configurations, that
- * @match (may be %NULL) selects. Returns a #GPtrArray of #NcmFunctionInfo.
+ * @match selects. Devices this user may not open are listed too, with
+ * their strings %NULL and #NcmFunctionInfo.access_error saying why.
+ *
+ * Returns: (transfer full) (element-type NcmFunctionInfo) (nullable): the
+ *   functions found, possibly none; %NULL with @error set on failure.
  * Thread: any thread but the libusb event thread (it may do control I/O).
  */
 NCM_EXPORT GPtrArray *ncm_context_enumerate(NcmContext *self, const NcmMatch *match,
@@ -97,26 +168,49 @@ NCM_EXPORT GPtrArray *ncm_context_enumerate(NcmContext *self, const NcmMatch *ma
 
 /**
  * ncm_context_watch:
+ * @self: an #NcmContext.
+ * @match: (nullable): which arrivals to report; copied. %NULL for all.
+ * @poll_ms: the polling period when hotplug cannot be used; 0 = 1000 ms.
+ * @error: return location for a #GError.
  *
  * Starts reporting arrivals ("function-added", once per matching function)
  * and removals ("device-removed" with bus and address). Uses libusb hotplug
- * where it works, else polls every @poll_ms (0 = 1000 ms). Functions present
- * now are reported too. Thread: owner's main context.
+ * where it works (udevd runs), else polls. Functions present now are
+ * reported too, during this call: connect to the signals first. A second
+ * call replaces the first watch and reports what is present anew.
+ *
+ * Returns: %TRUE when watching.
+ * Thread: the owner's main context (the thread whose thread-default context
+ *   it is); the signals are emitted there.
  */
 NCM_EXPORT gboolean ncm_context_watch(NcmContext *self, const NcmMatch *match, guint poll_ms,
 				      GError **error);
 
 /**
  * ncm_context_switch_apple_devices:
+ * @self: an #NcmContext.
+ * @error: return location for a #GError, set when the devices could not be
+ *   listed, or one could not be opened or refused (%NCM_ERROR_PERMISSION,
+ *   %NCM_ERROR_PROTOCOL); the devices after it are not asked.
  *
  * Apple devices (iOS 17+) expose their NCM function only after a vendor
- * request. Sends it to every Apple device not yet in that mode and returns
- * how many were asked (they then re-enumerate: watch for "function-added").
- * Thread: any thread but the libusb event thread.
+ * request. Sends it to every Apple device not yet in that mode.
+ *
+ * Returns: how many were asked before any error (they then re-enumerate:
+ *   watch for "function-added").
+ * Thread: any thread but the libusb event thread (synchronous control
+ *   transfers).
  */
 NCM_EXPORT guint ncm_context_switch_apple_devices(NcmContext *self, GError **error);
 
-/* Counts of callbacks the library queued on the owner's main context. */
+/**
+ * ncm_context_get_main_dispatches:
+ * @self: an #NcmContext.
+ *
+ * Returns: how many callbacks the library has queued on the owner's main
+ *   context so far (the control plane's cost there; data never goes there).
+ * Thread: any.
+ */
 NCM_EXPORT guint64 ncm_context_get_main_dispatches(NcmContext *self);
 
 G_END_DECLS

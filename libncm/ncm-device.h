@@ -34,6 +34,13 @@ typedef struct {
 
 #define NCM_NUDGE_OFF G_MAXUINT
 
+/**
+ * ncm_device_options_init:
+ * @options: (out caller-allocates): the options to fill.
+ *
+ * Sets every field to its default: zero, except @detach_kernel_driver.
+ * Thread: any.
+ */
 NCM_EXPORT void ncm_device_options_init(NcmDeviceOptions *options);
 
 /**
@@ -94,61 +101,273 @@ typedef struct {
 	                                * the device had probably held them */
 } NcmStats;
 
-/* Name of rx_rejects[@index] ("nth-signature", ...), or NULL past the end. */
+/**
+ * ncm_stats_reject_name:
+ * @index: an index into #NcmStats.rx_rejects.
+ *
+ * Returns: (nullable): the reason counted at @index ("nth-signature", ...),
+ *   a static string, or %NULL past the last reason.
+ * Thread: any.
+ */
 NCM_EXPORT const gchar *ncm_stats_reject_name(guint index);
 
+/**
+ * NcmDevice:
+ *
+ * One claimed NCM function: its control plane (open, start, close, the
+ * signals) and its data path (ncm_device_send(), the #NcmLinkSink).
+ * libncm/THREADING.md draws which thread does what.
+ *
+ * ncm_device_get_type(): the #GType. Thread: any.
+ */
 #define NCM_TYPE_DEVICE (ncm_device_get_type())
 NCM_EXPORT G_DECLARE_FINAL_TYPE(NcmDevice, ncm_device, NCM, DEVICE, GObject)
 
 /**
  * ncm_device_open:
+ * @context: the #NcmContext that found @info.
+ * @info: the function to open, from ncm_context_enumerate() or
+ *   #NcmContext::function-added.
+ * @options: (nullable): what to ask for; %NULL for the defaults of
+ *   ncm_device_options_init().
+ * @error: return location for a #GError in the %NCM_ERROR domain, whose
+ *   message says what to do.
  *
  * Claims @info's function (detaching kernel drivers from its two interfaces
  * only), negotiates NTB parameters and sets the data interface to its data
- * alt setting. Nothing moves until ncm_device_start(). Signals
- * ("link-changed", "speed-changed", "removed", "error") are emitted on the
- * caller's thread-default main context.
- * Thread: any thread but the libusb event thread.
+ * alt setting. Nothing moves until ncm_device_start(). Blocks for several
+ * control transfers (up to 3 s each when the device does not answer):
+ * ncm_device_open_async() does not.
+ *
+ * Returns: (transfer full) (nullable): the open device, or %NULL with @error set.
+ * Thread: any thread but the libusb event thread. The device's signals
+ *   ("link-changed", "speed-changed", "removed", "error") are emitted on the
+ *   caller's thread-default main context (the device's owner).
  */
 NCM_EXPORT NcmDevice *ncm_device_open(NcmContext *context, const NcmFunctionInfo *info,
 				      const NcmDeviceOptions *options, GError **error);
 
-/* Attaches the sink. Call before ncm_device_start(). Thread: any. */
+/**
+ * ncm_device_open_async:
+ * @context: the #NcmContext that found @info.
+ * @info: the function to open, from ncm_context_enumerate() or
+ *   #NcmContext::function-added.
+ * @options: (nullable): as for ncm_device_open(); copied, so it may be freed
+ *   at once. %NULL for the defaults.
+ * @cancellable: (nullable): a #GCancellable.
+ * @callback: called once, with the result for ncm_device_open_finish().
+ * @user_data: passed to @callback.
+ *
+ * ncm_device_open() without blocking the caller. Opening does several
+ * synchronous USB control transfers (claiming, GET_NTB_PARAMETERS, the
+ * SET_ requests, the alt setting), each with a 3 s timeout when a device
+ * does not answer, and libusb offers them only synchronously or as
+ * transfers the event thread completes; a GUI's main loop must not wait
+ * on them. So the same open runs on a GTask worker thread.
+ *
+ * When @cancellable fires, ncm_device_open_finish() reports
+ * %G_IO_ERROR_CANCELLED at once: a control transfer already under way is
+ * not interrupted, the worker finishes it and closes whatever it opened,
+ * so the function is free again shortly after (within the timeouts above).
+ * If the open had already succeeded when the cancellation came, the
+ * device is closed as well.
+ *
+ * Thread: any thread but the libusb event thread. @callback runs on the
+ * calling thread's thread-default #GMainContext, which must be iterated;
+ * the device's signals are emitted there too, as with ncm_device_open().
+ */
+NCM_EXPORT void ncm_device_open_async(NcmContext *context, const NcmFunctionInfo *info,
+				      const NcmDeviceOptions *options,
+				      GCancellable *cancellable, GAsyncReadyCallback callback,
+				      gpointer user_data);
+
+/**
+ * ncm_device_open_finish:
+ * @result: the #GAsyncResult given to the callback of ncm_device_open_async().
+ * @error: return location for a #GError: %NCM_ERROR as from ncm_device_open(),
+ *   or %G_IO_ERROR_CANCELLED.
+ *
+ * Returns: (transfer full) (nullable): the open device, as ncm_device_open()
+ *   returns it (call ncm_device_start() next), or %NULL with @error set.
+ * Thread: the thread-default main context ncm_device_open_async() was
+ *   called from (in its callback).
+ */
+NCM_EXPORT NcmDevice *ncm_device_open_finish(GAsyncResult *result, GError **error);
+
+/**
+ * ncm_device_set_sink:
+ * @self: an open, not yet started #NcmDevice.
+ * @sink: (nullable): where received frames go; copied. %NULL drops them.
+ * @user_data: passed to every callback of @sink.
+ *
+ * Attaches the sink. Call before ncm_device_start(); later it is a
+ * programming error (a critical) and changes nothing.
+ * Thread: any. The sink's callbacks run on the libusb event thread.
+ */
 NCM_EXPORT void ncm_device_set_sink(NcmDevice *self, const NcmLinkSink *sink,
 				    gpointer user_data);
 
-/* Submits the receive and interrupt transfers. Thread: any. */
+/**
+ * ncm_device_start:
+ * @self: an open #NcmDevice.
+ * @error: return location for a #GError: %NCM_ERROR_CLOSED when started or
+ *   closed already, else why a transfer could not be submitted.
+ *
+ * Submits the receive and interrupt transfers. From here on the sink's
+ * callbacks may run, and ncm_device_send() is accepted. On failure the
+ * device is closed.
+ *
+ * Returns: %TRUE when running.
+ * Thread: any thread but the libusb event thread.
+ */
 NCM_EXPORT gboolean ncm_device_start(NcmDevice *self, GError **error);
 
-/*
+/**
+ * ncm_device_close:
+ * @self: an #NcmDevice.
+ *
  * Cancels transfers and waits for them, releases the interfaces, sets alt 0
- * and re-attaches kernel drivers. Safe if the device is gone, idempotent.
- * Thread: any thread but the libusb event thread.
+ * and re-attaches kernel drivers. Safe if the device is gone, idempotent;
+ * the last unref closes too. Once it returns no sink callback runs. After
+ * it, ncm_device_send() returns %NCM_SEND_CLOSED and the getters keep
+ * answering.
+ * Thread: any thread but the libusb event thread (it waits for that thread:
+ *   a critical, and nothing done, when called there).
  */
 NCM_EXPORT void ncm_device_close(NcmDevice *self);
 
-/*
+/**
+ * ncm_device_send:
+ * @self: a started #NcmDevice.
+ * @frame: one Ethernet frame without FCS (destination, source, type, payload);
+ *   copied before the call returns.
+ * @len: its length, 14 to ncm_device_get_max_frame() bytes.
+ *
  * Packs one Ethernet frame into the open NTB. The NTB goes out when full,
  * at the datagram limit, on ncm_device_flush(), or by the last-resort timer.
- * Thread: any.
+ * Never blocks and never allocates.
+ *
+ * Returns: %NCM_SEND_OK when packed; %NCM_SEND_WOULD_BLOCK when every TX
+ *   buffer is in flight (the sink's @writable follows), %NCM_SEND_INVALID,
+ *   %NCM_SEND_CLOSED.
+ * Thread: any, also the libusb event thread (from a sink callback) and
+ *   several producers at once (they serialise on the device's TX lock).
  */
 NCM_EXPORT NcmSendResult ncm_device_send(NcmDevice *self, const guint8 *frame, gsize len);
-/* The same for a frame in several pieces (e.g. a pbuf chain). */
+
+/**
+ * ncm_device_sendv:
+ * @self: a started #NcmDevice.
+ * @vectors: (array length=n_vectors): the pieces of one frame, in order
+ *   (e.g. a pbuf chain); copied before the call returns.
+ * @n_vectors: how many.
+ *
+ * ncm_device_send() for a frame in several pieces.
+ *
+ * Returns: as ncm_device_send().
+ * Thread: any, as ncm_device_send().
+ */
 NCM_EXPORT NcmSendResult ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors,
 					  guint n_vectors);
-/* The producer has nothing more queued: send the open NTB now. Thread: any. */
+
+/**
+ * ncm_device_flush:
+ * @self: an #NcmDevice.
+ *
+ * The producer has nothing more queued: send the open NTB now. Does
+ * nothing when it is empty, or the device is not running.
+ * Thread: any, as ncm_device_send().
+ */
 NCM_EXPORT void ncm_device_flush(NcmDevice *self);
 
+/**
+ * ncm_device_get_stats:
+ * @self: an #NcmDevice.
+ * @ret_stats: (out caller-allocates): the counters since open.
+ *
+ * Each counter is read atomically; the set is not one instant's snapshot.
+ * Thread: any.
+ */
 NCM_EXPORT void ncm_device_get_stats(NcmDevice *self, NcmStats *ret_stats);
+
+/**
+ * ncm_device_get_info:
+ * @self: an #NcmDevice.
+ *
+ * Returns: (transfer none): the function @self was opened on; valid as
+ *   long as @self is (ncm_function_info_ref() to keep it longer).
+ * Thread: any.
+ */
 NCM_EXPORT const NcmFunctionInfo *ncm_device_get_info(NcmDevice *self);
+
+/**
+ * ncm_device_get_mac:
+ * @self: an open #NcmDevice.
+ * @ret_mac: (out caller-allocates): the host side's MAC address: the
+ *   function's iMACAddress, or a stable locally administered one derived
+ *   from the function when the device gives none.
+ *
+ * Thread: any.
+ */
 NCM_EXPORT void ncm_device_get_mac(NcmDevice *self, guint8 ret_mac[6]);
-/* Largest Ethernet frame (wMaxSegmentSize, at least 1514). */
+
+/**
+ * ncm_device_get_max_frame:
+ * @self: an open #NcmDevice.
+ *
+ * Returns: the largest Ethernet frame ncm_device_send() takes
+ *   (wMaxSegmentSize, at least 1514).
+ * Thread: any.
+ */
 NCM_EXPORT guint ncm_device_get_max_frame(NcmDevice *self);
-/* IP MTU: max frame - 14. */
+
+/**
+ * ncm_device_get_mtu:
+ * @self: an open #NcmDevice.
+ *
+ * Returns: the IP MTU: ncm_device_get_max_frame() - 14.
+ * Thread: any.
+ */
 NCM_EXPORT guint ncm_device_get_mtu(NcmDevice *self);
+
+/**
+ * ncm_device_get_link_up:
+ * @self: an #NcmDevice.
+ *
+ * Returns: the last NETWORK_CONNECTION state the device reported; %FALSE
+ *   until it reports one. "link-changed" follows changes on the owner's context.
+ * Thread: any.
+ */
 NCM_EXPORT gboolean ncm_device_get_link_up(NcmDevice *self);
+
+/**
+ * ncm_device_is_gone:
+ * @self: an #NcmDevice.
+ *
+ * Whether the device went away (unplugged or reset). Set on the libusb
+ * event thread before "removed" is queued for the owner, so a producer
+ * thread that got %NCM_SEND_CLOSED can tell an unplug from a close
+ * without waiting for the signal. %FALSE for a device closed, or never
+ * opened, while present.
+ *
+ * Returns: %TRUE once the device is gone.
+ * Thread: any.
+ */
 NCM_EXPORT gboolean ncm_device_is_gone(NcmDevice *self);
-/* Sets the TX pacing cap at run time (0 = off). Thread: any. */
+
+/**
+ * ncm_device_set_pacing:
+ * @self: an #NcmDevice.
+ * @bytes_per_sec: the new TX cap in NTB bytes per second; 0 turns pacing off
+ *   and sends what the old cap held back at once.
+ *
+ * Changes #NcmDeviceOptions.pace_bytes_per_sec while the device runs: an
+ * application that measures the link (or is told the gadget drops under
+ * load) sets the cap without reopening. The pacer's bucket starts empty.
+ * Safe on a device that is closed or was never opened: it then only
+ * changes the setting.
+ * Thread: any, as ncm_device_send().
+ */
 NCM_EXPORT void ncm_device_set_pacing(NcmDevice *self, guint64 bytes_per_sec);
 
 /**
@@ -174,6 +393,14 @@ typedef struct {
 	guint mapped_buffers;
 } NcmNtbInfo;
 
+/**
+ * ncm_device_get_ntb_info:
+ * @self: an open #NcmDevice.
+ * @ret_info: (out caller-allocates): what the device offered and what was
+ *   negotiated at open.
+ *
+ * Thread: any.
+ */
 NCM_EXPORT void ncm_device_get_ntb_info(NcmDevice *self, NcmNtbInfo *ret_info);
 
 G_END_DECLS

@@ -37,6 +37,12 @@ typedef enum {
 	NCM_ERROR_CLOSED,
 } NcmError;
 
+/**
+ * ncm_error_quark:
+ *
+ * Returns: the #GQuark of the %NCM_ERROR domain.
+ * Thread: any.
+ */
 NCM_EXPORT GQuark ncm_error_quark(void);
 
 G_END_DECLS

@@ -70,17 +70,15 @@ open_handle(NcmDevice *self, GError **error)
 	return TRUE;
 }
 
-NcmDevice *
-ncm_device_open(NcmContext *context, const NcmFunctionInfo *info,
-		const NcmDeviceOptions *options, GError **error)
+/* @owner: where the device's signals go (the opener's thread-default context). */
+static NcmDevice *
+device_open(NcmContext *context, const NcmFunctionInfo *info, const NcmDeviceOptions *options,
+	    GMainContext *owner, GError **error)
 {
-	g_autoptr(NcmDevice) self = NULL;
+	g_autoptr(NcmDevice) self = g_object_new(NCM_TYPE_DEVICE, NULL);
 
-	g_return_val_if_fail(NCM_IS_CONTEXT(context), NULL);
-	g_return_val_if_fail(info != NULL, NULL);
-	g_return_val_if_fail(!ncm_context_is_event_thread(context), NULL);
-
-	self = g_object_new(NCM_TYPE_DEVICE, NULL);
+	g_main_context_unref(self->owner);
+	self->owner = g_main_context_ref(owner);
 	self->context = g_object_ref(context);
 	self->info = ncm_function_info_ref((NcmFunctionInfo *)info);
 	if (options)
@@ -98,6 +96,139 @@ ncm_device_open(NcmContext *context, const NcmFunctionInfo *info,
 #endif
 	ncm_device_timers_setup(self);
 	return g_steal_pointer(&self);
+}
+
+NcmDevice *
+ncm_device_open(NcmContext *context, const NcmFunctionInfo *info,
+		const NcmDeviceOptions *options, GError **error)
+{
+	g_autoptr(GMainContext) owner = NULL;
+
+	g_return_val_if_fail(NCM_IS_CONTEXT(context), NULL);
+	g_return_val_if_fail(info != NULL, NULL);
+	g_return_val_if_fail(!ncm_context_is_event_thread(context), NULL);
+
+	owner = g_main_context_ref_thread_default();
+	return device_open(context, info, options, owner, error);
+}
+
+/* ---- Opening on a worker thread ----------------------------------------- */
+
+/*
+ * What the worker needs, copied at the call: the caller's @options may be
+ * gone by the time the worker runs.
+ */
+typedef struct {
+	NcmContext *context;
+	NcmFunctionInfo *info;
+	NcmDeviceOptions options;
+	gboolean have_options;
+	GMainContext *owner;
+} NcmOpenData;
+
+/* The tasks' source tag: -Wpedantic forbids a function pointer as gpointer. */
+static const gchar open_tag;
+
+static void
+open_data_free(gpointer data)
+{
+	NcmOpenData *d = data;
+
+	/* Freed on whichever thread drops the task last: the worker's writes
+	 * reach it through GLib's uninstrumented locks. */
+	ncm_tsan_acquire(d);
+	g_object_unref(d->context);
+	ncm_function_info_unref(d->info);
+	g_main_context_unref(d->owner);
+	g_free(d);
+}
+
+/* The task's result destructor: an opened device nobody will take. */
+static void
+close_opened(gpointer data)
+{
+	NcmDevice *self = data;
+
+	ncm_tsan_acquire(self);
+	ncm_device_close(self);
+	g_object_unref(self);
+}
+
+static void
+open_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+	NcmOpenData *d = task_data;
+	NcmDevice *self = NULL;
+	GError *error = NULL;
+
+	ncm_tsan_acquire(d);
+	/* Cancelled while queued: GTask may still run us; do not open at all. */
+	if (!g_cancellable_is_cancelled(cancellable))
+		self = device_open(d->context, d->info, d->have_options ? &d->options : NULL,
+				   d->owner, &error);
+	ncm_tsan_release(d);
+	/* FALSE: cancelled, and the task has already returned G_IO_ERROR_CANCELLED. */
+	if (!g_task_set_return_on_cancel(task, FALSE)) {
+		g_clear_error(&error);
+		if (self)
+			close_opened(self);
+		return;
+	}
+	if (!self) {
+		if (!g_task_return_error_if_cancelled(task))
+			g_task_return_error(task, g_steal_pointer(&error));
+		g_clear_error(&error);
+		return;
+	}
+	ncm_tsan_release(self);
+	g_task_return_pointer(task, self, close_opened);
+}
+
+void
+ncm_device_open_async(NcmContext *context, const NcmFunctionInfo *info,
+		      const NcmDeviceOptions *options, GCancellable *cancellable,
+		      GAsyncReadyCallback callback, gpointer user_data)
+{
+	g_autoptr(GTask) task = NULL;
+	NcmOpenData *d;
+
+	g_return_if_fail(NCM_IS_CONTEXT(context));
+	g_return_if_fail(info != NULL);
+	g_return_if_fail(!ncm_context_is_event_thread(context));
+
+	d = g_new0(NcmOpenData, 1);
+	d->context = g_object_ref(context);
+	d->info = ncm_function_info_ref((NcmFunctionInfo *)info);
+	d->have_options = options != NULL;
+	if (options)
+		d->options = *options;
+	d->owner = g_main_context_ref_thread_default();
+	ncm_tsan_release(d);
+
+	task = g_task_new(context, cancellable, callback, user_data);
+	g_task_set_source_tag(task, (gpointer)&open_tag);
+	g_task_set_name(task, "ncm_device_open_async");
+	g_task_set_task_data(task, d, open_data_free);
+	/* A cancelled open returns at once; the worker finishes the control
+	 * transfers it is in and then closes what it opened. */
+	g_task_set_return_on_cancel(task, TRUE);
+	g_task_run_in_thread(task, open_thread);
+}
+
+NcmDevice *
+ncm_device_open_finish(GAsyncResult *result, GError **error)
+{
+	NcmDevice *self;
+
+	g_return_val_if_fail(G_IS_TASK(result), NULL);
+	g_return_val_if_fail(g_async_result_is_tagged(result, (gpointer)&open_tag), NULL);
+
+	/* Cancelled after the open succeeded: the error, and the task's
+	 * destructor closes the device (GTask checks the cancellable). */
+	self = g_task_propagate_pointer(G_TASK(result), error);
+	if (self)
+		ncm_tsan_acquire(self);
+	return self;
 }
 
 void

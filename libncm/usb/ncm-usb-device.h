@@ -117,7 +117,8 @@ struct _NcmDevice {
 	guint8 intr_buf[64];
 	NcmNotifyParser notify;   /* event thread only */
 
-	/* Guards everything TX below. Lock order: devices_lock, tx_lock, flight_lock. */
+	/* Guards everything TX below. Lock order: the context's lock (its timeouts
+	 * tick TX), tx_lock, flight_lock (libncm/THREADING.md). */
 	GMutex tx_lock;
 	NcmSlot *tx;
 	guint n_tx;

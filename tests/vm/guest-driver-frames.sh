@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# tests/vm/guest-driver-frames.sh: libncm exchanges ARP and NDP with f_ncm's Linux stack, then 10,000 frames each way.
+# tests/vm/guest-driver-frames.sh: libncm exchanges ARP and NDP with f_ncm's Linux stack, then 10,000 frames each way, and TX pacing (from the options, then set at run time).
 # VM_NTB=16|32 picks the format, VM_PROFILE the gadget; VM_SWITCH=1 for config2;
 # VM_PEER_RATE the peer's frames/s (4000).
 set -eu
@@ -64,4 +64,10 @@ vm_info
 # Pacing: 2000 frames of 106 bytes under a 100 kB/s cap take at least ~2 s.
 vmtest-driver tx $opts -c 2000 -r 100000 -p 100000 | tee "$VM_OUT/pace.txt"
 check "the pacing cap held the sender back" grep -q '^pace:' "$VM_OUT/pace.txt"
+vm_info
+
+# A cap set at run time (ncm_device_set_pacing): 1000 frames unpaced, then
+# 1000 more (~106 kB) under 100 kB/s, which must take their time.
+vmtest-driver tx $opts -c 2000 -r 100000 --repace 100000 | tee "$VM_OUT/repace.txt"
+check "the cap set at run time held the sender back" grep -q '^repace:' "$VM_OUT/repace.txt"
 vm_info

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# tests/vm/guest-driver-probe.sh: ncm-probe reads f_ncm's MAC, formats and NTB sizes, and gives the device back to cdc_ncm.
+# tests/vm/guest-driver-probe.sh: ncm-probe reads f_ncm's MAC, formats and NTB sizes, and gives the device back to cdc_ncm; so does an open with ncm_device_open_async, also cancelled.
 set -eu
 . "$VM_LIB"
 
@@ -20,4 +20,15 @@ if [ "$GADGET_PROFILE" = dual ]; then
 fi
 # The query detached cdc_ncm; closing must have re-attached it.
 check "cdc_ncm is back after the probe" wait_for "$VM_WAIT" "cdc_ncm netdev" host_netdevs_up
+
+# ncm_device_open_async: two cancelled opens (at once, and after the worker
+# had 2 s to open) report CANCELLED and leave the function free, then an
+# open whose callback runs on the caller's thread.
+vmtest-driver probe --async --cancel >"$VM_OUT/async.txt" 2>&1 ||
+	{ cat "$VM_OUT/async.txt"; fail "vmtest-driver probe --async failed"; }
+cat "$VM_OUT/async.txt"
+check "both cancelled opens reported CANCELLED" [ "$(grep -c '^cancel: .*reported CANCELLED' "$VM_OUT/async.txt")" = 2 ]
+check "the async open read an iMACAddress of the gadget" \
+	grep -Eq "^async: opened ($VM_HOST_MAC|$VM_HOST_MAC2), .*on the caller's thread" "$VM_OUT/async.txt"
+check "cdc_ncm is back after the async opens" wait_for "$VM_WAIT" "cdc_ncm netdev" host_netdevs_up
 vm_info

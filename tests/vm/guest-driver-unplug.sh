@@ -19,6 +19,7 @@ gadget_replug
 rc=0
 wait $pid || rc=$?
 cat "$VM_OUT/unplug.txt"
+check "ncm_device_is_gone() agreed with the removal" grep -q '^gone: yes' "$VM_OUT/unplug.txt"
 [ $rc = 0 ] || fail "libncm did not get the device back after replug (status $rc)"
 check "arrival was reported" grep -q 'event: function-added' "$VM_OUT/unplug.txt"
 check "traffic flowed after replug" grep -q 'replug: traffic flows again' "$VM_OUT/unplug.txt"

@@ -33,6 +33,9 @@ static gint opt_nudge_ms;
 static gint opt_slow_us;
 static gint opt_bursts = 1;
 static gint opt_first;
+static gint64 opt_repace;
+static gboolean opt_async;
+static gboolean opt_cancel;
 
 static const GOptionEntry entries[] = {
 	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32, "Ask for NTB32", NULL },
@@ -50,6 +53,11 @@ static const GOptionEntry entries[] = {
 	{ "bursts", 0, 0, G_OPTION_ARG_INT, &opt_bursts, "tail: bursts of --count datagrams", "N" },
 	{ "first", 0, 0, G_OPTION_ARG_INT, &opt_first,
 	  "peer-send: first sequence number; tail: the first expected", "N" },
+	{ "repace", 0, 0, G_OPTION_ARG_INT64, &opt_repace,
+	  "tx: send half unpaced, then set this cap at run time (ncm_device_set_pacing)", "B" },
+	{ "async", 0, 0, G_OPTION_ARG_NONE, &opt_async, "probe: open with ncm_device_open_async", NULL },
+	{ "cancel", 0, 0, G_OPTION_ARG_NONE, &opt_cancel,
+	  "probe: first cancel two asynchronous opens (at once, and once opened)", NULL },
 	G_OPTION_ENTRY_NULL
 };
 
@@ -280,11 +288,9 @@ wait_flag(gint *flag, gint seconds)
 	return g_atomic_int_get(flag);
 }
 
-static gboolean
-open_first(Test *t, GError **error)
+static NcmFunctionInfo *
+find_first(Test *t, GError **error)
 {
-	NcmDeviceOptions opts;
-	NcmLinkSink sink = { .receive = on_receive };
 	g_autoptr(GPtrArray) all = NULL;
 	gint64 end = g_get_monotonic_time() + opt_timeout * G_USEC_PER_SEC;
 
@@ -292,21 +298,39 @@ open_first(Test *t, GError **error)
 		g_clear_pointer(&all, g_ptr_array_unref);
 		all = ncm_context_enumerate(t->ctx, NULL, error);
 		if (!all)
-			return FALSE;
+			return NULL;
 		if (all->len == 0)
 			g_usleep(100000);
 	} while (all->len == 0 && g_get_monotonic_time() < end);
 	if (all->len == 0) {
 		g_set_error(error, NCM_ERROR, NCM_ERROR_NOT_FOUND, "no NCM function appeared");
-		return FALSE;
+		return NULL;
 	}
-	ncm_device_options_init(&opts);
-	opts.ntb32 = opt_ntb32;
-	opts.switch_config = opt_switch;
-	opts.pace_bytes_per_sec = (guint64)MAX(opt_pace, 0);
-	opts.detach_kernel_driver = !opt_no_detach;
-	opts.nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
-	t->dev = ncm_device_open(t->ctx, g_ptr_array_index(all, 0), &opts, error);
+	return ncm_function_info_ref(g_ptr_array_index(all, 0));
+}
+
+static void
+init_options(NcmDeviceOptions *opts)
+{
+	ncm_device_options_init(opts);
+	opts->ntb32 = opt_ntb32;
+	opts->switch_config = opt_switch;
+	opts->pace_bytes_per_sec = (guint64)MAX(opt_pace, 0);
+	opts->detach_kernel_driver = !opt_no_detach;
+	opts->nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
+}
+
+static gboolean
+open_first(Test *t, GError **error)
+{
+	g_autoptr(NcmFunctionInfo) info = find_first(t, error);
+	NcmDeviceOptions opts;
+	NcmLinkSink sink = { .receive = on_receive };
+
+	if (!info)
+		return FALSE;
+	init_options(&opts);
+	t->dev = ncm_device_open(t->ctx, info, &opts, error);
 	if (!t->dev)
 		return FALSE;
 	ncm_device_get_mac(t->dev, t->mac);
@@ -314,6 +338,119 @@ open_first(Test *t, GError **error)
 	g_signal_connect(t->dev, "link-changed", G_CALLBACK(on_link), t);
 	ncm_device_set_sink(t->dev, &sink, t);
 	return ncm_device_start(t->dev, error);
+}
+
+typedef struct {
+	GThread *thread;       /* where the callback ran */
+	gboolean done;
+	NcmDevice *dev;
+	GError *error;
+} AsyncOpen;
+
+static void
+on_opened(GObject *source, GAsyncResult *result, gpointer data)
+{
+	AsyncOpen *a = data;
+
+	a->thread = g_thread_self();
+	a->dev = ncm_device_open_finish(result, &a->error);
+	a->done = TRUE;
+}
+
+/* ncm_device_open_async; @cancel_ms >= 0: cancels after that long, without
+ * iterating the main context meanwhile (the worker goes on opening). */
+static NcmDevice *
+open_async(Test *t, NcmFunctionInfo *info, gint cancel_ms, GError **error)
+{
+	g_autoptr(GCancellable) cancel = g_cancellable_new();
+	AsyncOpen a = { 0 };
+	NcmDeviceOptions opts;
+
+	init_options(&opts);
+	ncm_device_open_async(t->ctx, info, &opts, cancel, on_opened, &a);
+	if (cancel_ms >= 0) {
+		g_usleep((gulong)cancel_ms * 1000);
+		g_cancellable_cancel(cancel);
+	}
+	while (!a.done)
+		g_main_context_iteration(NULL, TRUE);
+	if (a.thread != g_thread_self()) {
+		g_clear_object(&a.dev);
+		g_clear_error(&a.error);
+		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED, "the callback ran on another thread");
+		return NULL;
+	}
+	if (!a.dev)
+		g_propagate_error(error, a.error);
+	return a.dev;
+}
+
+/* A cancelled open reports CANCELLED and leaves the function free: the
+ * open after it would find the interfaces claimed (BUSY) for good otherwise. */
+static gboolean
+cancel_open(Test *t, NcmFunctionInfo *info, gint cancel_ms)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(NcmDevice) dev = open_async(t, info, cancel_ms, &error);
+
+	if (dev || !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+		printf("FAIL: an open cancelled after %d ms gave %s\n", cancel_ms,
+		       dev ? "a device" : error->message);
+		return FALSE;
+	}
+	printf("cancel: the open cancelled after %d ms reported CANCELLED\n", cancel_ms);
+	return TRUE;
+}
+
+/* The worker of a cancelled open may still hold the function a moment. */
+static NcmDevice *
+open_retry_busy(Test *t, NcmFunctionInfo *info, GError **error)
+{
+	gint64 end = g_get_monotonic_time() + opt_timeout * G_USEC_PER_SEC;
+	NcmDeviceOptions opts;
+	NcmDevice *dev;
+
+	init_options(&opts);
+	for (;;) {
+		g_clear_error(error);
+		if (opt_async)
+			dev = open_async(t, info, -1, error);
+		else
+			dev = ncm_device_open(t->ctx, info, &opts, error);
+		if (dev || !g_error_matches(*error, NCM_ERROR, NCM_ERROR_BUSY) ||
+		    g_get_monotonic_time() > end)
+			return dev;
+		g_usleep(100000);
+	}
+}
+
+/* Opening without blocking the caller (ncm_device_open_async), and
+ * cancelling it: at once, and once the worker has had time to open. */
+static int
+cmd_probe(Test *t)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(NcmFunctionInfo) info = find_first(t, &error);
+	NcmNtbInfo ntb;
+
+	if (!info) {
+		printf("FAIL: %s\n", error->message);
+		return 1;
+	}
+	if (opt_cancel && (!cancel_open(t, info, 0) || !cancel_open(t, info, 2000)))
+		return 1;
+	t->dev = open_retry_busy(t, info, &error);
+	if (!t->dev) {
+		printf("FAIL: opening: %s\n", error->message);
+		return 1;
+	}
+	ncm_device_get_mac(t->dev, t->mac);
+	ncm_device_get_ntb_info(t->dev, &ntb);
+	printf("%s: opened %02x:%02x:%02x:%02x:%02x:%02x, %s rx %u tx %u%s\n",
+	       opt_async ? "async" : "sync", t->mac[0], t->mac[1], t->mac[2], t->mac[3], t->mac[4],
+	       t->mac[5], ntb.ntb32 ? "NTB32" : "NTB16", ntb.rx_ntb_size, ntb.tx_ntb_size,
+	       opt_async ? ", the callback on the caller's thread" : "");
+	return 0;
 }
 
 static NcmSendResult
@@ -387,12 +524,56 @@ cmd_frames(Test *t)
 	return 0;
 }
 
+/* tx --repace: the first half went out unpaced; the cap starts now. */
+static gboolean
+repace(Test *t, gint64 *ret_at)
+{
+	NcmStats s;
+
+	ncm_device_get_stats(t->dev, &s);
+	if (s.tx_paced_waits) {
+		printf("FAIL: %" G_GUINT64_FORMAT " paced waits before any cap\n", s.tx_paced_waits);
+		return FALSE;
+	}
+	*ret_at = g_get_monotonic_time();
+	ncm_device_set_pacing(t->dev, (guint64)opt_repace);
+	return TRUE;
+}
+
+/* The second half under the cap set at run time took at least its bytes
+ * at that rate, less what the pacer's bucket lets through at once (two
+ * NTBs or 5 ms of the rate). Datagram bytes undercount the wire. */
+static gboolean
+check_repaced(Test *t, gint64 repaced_at, guint64 bytes)
+{
+	NcmStats s;
+	NcmNtbInfo ntb;
+	guint64 burst, floor_us;
+	gint64 took = g_get_monotonic_time() - repaced_at;
+
+	ncm_device_get_stats(t->dev, &s);
+	ncm_device_get_ntb_info(t->dev, &ntb);
+	burst = 2 * (guint64)ntb.tx_ntb_size + (guint64)opt_repace / 200;
+	floor_us = bytes > burst ? (bytes - burst) * G_USEC_PER_SEC / (guint64)opt_repace : 0;
+	printf("repace: %" G_GUINT64_FORMAT " bytes in %" G_GINT64_FORMAT " ms after "
+	       "ncm_device_set_pacing(%" G_GINT64_FORMAT "), floor %" G_GUINT64_FORMAT " ms, %"
+	       G_GUINT64_FORMAT " paced waits\n", bytes, took / 1000, opt_repace, floor_us / 1000,
+	       s.tx_paced_waits);
+	ncm_device_set_pacing(t->dev, 0);
+	if (!repaced_at || floor_us == 0 || took < (gint64)floor_us || s.tx_paced_waits == 0) {
+		printf("FAIL: the cap set at run time was not honoured\n");
+		return FALSE;
+	}
+	return TRUE;
+}
+
 static int
 cmd_tx(Test *t)
 {
 	guint8 f[1600];
 	NcmStats s = { 0 };
-	gint64 start;
+	gint64 start, repaced_at = 0;
+	guint64 repaced_bytes = 0;
 
 	if (!resolve_peer(t)) {
 		printf("FAIL: no ARP reply\n");
@@ -400,13 +581,20 @@ cmd_tx(Test *t)
 	}
 	start = g_get_monotonic_time();
 	for (gint i = 0; i < opt_count; i++) {
-		if (send_frame(t, f, build_udp(t, f, htonl((guint32)i))) != NCM_SEND_OK) {
+		gsize len = build_udp(t, f, htonl((guint32)i));
+
+		if (send_frame(t, f, len) != NCM_SEND_OK) {
 			printf("FAIL: send %d refused\n", i);
 			return 1;
 		}
+		if (i >= opt_count / 2)
+			repaced_bytes += len;
 		/* Batches of 10, then a flush: how a real producer ends a burst. */
 		if (i % 10 == 9) {
 			ncm_device_flush(t->dev);
+			if (opt_repace && i + 10 >= opt_count / 2 && !repaced_at &&
+			    !repace(t, &repaced_at))
+				return 1;
 			if (opt_rate <= 0)
 				continue;
 			gint64 due = start + (gint64)(i + 1) * G_USEC_PER_SEC / opt_rate;
@@ -436,6 +624,8 @@ cmd_tx(Test *t)
 			return 1;
 		}
 	}
+	if (opt_repace && !check_repaced(t, repaced_at, repaced_bytes))
+		return 1;
 	/* +1: the ARP request(s) before the stream. */
 	if (s.tx_datagrams < (guint64)opt_count + 1 || s.tx_errors) {
 		printf("FAIL: device confirmed %" G_GUINT64_FORMAT " datagrams\n", s.tx_datagrams);
@@ -486,6 +676,10 @@ cmd_unplug(Test *t)
 		printf("FAIL: no ARP reply\n");
 		return 1;
 	}
+	if (ncm_device_is_gone(t->dev)) {
+		printf("FAIL: ncm_device_is_gone() before the unplug\n");
+		return 1;
+	}
 	printf("streaming\n");
 	fflush(stdout);
 	for (guint32 i = 0; !g_atomic_int_get(&t->removed); i++) {
@@ -498,6 +692,8 @@ cmd_unplug(Test *t)
 		g_main_context_iteration(NULL, FALSE);
 	}
 	removed_at = g_get_monotonic_time();
+	/* A producer thread learns it without the signal (guest-driver-unplug.sh checks). */
+	printf("gone: %s\n", ncm_device_is_gone(t->dev) ? "yes" : "no");
 	t->old_bus = ncm_device_get_info(t->dev)->bus;
 	t->old_address = ncm_device_get_info(t->dev)->address;
 	print_stats(t);
@@ -627,7 +823,7 @@ cmd_peer_send(void)
 int
 main(int argc, char **argv)
 {
-	g_autoptr(GOptionContext) oc = g_option_context_new("frames|tx|rx|unplug|hold|tail|peer-send");
+	g_autoptr(GOptionContext) oc = g_option_context_new("frames|tx|rx|unplug|hold|tail|probe|peer-send");
 	g_autoptr(GError) error = NULL;
 	Test t = { 0 };
 	int rc;
@@ -635,7 +831,7 @@ main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_option_context_add_main_entries(oc, entries, NULL);
 	if (!g_option_context_parse(oc, &argc, &argv, &error) || argc != 2) {
-		fprintf(stderr, "usage: vmtest-driver [options] frames|tx|rx|unplug|hold|tail|peer-send\n");
+		fprintf(stderr, "usage: vmtest-driver [options] frames|tx|rx|unplug|hold|tail|probe|peer-send\n");
 		return 2;
 	}
 	opt_count = CLAMP(opt_count, 1, MAX_COUNT);
@@ -657,7 +853,9 @@ main(int argc, char **argv)
 		t.burst_gap = g_new0(gint64, opt_bursts);
 	}
 	t.ctx = ncm_context_new(&error);
-	if (!t.ctx || !open_first(&t, &error)) {
+	if (t.ctx && g_str_equal(argv[1], "probe"))
+		rc = cmd_probe(&t);
+	else if (!t.ctx || !open_first(&t, &error)) {
 		printf("FAIL: %s\n", error->message);
 		rc = 1;
 	} else if (g_str_equal(argv[1], "frames"))

@@ -1,0 +1,86 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# test-install.sh: `meson install` of this build into a temporary DESTDIR, then a program outside the tree built with `pkg-config --cflags --libs libncm` alone runs.
+# Usage: test-install.sh MESON BUILD_ROOT SANITIZE CC [CC ARGS...]. Prints TAP.
+# SANITIZE is the build's b_sanitize: an instrumented libncm.so needs its
+# runtime in the program too, so the program is built with the same flags.
+set -eu
+
+meson=$1 build=$2 sanitize=$3
+shift 3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); echo "not ok $n - $1"; [ -f "${2:-}" ] && sed 's/^/# /' "$2"; echo "1..$n"; exit 1; }
+
+echo "TAP version 13"
+"$meson" install -C "$build" --no-rebuild --quiet --destdir "$tmp/root" >"$tmp/install.log" 2>&1 ||
+	not_ok "meson install --destdir" "$tmp/install.log"
+ok "meson install --destdir"
+
+pc=$(find "$tmp/root" -name libncm.pc | head -n 1)
+[ -n "$pc" ] || not_ok "libncm.pc installed"
+ok "libncm.pc installed"
+# The .pc names the real prefix while the files sit under DESTDIR: move the
+# prefix there, as unpacking a package elsewhere would. (--define-variable
+# would move glib's prefix too.)
+prefix=$(PKG_CONFIG_PATH= pkg-config --variable=prefix "$pc")
+sed -i "s|^prefix=.*|prefix=$tmp/root$prefix|" "$pc"
+export PKG_CONFIG_PATH="$(dirname "$pc")"
+pc_flags() { pkg-config "$@" libncm; }
+libdir=$(pc_flags --variable=libdir)
+[ -e "$libdir/libncm.so" ] && [ -e "$(pc_flags --variable=includedir)/libncm/ncm.h" ] ||
+	not_ok "the .pc points at the installed library and headers"
+ok "the .pc points at the installed library and headers"
+
+mkdir "$tmp/app"
+cat >"$tmp/app/app.c" <<'EOF'
+/* An application of libncm's, outside its tree. */
+#include <ncm.h>
+#include <stdio.h>
+
+int
+main(void)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(NcmContext) ctx = ncm_context_new(&error);
+	g_autoptr(GPtrArray) found = NULL;
+	NcmDeviceOptions options;
+
+	ncm_device_options_init(&options);
+	if (!ctx) {
+		printf("libncm: no USB here: %s\n", error->message);
+		return 0;
+	}
+	found = ncm_context_enumerate(ctx, NULL, &error);
+	if (!found) {
+		printf("libncm: cannot enumerate: %s\n", error->message);
+		return error->domain == NCM_ERROR ? 0 : 1;
+	}
+	printf("libncm: %u NCM functions\n", found->len);
+	return 0;
+}
+EOF
+san=
+[ "$sanitize" = none ] || san="-fsanitize=$sanitize"
+# shellcheck disable=SC2046,SC2086  # word splitting of the flags is meant
+(cd "$tmp/app" && "$@" $san -o app app.c $(pc_flags --cflags --libs)) >"$tmp/cc.log" 2>&1 ||
+	not_ok "an outside program builds with pkg-config --cflags --libs libncm alone" "$tmp/cc.log"
+case "$(pc_flags --cflags --libs)" in
+*"$(cd "$build" && pwd)"*) not_ok "pkg-config's flags do not point into the build tree" ;;
+esac
+ok "an outside program builds with pkg-config --cflags --libs libncm alone"
+
+LD_LIBRARY_PATH="$libdir" ldd "$tmp/app/app" >"$tmp/ldd.log" 2>&1 || true
+grep -q "libncm.so.0 => $libdir/" "$tmp/ldd.log" ||
+	not_ok "the program loads the installed libncm.so.0" "$tmp/ldd.log"
+ok "the program loads the installed libncm.so.0"
+
+LD_LIBRARY_PATH="$libdir" "$tmp/app/app" >"$tmp/run.log" 2>&1 ||
+	not_ok "the program runs and exits 0" "$tmp/run.log"
+grep -Eq '^libncm: ([0-9]+ NCM functions|no USB here: .+|cannot enumerate: .+)$' "$tmp/run.log" ||
+	not_ok "it enumerates, or says clearly why not" "$tmp/run.log"
+sed 's/^/# /' "$tmp/run.log"
+ok "the program runs and exits 0, enumerating or saying why not"
+echo "1..$n"
