@@ -224,6 +224,17 @@ void ncm_lwip_assert_core_locked(const char *function);
 /* Keep out-of-order segments: with megabyte windows a single loss would
  * otherwise throw away a window's worth of data. */
 #define TCP_QUEUE_OOSEQ 1
+/* ... but bounded: pools are malloc-backed here, so nothing else limits
+ * what a peer sending many tiny out-of-order segments makes us hold. Each
+ * pbuf costs its segment plus ~100 bytes; 4096 of them is one window of
+ * full-size segments and at most a few MB per connection of tiny ones. */
+#define TCP_OOSEQ_MAX_BYTES TCP_WND
+#define TCP_OOSEQ_MAX_PBUFS 4096
+
+/* Honour listen backlogs: without it a SYN flood creates half-open pcbs
+ * without bound (walked linearly under the core lock the USB thread needs);
+ * with it each listener keeps at most its backlog (255) in SYN_RCVD. */
+#define TCP_LISTEN_BACKLOG 1
 
 /* Tell the sender what we hold (SACK) so it resends only the holes. */
 #define LWIP_TCP_SACK_OUT 1

@@ -219,6 +219,7 @@ ncm_lwip_stack_get_stats(NcmLwipStack *self, NcmLwipStats *ret_stats)
 		.tx_flushes = v[NLW_COUNT_TX_FLUSHES],
 		.window_posts = v[NLW_COUNT_WINDOW_POSTS],
 		.main_dispatches = v[NLW_COUNT_MAIN_DISPATCHES],
+		.rx_compacted = v[NLW_COUNT_RX_COMPACTED],
 	};
 }
 

@@ -144,6 +144,44 @@ fail_locked(NlwConn *c, gint code)
 
 /* ---- lwIP callbacks (core lock held) ---------------------------------------- */
 
+/*
+ * A peer that sends a window's worth of 1-byte segments while the
+ * application reads slowly would queue one pbuf per byte: ~100 bytes of
+ * memory each, hundreds of MB per connection. Small segments are copied
+ * into chunks instead, so what is queued costs about what it carries.
+ */
+#define NLW_RX_SMALL 256
+#define NLW_RX_CHUNK 2048
+
+/* c->lock held: FALSE when @p is not small (the caller queues it as it is). */
+static gboolean
+append_small_locked(NlwConn *c, struct pbuf *p)
+{
+	struct pbuf *chunk = c->rx_chunk;
+	u16_t n = p->tot_len;
+
+	if (n > NLW_RX_SMALL)
+		return FALSE;
+	if (chunk == NULL || chunk->len + n > NLW_RX_CHUNK) {
+		chunk = pbuf_alloc(PBUF_RAW, NLW_RX_CHUNK, PBUF_RAM);
+		if (chunk == NULL)
+			return FALSE;
+		chunk->len = chunk->tot_len = 0;
+		if (c->rx_tail != NULL)
+			c->rx_tail->next = chunk;
+		else
+			c->rx_head = chunk;
+		c->rx_tail = chunk;
+		c->rx_chunk = chunk;
+	}
+	pbuf_copy_partial(p, (u8_t *)chunk->payload + chunk->len, n, 0);
+	chunk->len = chunk->tot_len = (u16_t)(chunk->len + n);
+	c->rx_bytes += n;
+	nlw_count(NLW_COUNT_RX_COMPACTED, 1);
+	pbuf_free(p);
+	return TRUE;
+}
+
 static err_t
 conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 {
@@ -157,7 +195,7 @@ conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 		/* Nobody reads any more: keep the window open. */
 		ncm_lwip_recved_chunked(pcb, p->tot_len);
 		pbuf_free(p);
-	} else {
+	} else if (!append_small_locked(c, p)) {
 		for (last = p; last->next != NULL; last = last->next)
 			;
 		if (c->rx_tail != NULL)
@@ -165,6 +203,7 @@ conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 		else
 			c->rx_head = p;
 		c->rx_tail = last;
+		c->rx_chunk = NULL;
 		c->rx_bytes += p->tot_len;
 	}
 	wake_soon_locked(c, WAKE_RX);
@@ -317,6 +356,8 @@ copy_out_locked(NlwConn *c, guint8 *buf, gsize count)
 		c->rx_head = h->next;
 		if (c->rx_head == NULL)
 			c->rx_tail = NULL;
+		if (h == c->rx_chunk)
+			c->rx_chunk = NULL;
 		h->next = NULL;
 		pbuf_free(h);
 		c->rx_off = 0;

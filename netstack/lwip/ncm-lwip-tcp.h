@@ -33,6 +33,7 @@ typedef struct {
 	/* Received payload: a chain linked through pbuf->next, with its own
 	 * tail pointer and byte count (tot_len is not maintained). */
 	struct pbuf *rx_head, *rx_tail;
+	struct pbuf *rx_chunk;  /* the tail, when it is a chunk of small segments with room */
 	gsize rx_off;   /* bytes of rx_head already read */
 	gsize rx_bytes; /* unread bytes */
 	gboolean rx_eof;
