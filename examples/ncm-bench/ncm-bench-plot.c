@@ -145,25 +145,43 @@ plot_bar(GString *s, const Box *b, double x, double bw, const BenchSummary *v, d
 			       yhi, cx + bw / 4);
 }
 
+/* The TCP tests that ran, in their order: a group of bars each. */
+static GPtrArray *
+bar_tests(GPtrArray *results)
+{
+	GPtrArray *tests = g_ptr_array_new();
+
+	for (gsize t = 0; t < G_N_ELEMENTS(tcp_tests); t++) {
+		for (guint i = 0; i < results->len; i++) {
+			if (g_str_equal(((BenchResult *)results->pdata[i])->test, tcp_tests[t])) {
+				g_ptr_array_add(tests, (gpointer)tcp_tests[t]);
+				break;
+			}
+		}
+	}
+	return tests;
+}
+
 /* Per TCP test a group of bars, one per path that has the figure. */
 static void
 plot_bars(GString *s, const Box *b, GPtrArray *results, GPtrArray *paths, gboolean cpu,
 	  const char *title, const char *ylabel)
 {
-	double ymax = 0, gw = b->w / G_N_ELEMENTS(tcp_tests);
+	g_autoptr(GPtrArray) tests = bar_tests(results);
+	double ymax = 0, gw = b->w / MAX(tests->len, 1);
 	double bw = gw * 0.8 / MAX(paths->len, 1);
 
 	for (guint i = 0; i < results->len; i++)
 		ymax = MAX(ymax, bar_value(results->pdata[i], cpu)->max);
 	ymax = nice_max(ymax);
 	plot_frame(s, b, ymax, title, ylabel);
-	for (gsize t = 0; t < G_N_ELEMENTS(tcp_tests); t++) {
+	for (guint t = 0; t < tests->len; t++) {
 		double gx = b->x + gw * (double)t;
 
 		g_string_append_printf(s, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"12\" text-anchor=\"middle\">%s</text>\n",
-				       gx + gw / 2, b->y + b->h + 16, tcp_tests[t]);
+				       gx + gw / 2, b->y + b->h + 16, (const char *)tests->pdata[t]);
 		for (guint p = 0; p < paths->len; p++) {
-			const BenchResult *r = find(results, tcp_tests[t], paths->pdata[p]);
+			const BenchResult *r = find(results, tests->pdata[t], paths->pdata[p]);
 
 			if (r && bar_value(r, cpu)->n > 0)
 				plot_bar(s, b, gx + gw * 0.1 + bw * p, bw, bar_value(r, cpu), ymax,
