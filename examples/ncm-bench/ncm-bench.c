@@ -309,7 +309,7 @@ table_cell(GPtrArray *results, GPtrArray *names, const char *test, guint p, gboo
 	if (r->sys_cpu.n == 0)
 		return g_strdup("-");
 	ratio = ratio_text(r, first, &r->sys_cpu, first ? &first->sys_cpu : NULL);
-	return g_strdup_printf("%.3g (%.3g-%.3g)%s", r->sys_cpu.median, r->sys_cpu.min,
+	return g_strdup_printf("%#.3g (%#.3g-%#.3g)%s", r->sys_cpu.median, r->sys_cpu.min,
 			       r->sys_cpu.max, ratio);
 }
 
