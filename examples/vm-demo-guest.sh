@@ -20,10 +20,11 @@ keeper=$!
 
 # One function, three drivers in turn: cdc_ncm (.2), then ncm-tun (.4), which
 # detaches cdc_ncm and gives it back on exit, then lwIP in ncm-bench (.3).
-# Three 3 s runs per TCP test: one run alone swings by 2x between reps in
-# this VM, the median of three much less; it still fits in 3 minutes.
+# Five 3 s runs per TCP test: one run alone swings by 2x between reps in
+# this VM; the median of five, with min-max beside it, much less. Each
+# run also gives the whole system's CPU per MB over its measured seconds.
 rc=0
-ncm-bench --quick --reps 3 --tests "${DEMO_TESTS:-tcp_down,tcp_up,tcp_bidir,udp_rtt_64}" ${DEMO_ARGS:-} \
+ncm-bench --quick --reps 5 --tests "${DEMO_TESTS:-tcp_down,tcp_up,tcp_bidir,udp_rtt_64}" ${DEMO_ARGS:-} \
 	--path "cdc_ncm=$(peer_ip4)%$(host_netdev 0)" \
 	--path "ncm-tun=$(peer_ip4),ipv4=192.168.77.4/24,dev=serial=$VM_SERIAL,name=$TUN" \
 	--path "lwip=$(peer_ip4),ipv4=192.168.77.3/24,dev=serial=$VM_SERIAL" \
@@ -31,7 +32,7 @@ ncm-bench --quick --reps 3 --tests "${DEMO_TESTS:-tcp_down,tcp_up,tcp_bidir,udp_
 	>"$VM_OUT/bench.txt" 2>"$VM_OUT/bench.log" || rc=$?
 kill "$keeper" 2>/dev/null || true
 {
-	echo "kernel $(uname -r), USB $(usb_speed) Mbit/s, f_ncm gadget, QEMU TCG, ncm-bench --quick --reps 3"
+	echo "kernel $(uname -r), USB $(usb_speed) Mbit/s, f_ncm gadget, QEMU TCG, ncm-bench --quick --reps 5, $(date -u "+%Y-%m-%d %H:%M UTC")"
 	cat "$VM_OUT/bench.txt"
 } | tee "$VM_OUT/table.txt"
 [ "$rc" = 0 ] || fail "ncm-bench exited with $rc (3: a test hung; see $VM_OUT/bench.log)"

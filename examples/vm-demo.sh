@@ -16,9 +16,9 @@ ninja -C "$build" >/dev/null
 
 out=$build/demo
 rm -rf "$out"
-echo "vm-demo: booting the VM (QEMU TCG; about 3 minutes: boot, then 3 paths x 4 tests)..." >&2
+echo "vm-demo: booting the VM (QEMU TCG; about 4 minutes: boot, then 3 paths x 4 tests, 5 runs per TCP test)..." >&2
 status=0
-tests/vm/run-vm.sh --script examples/vm-demo-guest.sh --out "$out" --timeout 300 \
+tests/vm/run-vm.sh --script examples/vm-demo-guest.sh --out "$out" --timeout 420 \
 	--bin "$build/examples/ncm-bench/ncm-bench" --bin "$build/examples/ncm-tun/ncm-tun" >"$out.log" 2>&1 || status=$?
 if [ ! -s "$out/table.txt" ]; then
 	tail -30 "$out.log"

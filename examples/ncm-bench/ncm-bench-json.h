@@ -18,6 +18,10 @@ typedef struct {
 	GString *json;
 	char *cell;        /* what the human table shows */
 	GArray *rates;     /* double Mbit/s per 250 ms window, for --plot; or NULL */
+	/* Throughput tests, over the repetitions (n = 0 when not measured), for the
+	 * table's ratios and the plot's bars: */
+	BenchSummary mbit;
+	BenchSummary sys_cpu; /* whole-system busy CPU-s per MB */
 } BenchResult;
 
 void bench_json_summary(GString *s, const char *key, const BenchSummary *sum, gboolean pct);

@@ -84,9 +84,15 @@ mbit_s(double bytes, gint64 us)
 }
 
 double
+bench_count_between(const BenchSample *samples, gsize n, gint64 from_us, gint64 to_us)
+{
+	return count_at(samples, n, to_us) - count_at(samples, n, from_us);
+}
+
+double
 bench_rate_between(const BenchSample *samples, gsize n, gint64 from_us, gint64 to_us)
 {
-	return mbit_s(count_at(samples, n, to_us) - count_at(samples, n, from_us), to_us - from_us);
+	return mbit_s(bench_count_between(samples, n, from_us, to_us), to_us - from_us);
 }
 
 gint64

@@ -66,6 +66,9 @@ void bench_windows(const BenchSample *samples, gsize n, gint64 from_us, gint64 t
  */
 gint64 bench_longest_stall(const BenchSample *samples, gsize n, gint64 from_us, gint64 to_us);
 
+/* Bytes delivered between the (interpolated) counts at @from_us and @to_us. */
+double bench_count_between(const BenchSample *samples, gsize n, gint64 from_us, gint64 to_us);
+
 /* Mbit/s delivered between the (interpolated) counts at @from_us and @to_us. */
 double bench_rate_between(const BenchSample *samples, gsize n, gint64 from_us, gint64 to_us);
 

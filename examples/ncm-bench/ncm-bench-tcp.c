@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-bench-tcp.c: ncm-bench's TCP tests: throughput each way, stalls under bulk, bursts, paced streams. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ncm-bench.h"
+#include "ncm-bench-cpu.h"
 #include "ncm-bench-proto.h"
 
 #define TCP_BUF (128 * 1024)
@@ -58,6 +61,38 @@ typedef struct {
 	gint64 gap_max; /* the longest time the server received nothing */
 } SinkReport;
 
+/*
+ * What the whole system and the path had done at one moment: taken where a
+ * throughput run's measured interval starts (the receiver's first count at
+ * or after its first second) and where it ends (its last count), so CPU and
+ * USB work cover the interval the Mbit/s count.
+ */
+typedef struct {
+	gboolean taken;
+	gboolean cpu_ok;
+	gint64 t_us;            /* our clock */
+	guint64 bytes;          /* the receiver's count then, in the direction that took it */
+	BenchCpuTicks cpu;
+	guint usb;              /* the path's mark of its USB counts */
+} Probe;
+
+typedef struct {
+	BenchTransport *t;
+	Probe a, b;
+} Span;
+
+static void
+probe_take(Span *span, Probe *p, guint64 bytes)
+{
+	BenchTransport *t = span->t;
+
+	p->t_us = g_get_monotonic_time();
+	p->cpu_ok = bench_cpu_ticks_read(&p->cpu);
+	p->usb = t->ops->usb_mark ? t->ops->usb_mark(t) : 0;
+	p->bytes = bytes;
+	p->taken = TRUE;
+}
+
 static void
 sink_report_clear(SinkReport *r)
 {
@@ -93,9 +128,34 @@ sink_parse(SinkReport *r, const char *line)
 	}
 }
 
+static guint64
+sink_bytes(const SinkReport *r)
+{
+	return r->samples->len ? g_array_index(r->samples, BenchSample, r->samples->len - 1).bytes : 0;
+}
+
+/*
+ * The server's reports mark the interval in its clock: @span (when not
+ * NULL) starts at the first report at or after the first second and ends
+ * at "E", which follows the last report at once.
+ */
+static void
+sink_probe(const SinkReport *r, Span *span, gboolean end)
+{
+	const BenchSample *last;
+
+	if (!span || !r->samples->len)
+		return;
+	last = &g_array_index(r->samples, BenchSample, r->samples->len - 1);
+	if (!span->a.taken && last->t_us >= r->start_us + G_USEC_PER_SEC)
+		probe_take(span, &span->a, last->bytes);
+	else if (end && span->a.taken)
+		probe_take(span, &span->b, last->bytes);
+}
+
 /* Reads reports until "E" (TRUE) or until @until_bytes is confirmed. */
 static gboolean
-sink_read(GDataInputStream *lines, SinkReport *r, guint64 until_bytes, GError **error)
+sink_read(GDataInputStream *lines, SinkReport *r, guint64 until_bytes, Span *span, GError **error)
 {
 	for (;;) {
 		g_autofree char *line = g_data_input_stream_read_line(lines, NULL, NULL, error);
@@ -105,18 +165,21 @@ sink_read(GDataInputStream *lines, SinkReport *r, guint64 until_bytes, GError **
 				g_set_error(error, G_IO_ERROR, G_IO_ERROR_CLOSED, "the server closed early");
 			return FALSE;
 		}
-		if (line[0] == 'E')
+		if (line[0] == 'E') {
+			sink_probe(r, span, TRUE);
 			return TRUE;
-		if (line[0] == 'S')
+		}
+		if (line[0] == 'S') {
 			sink_parse(r, line);
-		if (until_bytes && r->samples->len > 0 &&
-		    g_array_index(r->samples, BenchSample, r->samples->len - 1).bytes >= until_bytes)
+			sink_probe(r, span, FALSE);
+		}
+		if (until_bytes && sink_bytes(r) >= until_bytes)
 			return TRUE;
 	}
 }
 
 static gboolean
-sink_session(BenchCtx *ctx, const char *cmd, Writer *w, SinkReport *r, GError **error)
+sink_session(BenchCtx *ctx, const char *cmd, Writer *w, SinkReport *r, Span *span, GError **error)
 {
 	g_autoptr(GDataInputStream) lines = NULL;
 	g_autoptr(GIOStream) io = bench_open_command(ctx, cmd, &lines, error);
@@ -128,7 +191,7 @@ sink_session(BenchCtx *ctx, const char *cmd, Writer *w, SinkReport *r, GError **
 		return FALSE;
 	w->io = io;
 	th = g_thread_new("bench-writer", writer_main, w);
-	ok = sink_read(lines, r, 0, error);
+	ok = sink_read(lines, r, 0, span, error);
 	g_atomic_int_set(&w->stop, 1);
 	/* The server drains after "E" until we close, so the last write returns. */
 	g_thread_join(th);
@@ -139,9 +202,12 @@ sink_session(BenchCtx *ctx, const char *cmd, Writer *w, SinkReport *r, GError **
 /*
  * Counts what arrives from a SOURCE session, sampling every SAMPLE_US, and
  * at the last arrival before each longer gap, so pauses show in the series.
+ * @span, when not NULL, starts at the first arrival at or after the first
+ * second and ends at the end of the stream, right after the last arrival.
  */
 static gboolean
-source_session(BenchCtx *ctx, gint secs, GArray *samples, gint64 *ret_gap, GError **error)
+source_session(BenchCtx *ctx, gint secs, GArray *samples, gint64 *ret_gap, Span *span,
+	       GError **error)
 {
 	g_autofree char *cmd = g_strdup_printf("SOURCE secs=%d", secs);
 	g_autoptr(GIOStream) io = bench_open_command(ctx, cmd, NULL, error);
@@ -164,7 +230,12 @@ source_session(BenchCtx *ctx, gint secs, GArray *samples, gint64 *ret_gap, GErro
 			last = s.t_us;
 		}
 		prev = s;
+		if (span && !span->a.taken &&
+		    s.t_us >= g_array_index(samples, BenchSample, 0).t_us + G_USEC_PER_SEC)
+			probe_take(span, &span->a, s.bytes);
 	}
+	if (span && span->a.taken)
+		probe_take(span, &span->b, s.bytes);
 	if (s.bytes > 0)
 		g_array_append_val(samples, s);
 	g_io_stream_close(io, NULL, NULL);
@@ -179,16 +250,31 @@ series_mbit(const GArray *samples, gint64 start_us, gint64 end_us)
 				  start_us + G_USEC_PER_SEC, end_us);
 }
 
+/* One repetition: its Mbit/s, and its measured interval with what the receivers confirmed in it. */
+typedef struct {
+	double mbit;
+	Span span;
+	guint64 span_bytes;
+} Rep;
+
+static void
+rep_span_bytes(Rep *rep)
+{
+	if (rep->span.b.taken && rep->span.b.bytes > rep->span.a.bytes)
+		rep->span_bytes = rep->span.b.bytes - rep->span.a.bytes;
+}
+
 static gboolean
-rep_down(BenchCtx *ctx, double *ret_mbit, GArray **ret_samples, GError **error)
+rep_down(BenchCtx *ctx, Rep *rep, GArray **ret_samples, GError **error)
 {
 	GArray *s = g_array_new(FALSE, FALSE, sizeof(BenchSample));
-	gboolean ok = source_session(ctx, ctx->opt->secs, s, NULL, error);
+	gboolean ok = source_session(ctx, ctx->opt->secs, s, NULL, &rep->span, error);
 
 	if (ok) {
 		gint64 t0 = g_array_index(s, BenchSample, 0).t_us;
 
-		*ret_mbit = series_mbit(s, t0, g_array_index(s, BenchSample, s->len - 1).t_us);
+		rep->mbit = series_mbit(s, t0, g_array_index(s, BenchSample, s->len - 1).t_us);
+		rep_span_bytes(rep);
 		if (ret_samples && !*ret_samples)
 			*ret_samples = g_array_ref(s);
 	}
@@ -197,15 +283,16 @@ rep_down(BenchCtx *ctx, double *ret_mbit, GArray **ret_samples, GError **error)
 }
 
 static gboolean
-rep_up(BenchCtx *ctx, double *ret_mbit, GArray **ret_samples, GError **error)
+rep_up(BenchCtx *ctx, Rep *rep, GArray **ret_samples, GError **error)
 {
 	g_autofree char *cmd = g_strdup_printf("SINK secs=%d", ctx->opt->secs);
 	Writer w = {0};
 	SinkReport r = {0};
-	gboolean ok = sink_session(ctx, cmd, &w, &r, error);
+	gboolean ok = sink_session(ctx, cmd, &w, &r, &rep->span, error);
 
 	if (ok) {
-		*ret_mbit = series_mbit(r.samples, r.start_us, r.end_us);
+		rep->mbit = series_mbit(r.samples, r.start_us, r.end_us);
+		rep_span_bytes(rep);
 		if (ret_samples && !*ret_samples) {
 			/* Rebased so plots of both directions start at the same place. */
 			*ret_samples = g_array_ref(r.samples);
@@ -219,7 +306,7 @@ rep_up(BenchCtx *ctx, double *ret_mbit, GArray **ret_samples, GError **error)
 
 typedef struct {
 	BenchCtx *ctx;
-	double mbit;
+	GArray *samples;
 	GError *error;
 	gboolean ok;
 } DownJob;
@@ -229,30 +316,41 @@ down_job(gpointer data)
 {
 	DownJob *j = data;
 
-	j->ok = rep_down(j->ctx, &j->mbit, NULL, &j->error);
+	j->ok = source_session(j->ctx, j->ctx->opt->secs, j->samples, NULL, NULL, &j->error);
 	return NULL;
 }
 
+/*
+ * The up direction's reports mark the interval; the down direction's bytes
+ * in it are counted in our clock, between the moments its ends were taken.
+ */
 static gboolean
-rep_bidir(BenchCtx *ctx, double *ret_mbit, GArray **ret_samples, GError **error)
+rep_bidir(BenchCtx *ctx, Rep *rep, GArray **ret_samples, GError **error)
 {
-	DownJob j = {ctx, 0, NULL, FALSE};
+	g_autoptr(GArray) down = g_array_new(FALSE, FALSE, sizeof(BenchSample));
+	DownJob j = {ctx, down, NULL, FALSE};
 	GThread *th = g_thread_new("bench-down", down_job, &j);
-	double up = 0;
-	gboolean ok = rep_up(ctx, &up, NULL, error);
+	gboolean ok = rep_up(ctx, rep, NULL, error);
+	const BenchSample *d;
 
 	g_thread_join(th);
 	if (ok && !j.ok)
 		g_propagate_error(error, j.error);
 	else
 		g_clear_error(&j.error);
-	*ret_mbit = up + j.mbit;
-	return ok && j.ok;
+	if (!ok || !j.ok)
+		return FALSE;
+	d = (const BenchSample *)(const void *)down->data;
+	rep->mbit += series_mbit(down, d[0].t_us, d[down->len - 1].t_us);
+	if (rep->span.b.taken)
+		rep->span_bytes += (guint64)bench_count_between(d, down->len, rep->span.a.t_us,
+								rep->span.b.t_us);
+	return TRUE;
 }
 
-typedef gboolean (*RepFunc)(BenchCtx *ctx, double *ret_mbit, GArray **ret_samples, GError **error);
+typedef gboolean (*RepFunc)(BenchCtx *ctx, Rep *rep, GArray **ret_samples, GError **error);
 
-/* What the path cost per MB moved; each figure only for paths that have it. */
+/* What the path cost per MB moved over the whole test; each figure only for paths that have it. */
 typedef struct {
 	double cpu_s;       /* this process */
 	double child_cpu_s; /* the path's helper process (ncm-tun) */
@@ -285,42 +383,98 @@ add_cost(BenchCtx *ctx, BenchResult *r, const Cost *before, double mbytes)
 			       (double)(now.dispatches - before->dispatches) / mbytes);
 }
 
+/* Per repetition, over its measured interval: whole-system CPU, and USB transfers each way, per MB. */
+typedef struct {
+	double *sys_cpu;    /* busy CPU-s per MB */
+	double *busy_pct;   /* busy share of all CPUs */
+	double *usb_rx;     /* IN transfers (NTBs) per MB */
+	double *usb_tx;     /* OUT transfers (NTBs) per MB */
+	gsize n_cpu, n_usb;
+} SpanCosts;
+
 static void
-throughput_test(BenchCtx *ctx, const char *test, RepFunc rep)
+span_cost(BenchTransport *t, const Rep *rep, SpanCosts *c)
 {
-	BenchResult *r;
-	g_autofree double *v = g_new0(double, (gsize)ctx->opt->reps);
+	const Probe *a = &rep->span.a, *b = &rep->span.b;
+	double mb = (double)rep->span_bytes / 1e6;
+	guint64 arx, atx, brx, btx;
+
+	if (!b->taken || rep->span_bytes == 0)
+		return;
+	if (a->cpu_ok && b->cpu_ok) {
+		c->sys_cpu[c->n_cpu] = bench_cpu_s_per_mb(&a->cpu, &b->cpu, sysconf(_SC_CLK_TCK),
+							  rep->span_bytes);
+		c->busy_pct[c->n_cpu++] = 100 * bench_cpu_busy_share(&a->cpu, &b->cpu);
+	}
+	if (t->ops->usb_count && t->ops->usb_count(t, a->usb, &arx, &atx) &&
+	    t->ops->usb_count(t, b->usb, &brx, &btx) && brx >= arx && btx >= atx) {
+		c->usb_rx[c->n_usb] = (double)(brx - arx) / mb;
+		c->usb_tx[c->n_usb++] = (double)(btx - atx) / mb;
+	}
+}
+
+static void
+span_json(BenchResult *r, SpanCosts *c)
+{
+	BenchSummary s;
+
+	if (c->n_cpu > 0) {
+		bench_summarize(c->sys_cpu, c->n_cpu, &r->sys_cpu);
+		bench_json_summary(r->json, "system_cpu_s_per_mb", &r->sys_cpu, FALSE);
+		bench_summarize(c->busy_pct, c->n_cpu, &s);
+		bench_json_summary(r->json, "system_cpu_busy_pct", &s, FALSE);
+	}
+	if (c->n_usb > 0) {
+		bench_summarize(c->usb_rx, c->n_usb, &s);
+		bench_json_summary(r->json, "usb_rx_ntbs_per_mb", &s, FALSE);
+		bench_summarize(c->usb_tx, c->n_usb, &s);
+		bench_json_summary(r->json, "usb_tx_ntbs_per_mb", &s, FALSE);
+	}
+}
+
+static void
+throughput_test(BenchCtx *ctx, const char *test, RepFunc rep_fn)
+{
+	gsize reps = (gsize)ctx->opt->reps;
+	g_autofree double *v = g_new0(double, reps);
+	g_autofree double *work = g_new0(double, 4 * reps);
+	SpanCosts sc = {work, work + reps, work + 2 * reps, work + 3 * reps, 0, 0};
 	g_autoptr(GArray) samples = NULL;
 	g_autoptr(GError) error = NULL;
 	BenchTransport *t = ctx->transport;
 	double mbytes = 0;
-	BenchSummary sum;
+	BenchResult *r;
 	Cost cost;
-	gint n = 0;
+	gsize n = 0;
 
 	if (!bench_test_selected(ctx->opt, test))
 		return;
 	bench_progress("%s: %s", t->name, test);
 	r = bench_result_add(ctx, test);
 	cost_now(t, &cost);
-	for (; n < ctx->opt->reps; n++) {
-		if (!rep(ctx, &v[n], &samples, &error))
+	for (; n < reps; n++) {
+		Rep rep = {.span.t = t};
+
+		if (!rep_fn(ctx, &rep, &samples, &error))
 			break;
+		v[n] = rep.mbit;
 		mbytes += v[n] / 8 * ctx->opt->secs;
+		span_cost(t, &rep, &sc);
 	}
-	if (n < ctx->opt->reps) {
+	if (n < reps) {
 		bench_result_fail(r, error);
 		return;
 	}
-	bench_summarize(v, (gsize)n, &sum);
-	bench_json_summary(r->json, "mbit_s", &sum, FALSE);
-	bench_json_num(r->json, "reps", n);
+	bench_summarize(v, n, &r->mbit);
+	bench_json_summary(r->json, "mbit_s", &r->mbit, FALSE);
+	bench_json_num(r->json, "reps", (double)n);
 	bench_json_num(r->json, "secs", ctx->opt->secs);
+	span_json(r, &sc);
 	add_cost(ctx, r, &cost, mbytes);
 	if (samples && samples->len > 0)
 		r->rates = bench_series_rates(samples, g_array_index(samples, BenchSample, 0).t_us,
 					      g_array_index(samples, BenchSample, samples->len - 1).t_us);
-	r->cell = g_strdup_printf("%.1f Mbit/s (%.1f-%.1f)", sum.median, sum.min, sum.max);
+	r->cell = g_strdup_printf("%.1f Mbit/s (%.1f-%.1f)", r->mbit.median, r->mbit.min, r->mbit.max);
 }
 
 /* ---- Stalls under unpaced bulk ---------------------------------------------- */
@@ -360,7 +514,8 @@ bulk_stalls_test(BenchCtx *ctx)
 		return;
 	bench_progress("%s: bulk_stalls", ctx->transport->name);
 	r = bench_result_add(ctx, "bulk_stalls");
-	if (!sink_session(ctx, cmd, &w, &up, &error) || !source_session(ctx, ctx->opt->secs, down, &down_gap, &error)) {
+	if (!sink_session(ctx, cmd, &w, &up, NULL, &error) ||
+	    !source_session(ctx, ctx->opt->secs, down, &down_gap, NULL, &error)) {
 		bench_result_fail(r, error);
 		sink_report_clear(&up);
 		return;
@@ -397,7 +552,7 @@ burst_tries(BenchCtx *ctx, guint64 size, double *ms, GError **error)
 		g_usleep(G_USEC_PER_SEC);
 		t0 = g_get_monotonic_time();
 		ok = g_output_stream_write_all(g_io_stream_get_output_stream(io), buf, size, NULL, NULL, error) &&
-		     sink_read(lines, &r, size * (guint64)(i + 1), error);
+		     sink_read(lines, &r, size * (guint64)(i + 1), NULL, error);
 		ms[i] = (double)(g_get_monotonic_time() - t0) / 1000.0;
 	}
 	if (io)
@@ -449,7 +604,7 @@ paced_test(BenchCtx *ctx, const char *test, double mbyte_s)
 	r = bench_result_add(ctx, test);
 	w.frame_hz = 30;
 	w.frame_len = (guint32)(mbyte_s * 1e6 / w.frame_hz);
-	if (!sink_session(ctx, cmd, &w, &rep, &error)) {
+	if (!sink_session(ctx, cmd, &w, &rep, NULL, &error)) {
 		bench_result_fail(r, error);
 		sink_report_clear(&rep);
 		return;

@@ -38,6 +38,7 @@ typedef struct {
 	NcmLwipNetif *netif;
 	guint max_frame;
 	char *env;              /* JSON members for the env, each after a comma */
+	GArray *usb_marks;      /* NcmStats at each usb_mark(), or NULL on a TAP link */
 } LwtTransport;
 
 typedef struct {
@@ -130,6 +131,33 @@ lwt_main_dispatches(BenchTransport *t)
 	return st.main_dispatches + (l->ctx ? ncm_context_get_main_dispatches(l->ctx) : 0);
 }
 
+static guint
+lwt_usb_mark(BenchTransport *t)
+{
+	LwtTransport *l = (LwtTransport *)t;
+	NcmStats st;
+
+	if (!l->usb_marks)
+		return 0;
+	ncm_device_get_stats(l->dev, &st);
+	g_array_append_val(l->usb_marks, st);
+	return l->usb_marks->len - 1;
+}
+
+static gboolean
+lwt_usb_count(BenchTransport *t, guint mark, guint64 *ret_rx_ntbs, guint64 *ret_tx_ntbs)
+{
+	LwtTransport *l = (LwtTransport *)t;
+	const NcmStats *st;
+
+	if (!l->usb_marks || mark >= l->usb_marks->len)
+		return FALSE;
+	st = &g_array_index(l->usb_marks, NcmStats, mark);
+	*ret_rx_ntbs = st->rx_ntbs;
+	*ret_tx_ntbs = st->tx_ntbs;
+	return TRUE;
+}
+
 static void
 lwt_free(BenchTransport *t)
 {
@@ -142,6 +170,8 @@ lwt_free(BenchTransport *t)
 	g_clear_object(&t->server);
 	g_free(t->name);
 	g_free(l->env);
+	if (l->usb_marks)
+		g_array_unref(l->usb_marks);
 	g_free(l);
 }
 
@@ -155,6 +185,8 @@ static const BenchTransportOps lwt_ops = {
 	.tcp_connect = lwt_tcp_connect,
 	.udp_open = lwt_udp_open,
 	.main_dispatches = lwt_main_dispatches,
+	.usb_mark = lwt_usb_mark,
+	.usb_count = lwt_usb_count,
 	.env = lwt_env,
 	.free = lwt_free,
 };
@@ -224,6 +256,7 @@ open_device(LwtTransport *l, char **sel, double pace_mbit, GError **error)
 		return NULL;
 	l->dev = dev;
 	l->env = device_env(dev, "device");
+	l->usb_marks = g_array_new(FALSE, FALSE, sizeof(NcmStats));
 	return ncm_link_new_for_device(dev);
 }
 

@@ -5,6 +5,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -22,6 +23,15 @@
 /* After a driver switch f_ncm sometimes sends nothing for ~20 s (README). */
 #define TUN_TRAFFIC_TIMEOUT_S 60
 #define TUN_STDERR_KEEP 4096
+/* ncm-tun answers SIGUSR1 from its main loop, within milliseconds. */
+#define TUN_STATS_TIMEOUT_US (2 * G_USEC_PER_SEC)
+
+/* One block of ncm-tun's statistics: its NTB counts, and when we had them. */
+typedef struct {
+	gint64 t_us;
+	guint64 rx_ntbs;
+	guint64 tx_ntbs;
+} TunStats;
 
 typedef struct {
 	BenchTransport base;
@@ -29,8 +39,13 @@ typedef struct {
 	GPid pid;                /* 0 once reaped */
 	int status;              /* wait status, valid once reaped */
 	GThread *reader;
-	GMutex lock;             /* guards last_error (written by the reader thread) */
+	GMutex lock;             /* guards last_error and the statistics below (written by the reader thread) */
 	char *last_error;        /* ncm-tun's last "ncm-tun: ..." line, or its last line */
+	GArray *asked;           /* gint64: when each SIGUSR1 was sent, one per usb_mark() */
+	GArray *stats;           /* TunStats, each block as it came */
+	guint64 pending_rx;      /* the current block's "usb rx" count */
+	gboolean quiet;          /* in a block we asked for: not echoed */
+	gboolean stopping;       /* the statistics at exit are always echoed */
 	char *env;
 } TunTransport;
 
@@ -51,10 +66,40 @@ typedef struct {
 	int fd;
 } Reader;
 
+/*
+ * Under the lock: keeps the NTB counts of a statistics block (print_stats()
+ * in ncm-tun.c: a header, then indented lines). Blocks we asked for are not
+ * echoed: there are two per repetition. Returns TRUE when @line is quiet.
+ */
+static gboolean
+stats_line_locked(TunTransport *tun, const char *line)
+{
+	guint64 n;
+
+	if (strstr(line, " device session(s)"))
+		tun->quiet = tun->stats->len < tun->asked->len && !tun->stopping;
+	else if (!g_str_has_prefix(line, "  "))
+		tun->quiet = FALSE;
+	if (sscanf(line, "  usb rx: %" G_GUINT64_FORMAT " NTBs", &n) == 1) {
+		tun->pending_rx = n;
+	} else if (sscanf(line, "  usb tx: %" G_GUINT64_FORMAT " NTBs", &n) == 1) {
+		TunStats st = {g_get_monotonic_time(), tun->pending_rx, n};
+
+		g_array_append_val(tun->stats, st);
+	}
+	return tun->quiet;
+}
+
 static void
 reader_line(TunTransport *tun, const char *line)
 {
-	g_printerr("  [ncm-tun] %s\n", line);
+	gboolean quiet;
+
+	ncm_mutex_lock(&tun->lock);
+	quiet = stats_line_locked(tun, line);
+	ncm_mutex_unlock(&tun->lock);
+	if (!quiet)
+		g_printerr("  [ncm-tun] %s\n", line);
 	/* The statistics at exit would hide the error that preceded them. */
 	if (!*line || g_str_has_prefix(line, "  ") || strstr(line, " device session(s)"))
 		return;
@@ -168,6 +213,9 @@ tun_stop(TunTransport *tun, guint timeout_s)
 
 	if (!tun->pid)
 		return;
+	ncm_mutex_lock(&tun->lock);
+	tun->stopping = TRUE;
+	ncm_mutex_unlock(&tun->lock);
 	kill(tun->pid, SIGTERM);
 	while (!tun_reap(tun, FALSE)) {
 		if (g_get_monotonic_time() > end) {
@@ -373,6 +421,66 @@ tun_child_cpu_seconds(BenchTransport *t)
 	       (double)sysconf(_SC_CLK_TCK);
 }
 
+/* Asks ncm-tun for its statistics; the mark is the request's index. */
+static guint
+tun_usb_mark(BenchTransport *t)
+{
+	TunTransport *tun = (TunTransport *)t;
+	gint64 now = g_get_monotonic_time();
+	guint mark;
+
+	ncm_mutex_lock(&tun->lock);
+	g_array_append_val(tun->asked, now);
+	mark = tun->asked->len - 1;
+	ncm_mutex_unlock(&tun->lock);
+	if (tun->pid)
+		kill(tun->pid, SIGUSR1);
+	return mark;
+}
+
+/*
+ * The first block that came after the request. Two requests close together
+ * may get one block (signals merge): each still gets the counts of a moment
+ * just after it asked.
+ */
+static gboolean
+tun_stats_after_locked(TunTransport *tun, gint64 asked, TunStats *ret)
+{
+	for (guint i = 0; i < tun->stats->len; i++) {
+		const TunStats *st = &g_array_index(tun->stats, TunStats, i);
+
+		if (st->t_us >= asked) {
+			*ret = *st;
+			return TRUE;
+		}
+	}
+	return FALSE;
+}
+
+static gboolean
+tun_usb_count(BenchTransport *t, guint mark, guint64 *ret_rx_ntbs, guint64 *ret_tx_ntbs)
+{
+	TunTransport *tun = (TunTransport *)t;
+	gint64 end = g_get_monotonic_time() + TUN_STATS_TIMEOUT_US;
+	gboolean found = FALSE;
+	TunStats st;
+
+	for (;;) {
+		ncm_mutex_lock(&tun->lock);
+		found = mark < tun->asked->len &&
+			tun_stats_after_locked(tun, g_array_index(tun->asked, gint64, mark), &st);
+		ncm_mutex_unlock(&tun->lock);
+		if (found || g_get_monotonic_time() > end || !tun->pid)
+			break;
+		g_usleep(10000);
+	}
+	if (!found)
+		return FALSE;
+	*ret_rx_ntbs = st.rx_ntbs;
+	*ret_tx_ntbs = st.tx_ntbs;
+	return TRUE;
+}
+
 /*
  * The main thread is stuck somewhere and may reap too: only signal and
  * watch, so that the device goes back to cdc_ncm before we exit.
@@ -414,6 +522,8 @@ tun_free(BenchTransport *t)
 	g_clear_object(&t->server);
 	g_free(tun->last_error);
 	g_free(tun->env);
+	g_array_unref(tun->asked);
+	g_array_unref(tun->stats);
 	g_mutex_clear(&tun->lock);
 	g_free(tun);
 }
@@ -423,6 +533,8 @@ static const BenchTransportOps tun_ops = {
 	.udp_open = tun_udp_open,
 	.main_dispatches = NULL,
 	.child_cpu_seconds = tun_child_cpu_seconds,
+	.usb_mark = tun_usb_mark,
+	.usb_count = tun_usb_count,
 	.abort = tun_abort,
 	.env = tun_env,
 	.free = tun_free,
@@ -549,6 +661,8 @@ bench_transport_tun_new(const char *name, const char *spec, guint16 port, double
 	tun->base.name = g_strdup(name);
 	tun->base.port = port;
 	g_mutex_init(&tun->lock);
+	tun->asked = g_array_new(FALSE, FALSE, sizeof(gint64));
+	tun->stats = g_array_new(FALSE, FALSE, sizeof(TunStats));
 	ok = spec_parse(spec, &s, error);
 	if (ok && if_nametoindex(s.ifname)) {
 		/* A stale one would look ready before ncm-tun has claimed anything. */

@@ -36,6 +36,17 @@ typedef struct {
 	 */
 	double (*child_cpu_seconds)(BenchTransport *t);
 	/*
+	 * USB work so far, for work units per MB: usb_mark() notes libncm's
+	 * NTB counts now, or asks for them (ncm-tun prints its statistics on
+	 * SIGUSR1), and returns at once with a mark; usb_count() gives the
+	 * counts of a mark, waiting up to 2 s for an asked one, FALSE when
+	 * they did not come. Both NULL for paths without libncm (cdc_ncm).
+	 * Thread: the one that runs the tests.
+	 */
+	guint (*usb_mark)(BenchTransport *t);
+	gboolean (*usb_count)(BenchTransport *t, guint mark, guint64 *ret_rx_ntbs,
+			      guint64 *ret_tx_ntbs);
+	/*
 	 * Called from the watchdog thread just before the process exits while
 	 * the path hangs: stop helper processes, touch nothing shared. Or NULL.
 	 */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <ncm-version.h>
 
@@ -256,52 +257,129 @@ env_json(const BenchOptions *o, const GString *paths)
 	bench_json_num(e, "reps", o->reps);
 	bench_json_num(e, "secs", o->secs);
 	bench_json_num(e, "pace_mbit_s", o->pace_mbit);
+	/* What system_cpu_s_per_mb adds up: every online CPU, in ticks of this size. */
+	bench_json_num(e, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
+	bench_json_num(e, "user_hz", (double)sysconf(_SC_CLK_TCK));
 	g_string_append_printf(e, ",\"paths\":[%s]", paths->str);
 	return e;
 }
 
-static const char *
-table_cell(GPtrArray *results, const char *test, const char *path)
+static const BenchResult *
+find_result(GPtrArray *results, const char *test, const char *path)
 {
 	for (guint j = 0; j < results->len; j++) {
 		BenchResult *r = results->pdata[j];
 
 		if (g_str_equal(r->test, test) && g_str_equal(r->path, path))
-			return r->cell ? r->cell : "?";
+			return r;
 	}
-	return "-";
+	return NULL;
 }
 
-/* One row per test, one column per path, each column as wide as its widest cell. */
-static void
-print_table(GPtrArray *results, GPtrArray *names)
+/* " 0.93x": @v against the first path's @ref; nothing for the first path itself or without both. */
+static char *
+ratio_text(const BenchResult *r, const BenchResult *first, const BenchSummary *v,
+	   const BenchSummary *ref)
 {
-	g_autoptr(GPtrArray) tests = g_ptr_array_new();
-	g_autofree int *width = g_new0(int, names->len + 1);
+	if (r == first || !first || v->n == 0 || ref->n == 0 || ref->median <= 0)
+		return g_strdup("");
+	return g_strdup_printf(" %.2fx", v->median / ref->median);
+}
 
+/*
+ * A test's row shows each path's cell; a throughput test adds its ratio
+ * to the first path, and a second row, "TEST cpu s/MB", the whole-system
+ * CPU per MB with its ratio.
+ */
+static char *
+table_cell(GPtrArray *results, GPtrArray *names, const char *test, guint p, gboolean cpu_row)
+{
+	const BenchResult *r = find_result(results, test, names->pdata[p]);
+	const BenchResult *first = find_result(results, test, names->pdata[0]);
+	g_autofree char *ratio = NULL;
+
+	if (!r)
+		return g_strdup("-");
+	if (!r->cell)
+		return g_strdup("?");
+	if (!cpu_row) {
+		ratio = ratio_text(r, first, &r->mbit, first ? &first->mbit : NULL);
+		return g_strconcat(r->cell, ratio, NULL);
+	}
+	if (r->sys_cpu.n == 0)
+		return g_strdup("-");
+	ratio = ratio_text(r, first, &r->sys_cpu, first ? &first->sys_cpu : NULL);
+	return g_strdup_printf("%#.3g (%#.3g-%#.3g)%s", r->sys_cpu.median, r->sys_cpu.min,
+			       r->sys_cpu.max, ratio);
+}
+
+/* The rows: one per test, and one more for each throughput test with a CPU figure. */
+static GPtrArray *
+table_rows(GPtrArray *results, GPtrArray *names, gboolean *ret_ratios)
+{
+	GPtrArray *rows = g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
+	g_autoptr(GPtrArray) tests = g_ptr_array_new();
+
+	*ret_ratios = FALSE;
 	for (guint i = 0; i < results->len; i++) {
 		const char *t = ((BenchResult *)results->pdata[i])->test;
 
 		if (!g_ptr_array_find_with_equal_func(tests, t, g_str_equal, NULL))
 			g_ptr_array_add(tests, (gpointer)t);
 	}
-	for (guint p = 0; p < names->len; p++) {
-		const char *name = names->pdata[p];
+	for (guint i = 0; i < tests->len; i++) {
+		gboolean cpu = FALSE;
 
-		width[p] = (int)strlen(name);
-		for (guint i = 0; i < tests->len; i++)
-			width[p] = MAX(width[p], (int)strlen(table_cell(results, tests->pdata[i], name)));
+		for (guint p = 0; p < names->len; p++) {
+			const BenchResult *r = find_result(results, tests->pdata[i], names->pdata[p]);
+
+			cpu |= r && r->sys_cpu.n > 0;
+			*ret_ratios |= r && r->mbit.n > 0;
+		}
+		for (int c = 0; c <= cpu; c++) {
+			char **row = g_new0(char *, names->len + 2);
+
+			row[0] = c ? g_strdup_printf("%s cpu s/MB", (const char *)tests->pdata[i])
+				   : g_strdup(tests->pdata[i]);
+			for (guint p = 0; p < names->len; p++)
+				row[p + 1] = table_cell(results, names, tests->pdata[i], p, c);
+			g_ptr_array_add(rows, row);
+		}
+	}
+	return rows;
+}
+
+/* One row per test, one column per path, each column as wide as its widest cell. */
+static void
+print_table(GPtrArray *results, GPtrArray *names)
+{
+	gboolean ratios;
+	g_autoptr(GPtrArray) rows = table_rows(results, names, &ratios);
+	g_autofree int *width = g_new0(int, names->len + 1);
+
+	for (guint p = 0; p < names->len; p++) {
+		width[p] = (int)strlen(names->pdata[p]);
+		for (guint i = 0; i < rows->len; i++)
+			width[p] = MAX(width[p], (int)strlen(((char **)rows->pdata[i])[p + 1]));
 	}
 	printf("%-20s", "test");
 	for (guint p = 0; p < names->len; p++)
 		printf(" | %-*s", width[p], (const char *)names->pdata[p]);
 	printf("\n");
-	for (guint i = 0; i < tests->len; i++) {
-		printf("%-20s", (const char *)tests->pdata[i]);
+	for (guint i = 0; i < rows->len; i++) {
+		char **row = rows->pdata[i];
+
+		printf("%-20s", row[0]);
 		for (guint p = 0; p < names->len; p++)
-			printf(" | %-*s", width[p], table_cell(results, tests->pdata[i], names->pdata[p]));
+			printf(" | %-*s", width[p], row[p + 1]);
 		printf("\n");
 	}
+	if (!ratios)
+		return;
+	if (names->len > 1)
+		printf("Nx: median against %s's. ", (const char *)names->pdata[0]);
+	printf("cpu s/MB: busy CPU seconds of the whole system (all CPUs, /proc/stat) per MB the "
+	       "receiver confirmed, after each run's first second; median (min-max).\n");
 }
 
 static int

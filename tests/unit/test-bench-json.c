@@ -132,8 +132,8 @@ wait_listening(guint16 port)
 	g_assert_not_reached();
 }
 
-static double
-result_member(JsonArray *a, const char *test, const char *obj, const char *key)
+static JsonObject *
+result_object(JsonArray *a, const char *test)
 {
 	for (guint i = 0; i < json_array_get_length(a); i++) {
 		JsonObject *o = json_array_get_object_element(a, i);
@@ -141,12 +141,46 @@ result_member(JsonArray *a, const char *test, const char *obj, const char *key)
 		if (g_str_equal(json_object_get_string_member(o, "test"), test)) {
 			g_assert_cmpstr(json_object_get_string_member(o, "path"), ==, "lo");
 			g_assert_false(json_object_has_member(o, "error"));
-			if (obj)
-				o = json_object_get_object_member(o, obj);
-			return json_object_get_double_member(o, key);
+			return o;
 		}
 	}
 	g_assert_not_reached();
+}
+
+static double
+result_member(JsonArray *a, const char *test, const char *obj, const char *key)
+{
+	JsonObject *o = result_object(a, test);
+
+	if (obj)
+		o = json_object_get_object_member(o, obj);
+	return json_object_get_double_member(o, key);
+}
+
+/*
+ * Whole-system CPU per MB on every throughput test: a summary over the
+ * repetitions like mbit_s, positive (loopback keeps a CPU busy), ordered,
+ * and next to the per-process figure, which stays. The kernel path has no
+ * USB work units.
+ */
+static void
+check_system_cpu(JsonArray *a, const char *test)
+{
+	JsonObject *o = result_object(a, test);
+	JsonObject *c = json_object_get_object_member(o, "system_cpu_s_per_mb");
+	JsonObject *b = json_object_get_object_member(o, "system_cpu_busy_pct");
+
+	g_assert_nonnull(c);
+	g_assert_cmpint(json_object_get_int_member(c, "n"), ==, 1);
+	g_assert_cmpfloat(json_object_get_double_member(c, "min"), >, 0);
+	g_assert_cmpfloat(json_object_get_double_member(c, "min"), <=, json_object_get_double_member(c, "median"));
+	g_assert_cmpfloat(json_object_get_double_member(c, "median"), <=, json_object_get_double_member(c, "max"));
+	g_assert_nonnull(b);
+	g_assert_cmpfloat(json_object_get_double_member(b, "median"), >, 0);
+	g_assert_cmpfloat(json_object_get_double_member(b, "median"), <=, 100);
+	g_assert_true(json_object_has_member(o, "cpu_s_per_mb"));
+	g_assert_false(json_object_has_member(o, "usb_rx_ntbs_per_mb"));
+	g_assert_false(json_object_has_member(o, "usb_tx_ntbs_per_mb"));
 }
 
 static void
@@ -158,7 +192,7 @@ test_loopback_run(void)
 	g_autofree char *port = g_strdup_printf("%u", free_port());
 	const char *server[] = {NCM_BENCH_EXE, "--server", "--bind", "127.0.0.1", "--port", port, NULL};
 	const char *client[] = {NCM_BENCH_EXE, "--port", port, "--path", "lo=127.0.0.1", "--quick",
-				"--secs", "2", "--tests", "tcp_down,tcp_up,udp_rtt_64_10hz",
+				"--secs", "2", "--tests", "tcp_down,tcp_up,tcp_bidir,udp_rtt_64_10hz",
 				"--json", out, "--plot", svg, NULL};
 	g_autofree char *table = NULL, *plot = NULL;
 	g_autoptr(GError) error = NULL;
@@ -181,14 +215,26 @@ test_loopback_run(void)
 
 	root = parse_file(out);
 	a = json_object_get_array_member(json_node_get_object(root), "results");
-	g_assert_cmpuint(json_array_get_length(a), ==, 3);
+	g_assert_cmpuint(json_array_get_length(a), ==, 4);
+	g_assert_cmpint(json_object_get_int_member(json_object_get_object_member(json_node_get_object(root), "env"),
+						   "user_hz"), >, 0);
 	g_assert_cmpfloat(result_member(a, "tcp_down", "mbit_s", "median"), >, 0);
 	g_assert_cmpfloat(result_member(a, "tcp_up", "mbit_s", "median"), >, 0);
+	g_assert_cmpfloat(result_member(a, "tcp_bidir", "mbit_s", "median"), >, 0);
+	check_system_cpu(a, "tcp_down");
+	check_system_cpu(a, "tcp_up");
+	check_system_cpu(a, "tcp_bidir");
+	g_assert_false(json_object_has_member(result_object(a, "udp_rtt_64_10hz"), "system_cpu_s_per_mb"));
+	/* The table's CPU row for each throughput test. */
+	g_assert_nonnull(strstr(table, "tcp_up cpu s/MB"));
 	g_assert_cmpfloat(result_member(a, "udp_rtt_64_10hz", "rtt_ms", "p50"), >, 0);
 	g_assert_cmpfloat(result_member(a, "udp_rtt_64_10hz", NULL, "received"), >, 0);
 	g_assert_true(g_file_get_contents(svg, &plot, NULL, NULL));
 	g_assert_true(g_str_has_prefix(plot, "<?xml"));
 	g_assert_nonnull(strstr(plot, "<polyline"));
+	/* Bars for Mbit/s and CPU per MB: one per throughput test each. */
+	g_assert_nonnull(strstr(plot, "Whole-system CPU per MB"));
+	g_assert_nonnull(strstr(plot, "<path d=\"M"));
 	g_remove(out);
 	g_remove(svg);
 	g_rmdir(dir);

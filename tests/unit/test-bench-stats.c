@@ -87,6 +87,10 @@ test_windows_gap(void)
 	g_assert_cmpint(w.longest_stall_us, ==, 1600000);
 	g_assert_cmpfloat_with_epsilon(bench_rate_between(s, a->len, 50000, 950000), 8.0, 1e-9);
 	g_assert_cmpfloat(bench_rate_between(s, a->len, 1100000, 2400000), ==, 0);
+	/* Bytes over the same spans: 0.9 s at 1 MB/s, then nothing; from 0.95 s to 3.0 s, 50 kB + 500 kB. */
+	g_assert_cmpfloat_with_epsilon(bench_count_between(s, a->len, 50000, 950000), 900000, 1e-6);
+	g_assert_cmpfloat(bench_count_between(s, a->len, 1100000, 2400000), ==, 0);
+	g_assert_cmpfloat_with_epsilon(bench_count_between(s, a->len, 950000, 3000000), 550000, 1e-6);
 	/* A trailing partial window is left out. */
 	bench_windows(s, a->len, 0, 1100000, 250000, &w, NULL);
 	g_assert_cmpuint(w.n_windows, ==, 4);

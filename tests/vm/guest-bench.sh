@@ -31,6 +31,10 @@ has() { # PATH TEST TEXT: the result contains TEXT
 	result "$1" "$2" | grep -qF "$3"
 }
 
+lacks() { # PATH TEST TEXT: the result does not contain TEXT
+	! result "$1" "$2" | grep -qF "$3"
+}
+
 moved() { # PATH TEST
 	awk -v v="$(median "$1" "$2")" 'BEGIN { exit !(v + 0 > 0) }'
 }
@@ -72,9 +76,21 @@ for p in cdc_ncm ncm-tun lwip; do
 	selected udp_rtt_64_10hz || continue
 	check "$p udp_rtt_64_10hz has rtt_ms" has "$p" udp_rtt_64_10hz '"rtt_ms":{"p50":'
 done
+for p in cdc_ncm ncm-tun lwip; do
+	for t in tcp_down tcp_up tcp_bidir; do
+		selected $t || continue
+		check "$p $t has whole-system CPU per MB" has "$p" "$t" '"system_cpu_s_per_mb":{"median":'
+	done
+done
 if selected tcp_down; then
 	check "ncm-tun reports its own CPU per MB" has ncm-tun tcp_down '"ncm_tun_cpu_s_per_mb":'
 	check "lwip reports main-context dispatches per MB" has lwip tcp_down '"main_dispatches_per_mb":'
+	# USB transfers per MB each way: libncm's counts, in process (lwip) or from ncm-tun's statistics.
+	for p in ncm-tun lwip; do
+		check "$p tcp_down has USB IN transfers per MB" has "$p" tcp_down '"usb_rx_ntbs_per_mb":{"median":'
+		check "$p tcp_down has USB OUT transfers per MB" has "$p" tcp_down '"usb_tx_ntbs_per_mb":{"median":'
+	done
+	check "cdc_ncm has no USB work units" lacks cdc_ncm tcp_down usb_rx_ntbs_per_mb
 fi
 check "ncm-tun removed its interface" [ ! -e "/sys/class/net/$TUN" ]
 check "plot written" grep -q '<svg' "$VM_OUT/bench.svg"
