@@ -57,7 +57,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ncm_nudge_ntb_begin(&n, now);
 			FUZZ_CHECK(n.last_rx == now && n.asked_at == 0);
 		}
-		size_t bytes = 0;
 		unsigned i;
 
 		for (i = 0; i < frames && off < size; i++) {
@@ -75,7 +74,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				tx.asked_at = now;
 			free(buf);
 			off += len;
-			bytes += len;
 		}
 		if (!sent)
 			(void)ncm_nudge_ntb_end(&n);
