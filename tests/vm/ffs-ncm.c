@@ -115,6 +115,8 @@ static uint32_t input_size;       /* SET_NTB_INPUT_SIZE, else in_max */
 static uint16_t max_datagram = FRAME_MAX;
 static uint16_t filter;
 static uint16_t crc_mode;
+static unsigned in_since_nego;    /* IN NTBs since the host's last SET_NTB_INPUT_SIZE */
+static bool stalled_once;
 
 /* Counters: atomics, read by the summary. */
 static unsigned long st_ntbs_out, st_dgrams_out, st_ntbs_in, st_dgrams_in, st_tap_errors,
@@ -443,6 +445,7 @@ class_out(const struct usb_ctrlrequest *rq)
 		}
 		pthread_mutex_lock(&lock);
 		input_size = v;
+		in_since_nego = 0;
 		pthread_mutex_unlock(&lock);
 		say("SET_NTB_INPUT_SIZE %u", v);
 		return true;
@@ -704,7 +707,7 @@ stall_in_once(void)
 	/* Reading an IN endpoint's file halts it; the host must clear the halt. */
 	if (read(ep_in, b, sizeof(b)) < 0 && errno == EBADMSG) {
 		COUNT(st_stalls, 1);
-		say("bulk IN halted before IN NTB %u", prof.stall_in_at);
+		say("bulk IN halted before IN NTB %u of the host's session", prof.stall_in_at);
 	} else {
 		say("halting bulk IN failed: %s", strerror(errno));
 	}
@@ -760,9 +763,14 @@ tx_thread(void *arg)
 		}
 		unsigned count = ncm_ntb_packer_count(&pk);
 		size_t len = ncm_ntb_packer_finish(&pk, NULL);
-		unsigned long k = COUNT(st_ntbs_in, 1);
+		bool halt;
 
-		if (prof.stall_in_at && k == prof.stall_in_at)
+		COUNT(st_ntbs_in, 1);
+		pthread_mutex_lock(&lock);
+		halt = prof.stall_in_at && !stalled_once && ++in_since_nego == prof.stall_in_at;
+		stalled_once |= halt;
+		pthread_mutex_unlock(&lock);
+		if (halt)
 			stall_in_once();
 		if (write(ep_in, ntb, len) != (ssize_t)len)
 			COUNT(st_in_errors, 1);
@@ -855,7 +863,8 @@ static const char usage_text[] =
 	"  --caps N                 bmNetworkCapabilities: which optional requests are answered\n"
 	"  --no-intr                no interrupt endpoint (as Apple's functions)\n"
 	"  --notify-flood S         send NETWORK_CONNECTION on every interrupt poll for S seconds\n"
-	"  --stall-in-once N        halt bulk IN once, before the Nth IN NTB\n"
+	"  --stall-in-once N        halt bulk IN once, before the Nth IN NTB after the host's\n"
+	"                           SET_NTB_INPUT_SIZE (that is, in its session)\n"
 	"  --cs-desc                also write the CDC Header/Union/Ethernet/NCM descriptors\n"
 	"                           (Linux 6.1's f_fs rejects them: EINVAL)\n"
 	"  --mac XX:..:XX, --no-mac iMACAddress (only with --cs-desc)\n"

@@ -478,6 +478,7 @@ FFS_DIR=/dev/ffs-ncm
 FFS_TAP=ffs0
 FFS_PID=
 FFS_LOG=
+FFS_SUMMARY=
 
 ffs_settled() { # ready, or dead: either way the wait is over
 	[ -e /run/ffs-ncm.ready ] || ! kill -0 "$FFS_PID" 2>/dev/null
@@ -530,14 +531,9 @@ ffs_gadget_setup() {
 	vm_info
 }
 
-# ffs_counters: ffs-ncm prints its counters (SIGUSR1) to its log.
-ffs_counters() {
-	kill -USR1 "$FFS_PID"
-	wait_for 10 "ffs-ncm counters" grep -q 'summary:' "$FFS_LOG"
-}
-
-# ffs_gadget_stop: stops ffs-ncm, prints its log; fails when the device saw
-# an NTB that broke its advertised rules (ffs-ncm exits 3).
+# ffs_gadget_stop: stops ffs-ncm, prints its log and keeps its last counters
+# in FFS_SUMMARY (see ffs_stat); fails when the device saw an NTB that broke
+# its advertised rules (ffs-ncm then exits 3).
 ffs_gadget_stop() {
 	local rc=0
 	kill -TERM "$FFS_PID"
@@ -546,9 +542,27 @@ ffs_gadget_stop() {
 	echo "--- ffs-ncm log"
 	cat "$FFS_LOG"
 	echo "---"
+	FFS_SUMMARY=$(grep 'summary:' "$FFS_LOG" | tail -n 1)
 	case $rc in
 	0) ok "the device found no violation in the host's NTBs" ;;
 	3) fail "the host sent NTBs that break the device's advertised rules" ;;
 	*) fail "ffs-ncm exited $rc" ;;
 	esac
+}
+
+# ffs_stat NAME: one counter of the last summary, e.g. ffs_stat ntbs_out.
+ffs_stat() { echo "$FFS_SUMMARY" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+
+# ffs_gadget_teardown: unplugs, stops ffs-ncm (ffs_gadget_stop's verdict
+# included) and removes the gadget, so that another profile can follow in
+# the same boot.
+ffs_gadget_teardown() {
+	[ -z "$(cat "$GADGET/UDC")" ] || gadget_unplug
+	[ -z "$FFS_PID" ] || ffs_gadget_stop
+	umount "$FFS_DIR"
+	rm "$GADGET/configs/c.1/ffs.ncm"
+	rmdir "$GADGET/configs/c.1/strings/0x409" "$GADGET/configs/c.1"
+	rmdir "$GADGET/functions/ffs.ncm" "$GADGET/strings/0x409" "$GADGET"
+	$IP netns del "$PEER_NS" 2>/dev/null || true
+	GADGET_PROFILE= USB_DEV= PEER_IFNAMES=
 }
