@@ -689,6 +689,73 @@ rx_thread(void *arg)
 	return arg;
 }
 
+/*
+ * --self-test: the checker must catch what it claims to. Each case packs
+ * NTBs with libncm's packer under host rules that break one advertised
+ * rule (or none, the control) and counts what check_out_ntb() reports.
+ */
+typedef struct {
+	const char *what;
+	NcmNtbFormat host_format;
+	uint16_t host_div, host_rem, host_align;
+	uint32_t host_max;
+	unsigned frames;
+	uint16_t div, rem, align, max_datagrams;
+	uint32_t out_max;
+	bool want;
+} SelfCase;
+
+static bool
+self_case(const SelfCase *t)
+{
+	static uint8_t ntb[NTB_BUF_MAX];
+	uint8_t frame[60] = { 0 };
+	NcmNtbPackConfig cfg = {
+		.format = t->host_format, .max_size = t->host_max, .divisor = t->host_div,
+		.remainder = t->host_rem, .alignment = t->host_align,
+	};
+	NcmNtbPacker pk;
+	OutCheck c = { .ntb = 1, .fmt = NCM_NTB_FORMAT_16 };
+	unsigned long before = READ(st_violations);
+
+	prof.out_div = t->div, prof.out_rem = t->rem, prof.out_align = t->align;
+	prof.out_max_datagrams = t->max_datagrams, prof.out_max = t->out_max;
+	ncm_ntb_packer_init(&pk, &cfg, ntb, sizeof(ntb), 1);
+	for (unsigned i = 0; i < t->frames; i++)
+		ncm_ntb_packer_add(&pk, frame, sizeof(frame));
+	check_out_ntb(&c, ntb, ncm_ntb_packer_finish(&pk, NULL));
+	bool got = READ(st_violations) != before;
+	printf("%s: %s: %s\n", got == t->want ? "ok" : "FAIL", t->what,
+	       got ? "violation reported" : "no violation");
+	return got == t->want;
+}
+
+static int
+self_test(void)
+{
+	static const SelfCase cases[] = {
+		{ "control: the advertised rules kept", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 10,
+		  4, 0, 4, 0, 16384, false },
+		{ "control: 512/14/512 kept", NCM_NTB_FORMAT_16, 512, 14, 512, 16384, 10,
+		  512, 14, 512, 0, 16384, false },
+		{ "datagram offsets off wNdpOutDivisor/remainder", NCM_NTB_FORMAT_16, 4, 0, 4,
+		  16384, 3, 8, 2, 4, 0, 16384, true },
+		{ "NDP off wNdpOutAlignment", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 3,
+		  4, 0, 512, 0, 16384, true },
+		{ "more datagrams than wNtbOutMaxDatagrams", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 3,
+		  4, 0, 4, 1, 16384, true },
+		{ "larger than dwNtbOutMaxSize", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 100,
+		  4, 0, 4, 0, 4096, true },
+		{ "NTB32 while NTB16 was negotiated", NCM_NTB_FORMAT_32, 4, 0, 4, 16384, 3,
+		  4, 0, 4, 0, 16384, true },
+	};
+	bool all = true;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		all &= self_case(&cases[i]);
+	return all ? 0 : 1;
+}
+
 /* ---- device -> host: TAP frames packed into NTBs -------------------------- */
 
 static bool
@@ -871,6 +938,7 @@ static const char usage_text[] =
 	"  --data-alt1              data alt 0 without endpoints, bulk pair in alt 1 (the spec's\n"
 	"                           layout; Linux 6.1's composite layer stalls SET_INTERFACE alt 1\n"
 	"                           for FunctionFS, so the default puts the pair in alt 0)\n"
+	"  --self-test              check the NTB checker on packed NTBs, without a device\n"
 	"SIGUSR1 prints the counters; SIGTERM prints them and exits 3 if a host NTB broke a rule.\n";
 
 static void
@@ -889,7 +957,7 @@ main(int argc, char **argv)
 {
 	enum { O_FORMATS = 256, O_IN_MAX, O_OUT_MAX, O_IN_NDP, O_OUT_NDP, O_OUT_MAXDG, O_CAPS,
 	       O_NO_INTR, O_FLOOD, O_STALL, O_CS, O_MAC, O_NO_MAC, O_READY, O_TAP, O_FFS,
-	       O_PROFILE, O_ALT1 };
+	       O_PROFILE, O_ALT1, O_SELF };
 	static const struct option opts[] = {
 		{ "ffs", required_argument, NULL, O_FFS },
 		{ "tap", required_argument, NULL, O_TAP },
@@ -907,6 +975,7 @@ main(int argc, char **argv)
 		{ "stall-in-once", required_argument, NULL, O_STALL },
 		{ "cs-desc", no_argument, NULL, O_CS },
 		{ "data-alt1", no_argument, NULL, O_ALT1 },
+		{ "self-test", no_argument, NULL, O_SELF },
 		{ "mac", required_argument, NULL, O_MAC },
 		{ "no-mac", no_argument, NULL, O_NO_MAC },
 		{ "help", no_argument, NULL, 'h' },
@@ -948,6 +1017,7 @@ main(int argc, char **argv)
 		case O_STALL: prof.stall_in_at = (unsigned)num("stall-in-once", optarg, 1000000); break;
 		case O_CS: prof.cs_desc = true; break;
 		case O_ALT1: prof.alt1 = true; break;
+		case O_SELF: return self_test();
 		case O_MAC:
 			if (!parse_mac(optarg, prof.mac_addr))
 				die("--mac takes XX:XX:XX:XX:XX:XX");
