@@ -471,3 +471,98 @@ iperf3_mbits() {
 	awk '/"sum_received"/ { f = 1 }
 	     f && /"bits_per_second"/ { sub(/.*:/, ""); sub(/,.*/, ""); printf "%d\n", $0 / 1e6; exit }' "$1"
 }
+
+# ---- the programmable device: ffs-ncm over FunctionFS -----------------------
+
+FFS_DIR=/dev/ffs-ncm
+FFS_TAP=ffs0
+FFS_PID=
+FFS_LOG=
+FFS_SUMMARY=
+
+ffs_settled() { # ready, or dead: either way the wait is over
+	[ -e /run/ffs-ncm.ready ] || ! kill -0 "$FFS_PID" 2>/dev/null
+}
+
+# ffs_gadget_setup ARGS...: the gadget's NCM function is ffs-ncm (a --bin),
+# served through FunctionFS (configfs function ffs.ncm) instead of f_ncm.
+# ARGS go to ffs-ncm (--profile NAME, single options). It runs in netns
+# peer with TAP $FFS_TAP (192.168.77.1, fd77::1, MAC $VM_DEV_MAC) as the
+# peer's interface, and logs to $VM_OUT/ffs-ncm.log. The UDC is bound once
+# it wrote its descriptors; returns when the host configured the device.
+# Sets FFS_PID; ffs_gadget_stop collects its verdict.
+ffs_gadget_setup() {
+	[ ! -d "$GADGET" ] || fail "ffs_gadget_setup: a gadget exists"
+	dummy_hcd_speed hs
+	modprobe usb_f_fs || fail "cannot load usb_f_fs"
+	mkdir "$GADGET" "$GADGET/strings/0x409"
+	echo "$VM_VID" >"$GADGET/idVendor"
+	echo "$VM_PID" >"$GADGET/idProduct"
+	echo 0x0100 >"$GADGET/bcdDevice"
+	# ffs-ncm groups its interfaces with an IAD.
+	echo 0xef >"$GADGET/bDeviceClass"
+	echo 0x02 >"$GADGET/bDeviceSubClass"
+	echo 0x01 >"$GADGET/bDeviceProtocol"
+	echo "$VM_SERIAL" >"$GADGET/strings/0x409/serialnumber"
+	echo libncm >"$GADGET/strings/0x409/manufacturer"
+	echo "libncm programmable NCM device (ffs-ncm)" >"$GADGET/strings/0x409/product"
+	mkdir "$GADGET/functions/ffs.ncm"
+	gadget_config 1 NCM ffs.ncm
+	mkdir -p "$FFS_DIR"
+	mount -t functionfs ncm "$FFS_DIR" || fail "cannot mount functionfs"
+
+	[ -e "/run/netns/$PEER_NS" ] || $IP netns add "$PEER_NS"
+	$IP -n "$PEER_NS" link set lo up
+	rm -f /run/ffs-ncm.ready
+	FFS_LOG=$VM_OUT/ffs-ncm.log
+	$IP netns exec "$PEER_NS" ffs-ncm --ffs "$FFS_DIR" --tap "$FFS_TAP" \
+		--ready /run/ffs-ncm.ready "$@" >"$FFS_LOG" 2>&1 &
+	FFS_PID=$!
+	wait_for "$VM_WAIT" "ffs-ncm descriptors" ffs_settled
+	[ -e /run/ffs-ncm.ready ] || { cat "$FFS_LOG"; fail "ffs-ncm did not start"; }
+	$IP -n "$PEER_NS" link set "$FFS_TAP" address "$VM_DEV_MAC"
+	$IP -n "$PEER_NS" addr replace "$(peer_ip4 0)/24" dev "$FFS_TAP"
+	$IP -n "$PEER_NS" link set "$FFS_TAP" up
+	$IP -n "$PEER_NS" addr replace "$(peer_ip6 0)/64" dev "$FFS_TAP" nodad
+	PEER_IFNAMES=$FFS_TAP
+	GADGET_PROFILE="ffs $*"
+	echo "$VM_UDC" >"$GADGET/UDC" || fail "cannot bind the gadget to $VM_UDC"
+	wait_usb_configured
+	vm_info
+}
+
+# ffs_gadget_stop: stops ffs-ncm, prints its log and keeps its last counters
+# in FFS_SUMMARY (see ffs_stat); fails when the device saw an NTB that broke
+# its advertised rules (ffs-ncm then exits 3).
+ffs_gadget_stop() {
+	local rc=0
+	kill -TERM "$FFS_PID"
+	wait "$FFS_PID" || rc=$?
+	FFS_PID=
+	echo "--- ffs-ncm log"
+	cat "$FFS_LOG"
+	echo "---"
+	FFS_SUMMARY=$(grep 'summary:' "$FFS_LOG" | tail -n 1)
+	case $rc in
+	0) ok "the device found no violation in the host's NTBs" ;;
+	3) fail "the host sent NTBs that break the device's advertised rules" ;;
+	*) fail "ffs-ncm exited $rc" ;;
+	esac
+}
+
+# ffs_stat NAME: one counter of the last summary, e.g. ffs_stat ntbs_out.
+ffs_stat() { echo "$FFS_SUMMARY" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+
+# ffs_gadget_teardown: unplugs, stops ffs-ncm (ffs_gadget_stop's verdict
+# included) and removes the gadget, so that another profile can follow in
+# the same boot.
+ffs_gadget_teardown() {
+	[ -z "$(cat "$GADGET/UDC")" ] || gadget_unplug
+	[ -z "$FFS_PID" ] || ffs_gadget_stop
+	umount "$FFS_DIR"
+	rm "$GADGET/configs/c.1/ffs.ncm"
+	rmdir "$GADGET/configs/c.1/strings/0x409" "$GADGET/configs/c.1"
+	rmdir "$GADGET/functions/ffs.ncm" "$GADGET/strings/0x409" "$GADGET"
+	$IP netns del "$PEER_NS" 2>/dev/null || true
+	GADGET_PROFILE= USB_DEV= PEER_IFNAMES=
+}

@@ -334,6 +334,8 @@ open_first(Test *t, GError **error)
 	if (!t->dev)
 		return FALSE;
 	ncm_device_get_mac(t->dev, t->mac);
+	printf("mac: %02x:%02x:%02x:%02x:%02x:%02x\n", t->mac[0], t->mac[1], t->mac[2], t->mac[3],
+	       t->mac[4], t->mac[5]);
 	g_signal_connect(t->dev, "removed", G_CALLBACK(on_removed), t);
 	g_signal_connect(t->dev, "link-changed", G_CALLBACK(on_link), t);
 	ncm_device_set_sink(t->dev, &sink, t);

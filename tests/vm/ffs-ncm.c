@@ -1,0 +1,1075 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ffs-ncm.c: a programmable CDC-NCM device for the VM: FunctionFS on ep0..epN, a TAP on the other side, every received NTB checked. */
+
+/*
+ * The test gadget. It serves one NCM function through FunctionFS (usb_f_fs)
+ * with the NTB parameters, endpoints and notification behaviour of a
+ * profile, bridges its data to a TAP interface (in netns "peer", where the
+ * peer's Linux stack answers), and checks every NTB the host sends against
+ * what it advertised. Violations are printed, counted, and make the exit
+ * status 3 at SIGTERM. tests/vm/README.md, "The programmable device".
+ *
+ * Threads: main reads ep0 (events, class requests); "rx" reads bulk OUT
+ * and writes the TAP; "tx" reads the TAP and writes bulk IN; "notify"
+ * writes the interrupt endpoint; "signals" prints the summary. Shared
+ * state is under `lock`.
+ *
+ * Plain C on purpose: the device links libncm's pure NTB codec for its
+ * data path (packing IN, parsing OUT) but checks the wire rules itself,
+ * through ncm-le.h, so that a packer bug in libncm cannot hide from it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <linux/usb/functionfs.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ncm-le.h"
+#include "ncm-ntb.h"
+
+#define NTB_BUF_MAX 65536u
+#define FRAME_MAX 1514u
+#define HS_BULK_MPS 512u
+#define FS_BULK_MPS 64u
+#define INTR_MPS 16u
+#define MAX_PRINTED_VIOLATIONS 20u
+#define TX_MAX_DATAGRAMS 32u
+
+/* ---- the profile ------------------------------------------------------- */
+
+typedef struct {
+	const char *name;
+	unsigned formats;          /* NCM_NTB_FORMAT_BIT_* */
+	uint32_t in_max;           /* dwNtbInMaxSize */
+	uint16_t in_div, in_rem, in_align;
+	uint32_t out_max;          /* dwNtbOutMaxSize */
+	uint16_t out_div, out_rem, out_align;
+	uint16_t out_max_datagrams;
+	uint8_t caps;              /* bmNetworkCapabilities (answered requests) */
+	bool intr;                 /* interrupt IN endpoint */
+	bool cs_desc;              /* CDC functional descriptors (f_fs 6.1 rejects them) */
+	bool alt1;                 /* data alt 0 empty, bulk pair in alt 1 (6.1 stalls alt 1) */
+	bool mac;                  /* iMACAddress string (with cs_desc) */
+	uint8_t mac_addr[6];
+	unsigned flood_s;          /* NETWORK_CONNECTION on every poll for this long */
+	unsigned stall_in_at;      /* STALL bulk IN once, before this IN NTB (0 = never) */
+} Profile;
+
+static Profile prof = {
+	.name = "basic",
+	.formats = NCM_NTB_FORMAT_BIT_16 | NCM_NTB_FORMAT_BIT_32,
+	.in_max = 16384, .in_div = 4, .in_rem = 0, .in_align = 4,
+	.out_max = 16384, .out_div = 4, .out_rem = 0, .out_align = 4,
+	.out_max_datagrams = 0,
+	.caps = 0x11,
+	.intr = true,
+	.mac = true,
+	.mac_addr = { 0x02, 0x4e, 0x43, 0x4d, 0x00, 0x02 },
+};
+
+/* Named starting points; single options given after --profile adjust them. */
+static bool
+profile_select(const char *name)
+{
+	if (!strcmp(name, "basic"))
+		return true;  /* f_ncm's figures */
+	if (!strcmp(name, "apple")) {
+		prof.intr = false;
+	} else if (!strcmp(name, "ntb16-only")) {
+		prof.formats = NCM_NTB_FORMAT_BIT_16;
+	} else if (!strcmp(name, "ntb32-only")) {
+		/* Not allowed by the spec (NTB16 is mandatory): a host must refuse. */
+		prof.formats = NCM_NTB_FORMAT_BIT_32;
+	} else if (!strcmp(name, "notify-flood")) {
+		prof.flood_s = 5;
+	} else if (!strcmp(name, "stall-in-once")) {
+		prof.stall_in_at = 3;
+	} else {
+		return false;
+	}
+	prof.name = name;
+	return true;
+}
+
+/* ---- shared state -------------------------------------------------------- */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;  /* guards the block below */
+static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
+static unsigned enable_gen;       /* bumped on every FUNCTIONFS_ENABLE */
+static bool enabled;
+static NcmNtbFormat format = NCM_NTB_FORMAT_16;
+static uint32_t input_size;       /* SET_NTB_INPUT_SIZE, else in_max */
+static uint16_t max_datagram = FRAME_MAX;
+static uint16_t filter;
+static uint16_t crc_mode;
+static unsigned in_since_nego;    /* IN NTBs since the host's last SET_NTB_INPUT_SIZE */
+static bool stalled_once;
+
+/* Counters: atomics, read by the summary. */
+static unsigned long st_ntbs_out, st_dgrams_out, st_ntbs_in, st_dgrams_in, st_tap_errors,
+	st_in_errors, st_out_errors, st_violations, st_notifications, st_stalls, st_requests,
+	st_stalled_requests;
+
+static int ep0 = -1, ep_intr = -1, ep_in = -1, ep_out = -1, tap = -1;
+
+#define COUNT(c, n) __atomic_add_fetch(&(c), (n), __ATOMIC_RELAXED)
+#define READ(c) __atomic_load_n(&(c), __ATOMIC_RELAXED)
+
+static void
+say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("ffs-ncm: ", stdout);
+	vprintf(fmt, ap);
+	fputc('\n', stdout);
+	va_end(ap);
+	fflush(stdout);
+}
+
+static void
+die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("ffs-ncm: error: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(2);
+}
+
+static void
+violation(unsigned long ntb, const char *fmt, ...)
+{
+	unsigned long n = COUNT(st_violations, 1);
+	va_list ap;
+
+	if (n > MAX_PRINTED_VIOLATIONS)
+		return;
+	va_start(ap, fmt);
+	printf("ffs-ncm: VIOLATION in OUT NTB %lu: ", ntb);
+	vprintf(fmt, ap);
+	fputc('\n', stdout);
+	va_end(ap);
+	fflush(stdout);
+}
+
+static void
+summary(void)
+{
+	say("summary: profile=%s ntbs_out=%lu datagrams_out=%lu ntbs_in=%lu datagrams_in=%lu "
+	    "violations=%lu notifications=%lu stalls=%lu requests=%lu stalled_requests=%lu "
+	    "in_errors=%lu out_errors=%lu tap_errors=%lu format=NTB%s input_size=%u",
+	    prof.name, READ(st_ntbs_out), READ(st_dgrams_out), READ(st_ntbs_in),
+	    READ(st_dgrams_in), READ(st_violations), READ(st_notifications), READ(st_stalls),
+	    READ(st_requests), READ(st_stalled_requests), READ(st_in_errors),
+	    READ(st_out_errors), READ(st_tap_errors),
+	    format == NCM_NTB_FORMAT_32 ? "32" : "16", input_size);
+}
+
+/* ---- descriptors --------------------------------------------------------- */
+
+typedef struct {
+	uint8_t b[512];
+	size_t len;
+	unsigned count;
+} Blob;
+
+static void
+put(Blob *d, const uint8_t *p, size_t n)
+{
+	if (d->len + n > sizeof(d->b))
+		die("descriptor buffer overflow");
+	memcpy(d->b + d->len, p, n);
+	d->len += n;
+}
+
+static void
+put_le32(Blob *d, uint32_t v)
+{
+	uint8_t b[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
+
+	put(d, b, 4);
+}
+
+static void
+desc(Blob *d, const uint8_t *p, size_t n)
+{
+	put(d, p, n);
+	d->count++;
+}
+
+/* One speed's set. Endpoint order (interrupt, bulk IN, bulk OUT) gives the
+ * ep1..epN file numbering. */
+static void
+speed_descs(Blob *d, bool hs)
+{
+	const uint8_t n_if_eps = prof.intr ? 1 : 0;
+	const uint8_t in_addr = prof.intr ? 0x82 : 0x81, out_addr = prof.intr ? 0x03 : 0x02;
+	const uint16_t mps = hs ? HS_BULK_MPS : FS_BULK_MPS;
+	/*
+	 * The IAD names the data interface: f_fs 6.1 takes no Union descriptor.
+	 * The bulk pair sits in data alt 0 unless --data-alt1: f_fs has no
+	 * get_alt(), so the composite layer stalls SET_INTERFACE to any alt but 0.
+	 */
+	const uint8_t iad[] = { 8, 0x0b, 0, 2, 0x02, 0x0d, 0x00, 0 };
+	const uint8_t comm[] = { 9, 0x04, 0, 0, n_if_eps, 0x02, 0x0d, 0x00, 0 };
+	const uint8_t header[] = { 5, 0x24, 0x00, 0x10, 0x01 };
+	const uint8_t uni[] = { 5, 0x24, 0x06, 0, 1 };
+	const uint8_t eth[] = { 13, 0x24, 0x0f, prof.mac ? 1 : 0, 0, 0, 0, 0,
+				(uint8_t)FRAME_MAX, FRAME_MAX >> 8, 0, 0, 0 };
+	const uint8_t ncm[] = { 6, 0x24, 0x1a, 0x00, 0x01, prof.caps };
+	const uint8_t intr[] = { 7, 0x05, 0x81, 0x03, INTR_MPS, 0, hs ? 9 : 32 };
+	const uint8_t data0[] = { 9, 0x04, 1, 0, prof.alt1 ? 0 : 2, 0x0a, 0x00, 0x01, 0 };
+	const uint8_t data1[] = { 9, 0x04, 1, 1, 2, 0x0a, 0x00, 0x01, 0 };
+	const uint8_t bin[] = { 7, 0x05, in_addr, 0x02, (uint8_t)mps, (uint8_t)(mps >> 8), 0 };
+	const uint8_t bout[] = { 7, 0x05, out_addr, 0x02, (uint8_t)mps, (uint8_t)(mps >> 8), 0 };
+
+	desc(d, iad, sizeof(iad));
+	desc(d, comm, sizeof(comm));
+	if (prof.cs_desc) {
+		desc(d, header, sizeof(header));
+		desc(d, uni, sizeof(uni));
+		desc(d, eth, sizeof(eth));
+		desc(d, ncm, sizeof(ncm));
+	}
+	if (prof.intr)
+		desc(d, intr, sizeof(intr));
+	desc(d, data0, sizeof(data0));
+	if (prof.alt1)
+		desc(d, data1, sizeof(data1));
+	desc(d, bin, sizeof(bin));
+	desc(d, bout, sizeof(bout));
+}
+
+static void
+write_all(int fd, const void *p, size_t n, const char *what)
+{
+	ssize_t r = write(fd, p, n);
+
+	if (r < 0 && errno == EINVAL && prof.cs_desc)
+		die("FunctionFS rejected the %s (EINVAL): Linux's f_fs accepts no CDC class-specific "
+		    "(0x24) descriptors; drop --cs-desc (the host then finds the function through "
+		    "its IAD, without iMACAddress)", what);
+	if (r != (ssize_t)n)
+		die("writing the %s to ep0: %s", what, r < 0 ? strerror(errno) : "short write");
+}
+
+static void
+write_descriptors(void)
+{
+	Blob fs = { 0 }, hs = { 0 }, all = { 0 }, str = { 0 };
+	char mac[13];
+
+	speed_descs(&fs, false);
+	speed_descs(&hs, true);
+	put_le32(&all, FUNCTIONFS_DESCRIPTORS_MAGIC_V2);
+	put_le32(&all, (uint32_t)(12 + 8 + fs.len + hs.len));
+	put_le32(&all, FUNCTIONFS_HAS_FS_DESC | FUNCTIONFS_HAS_HS_DESC);
+	put_le32(&all, fs.count);
+	put_le32(&all, hs.count);
+	put(&all, fs.b, fs.len);
+	put(&all, hs.b, hs.len);
+	write_all(ep0, all.b, all.len, "descriptors");
+
+	/* Strings: only iMACAddress, and only with the functional descriptors. */
+	snprintf(mac, sizeof(mac), "%02X%02X%02X%02X%02X%02X", prof.mac_addr[0],
+		 prof.mac_addr[1], prof.mac_addr[2], prof.mac_addr[3], prof.mac_addr[4],
+		 prof.mac_addr[5]);
+	bool with_mac = prof.cs_desc && prof.mac;
+	put_le32(&str, FUNCTIONFS_STRINGS_MAGIC);
+	put_le32(&str, (uint32_t)(16 + (with_mac ? 2 + sizeof(mac) : 0)));
+	put_le32(&str, with_mac ? 1 : 0);
+	put_le32(&str, with_mac ? 1 : 0);
+	if (with_mac) {
+		const uint8_t lang[2] = { 0x09, 0x04 };
+
+		put(&str, lang, 2);
+		put(&str, (const uint8_t *)mac, sizeof(mac));
+	}
+	write_all(ep0, str.b, str.len, "strings");
+}
+
+/* ---- ep0: class requests ------------------------------------------------- */
+
+static void
+put16(uint8_t *b, size_t len, size_t off, uint16_t v)
+{
+	if (ncm_le_fits(len, off, 2))
+		b[off] = (uint8_t)v, b[off + 1] = (uint8_t)(v >> 8);
+}
+
+static void
+put32(uint8_t *b, size_t len, size_t off, uint32_t v)
+{
+	put16(b, len, off, (uint16_t)v);
+	put16(b, len, off + 2, (uint16_t)(v >> 16));
+}
+
+static size_t
+ntb_parameters(uint8_t *b, size_t len)
+{
+	memset(b, 0, 28);
+	put16(b, len, 0, 28);
+	put16(b, len, 2, (uint16_t)prof.formats);
+	put32(b, len, 4, prof.in_max);
+	put16(b, len, 8, prof.in_div);
+	put16(b, len, 10, prof.in_rem);
+	put16(b, len, 12, prof.in_align);
+	put32(b, len, 16, prof.out_max);
+	put16(b, len, 20, prof.out_div);
+	put16(b, len, 22, prof.out_rem);
+	put16(b, len, 24, prof.out_align);
+	put16(b, len, 26, prof.out_max_datagrams);
+	return 28;
+}
+
+static void
+stall(const struct usb_ctrlrequest *rq)
+{
+	uint8_t b[8];
+	ssize_t r;
+
+	/* f_fs stalls ep0 for I/O in the direction the request did not ask for. */
+	COUNT(st_stalled_requests, 1);
+	if (rq->bRequestType & 0x80)
+		r = read(ep0, b, 0);
+	else
+		r = write(ep0, b, 0);
+	(void)r;
+}
+
+static void
+reply_in(const struct usb_ctrlrequest *rq, const uint8_t *b, size_t n)
+{
+	size_t want = rq->wLength < n ? rq->wLength : n;
+
+	if (write(ep0, b, want) < 0)
+		say("ep0 reply to 0x%02x: %s", rq->bRequest, strerror(errno));
+}
+
+/* Reads an OUT request's data stage (also its status stage when empty). */
+static ssize_t
+read_out(const struct usb_ctrlrequest *rq, uint8_t *b, size_t cap)
+{
+	size_t n = rq->wLength < cap ? rq->wLength : cap;
+	ssize_t r = read(ep0, b, n);
+
+	if (r < 0)
+		say("ep0 data of 0x%02x: %s", rq->bRequest, strerror(errno));
+	return r;
+}
+
+static bool
+class_in(const struct usb_ctrlrequest *rq)
+{
+	uint8_t b[32] = { 0 };
+
+	switch (rq->bRequest) {
+	case 0x80: /* GET_NTB_PARAMETERS */
+		reply_in(rq, b, ntb_parameters(b, sizeof(b)));
+		return true;
+	case 0x83: /* GET_NTB_FORMAT */
+		pthread_mutex_lock(&lock);
+		put16(b, sizeof(b), 0, format == NCM_NTB_FORMAT_32);
+		pthread_mutex_unlock(&lock);
+		reply_in(rq, b, 2);
+		return true;
+	case 0x85: /* GET_NTB_INPUT_SIZE */
+		pthread_mutex_lock(&lock);
+		put32(b, sizeof(b), 0, input_size);
+		pthread_mutex_unlock(&lock);
+		reply_in(rq, b, (prof.caps & 0x20) ? 8 : 4);
+		return true;
+	case 0x87: /* GET_MAX_DATAGRAM_SIZE */
+		if (!(prof.caps & 0x08))
+			return false;
+		put16(b, sizeof(b), 0, max_datagram);
+		reply_in(rq, b, 2);
+		return true;
+	case 0x89: /* GET_CRC_MODE */
+		if (!(prof.caps & 0x10))
+			return false;
+		put16(b, sizeof(b), 0, crc_mode);
+		reply_in(rq, b, 2);
+		return true;
+	}
+	return false;
+}
+
+static bool
+class_out(const struct usb_ctrlrequest *rq)
+{
+	uint8_t b[16] = { 0 };
+	ssize_t n;
+
+	switch (rq->bRequest) {
+	case 0x84: /* SET_NTB_FORMAT */
+		if (rq->wValue > 1 || !(prof.formats & (1u << rq->wValue)))
+			return false;
+		pthread_mutex_lock(&lock);
+		format = rq->wValue ? NCM_NTB_FORMAT_32 : NCM_NTB_FORMAT_16;
+		pthread_mutex_unlock(&lock);
+		read_out(rq, b, 0);
+		say("SET_NTB_FORMAT NTB%s", rq->wValue ? "32" : "16");
+		return true;
+	case 0x86: { /* SET_NTB_INPUT_SIZE */
+		size_t want = (prof.caps & 0x20) ? 8 : 4;
+
+		if (rq->wLength != 4 && rq->wLength != want)
+			return false;
+		n = read_out(rq, b, sizeof(b));
+		if (n < 4)
+			return true;
+		uint32_t v = ncm_le32_at(b, (size_t)n, 0);
+		if (v < 2048 || v > prof.in_max) {
+			violation(0, "SET_NTB_INPUT_SIZE %u outside [2048, dwNtbInMaxSize %u]", v,
+				  prof.in_max);
+			v = prof.in_max;
+		}
+		pthread_mutex_lock(&lock);
+		input_size = v;
+		in_since_nego = 0;
+		pthread_mutex_unlock(&lock);
+		say("SET_NTB_INPUT_SIZE %u", v);
+		return true;
+	}
+	case 0x88: /* SET_MAX_DATAGRAM_SIZE */
+		if (!(prof.caps & 0x08) || rq->wLength != 2)
+			return false;
+		n = read_out(rq, b, sizeof(b));
+		if (n == 2)
+			max_datagram = ncm_le16_at(b, 2, 0);
+		say("SET_MAX_DATAGRAM_SIZE %u", max_datagram);
+		return true;
+	case 0x43: /* SET_ETHERNET_PACKET_FILTER */
+		if (!(prof.caps & 0x01))
+			return false;
+		filter = rq->wValue;
+		read_out(rq, b, 0);
+		say("SET_ETHERNET_PACKET_FILTER 0x%02x", filter);
+		return true;
+	case 0x8A: /* SET_CRC_MODE: this device has no CRC to offer */
+		if (!(prof.caps & 0x10) || rq->wValue != 0)
+			return false;
+		crc_mode = 0;
+		read_out(rq, b, 0);
+		return true;
+	}
+	return false;
+}
+
+static void
+on_setup(const struct usb_ctrlrequest *rq)
+{
+	bool done = false;
+
+	COUNT(st_requests, 1);
+	/* f_fs hands over the requests addressed to our interfaces; wIndex is ours (0 = comm). */
+	if (rq->bRequestType == 0xA1 && (rq->wIndex & 0xff) == 0)
+		done = class_in(rq);
+	else if (rq->bRequestType == 0x21 && (rq->wIndex & 0xff) == 0)
+		done = class_out(rq);
+	if (!done) {
+		say("stalling request 0x%02x/0x%02x wValue %u wIndex %u wLength %u",
+		    rq->bRequestType, rq->bRequest, rq->wValue, rq->wIndex, rq->wLength);
+		stall(rq);
+	}
+}
+
+static void
+ep0_loop(void)
+{
+	struct usb_functionfs_event ev[4];
+
+	for (;;) {
+		ssize_t n = read(ep0, ev, sizeof(ev));
+
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			die("reading ep0 events: %s", strerror(errno));
+		}
+		for (size_t i = 0; i < (size_t)n / sizeof(ev[0]); i++) {
+			switch (ev[i].type) {
+			case FUNCTIONFS_ENABLE:
+				pthread_mutex_lock(&lock);
+				enabled = true;
+				enable_gen++;
+				pthread_cond_broadcast(&changed);
+				pthread_mutex_unlock(&lock);
+				break;
+			case FUNCTIONFS_DISABLE:
+			case FUNCTIONFS_UNBIND:
+				pthread_mutex_lock(&lock);
+				enabled = false;
+				pthread_cond_broadcast(&changed);
+				pthread_mutex_unlock(&lock);
+				break;
+			case FUNCTIONFS_SETUP:
+				on_setup(&ev[i].u.setup);
+				break;
+			default:
+				break;
+			}
+		}
+	}
+}
+
+/* ---- notifications ------------------------------------------------------- */
+
+static bool
+notify(const uint8_t *b, size_t n)
+{
+	if (write(ep_intr, b, n) != (ssize_t)n)
+		return false;  /* disabled under us (SET_INTERFACE, unplug): wait for the next ENABLE */
+	COUNT(st_notifications, 1);
+	return true;
+}
+
+static void *
+notify_thread(void *arg)
+{
+	const uint8_t up[8] = { 0xA1, 0x00, 1, 0, 0, 0, 0, 0 };
+	uint8_t speed[16] = { 0xA1, 0x2A, 0, 0, 0, 0, 8, 0 };
+	unsigned seen = 0;
+
+	put32(speed, sizeof(speed), 8, 480000000u);
+	put32(speed, sizeof(speed), 12, 480000000u);
+	for (;;) {
+		pthread_mutex_lock(&lock);
+		while (!enabled || enable_gen == seen)
+			pthread_cond_wait(&changed, &lock);
+		seen = enable_gen;
+		pthread_mutex_unlock(&lock);
+		if (!notify(up, sizeof(up)) || !notify(speed, sizeof(speed)))
+			continue;
+		if (prof.flood_s) {
+			struct timespec t0, t;
+
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			do {
+				if (!notify(up, sizeof(up)))
+					break;
+				clock_gettime(CLOCK_MONOTONIC, &t);
+			} while (t.tv_sec - t0.tv_sec < (time_t)prof.flood_s);
+		}
+	}
+	return arg;
+}
+
+/* ---- host -> device: check, parse, bridge -------------------------------- */
+
+typedef struct {
+	unsigned long ntb;
+	NcmNtbFormat fmt;
+	unsigned datagrams;
+} OutCheck;
+
+static bool
+to_tap(void *user_data, const uint8_t *d, size_t len)
+{
+	if (write(tap, d, len) != (ssize_t)len)
+		COUNT(st_tap_errors, 1);
+	COUNT(st_dgrams_out, 1);
+	return true;
+}
+
+/* The wire rules of this device's GET_NTB_PARAMETERS, for one NDP. */
+static void
+check_ndp(OutCheck *c, const uint8_t *b, size_t len, size_t ndp)
+{
+	const bool n32 = c->fmt == NCM_NTB_FORMAT_32;
+	const size_t first = n32 ? NCM_NDP32_HEADER_LEN : NCM_NDP16_HEADER_LEN;
+	const size_t step = n32 ? NCM_NDP32_ENTRY_LEN : NCM_NDP16_ENTRY_LEN;
+	const size_t wlen = ncm_le16_at(b, len, ndp + 4);
+	const uint32_t rem = prof.out_rem % (prof.out_div ? prof.out_div : 1);
+
+	if (ndp % prof.out_align)
+		violation(c->ntb, "NDP at %zu is not a multiple of wNdpOutAlignment %u", ndp,
+			  prof.out_align);
+	for (size_t e = ndp + first; e + step <= ndp + wlen && ncm_le_fits(len, e, step);
+	     e += step) {
+		uint32_t idx = n32 ? ncm_le32_at(b, len, e) : ncm_le16_at(b, len, e);
+		uint32_t dlen = n32 ? ncm_le32_at(b, len, e + 4) : ncm_le16_at(b, len, e + 2);
+
+		if (!idx || !dlen)
+			break;
+		c->datagrams++;
+		if (prof.out_div && idx % prof.out_div != rem)
+			violation(c->ntb, "datagram at %u: %u %% wNdpOutDivisor %u != remainder %u",
+				  idx, idx, prof.out_div, rem);
+	}
+}
+
+static void
+check_out_ntb(OutCheck *c, const uint8_t *b, size_t len)
+{
+	const bool n32 = c->fmt == NCM_NTB_FORMAT_32;
+	const uint32_t sig = ncm_le32_at(b, len, 0);
+	size_t ndp;
+
+	if (len > prof.out_max)
+		violation(c->ntb, "%zu bytes, over dwNtbOutMaxSize %u", len, prof.out_max);
+	if (sig != (n32 ? NCM_NTH32_SIGNATURE : NCM_NTH16_SIGNATURE)) {
+		violation(c->ntb, "NTH signature 0x%08x, but NTB%s was negotiated", sig,
+			  n32 ? "32" : "16");
+		return;
+	}
+	ndp = n32 ? ncm_le32_at(b, len, 12) : ncm_le16_at(b, len, 10);
+	for (unsigned hops = 0; ndp && ndp < len && hops < NCM_NTB_MAX_NDP_HOPS; hops++) {
+		check_ndp(c, b, len, ndp);
+		ndp = n32 ? ncm_le32_at(b, len, ndp + 8) : ncm_le16_at(b, len, ndp + 6);
+	}
+	if (prof.out_max_datagrams && c->datagrams > prof.out_max_datagrams)
+		violation(c->ntb, "%u datagrams, over wNtbOutMaxDatagrams %u", c->datagrams,
+			  prof.out_max_datagrams);
+}
+
+static void
+wait_enabled(void)
+{
+	pthread_mutex_lock(&lock);
+	while (!enabled)
+		pthread_cond_wait(&changed, &lock);
+	pthread_mutex_unlock(&lock);
+}
+
+static void *
+rx_thread(void *arg)
+{
+	static uint8_t buf[NTB_BUF_MAX + HS_BULK_MPS];
+
+	for (;;) {
+		ssize_t n = read(ep_out, buf, sizeof(buf));
+
+		if (n < 0) {
+			if (errno != EINTR)
+				COUNT(st_out_errors, 1);
+			wait_enabled();
+			continue;
+		}
+		if (n == 0)
+			continue;  /* a ZLP ending a max-packet-multiple NTB */
+		pthread_mutex_lock(&lock);
+		OutCheck c = { .ntb = COUNT(st_ntbs_out, 1), .fmt = format };
+		NcmNtbParseConfig pc = {
+			.formats = format == NCM_NTB_FORMAT_32 ? NCM_NTB_FORMAT_BIT_32 :
+								 NCM_NTB_FORMAT_BIT_16,
+			.max_block = prof.out_max,
+			.max_datagram = max_datagram > FRAME_MAX ? max_datagram : FRAME_MAX,
+		};
+		pthread_mutex_unlock(&lock);
+		NcmNtbParseResult res;
+
+		check_out_ntb(&c, buf, (size_t)n);
+		if (ncm_ntb_parse(&pc, buf, (size_t)n, to_tap, NULL, &res) != NCM_NTB_OK) {
+			for (unsigned e = 1; e < NCM_NTB_N_ERRORS; e++)
+				if (res.reasons[e])
+					violation(c.ntb, "parser rejected %u: %s", res.reasons[e],
+						  ncm_ntb_error_name((NcmNtbError)e));
+		}
+	}
+	return arg;
+}
+
+/*
+ * --self-test: the checker must catch what it claims to. Each case packs
+ * NTBs with libncm's packer under host rules that break one advertised
+ * rule (or none, the control) and counts what check_out_ntb() reports.
+ */
+typedef struct {
+	const char *what;
+	NcmNtbFormat host_format;
+	uint16_t host_div, host_rem, host_align;
+	uint32_t host_max;
+	unsigned frames;
+	uint16_t div, rem, align, max_datagrams;
+	uint32_t out_max;
+	bool want;
+} SelfCase;
+
+static bool
+self_case(const SelfCase *t)
+{
+	static uint8_t ntb[NTB_BUF_MAX];
+	uint8_t frame[60] = { 0 };
+	NcmNtbPackConfig cfg = {
+		.format = t->host_format, .max_size = t->host_max, .divisor = t->host_div,
+		.remainder = t->host_rem, .alignment = t->host_align,
+	};
+	NcmNtbPacker pk;
+	OutCheck c = { .ntb = 1, .fmt = NCM_NTB_FORMAT_16 };
+	unsigned long before = READ(st_violations);
+
+	prof.out_div = t->div, prof.out_rem = t->rem, prof.out_align = t->align;
+	prof.out_max_datagrams = t->max_datagrams, prof.out_max = t->out_max;
+	ncm_ntb_packer_init(&pk, &cfg, ntb, sizeof(ntb), 1);
+	for (unsigned i = 0; i < t->frames; i++)
+		ncm_ntb_packer_add(&pk, frame, sizeof(frame));
+	check_out_ntb(&c, ntb, ncm_ntb_packer_finish(&pk, NULL));
+	bool got = READ(st_violations) != before;
+	printf("%s: %s: %s\n", got == t->want ? "ok" : "FAIL", t->what,
+	       got ? "violation reported" : "no violation");
+	return got == t->want;
+}
+
+static int
+self_test(void)
+{
+	static const SelfCase cases[] = {
+		{ "control: the advertised rules kept", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 10,
+		  4, 0, 4, 0, 16384, false },
+		{ "control: 512/14/512 kept", NCM_NTB_FORMAT_16, 512, 14, 512, 16384, 10,
+		  512, 14, 512, 0, 16384, false },
+		{ "datagram offsets off wNdpOutDivisor/remainder", NCM_NTB_FORMAT_16, 4, 0, 4,
+		  16384, 3, 8, 2, 4, 0, 16384, true },
+		{ "NDP off wNdpOutAlignment", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 3,
+		  4, 0, 512, 0, 16384, true },
+		{ "more datagrams than wNtbOutMaxDatagrams", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 3,
+		  4, 0, 4, 1, 16384, true },
+		{ "larger than dwNtbOutMaxSize", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 100,
+		  4, 0, 4, 0, 4096, true },
+		{ "NTB32 while NTB16 was negotiated", NCM_NTB_FORMAT_32, 4, 0, 4, 16384, 3,
+		  4, 0, 4, 0, 16384, true },
+	};
+	bool all = true;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		all &= self_case(&cases[i]);
+	return all ? 0 : 1;
+}
+
+/* ---- device -> host: TAP frames packed into NTBs -------------------------- */
+
+static bool
+tap_ready(void)
+{
+	struct pollfd p = { .fd = tap, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+static void
+stall_in_once(void)
+{
+	uint8_t b[HS_BULK_MPS];
+
+	/* Reading an IN endpoint's file halts it; the host must clear the halt. */
+	if (read(ep_in, b, sizeof(b)) < 0 && errno == EBADMSG) {
+		COUNT(st_stalls, 1);
+		say("bulk IN halted before IN NTB %u of the host's session", prof.stall_in_at);
+	} else {
+		say("halting bulk IN failed: %s", strerror(errno));
+	}
+}
+
+static void *
+tx_thread(void *arg)
+{
+	static uint8_t ntb[NTB_BUF_MAX], frame[2048];
+	NcmNtbPacker pk;
+	uint16_t seq = 0;
+
+	for (;;) {
+		ssize_t n = read(tap, frame, sizeof(frame));
+
+		if (n < 0) {
+			COUNT(st_tap_errors, 1);
+			usleep(10000);
+			continue;
+		}
+		wait_enabled();
+		pthread_mutex_lock(&lock);
+		NcmNtbPackConfig cfg = {
+			.format = format,
+			.max_size = input_size < prof.in_max ? input_size : prof.in_max,
+			.divisor = prof.in_div,
+			.remainder = prof.in_rem,
+			.alignment = prof.in_align,
+			.max_packet = HS_BULK_MPS,
+			.short_mode = NCM_NTB_SHORT_PAD,
+		};
+		pthread_mutex_unlock(&lock);
+		ncm_ntb_packer_init(&pk, &cfg, ntb, sizeof(ntb), seq++);
+		if (ncm_ntb_packer_add(&pk, frame, (size_t)n) != NCM_NTB_PACK_OK) {
+			COUNT(st_tap_errors, 1);
+			continue;
+		}
+		/* What is queued now rides along, as f_ncm batches up to its flush. */
+		while (ncm_ntb_packer_count(&pk) < TX_MAX_DATAGRAMS && tap_ready()) {
+			n = read(tap, frame, sizeof(frame));
+			if (n <= 0)
+				break;
+			if (ncm_ntb_packer_add(&pk, frame, (size_t)n) == NCM_NTB_PACK_FULL) {
+				/* Rare: this frame opens the next NTB. Keep it simple: send
+				 * what we have, then this one alone. */
+				size_t len = ncm_ntb_packer_finish(&pk, NULL);
+
+				if (write(ep_in, ntb, len) != (ssize_t)len)
+					COUNT(st_in_errors, 1);
+				ncm_ntb_packer_reset(&pk, NULL, seq++);
+				ncm_ntb_packer_add(&pk, frame, (size_t)n);
+			}
+		}
+		unsigned count = ncm_ntb_packer_count(&pk);
+		size_t len = ncm_ntb_packer_finish(&pk, NULL);
+		bool halt;
+
+		COUNT(st_ntbs_in, 1);
+		pthread_mutex_lock(&lock);
+		halt = prof.stall_in_at && !stalled_once && ++in_since_nego == prof.stall_in_at;
+		stalled_once |= halt;
+		pthread_mutex_unlock(&lock);
+		if (halt)
+			stall_in_once();
+		if (write(ep_in, ntb, len) != (ssize_t)len)
+			COUNT(st_in_errors, 1);
+		else
+			COUNT(st_dgrams_in, count);
+	}
+	return arg;
+}
+
+/* ---- setup ----------------------------------------------------------------- */
+
+static int
+open_tap(const char *name)
+{
+	struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI };
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		die("opening /dev/net/tun: %s", strerror(errno));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0)
+		die("creating TAP %s: %s", name, strerror(errno));
+	return fd;
+}
+
+static int
+open_ep(const char *dir, unsigned n, int flags)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/ep%u", dir, n);
+	fd = open(path, flags | O_CLOEXEC);
+	if (fd < 0)
+		die("opening %s: %s", path, strerror(errno));
+	return fd;
+}
+
+static void *
+signal_thread(void *arg)
+{
+	sigset_t *set = arg;
+	int sig;
+
+	for (;;) {
+		if (sigwait(set, &sig))
+			continue;
+		summary();
+		if (sig != SIGUSR1)
+			_exit(READ(st_violations) ? 3 : 0);
+	}
+	return NULL;
+}
+
+static bool
+parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned v[6];
+
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
+		return false;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)v[i];
+	return true;
+}
+
+static unsigned long
+num(const char *opt, const char *s, unsigned long max)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 0);
+
+	if (*s == '\0' || *end != '\0' || v > max)
+		die("--%s takes a number up to %lu, not '%s'", opt, max, s);
+	return v;
+}
+
+static const char usage_text[] =
+	"usage: ffs-ncm --ffs DIR [--tap NAME] [--ready FILE] [--profile NAME] [options]\n"
+	"  --ffs DIR                the mounted FunctionFS instance (mount -t functionfs NAME DIR)\n"
+	"  --tap NAME               the TAP interface to bridge to (default ffs0)\n"
+	"  --ready FILE             created once the descriptors are written (bind the UDC then)\n"
+	"  --profile NAME           basic (f_ncm's figures), apple (no interrupt endpoint),\n"
+	"                           ntb16-only, ntb32-only, notify-flood, stall-in-once\n"
+	"  --formats 16|32|both     bmNtbFormatsSupported\n"
+	"  --in-max N, --out-max N  dwNtbInMaxSize, dwNtbOutMaxSize\n"
+	"  --in-ndp D/R/A           wNdpInDivisor/PayloadRemainder/Alignment (device -> host)\n"
+	"  --out-ndp D/R/A          wNdpOutDivisor/PayloadRemainder/Alignment, checked on every NTB\n"
+	"  --out-max-datagrams N    wNtbOutMaxDatagrams, checked on every NTB (0 = no limit)\n"
+	"  --caps N                 bmNetworkCapabilities: which optional requests are answered\n"
+	"  --no-intr                no interrupt endpoint (as Apple's functions)\n"
+	"  --notify-flood S         send NETWORK_CONNECTION on every interrupt poll for S seconds\n"
+	"  --stall-in-once N        halt bulk IN once, before the Nth IN NTB after the host's\n"
+	"                           SET_NTB_INPUT_SIZE (that is, in its session)\n"
+	"  --cs-desc                also write the CDC Header/Union/Ethernet/NCM descriptors\n"
+	"                           (Linux 6.1's f_fs rejects them: EINVAL)\n"
+	"  --mac XX:..:XX, --no-mac iMACAddress (only with --cs-desc)\n"
+	"  --data-alt1              data alt 0 without endpoints, bulk pair in alt 1 (the spec's\n"
+	"                           layout; Linux 6.1's composite layer stalls SET_INTERFACE alt 1\n"
+	"                           for FunctionFS, so the default puts the pair in alt 0)\n"
+	"  --self-test              check the NTB checker on packed NTBs, without a device\n"
+	"SIGUSR1 prints the counters; SIGTERM prints them and exits 3 if a host NTB broke a rule.\n";
+
+static void
+parse_ndp(const char *opt, const char *s, uint16_t *d, uint16_t *r, uint16_t *a)
+{
+	unsigned v[3];
+
+	if (sscanf(s, "%u/%u/%u", &v[0], &v[1], &v[2]) != 3 || v[0] > 0xffff || v[1] > 0xffff ||
+	    v[2] > 0xffff)
+		die("--%s takes DIVISOR/REMAINDER/ALIGNMENT, not '%s'", opt, s);
+	*d = (uint16_t)v[0], *r = (uint16_t)v[1], *a = (uint16_t)v[2];
+}
+
+int
+main(int argc, char **argv)
+{
+	enum { O_FORMATS = 256, O_IN_MAX, O_OUT_MAX, O_IN_NDP, O_OUT_NDP, O_OUT_MAXDG, O_CAPS,
+	       O_NO_INTR, O_FLOOD, O_STALL, O_CS, O_MAC, O_NO_MAC, O_READY, O_TAP, O_FFS,
+	       O_PROFILE, O_ALT1, O_SELF };
+	static const struct option opts[] = {
+		{ "ffs", required_argument, NULL, O_FFS },
+		{ "tap", required_argument, NULL, O_TAP },
+		{ "ready", required_argument, NULL, O_READY },
+		{ "profile", required_argument, NULL, O_PROFILE },
+		{ "formats", required_argument, NULL, O_FORMATS },
+		{ "in-max", required_argument, NULL, O_IN_MAX },
+		{ "out-max", required_argument, NULL, O_OUT_MAX },
+		{ "in-ndp", required_argument, NULL, O_IN_NDP },
+		{ "out-ndp", required_argument, NULL, O_OUT_NDP },
+		{ "out-max-datagrams", required_argument, NULL, O_OUT_MAXDG },
+		{ "caps", required_argument, NULL, O_CAPS },
+		{ "no-intr", no_argument, NULL, O_NO_INTR },
+		{ "notify-flood", required_argument, NULL, O_FLOOD },
+		{ "stall-in-once", required_argument, NULL, O_STALL },
+		{ "cs-desc", no_argument, NULL, O_CS },
+		{ "data-alt1", no_argument, NULL, O_ALT1 },
+		{ "self-test", no_argument, NULL, O_SELF },
+		{ "mac", required_argument, NULL, O_MAC },
+		{ "no-mac", no_argument, NULL, O_NO_MAC },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *dir = NULL, *tap_name = "ffs0", *ready = NULL;
+	pthread_t th;
+	sigset_t set;
+	int c;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_FFS: dir = optarg; break;
+		case O_TAP: tap_name = optarg; break;
+		case O_READY: ready = optarg; break;
+		case O_PROFILE:
+			if (!profile_select(optarg))
+				die("unknown profile '%s'", optarg);
+			break;
+		case O_FORMATS:
+			if (!strcmp(optarg, "16"))
+				prof.formats = NCM_NTB_FORMAT_BIT_16;
+			else if (!strcmp(optarg, "32"))
+				prof.formats = NCM_NTB_FORMAT_BIT_32;
+			else if (!strcmp(optarg, "both"))
+				prof.formats = NCM_NTB_FORMAT_BIT_16 | NCM_NTB_FORMAT_BIT_32;
+			else
+				die("--formats takes 16, 32 or both");
+			break;
+		case O_IN_MAX: prof.in_max = (uint32_t)num("in-max", optarg, NTB_BUF_MAX); break;
+		case O_OUT_MAX: prof.out_max = (uint32_t)num("out-max", optarg, NTB_BUF_MAX); break;
+		case O_IN_NDP: parse_ndp("in-ndp", optarg, &prof.in_div, &prof.in_rem, &prof.in_align); break;
+		case O_OUT_NDP: parse_ndp("out-ndp", optarg, &prof.out_div, &prof.out_rem, &prof.out_align); break;
+		case O_OUT_MAXDG: prof.out_max_datagrams = (uint16_t)num("out-max-datagrams", optarg, 0xffff); break;
+		case O_CAPS: prof.caps = (uint8_t)num("caps", optarg, 0xff); break;
+		case O_NO_INTR: prof.intr = false; break;
+		case O_FLOOD: prof.flood_s = (unsigned)num("notify-flood", optarg, 3600); break;
+		case O_STALL: prof.stall_in_at = (unsigned)num("stall-in-once", optarg, 1000000); break;
+		case O_CS: prof.cs_desc = true; break;
+		case O_ALT1: prof.alt1 = true; break;
+		case O_SELF: return self_test();
+		case O_MAC:
+			if (!parse_mac(optarg, prof.mac_addr))
+				die("--mac takes XX:XX:XX:XX:XX:XX");
+			prof.mac = true;
+			break;
+		case O_NO_MAC: prof.mac = false; break;
+		case 'h': fputs(usage_text, stdout); return 0;
+		default: fputs(usage_text, stderr); return 2;
+		}
+	}
+	if (!dir || optind != argc) {
+		fputs(usage_text, stderr);
+		return 2;
+	}
+	if (prof.in_max < 2048 || prof.out_max < 2048)
+		die("NTB sizes below 2048 cannot carry a frame");
+	if (!prof.out_div || !prof.out_align)
+		die("--out-ndp: divisor and alignment must not be 0");
+	input_size = prof.in_max;
+
+	/* Every thread inherits the mask; one thread takes the signals. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	pthread_create(&th, NULL, signal_thread, &set);
+
+	tap = open_tap(tap_name);
+	ep0 = open_ep(dir, 0, O_RDWR);
+	write_descriptors();
+	unsigned n = 1;
+	if (prof.intr)
+		ep_intr = open_ep(dir, n++, O_RDWR);
+	ep_in = open_ep(dir, n++, O_RDWR);
+	ep_out = open_ep(dir, n++, O_RDWR);
+	say("profile %s: formats 0x%x in %u %u/%u/%u out %u %u/%u/%u max datagrams %u caps 0x%02x "
+	    "%s, tap %s", prof.name, prof.formats, prof.in_max, prof.in_div, prof.in_rem,
+	    prof.in_align, prof.out_max, prof.out_div, prof.out_rem, prof.out_align,
+	    prof.out_max_datagrams, prof.caps, prof.intr ? "interrupt endpoint" : "no interrupt endpoint",
+	    tap_name);
+	if (ready) {
+		int fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (fd < 0)
+			die("creating %s: %s", ready, strerror(errno));
+		close(fd);
+	}
+	pthread_create(&th, NULL, rx_thread, NULL);
+	pthread_create(&th, NULL, tx_thread, NULL);
+	if (prof.intr)
+		pthread_create(&th, NULL, notify_thread, NULL);
+	ep0_loop();
+	return 0;
+}

@@ -1,0 +1,210 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/vm/guest-ffs.sh: libncm against ffs-ncm, the programmable device; VM_FFS_TEST picks the case.
+# Cases (tests/vm/README.md, "The programmable device (FunctionFS)"):
+#   basic, apple, ntb16-only, ntb32-only, divisors, max-datagrams,
+#   notify-flood, no-mac, stall-in-once
+# VM_COUNT frames each way (default 10000 in basic, 2000 elsewhere),
+# VM_PEER_RATE the peer's frames/s (4000).
+set -eu
+. "$VM_LIB"
+
+test_case=${VM_FFS_TEST:?set VM_FFS_TEST}
+rate=${VM_PEER_RATE:-4000}
+
+# As in guest-driver-frames.sh: a qdisc that never drops by policy, so
+# that exactly-once holds under a slow (sanitized) host.
+echo pfifo_fast >/proc/sys/net/core/default_qdisc
+
+setup() { # ffs-ncm arguments
+	ffs_gadget_setup "$@"
+	host_use_userspace
+	usb_interfaces
+}
+
+# frames OUT [vmtest-driver options]: ARP and NDP answered by the peer's stack.
+frames() {
+	local out=$VM_OUT/$1
+	shift
+	vmtest-driver frames "$@" >"$out" 2>&1 || { cat "$out"; fail "ARP/NDP through ffs-ncm"; }
+	cat "$out"
+	ok "ARP and NDP answered through ffs-ncm"
+}
+
+# tx N [options]: libncm sends N frames; the peer's TAP must count them all.
+tx() {
+	local n=$1 before after got
+	shift
+	before=$(peer_run cat "/sys/class/net/$FFS_TAP/statistics/rx_packets")
+	vmtest-driver tx -c "$n" -r "$rate" "$@" | tee "$VM_OUT/tx.txt"
+	after=$(peer_run cat "/sys/class/net/$FFS_TAP/statistics/rx_packets")
+	got=$((after - before))
+	echo "peer counted $got frames for $n sent (plus ARP)"
+	check "peer received all $n frames" [ "$got" -ge "$n" ]
+	check "peer received no more than sent + ARP" [ "$got" -le $((n + 20)) ]
+}
+
+# rx N [options]: the peer's stack sends N datagrams; libncm must see each once.
+rx() {
+	local n=$1 rc=0 mac
+	shift
+	peer_run $IP link set dev "$FFS_TAP" txqueuelen $((n + 1000))
+	vmtest-driver rx -c "$n" -t 60 "$@" >"$VM_OUT/rx.txt" 2>&1 &
+	rxpid=$!
+	wait_for 30 "libncm receiver ready" grep -q '^ready' "$VM_OUT/rx.txt" ||
+		{ cat "$VM_OUT/rx.txt"; fail "vmtest-driver rx did not start"; }
+	# No iMACAddress through f_fs: libncm's own MAC, which vmtest-driver
+	# printed, and which its rx mode does not defend with ARP.
+	mac=$(sed -n 's/^mac: //p' "$VM_OUT/rx.txt" | head -n 1)
+	peer_run $IP neigh replace "$(host_ip4)" lladdr "$mac" dev "$FFS_TAP" nud permanent
+	peer_run vmtest-driver peer-send -c "$n" -r "$rate"
+	wait $rxpid || rc=$?
+	cat "$VM_OUT/rx.txt"
+	[ $rc = 0 ] || fail "libncm did not receive every frame exactly once"
+	ok "received $n frames exactly once"
+}
+
+stat_of() { # FILE NAME: a counter from vmtest-driver's stats line
+	sed -n "s/.*[ :]$2=\([0-9]*\).*/\1/p" "$1" | tail -n 1
+}
+
+case $test_case in
+basic)
+	# f_ncm's figures: NTB16+32, 16384 each way, 4/0/4, interrupt endpoint.
+	n=${VM_COUNT:-10000}
+	setup --profile basic
+	frames frames.txt
+	check "negotiated NTB16" grep -q 'negotiated: NTB16' "$VM_OUT/frames.txt"
+	check "libncm reports the link up" grep -q 'event: link up' "$VM_OUT/frames.txt"
+	tx "$n"
+	rx "$n"
+	ffs_gadget_stop
+	check "the device checked at least $n datagrams" [ "$(ffs_stat datagrams_out)" -ge "$n" ]
+	check "the device sent at least $n datagrams" [ "$(ffs_stat datagrams_in)" -ge "$n" ]
+	;;
+apple)
+	# No interrupt endpoint, as Apple's NCM functions: nobody will say
+	# NETWORK_CONNECTION, so the link is up from open.
+	n=${VM_COUNT:-2000}
+	setup --profile apple
+	check "the host sees no endpoint on the communication interface" \
+		[ "$(cat "$USB_DEV/${USB_DEV##*/}:1.0/bNumEndpoints")" = 00 ]
+	frames frames.txt
+	check "libncm reports the link up without a notification" \
+		grep -q 'event: link up' "$VM_OUT/frames.txt"
+	tx "$n"
+	rx "$n"
+	ffs_gadget_stop
+	check "no notification was sent" [ "$(ffs_stat notifications)" = 0 ]
+	;;
+ntb16-only)
+	# Asked for NTB32, libncm must settle for NTB16 and never send
+	# SET_NTB_FORMAT to a device that lists only NTB16.
+	n=${VM_COUNT:-2000}
+	setup --profile ntb16-only
+	frames frames.txt --ntb32
+	check "negotiated NTB16" grep -q 'negotiated: NTB16' "$VM_OUT/frames.txt"
+	check "no SET_NTB_FORMAT reached the device" sh -c "! grep -q SET_NTB_FORMAT '$FFS_LOG'"
+	tx "$n" --ntb32
+	rx "$n" --ntb32
+	ffs_gadget_stop
+	check "every host NTB was NTB16" [ "$(ffs_stat violations)" = 0 ]
+	;;
+ntb32-only)
+	# NTB16 is mandatory (NCM 1.0, 6.2.1): a device listing only NTB32 is
+	# refused at open with an error that says so, and nothing is sent.
+	setup --profile ntb32-only
+	if vmtest-driver frames --ntb32 -t 10 >"$VM_OUT/frames.txt" 2>&1; then
+		cat "$VM_OUT/frames.txt"
+		fail "libncm opened a device without NTB16"
+	fi
+	cat "$VM_OUT/frames.txt"
+	check "the refusal names the reason" \
+		grep -q 'invalid NTB parameters (no-ntb16)' "$VM_OUT/frames.txt"
+	ffs_gadget_stop
+	check "no NTB reached the device" [ "$(ffs_stat ntbs_out)" = 0 ]
+	;;
+divisors)
+	# Each layout both ways: the device checks every host NTB (datagram
+	# offset % divisor == remainder, NDP % alignment), libncm parses the
+	# device's NTBs packed with the same rules.
+	# Three boots' worth in one: no ARP/NDP round (tx resolves the peer
+	# itself), 1,500 frames each way.
+	n=${VM_COUNT:-1500}
+	# 8/2/16 runs over NTB32, the others over NTB16.
+	for ndp in 4/0/4 8/2/16 512/14/512; do
+		fmt=16 opt=
+		[ "$ndp" = 8/2/16 ] && fmt=32 opt=--ntb32
+		log "== wNdp divisor/remainder/alignment $ndp, NTB$fmt"
+		setup --in-ndp "$ndp" --out-ndp "$ndp"
+		tx "$n" $opt
+		rx "$n" $opt
+		ffs_gadget_teardown
+		check "$ndp: the device checked at least $n datagrams" \
+			[ "$(ffs_stat datagrams_out)" -ge "$n" ]
+		check "$ndp: NTB$fmt was in use" [ "$(ffs_stat format)" = "NTB$fmt" ]
+	done
+	;;
+max-datagrams)
+	n=${VM_COUNT:-2000}
+	for max in 1 64; do
+		log "== wNtbOutMaxDatagrams $max"
+		setup --out-max-datagrams "$max"
+		frames "frames-$max.txt"
+		tx "$n"
+		ffs_gadget_teardown
+		if [ "$max" = 1 ]; then
+			# libncm flushes every 10 frames: one NTB each means it obeyed.
+			check "one datagram per NTB: at least $n NTBs" \
+				[ "$(ffs_stat ntbs_out)" -ge "$n" ]
+		fi
+	done
+	;;
+notify-flood)
+	# NETWORK_CONNECTION on every interrupt poll for 8 s after each
+	# ENABLE: libncm passes on changes only, so its dispatches to the
+	# owner's context stay few, and traffic flows meanwhile.
+	n=${VM_COUNT:-2000}
+	setup --profile notify-flood --notify-flood 8
+	rx "$n"
+	dispatches=$(stat_of "$VM_OUT/rx.txt" main_dispatches)
+	ffs_gadget_stop
+	notes=$(ffs_stat notifications)
+	echo "notifications sent: $notes, main-context dispatches: $dispatches"
+	check "the device flooded (>= 200 notifications)" [ "$notes" -ge 200 ]
+	check "dispatches stayed bounded (<= 8)" [ "$dispatches" -le 8 ]
+	;;
+no-mac)
+	# f_fs carries no iMACAddress: libncm must pick a unicast, locally
+	# administered MAC, warn, keep it across opens, and use it.
+	setup --profile basic
+	frames frames.txt
+	frames frames2.txt
+	mac=$(sed -n 's/^mac: //p' "$VM_OUT/frames.txt" | head -n 1)
+	first=$((0x${mac%%:*}))
+	echo "libncm's MAC: $mac"
+	check "libncm warned about the missing iMACAddress" \
+		grep -q 'has no iMACAddress' "$VM_OUT/frames.txt"
+	check "the MAC is unicast" [ $((first & 1)) = 0 ]
+	check "the MAC is locally administered" [ $((first & 2)) = 2 ]
+	check "the MAC is stable across opens" grep -q "^mac: $mac" "$VM_OUT/frames2.txt"
+	check "the peer learned it from ARP" sh -c \
+		"$IP -n $PEER_NS neigh show $(host_ip4) | grep -qi '$mac'"
+	ffs_gadget_stop
+	;;
+stall-in-once)
+	# The device halts bulk IN once, early in libncm's session: libncm
+	# clears the halt and not a frame is lost.
+	n=${VM_COUNT:-2000}
+	setup --profile stall-in-once
+	rx "$n"
+	stalls=$(stat_of "$VM_OUT/rx.txt" rx_stalls)
+	ffs_gadget_stop
+	check "the device halted bulk IN once" [ "$(ffs_stat stalls)" = 1 ]
+	check "libncm met the stall (rx_stalls $stalls)" [ "$stalls" -ge 1 ]
+	;;
+*)
+	fail "unknown VM_FFS_TEST '$test_case'"
+	;;
+esac
+vm_info
