@@ -128,6 +128,10 @@ static int ep0 = -1, ep_intr = -1, ep_in = -1, ep_out = -1, tap = -1;
 #define COUNT(c, n) __atomic_add_fetch(&(c), (n), __ATOMIC_RELAXED)
 #define READ(c) __atomic_load_n(&(c), __ATOMIC_RELAXED)
 
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void violation(unsigned long ntb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 static void
 say(const char *fmt, ...)
 {
