@@ -129,6 +129,7 @@ static uint16_t max_datagram = FRAME_MAX;
 static uint16_t filter;
 static uint16_t crc_mode;
 static unsigned in_since_nego;    /* IN NTBs since the host's last SET_NTB_INPUT_SIZE */
+static bool host_negotiated;      /* a SET_NTB_INPUT_SIZE came (even a refused one) */
 static bool stalled_once;
 static bool stalled_out_once;     /* rx thread only */
 
@@ -450,6 +451,9 @@ class_out(const struct usb_ctrlrequest *rq)
 
 		if (rq->wLength != 4 && rq->wLength != want)
 			return false;
+		pthread_mutex_lock(&lock);
+		host_negotiated = true;
+		pthread_mutex_unlock(&lock);
 		if (prof.refuse_input_size) {
 			say("refusing SET_NTB_INPUT_SIZE: keeping %u", prof.in_max);
 			return false;
@@ -727,7 +731,13 @@ rx_thread(void *arg)
 
 	for (;;) {
 		before_out_read();
-		ssize_t n = read(ep_out, buf, sizeof(buf));
+		/*
+		 * As f_ncm (fixed_out_len): one read of dwNtbOutMaxSize. A host
+		 * NTB of exactly that size, a multiple of wMaxPacketSize, ends
+		 * without a ZLP (NCM 1.0, 3.3.1); a longer read would run it into
+		 * the next NTB. (f_fs rounds the length up to wMaxPacketSize.)
+		 */
+		ssize_t n = read(ep_out, buf, prof.out_max < sizeof(buf) ? prof.out_max : sizeof(buf));
 
 		if (n < 0) {
 			if (errno != EINTR)
@@ -900,6 +910,15 @@ tx_thread(void *arg)
 		}
 		wait_enabled();
 		pthread_mutex_lock(&lock);
+		/*
+		 * Before the host's SET_NTB_INPUT_SIZE its SET_NTB_FORMAT may still
+		 * come: an NTB packed now could wait in write() (the endpoint off
+		 * while the host sets alt 0) and reach it in the old format.
+		 */
+		if (!host_negotiated) {
+			pthread_mutex_unlock(&lock);
+			continue;
+		}
 		NcmNtbPackConfig cfg = {
 			.format = format,
 			.max_size = input_size < IN_BUF_MAX ? input_size : IN_BUF_MAX,
