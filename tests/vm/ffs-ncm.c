@@ -143,7 +143,7 @@ static int ep0 = -1, ep_intr = -1, ep_in = -1, ep_out = -1, tap = -1;
 #define COUNT(c, n) __atomic_add_fetch(&(c), (n), __ATOMIC_RELAXED)
 #define READ(c) __atomic_load_n(&(c), __ATOMIC_RELAXED)
 
-static void
+static void __attribute__((format(printf, 1, 2)))
 say(const char *fmt, ...)
 {
 	va_list ap;
@@ -156,7 +156,7 @@ say(const char *fmt, ...)
 	fflush(stdout);
 }
 
-static void
+static void __attribute__((format(printf, 1, 2)))
 die(const char *fmt, ...)
 {
 	va_list ap;
@@ -169,7 +169,7 @@ die(const char *fmt, ...)
 	exit(2);
 }
 
-static void
+static void __attribute__((format(printf, 2, 3)))
 violation(unsigned long ntb, const char *fmt, ...)
 {
 	unsigned long n = COUNT(st_violations, 1);
