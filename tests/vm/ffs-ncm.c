@@ -41,12 +41,16 @@
 #include "ncm-ntb.h"
 
 #define NTB_BUF_MAX 65536u
+#define IN_BUF_MAX 131072u         /* the largest IN NTB it sends (NTB32 above 64 KiB) */
+#define IN_MAX_ADVERTISED (4u << 20) /* --in-max may promise more than it sends */
 #define FRAME_MAX 1514u
 #define HS_BULK_MPS 512u
 #define FS_BULK_MPS 64u
 #define INTR_MPS 16u
 #define MAX_PRINTED_VIOLATIONS 20u
 #define TX_MAX_DATAGRAMS 32u
+#define TX_MAX_DATAGRAMS_BATCHED 128u
+#define HALT_REPEAT_US 5000u
 
 /* ---- the profile ------------------------------------------------------- */
 
@@ -66,6 +70,14 @@ typedef struct {
 	uint8_t mac_addr[6];
 	unsigned flood_s;          /* NETWORK_CONNECTION on every poll for this long */
 	unsigned stall_in_at;      /* STALL bulk IN once, before this IN NTB (0 = never) */
+	unsigned stall_in_always;  /* ... and keep it halted from this IN NTB on */
+	unsigned stall_out_at;     /* STALL bulk OUT once, before reading this OUT NTB */
+	unsigned stall_out_always; /* ... and keep it halted from this OUT NTB on */
+	bool no_out_read;          /* never read bulk OUT */
+	bool refuse_input_size;    /* STALL SET_NTB_INPUT_SIZE */
+	bool ignore_input_size;    /* accept it, keep dwNtbInMaxSize */
+	int max_datagram_reply;    /* GET_MAX_DATAGRAM_SIZE answers this (-1: what was set) */
+	unsigned in_batch_ms;      /* collect TAP frames this long into one IN NTB */
 } Profile;
 
 static Profile prof = {
@@ -78,6 +90,7 @@ static Profile prof = {
 	.intr = true,
 	.mac = true,
 	.mac_addr = { 0x02, 0x4e, 0x43, 0x4d, 0x00, 0x02 },
+	.max_datagram_reply = -1,
 };
 
 /* Named starting points; single options given after --profile adjust them. */
@@ -116,12 +129,14 @@ static uint16_t max_datagram = FRAME_MAX;
 static uint16_t filter;
 static uint16_t crc_mode;
 static unsigned in_since_nego;    /* IN NTBs since the host's last SET_NTB_INPUT_SIZE */
+static bool host_negotiated;      /* a SET_NTB_INPUT_SIZE came (even a refused one) */
 static bool stalled_once;
+static bool stalled_out_once;     /* rx thread only */
 
 /* Counters: atomics, read by the summary. */
 static unsigned long st_ntbs_out, st_dgrams_out, st_ntbs_in, st_dgrams_in, st_tap_errors,
 	st_in_errors, st_out_errors, st_violations, st_notifications, st_stalls, st_requests,
-	st_stalled_requests;
+	st_stalled_requests, st_max_ntb_in;
 
 static int ep0 = -1, ep_intr = -1, ep_in = -1, ep_out = -1, tap = -1;
 
@@ -179,12 +194,13 @@ summary(void)
 {
 	say("summary: profile=%s ntbs_out=%lu datagrams_out=%lu ntbs_in=%lu datagrams_in=%lu "
 	    "violations=%lu notifications=%lu stalls=%lu requests=%lu stalled_requests=%lu "
-	    "in_errors=%lu out_errors=%lu tap_errors=%lu format=NTB%s input_size=%u",
+	    "in_errors=%lu out_errors=%lu tap_errors=%lu format=NTB%s input_size=%u "
+	    "max_ntb_in=%lu",
 	    prof.name, READ(st_ntbs_out), READ(st_dgrams_out), READ(st_ntbs_in),
 	    READ(st_dgrams_in), READ(st_violations), READ(st_notifications), READ(st_stalls),
 	    READ(st_requests), READ(st_stalled_requests), READ(st_in_errors),
 	    READ(st_out_errors), READ(st_tap_errors),
-	    format == NCM_NTB_FORMAT_32 ? "32" : "16", input_size);
+	    format == NCM_NTB_FORMAT_32 ? "32" : "16", input_size, READ(st_max_ntb_in));
 }
 
 /* ---- descriptors --------------------------------------------------------- */
@@ -404,7 +420,8 @@ class_in(const struct usb_ctrlrequest *rq)
 	case 0x87: /* GET_MAX_DATAGRAM_SIZE */
 		if (!(prof.caps & 0x08))
 			return false;
-		put16(b, sizeof(b), 0, max_datagram);
+		put16(b, sizeof(b), 0, prof.max_datagram_reply >= 0 ?
+				(uint16_t)prof.max_datagram_reply : max_datagram);
 		reply_in(rq, b, 2);
 		return true;
 	case 0x89: /* GET_CRC_MODE */
@@ -438,10 +455,21 @@ class_out(const struct usb_ctrlrequest *rq)
 
 		if (rq->wLength != 4 && rq->wLength != want)
 			return false;
+		pthread_mutex_lock(&lock);
+		host_negotiated = true;
+		pthread_mutex_unlock(&lock);
+		if (prof.refuse_input_size) {
+			say("refusing SET_NTB_INPUT_SIZE: keeping %u", prof.in_max);
+			return false;
+		}
 		n = read_out(rq, b, sizeof(b));
 		if (n < 4)
 			return true;
 		uint32_t v = ncm_le32_at(b, (size_t)n, 0);
+		if (prof.ignore_input_size) {
+			say("ignoring SET_NTB_INPUT_SIZE %u: keeping %u", v, prof.in_max);
+			v = prof.in_max;
+		}
 		if (v < 2048 || v > prof.in_max) {
 			violation(0, "SET_NTB_INPUT_SIZE %u outside [2048, dwNtbInMaxSize %u]", v,
 				  prof.in_max);
@@ -655,13 +683,65 @@ wait_enabled(void)
 	pthread_mutex_unlock(&lock);
 }
 
+/*
+ * Writing an OUT endpoint's file halts it (f_fs halts on I/O against the
+ * endpoint's direction); the host must clear the halt. --stall-out-always
+ * keeps halting it, as a device that wedged its OUT pipe, and reads no more.
+ */
+static bool
+halt_out(void)
+{
+	uint8_t b[1] = { 0 };
+
+	if (write(ep_out, b, 0) < 0 && errno == EBADMSG) {
+		COUNT(st_stalls, 1);
+		return true;
+	}
+	return false;
+}
+
+static void
+before_out_read(void)
+{
+	unsigned long next = READ(st_ntbs_out) + 1;
+
+	if (prof.no_out_read) {
+		say("never reading bulk OUT");
+		for (;;)
+			pause();
+	}
+	if (prof.stall_out_always && next >= prof.stall_out_always) {
+		say("halting bulk OUT for good from host NTB %lu on", next);
+		for (;;) {
+			wait_enabled();
+			halt_out();
+			usleep(HALT_REPEAT_US);
+		}
+	}
+	if (prof.stall_out_at && next == prof.stall_out_at && !stalled_out_once) {
+		stalled_out_once = true;
+		wait_enabled();
+		if (halt_out())
+			say("bulk OUT halted before host NTB %lu", next);
+		else
+			say("halting bulk OUT failed: %s", strerror(errno));
+	}
+}
+
 static void *
 rx_thread(void *arg)
 {
 	static uint8_t buf[NTB_BUF_MAX + HS_BULK_MPS];
 
 	for (;;) {
-		ssize_t n = read(ep_out, buf, sizeof(buf));
+		before_out_read();
+		/*
+		 * As f_ncm (fixed_out_len): one read of dwNtbOutMaxSize. A host
+		 * NTB of exactly that size, a multiple of wMaxPacketSize, ends
+		 * without a ZLP (NCM 1.0, 3.3.1); a longer read would run it into
+		 * the next NTB. (f_fs rounds the length up to wMaxPacketSize.)
+		 */
+		ssize_t n = read(ep_out, buf, prof.out_max < sizeof(buf) ? prof.out_max : sizeof(buf));
 
 		if (n < 0) {
 			if (errno != EINTR)
@@ -784,12 +864,45 @@ stall_in_once(void)
 	}
 }
 
+/* --stall-in-always: halted for good; each time the host clears it, again. */
+static void
+stall_in_for_good(void)
+{
+	uint8_t b[HS_BULK_MPS];
+
+	say("halting bulk IN for good from IN NTB %u of the host's session on",
+	    prof.stall_in_always);
+	for (;;) {
+		wait_enabled();
+		if (read(ep_in, b, sizeof(b)) < 0 && errno == EBADMSG)
+			COUNT(st_stalls, 1);
+		usleep(HALT_REPEAT_US);
+	}
+}
+
+/* --in-batch: the next TAP frame within the batch's time, else none. */
+static bool
+tap_ready_by(const struct timespec *end)
+{
+	struct pollfd p = { .fd = tap, .events = POLLIN };
+	struct timespec now;
+	long ms;
+
+	if (!prof.in_batch_ms)
+		return tap_ready();
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (end->tv_sec - now.tv_sec) * 1000 + (end->tv_nsec - now.tv_nsec) / 1000000;
+	return poll(&p, 1, ms > 0 ? (int)ms : 0) == 1 && (p.revents & POLLIN);
+}
+
 static void *
 tx_thread(void *arg)
 {
-	static uint8_t ntb[NTB_BUF_MAX], frame[2048];
+	static uint8_t ntb[IN_BUF_MAX], frame[2048];
+	const unsigned max_dgrams = prof.in_batch_ms ? TX_MAX_DATAGRAMS_BATCHED : TX_MAX_DATAGRAMS;
 	NcmNtbPacker pk;
 	uint16_t seq = 0;
+	struct timespec end;
 
 	for (;;) {
 		ssize_t n = read(tap, frame, sizeof(frame));
@@ -801,9 +914,18 @@ tx_thread(void *arg)
 		}
 		wait_enabled();
 		pthread_mutex_lock(&lock);
+		/*
+		 * Before the host's SET_NTB_INPUT_SIZE its SET_NTB_FORMAT may still
+		 * come: an NTB packed now could wait in write() (the endpoint off
+		 * while the host sets alt 0) and reach it in the old format.
+		 */
+		if (!host_negotiated) {
+			pthread_mutex_unlock(&lock);
+			continue;
+		}
 		NcmNtbPackConfig cfg = {
 			.format = format,
-			.max_size = input_size < prof.in_max ? input_size : prof.in_max,
+			.max_size = input_size < IN_BUF_MAX ? input_size : IN_BUF_MAX,
 			.divisor = prof.in_div,
 			.remainder = prof.in_rem,
 			.alignment = prof.in_align,
@@ -817,7 +939,12 @@ tx_thread(void *arg)
 			continue;
 		}
 		/* What is queued now rides along, as f_ncm batches up to its flush. */
-		while (ncm_ntb_packer_count(&pk) < TX_MAX_DATAGRAMS && tap_ready()) {
+		clock_gettime(CLOCK_MONOTONIC, &end);
+		end.tv_sec += prof.in_batch_ms / 1000;
+		end.tv_nsec += (long)(prof.in_batch_ms % 1000) * 1000000;
+		if (end.tv_nsec >= 1000000000)
+			end.tv_sec++, end.tv_nsec -= 1000000000;
+		while (ncm_ntb_packer_count(&pk) < max_dgrams && tap_ready_by(&end)) {
 			n = read(tap, frame, sizeof(frame));
 			if (n <= 0)
 				break;
@@ -828,6 +955,8 @@ tx_thread(void *arg)
 
 				if (write(ep_in, ntb, len) != (ssize_t)len)
 					COUNT(st_in_errors, 1);
+				else if (len > READ(st_max_ntb_in))
+					__atomic_store_n(&st_max_ntb_in, len, __ATOMIC_RELAXED);
 				ncm_ntb_packer_reset(&pk, NULL, seq++);
 				ncm_ntb_packer_add(&pk, frame, (size_t)n);
 			}
@@ -838,15 +967,22 @@ tx_thread(void *arg)
 
 		COUNT(st_ntbs_in, 1);
 		pthread_mutex_lock(&lock);
-		halt = prof.stall_in_at && !stalled_once && ++in_since_nego == prof.stall_in_at;
+		++in_since_nego;
+		halt = prof.stall_in_at && !stalled_once && in_since_nego == prof.stall_in_at;
 		stalled_once |= halt;
+		bool for_good = prof.stall_in_always && in_since_nego >= prof.stall_in_always;
 		pthread_mutex_unlock(&lock);
+		if (for_good)
+			stall_in_for_good();
 		if (halt)
 			stall_in_once();
-		if (write(ep_in, ntb, len) != (ssize_t)len)
+		if (write(ep_in, ntb, len) != (ssize_t)len) {
 			COUNT(st_in_errors, 1);
-		else
+		} else {
 			COUNT(st_dgrams_in, count);
+			if (len > READ(st_max_ntb_in))
+				__atomic_store_n(&st_max_ntb_in, len, __ATOMIC_RELAXED);
+		}
 	}
 	return arg;
 }
@@ -936,6 +1072,17 @@ static const char usage_text[] =
 	"  --notify-flood S         send NETWORK_CONNECTION on every interrupt poll for S seconds\n"
 	"  --stall-in-once N        halt bulk IN once, before the Nth IN NTB after the host's\n"
 	"                           SET_NTB_INPUT_SIZE (that is, in its session)\n"
+	"  --stall-in-always N      halt bulk IN before the Nth IN NTB of the host's session and\n"
+	"                           keep halting it every 5 ms (each clear meets a new halt)\n"
+	"  --stall-out-once N       halt bulk OUT once, when the Nth host NTB would be read\n"
+	"  --stall-out-always N     from the Nth host NTB on, keep bulk OUT halted (no more reads)\n"
+	"  --no-out-read            never read bulk OUT: the host's OUT transfers never complete\n"
+	"  --refuse-input-size      STALL SET_NTB_INPUT_SIZE: NTBs up to dwNtbInMaxSize\n"
+	"  --ignore-input-size      accept SET_NTB_INPUT_SIZE but keep dwNtbInMaxSize, and say so\n"
+	"                           in GET_NTB_INPUT_SIZE\n"
+	"                           (IN NTBs are at most 131072 bytes, whatever --in-max says)\n"
+	"  --max-datagram-reply N   GET_MAX_DATAGRAM_SIZE answers N (needs --caps with 0x08)\n"
+	"  --in-batch MS            gather TAP frames for up to MS ms into one IN NTB (up to 128)\n"
 	"  --cs-desc                also write the CDC Header/Union/Ethernet/NCM descriptors\n"
 	"                           (Linux 6.1's f_fs rejects them: EINVAL)\n"
 	"  --mac XX:..:XX, --no-mac iMACAddress (only with --cs-desc)\n"
@@ -961,7 +1108,8 @@ main(int argc, char **argv)
 {
 	enum { O_FORMATS = 256, O_IN_MAX, O_OUT_MAX, O_IN_NDP, O_OUT_NDP, O_OUT_MAXDG, O_CAPS,
 	       O_NO_INTR, O_FLOOD, O_STALL, O_CS, O_MAC, O_NO_MAC, O_READY, O_TAP, O_FFS,
-	       O_PROFILE, O_ALT1, O_SELF };
+	       O_PROFILE, O_ALT1, O_SELF, O_STALL_IN_ALWAYS, O_STALL_OUT_ONCE, O_STALL_OUT_ALWAYS,
+	       O_NO_OUT_READ, O_REFUSE_INPUT, O_IGNORE_INPUT, O_MAXDG_REPLY, O_IN_BATCH };
 	static const struct option opts[] = {
 		{ "ffs", required_argument, NULL, O_FFS },
 		{ "tap", required_argument, NULL, O_TAP },
@@ -977,6 +1125,14 @@ main(int argc, char **argv)
 		{ "no-intr", no_argument, NULL, O_NO_INTR },
 		{ "notify-flood", required_argument, NULL, O_FLOOD },
 		{ "stall-in-once", required_argument, NULL, O_STALL },
+		{ "stall-in-always", required_argument, NULL, O_STALL_IN_ALWAYS },
+		{ "stall-out-once", required_argument, NULL, O_STALL_OUT_ONCE },
+		{ "stall-out-always", required_argument, NULL, O_STALL_OUT_ALWAYS },
+		{ "no-out-read", no_argument, NULL, O_NO_OUT_READ },
+		{ "refuse-input-size", no_argument, NULL, O_REFUSE_INPUT },
+		{ "ignore-input-size", no_argument, NULL, O_IGNORE_INPUT },
+		{ "max-datagram-reply", required_argument, NULL, O_MAXDG_REPLY },
+		{ "in-batch", required_argument, NULL, O_IN_BATCH },
 		{ "cs-desc", no_argument, NULL, O_CS },
 		{ "data-alt1", no_argument, NULL, O_ALT1 },
 		{ "self-test", no_argument, NULL, O_SELF },
@@ -1010,7 +1166,7 @@ main(int argc, char **argv)
 			else
 				die("--formats takes 16, 32 or both");
 			break;
-		case O_IN_MAX: prof.in_max = (uint32_t)num("in-max", optarg, NTB_BUF_MAX); break;
+		case O_IN_MAX: prof.in_max = (uint32_t)num("in-max", optarg, IN_MAX_ADVERTISED); break;
 		case O_OUT_MAX: prof.out_max = (uint32_t)num("out-max", optarg, NTB_BUF_MAX); break;
 		case O_IN_NDP: parse_ndp("in-ndp", optarg, &prof.in_div, &prof.in_rem, &prof.in_align); break;
 		case O_OUT_NDP: parse_ndp("out-ndp", optarg, &prof.out_div, &prof.out_rem, &prof.out_align); break;
@@ -1019,6 +1175,22 @@ main(int argc, char **argv)
 		case O_NO_INTR: prof.intr = false; break;
 		case O_FLOOD: prof.flood_s = (unsigned)num("notify-flood", optarg, 3600); break;
 		case O_STALL: prof.stall_in_at = (unsigned)num("stall-in-once", optarg, 1000000); break;
+		case O_STALL_IN_ALWAYS:
+			prof.stall_in_always = (unsigned)num("stall-in-always", optarg, 1000000);
+			break;
+		case O_STALL_OUT_ONCE:
+			prof.stall_out_at = (unsigned)num("stall-out-once", optarg, 1000000);
+			break;
+		case O_STALL_OUT_ALWAYS:
+			prof.stall_out_always = (unsigned)num("stall-out-always", optarg, 1000000);
+			break;
+		case O_NO_OUT_READ: prof.no_out_read = true; break;
+		case O_REFUSE_INPUT: prof.refuse_input_size = true; break;
+		case O_IGNORE_INPUT: prof.ignore_input_size = true; break;
+		case O_MAXDG_REPLY:
+			prof.max_datagram_reply = (int)num("max-datagram-reply", optarg, 0xffff);
+			break;
+		case O_IN_BATCH: prof.in_batch_ms = (unsigned)num("in-batch", optarg, 10000); break;
 		case O_CS: prof.cs_desc = true; break;
 		case O_ALT1: prof.alt1 = true; break;
 		case O_SELF: return self_test();
@@ -1040,6 +1212,11 @@ main(int argc, char **argv)
 		die("NTB sizes below 2048 cannot carry a frame");
 	if (!prof.out_div || !prof.out_align)
 		die("--out-ndp: divisor and alignment must not be 0");
+	if (prof.max_datagram_reply >= 0 && !(prof.caps & 0x08))
+		die("--max-datagram-reply needs --caps with bit 3 (0x08): without it the host "
+		    "never asks");
+	if (prof.refuse_input_size && prof.ignore_input_size)
+		die("--refuse-input-size and --ignore-input-size exclude each other");
 	input_size = prof.in_max;
 
 	/* Every thread inherits the mask; one thread takes the signals. */

@@ -3,7 +3,8 @@
 # tests/vm/guest-ffs.sh: libncm against ffs-ncm, the programmable device; VM_FFS_TEST picks the case.
 # Cases (tests/vm/README.md, "The programmable device (FunctionFS)"):
 #   basic, apple, ntb16-only, ntb32-only, divisors, max-datagrams,
-#   notify-flood, no-mac, stall-in-once
+#   notify-flood, no-mac, stall-in-once, stall-in-always, stall-out,
+#   out-stuck, input-size, max-datagram
 # VM_COUNT frames each way (default 10000 in basic, 2000 elsewhere),
 # VM_PEER_RATE the peer's frames/s (4000).
 set -eu
@@ -49,6 +50,9 @@ rx() {
 	local n=$1 rc=0 mac
 	shift
 	peer_run $IP link set dev "$FFS_TAP" txqueuelen $((n + 1000))
+	# The last case's file must not answer the wait below before the shell
+	# has truncated it for this one.
+	rm -f "$VM_OUT/rx.txt"
 	vmtest-driver rx -c "$n" -t 60 "$@" >"$VM_OUT/rx.txt" 2>&1 &
 	rxpid=$!
 	wait_for 30 "libncm receiver ready" grep -q '^ready' "$VM_OUT/rx.txt" ||
@@ -57,7 +61,7 @@ rx() {
 	# printed, and which its rx mode does not defend with ARP.
 	mac=$(sed -n 's/^mac: //p' "$VM_OUT/rx.txt" | head -n 1)
 	peer_run $IP neigh replace "$(host_ip4)" lladdr "$mac" dev "$FFS_TAP" nud permanent
-	peer_run vmtest-driver peer-send -c "$n" -r "$rate"
+	peer_run vmtest-driver peer-send -c "$n" -r "$rate" -s "${RX_SIZE:-64}"
 	wait $rxpid || rc=$?
 	cat "$VM_OUT/rx.txt"
 	[ $rc = 0 ] || fail "libncm did not receive every frame exactly once"
@@ -66,6 +70,28 @@ rx() {
 
 stat_of() { # FILE NAME: a counter from vmtest-driver's stats line
 	sed -n "s/.*[ :]$2=\([0-9]*\).*/\1/p" "$1" | tail -n 1
+}
+
+# driver OUT SECS ARGS...: vmtest-driver ARGS, killed after SECS (a hang
+# fails the check on DRIVER_RC); its output in $VM_OUT/OUT, printed.
+driver() {
+	local out=$VM_OUT/$1 secs=$2
+	shift 2
+	DRIVER_RC=0
+	timeout "$secs" vmtest-driver "$@" >"$out" 2>&1 || DRIVER_RC=$?
+	cat "$out"
+	DRIVER_OUT=$out
+}
+
+# close_ms: how long the last driver run's ncm_device_close() took.
+in_range() { [ -n "$1" ] && [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; } # V LO HI
+close_ms() { sed -n 's/^close: \([0-9]*\) ms$/\1/p' "$DRIVER_OUT" | tail -n 1; }
+
+check_closed() { # the driver exited 0 and its close took at most 5 s
+	local ms
+	ms=$(close_ms)
+	check "vmtest-driver exited cleanly (status $DRIVER_RC)" [ "$DRIVER_RC" = 0 ]
+	check "close finished in ${ms:-?} ms (<= 5000)" in_range "$ms" 0 5000
 }
 
 case $test_case in
@@ -202,6 +228,111 @@ stall-in-once)
 	ffs_gadget_stop
 	check "the device halted bulk IN once" [ "$(ffs_stat stalls)" = 1 ]
 	check "libncm met the stall (rx_stalls $stalls)" [ "$stalls" -ge 1 ]
+	;;
+stall-in-always)
+	# From the 2nd IN NTB on the device halts bulk IN again after every
+	# clear: after 64 failed transfers in a row libncm stops receiving and
+	# says so through NcmDevice::error; the process and close still end.
+	setup --stall-in-always 2
+	driver watch.txt 60 watch -t 30
+	check "NcmDevice::error: receiving stopped after 64 failures" grep -q \
+		'^event: error: receiving stopped: 64 bulk-IN transfers in a row failed (the last: a STALL)' \
+		"$DRIVER_OUT"
+	check_closed
+	check "libncm counted the stalls" [ "$(stat_of "$DRIVER_OUT" rx_stalls)" -ge 64 ]
+	ffs_gadget_stop
+	check "the device halted bulk IN again and again" [ "$(ffs_stat stalls)" -ge 2 ]
+	;;
+stall-out)
+	# Once: the device halts bulk OUT before the 5th host NTB. The NTBs
+	# in flight are lost and counted (tx_errors), libncm clears the halt,
+	# and later frames (the stream, then ARP) reach the peer.
+	n=${VM_COUNT:-300}
+	setup --stall-out-once 5
+	before=$(peer_run cat "/sys/class/net/$FFS_TAP/statistics/rx_packets")
+	driver tx-once.txt 90 tx --lossy -c "$n" -r "$rate"
+	after=$(peer_run cat "/sys/class/net/$FFS_TAP/statistics/rx_packets")
+	check_closed
+	errors=$(stat_of "$DRIVER_OUT" tx_errors)
+	check "libncm counted the stalled NTB(s) (tx_errors $errors)" [ "$errors" -ge 1 ]
+	echo "peer counted $((after - before)) frames of $n"
+	check "most frames reached the peer" [ $((after - before)) -ge $((n / 2)) ]
+	check "ARP after the stall was answered" grep -q '^after: ARP answered' "$DRIVER_OUT"
+	ffs_gadget_teardown
+	check "the device halted bulk OUT once" [ "$(ffs_stat stalls)" = 1 ]
+	# Always: from the 3rd host NTB on, bulk OUT stays halted. Every NTB
+	# fails; sends are still taken or refused in bounded time, and close ends.
+	setup --stall-out-always 3
+	driver tx-always.txt 90 tx --lossy -c 200 -r "$rate"
+	check_closed
+	errors=$(stat_of "$DRIVER_OUT" tx_errors)
+	check "libncm counted the failed NTBs (tx_errors $errors)" [ "$errors" -ge 2 ]
+	ffs_gadget_stop
+	;;
+out-stuck)
+	# The device never reads bulk OUT: libncm's OUT transfers never come
+	# back, and after 10 s NcmDevice::error says sending stopped.
+	setup --no-out-read
+	driver watch.txt 60 watch -t 30
+	check "NcmDevice::error: sending stopped" grep -q \
+		'^event: error: sending stopped: [0-9a-f]*:[0-9a-f]* has taken no data for 10 s' \
+		"$DRIVER_OUT"
+	ms=$(sed -n 's/^watch: error signal after \([0-9]*\) ms$/\1/p' "$DRIVER_OUT")
+	check "it came after about 10 s (${ms:-?} ms)" in_range "$ms" 9000 20000
+	check_closed
+	ffs_gadget_stop
+	;;
+input-size)
+	# The device keeps dwNtbInMaxSize 131072 (NTB32) whatever libncm asks
+	# (65536): refused, then ignored. libncm's receive buffers follow it, it
+	# warns, and 1472-byte datagrams gathered into NTBs over 64 KiB arrive
+	# exactly once without an overflow.
+	n=${VM_COUNT:-2000}
+	for how in refused ignored; do
+		log "== SET_NTB_INPUT_SIZE $how"
+		opt=--refuse-input-size
+		[ "$how" = ignored ] && opt=--ignore-input-size
+		setup --in-max 131072 $opt --in-batch 100
+		RX_SIZE=1472 rx "$n" --ntb32
+		check "libncm warned ($how)" grep -q \
+			"$how an NTB input size of 65536 and uses 131072: receive buffers follow it" \
+			"$VM_OUT/rx.txt"
+		check "no overflow" [ "$(stat_of "$VM_OUT/rx.txt" rx_overflows)" = 0 ]
+		ffs_gadget_teardown
+		echo "largest IN NTB: $(ffs_stat max_ntb_in) bytes"
+		check "the device sent NTBs over 64 KiB" [ "$(ffs_stat max_ntb_in)" -gt 65536 ]
+	done
+	# Above 1 MiB: open fails, saying why.
+	setup --in-max 2097152 --refuse-input-size
+	driver open.txt 60 frames --ntb32 -t 10
+	check "the open failed" [ "$DRIVER_RC" = 1 ]
+	check "the failure names the limit" grep -q \
+		'keeps sending NTBs of up to 2097152 bytes (it refused a size of 65536), more than libncm.s limit of 1048576' \
+		"$DRIVER_OUT"
+	ffs_gadget_stop
+	check "no NTB reached the device" [ "$(ffs_stat ntbs_out)" = 0 ]
+	;;
+max-datagram)
+	# f_fs (6.1) carries no NCM functional descriptor, so libncm sees no
+	# capabilities: it must not ask GET/SET_MAX_DATAGRAM_SIZE (caps bit 3
+	# unset), whatever the device would answer (--max-datagram-reply).
+	n=${VM_COUNT:-1000}
+	setup --caps 0x19 --max-datagram-reply 1200
+	frames frames.txt
+	check "the MTU stays 1500" grep -q '^mtu: 1500$' "$VM_OUT/frames.txt"
+	ffs_gadget_teardown
+	check "no SET_MAX_DATAGRAM_SIZE without caps bit 3" \
+		sh -c "! grep -q SET_MAX_DATAGRAM_SIZE '$FFS_LOG'"
+	# OUT NTBs of 2048 bytes with datagrams on 1024-byte boundaries hold
+	# less than a full frame: the MTU follows what fits, with a warning.
+	setup --out-max 2048 --out-ndp 1024/0/4
+	frames frames2.txt
+	room=$(sed -n 's/.*its OUT NTBs (2048 bytes, NTB16) hold frames of at most \([0-9]*\) bytes.*/\1/p' \
+		"$VM_OUT/frames2.txt")
+	check "libncm warned about its OUT NTBs (${room:-?} bytes)" [ -n "$room" ]
+	check "the MTU is $((room - 14))" grep -q "^mtu: $((room - 14))\$" "$VM_OUT/frames2.txt"
+	tx "$n" -s $((room - 42))
+	ffs_gadget_stop
 	;;
 *)
 	fail "unknown VM_FFS_TEST '$test_case'"

@@ -36,6 +36,7 @@ static gint opt_first;
 static gint64 opt_repace;
 static gboolean opt_async;
 static gboolean opt_cancel;
+static gboolean opt_lossy;
 
 static const GOptionEntry entries[] = {
 	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32, "Ask for NTB32", NULL },
@@ -58,6 +59,8 @@ static const GOptionEntry entries[] = {
 	{ "async", 0, 0, G_OPTION_ARG_NONE, &opt_async, "probe: open with ncm_device_open_async", NULL },
 	{ "cancel", 0, 0, G_OPTION_ARG_NONE, &opt_cancel,
 	  "probe: first cancel two asynchronous opens (at once, and once opened)", NULL },
+	{ "lossy", 0, 0, G_OPTION_ARG_NONE, &opt_lossy,
+	  "tx: a device that fails OUT transfers; count, then check ARP still works", NULL },
 	G_OPTION_ENTRY_NULL
 };
 
@@ -85,6 +88,7 @@ typedef struct {
 	gint64 *burst_gap;     /* tail: per burst, the longest wait between two datagrams */
 	gint tail_got;         /* atomic: datagrams of this session's bursts */
 	gint tail_stale;       /* atomic: ... of an earlier session's */
+	gint errors;           /* atomic: NcmDevice::error signals */
 } Test;
 
 static guint16
@@ -257,6 +261,15 @@ on_link(NcmDevice *dev, gboolean up, gpointer data)
 }
 
 static void
+on_error(NcmDevice *dev, GError *error, gpointer data)
+{
+	Test *t = data;
+
+	printf("event: error: %s\n", error->message);
+	g_atomic_int_inc(&t->errors);
+}
+
+static void
 on_function_added(NcmContext *ctx, NcmFunctionInfo *info, gpointer data)
 {
 	Test *t = data;
@@ -338,6 +351,8 @@ open_first(Test *t, GError **error)
 	       t->mac[4], t->mac[5]);
 	g_signal_connect(t->dev, "removed", G_CALLBACK(on_removed), t);
 	g_signal_connect(t->dev, "link-changed", G_CALLBACK(on_link), t);
+	g_signal_connect(t->dev, "error", G_CALLBACK(on_error), t);
+	printf("mtu: %u\n", ncm_device_get_mtu(t->dev));
 	ncm_device_set_sink(t->dev, &sink, t);
 	return ncm_device_start(t->dev, error);
 }
@@ -466,6 +481,41 @@ send_frame(Test *t, const guint8 *f, gsize len)
 	return r;
 }
 
+/* send_frame() for a device that may take nothing for good: gives up after 10 s. */
+static NcmSendResult
+send_frame_bounded(Test *t, const guint8 *f, gsize len)
+{
+	gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+	NcmSendResult r;
+
+	while ((r = ncm_device_send(t->dev, f, len)) == NCM_SEND_WOULD_BLOCK &&
+	       g_get_monotonic_time() < end) {
+		g_main_context_iteration(NULL, FALSE);
+		g_usleep(1000);
+	}
+	return r;
+}
+
+/* Waits until the device's TX counters stop moving (1 s, at most 15 s). */
+static void
+tx_settle(Test *t)
+{
+	NcmStats s;
+	guint64 last = G_MAXUINT64;
+	gint64 end = g_get_monotonic_time() + 15 * G_USEC_PER_SEC;
+
+	for (;;) {
+		ncm_device_get_stats(t->dev, &s);
+		if (s.tx_datagrams + s.tx_errors == last || g_get_monotonic_time() > end)
+			return;
+		last = s.tx_datagrams + s.tx_errors;
+		for (int i = 0; i < 10; i++) {
+			g_main_context_iteration(NULL, FALSE);
+			g_usleep(100000);
+		}
+	}
+}
+
 static gboolean
 resolve_peer(Test *t)
 {
@@ -494,6 +544,11 @@ print_stats(Test *t)
 	       s.rx_ntbs, s.rx_datagrams, s.rx_bad_ntbs, s.tx_ntbs, s.tx_datagrams, s.tx_errors,
 	       s.tx_flush_explicit, s.tx_flush_timer, s.main_dispatches, s.rx_errors,
 	       s.rx_overflows, s.rx_stalls);
+	printf("faults: rx_stalls=%" G_GUINT64_FORMAT " tx_errors=%" G_GUINT64_FORMAT
+	       " rx_errors=%" G_GUINT64_FORMAT " rx_overflows=%" G_GUINT64_FORMAT
+	       " intr_events=%" G_GUINT64_FORMAT " intr_malformed=%" G_GUINT64_FORMAT
+	       " errors=%d\n", s.rx_stalls, s.tx_errors, s.rx_errors, s.rx_overflows,
+	       s.intr_events, s.intr_malformed, g_atomic_int_get(&t->errors));
 }
 
 /* ARP and neighbour solicitation, answered by the gadget's own Linux stack. */
@@ -569,6 +624,78 @@ check_repaced(Test *t, gint64 repaced_at, guint64 bytes)
 	return TRUE;
 }
 
+/*
+ * tx --lossy: the device fails OUT transfers (a STALL, once or for good).
+ * Every send must still be taken or refused in bounded time; the lost NTBs
+ * are counted; ARP after the stream tells whether later NTBs go through.
+ */
+static int
+tx_lossy(Test *t)
+{
+	guint8 f[1600];
+	gint sent = 0;
+
+	for (gint i = 0; i < opt_count; i++) {
+		NcmSendResult r = send_frame_bounded(t, f, build_udp(t, f, htonl((guint32)i)));
+
+		if (r == NCM_SEND_OK)
+			sent++;
+		else if (r != NCM_SEND_WOULD_BLOCK) {
+			printf("FAIL: send %d refused (%d)\n", i, r);
+			return 1;
+		}
+		if (i % 10 == 9) {
+			ncm_device_flush(t->dev);
+			if (opt_rate > 0)
+				g_usleep((gulong)(10 * G_USEC_PER_SEC / opt_rate));
+		}
+	}
+	ncm_device_flush(t->dev);
+	tx_settle(t);
+	print_stats(t);
+	printf("lossy: %d of %d frames taken\n", sent, opt_count);
+	/* Five tries, not resolve_peer()'s twenty: a device that takes nothing
+	 * would cost 20 s here. */
+	g_atomic_int_set(&t->got_arp, 0);
+	for (int i = 0; i < 5 && !g_atomic_int_get(&t->got_arp); i++) {
+		send_frame_bounded(t, f, build_arp(t, f));
+		ncm_device_flush(t->dev);
+		wait_flag(&t->got_arp, 1);
+	}
+	printf("after: %s\n", g_atomic_int_get(&t->got_arp) ? "ARP answered" : "no ARP answer");
+	print_stats(t);
+	return 0;
+}
+
+/*
+ * Opens, sends an ARP request every 100 ms (traffic both ways) and waits
+ * for NcmDevice::error (printed by on_error): 0 when it came.
+ */
+static int
+cmd_watch(Test *t)
+{
+	gint64 start = g_get_monotonic_time(), end = start + opt_timeout * G_USEC_PER_SEC;
+	guint8 f[128];
+
+	printf("watching\n");
+	while (!g_atomic_int_get(&t->errors) && g_get_monotonic_time() < end) {
+		ncm_device_send(t->dev, f, build_arp(t, f));
+		ncm_device_flush(t->dev);
+		for (int i = 0; i < 50 && !g_atomic_int_get(&t->errors); i++) {
+			g_main_context_iteration(NULL, FALSE);
+			g_usleep(2000);
+		}
+	}
+	print_stats(t);
+	if (!g_atomic_int_get(&t->errors)) {
+		printf("FAIL: no error signal in %d s\n", opt_timeout);
+		return 1;
+	}
+	printf("watch: error signal after %" G_GINT64_FORMAT " ms\n",
+	       (g_get_monotonic_time() - start) / 1000);
+	return 0;
+}
+
 static int
 cmd_tx(Test *t)
 {
@@ -581,6 +708,8 @@ cmd_tx(Test *t)
 		printf("FAIL: no ARP reply\n");
 		return 1;
 	}
+	if (opt_lossy)
+		return tx_lossy(t);
 	start = g_get_monotonic_time();
 	for (gint i = 0; i < opt_count; i++) {
 		gsize len = build_udp(t, f, htonl((guint32)i));
@@ -825,7 +954,7 @@ cmd_peer_send(void)
 int
 main(int argc, char **argv)
 {
-	g_autoptr(GOptionContext) oc = g_option_context_new("frames|tx|rx|unplug|hold|tail|probe|peer-send");
+	g_autoptr(GOptionContext) oc = g_option_context_new("frames|tx|rx|unplug|hold|tail|probe|watch|peer-send");
 	g_autoptr(GError) error = NULL;
 	Test t = { 0 };
 	int rc;
@@ -833,7 +962,7 @@ main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_option_context_add_main_entries(oc, entries, NULL);
 	if (!g_option_context_parse(oc, &argc, &argv, &error) || argc != 2) {
-		fprintf(stderr, "usage: vmtest-driver [options] frames|tx|rx|unplug|hold|tail|probe|peer-send\n");
+		fprintf(stderr, "usage: vmtest-driver [options] frames|tx|rx|unplug|hold|tail|probe|watch|peer-send\n");
 		return 2;
 	}
 	opt_count = CLAMP(opt_count, 1, MAX_COUNT);
@@ -872,10 +1001,16 @@ main(int argc, char **argv)
 		rc = cmd_hold(&t);
 	else if (g_str_equal(argv[1], "tail"))
 		rc = cmd_tail(&t);
+	else if (g_str_equal(argv[1], "watch"))
+		rc = cmd_watch(&t);
 	else
 		rc = 2;
-	if (t.dev)
+	if (t.dev) {
+		gint64 closing = g_get_monotonic_time();
+
 		ncm_device_close(t.dev);
+		printf("close: %" G_GINT64_FORMAT " ms\n", (g_get_monotonic_time() - closing) / 1000);
+	}
 	g_clear_object(&t.dev);
 	g_clear_object(&t.ctx);
 	g_free(t.seen);
