@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-tap.c: the TAP backend: sink writes for RX, a draining reader thread for TX. */
+#include "ncm-sync.h"
 #include "ncm-tap.h"
 #include "ncm-tap-gso.h"
 #include "ncm-tap-l3.h"
@@ -195,6 +196,29 @@ send_frame(NcmTap *tap, const guint8 *frame, gsize len)
  * read then fails with EBADFD while poll() keeps reporting an error: retrying
  * would spin for ever. The reader stops and tells the owner instead.
  */
+/* What the owner is told, not the tap itself: the owner may free the tap
+ * before the source runs. */
+typedef struct {
+	GSourceFunc func;
+	gpointer data;
+} GonePost;
+
+static gboolean
+gone_dispatch(gpointer data)
+{
+	GonePost *post = data;
+
+	ncm_tsan_acquire(post);
+	return post->func(post->data);
+}
+
+static void
+gone_free(gpointer data)
+{
+	ncm_tsan_acquire(data);
+	g_free(data);
+}
+
 static void
 interface_gone(NcmTap *tap)
 {
@@ -204,8 +228,13 @@ interface_gone(NcmTap *tap)
 		/* An idle source, never g_main_context_invoke(): with nobody
 		 * running the owner's loop that would call it right here. */
 		GSource *source = g_idle_source_new();
+		GonePost *post = g_new(GonePost, 1);
 
-		g_source_set_callback(source, tap->gone_func, tap->gone_data, NULL);
+		*post = (GonePost){ tap->gone_func, tap->gone_data };
+		g_source_set_callback(source, gone_dispatch, post, gone_free);
+		/* The hand-over goes through GMainContext's lock inside GLib,
+		 * which ThreadSanitizer cannot see: say what it orders. */
+		ncm_tsan_release(post);
 		g_source_attach(source, tap->owner);
 		g_source_unref(source);
 	}
