@@ -158,37 +158,34 @@ ncm_pcap_flush_soon(NcmPcap *pcap)
 	pthread_mutex_unlock(&pcap->lock);
 }
 
-guint64
-ncm_pcap_get_records(NcmPcap *pcap)
+/* The counters change under the lock, with a record. */
+static guint64
+read_locked_counter(NcmPcap *pcap, const guint64 *counter)
 {
 	guint64 n;
 
 	pthread_mutex_lock(&pcap->lock);
-	n = pcap->records;
+	n = *counter;
 	pthread_mutex_unlock(&pcap->lock);
 	return n;
+}
+
+guint64
+ncm_pcap_get_records(NcmPcap *pcap)
+{
+	return read_locked_counter(pcap, &pcap->records);
 }
 
 guint64
 ncm_pcap_get_over_max(NcmPcap *pcap)
 {
-	guint64 n;
-
-	pthread_mutex_lock(&pcap->lock);
-	n = pcap->over_max;
-	pthread_mutex_unlock(&pcap->lock);
-	return n;
+	return read_locked_counter(pcap, &pcap->over_max);
 }
 
 guint64
 ncm_pcap_get_lost(NcmPcap *pcap)
 {
-	guint64 n;
-
-	pthread_mutex_lock(&pcap->lock);
-	n = pcap->lost;
-	pthread_mutex_unlock(&pcap->lock);
-	return n;
+	return read_locked_counter(pcap, &pcap->lost);
 }
 
 void
