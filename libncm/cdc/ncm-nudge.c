@@ -14,26 +14,29 @@ ncm_nudge_init(NcmNudge *nudge)
 	memset(nudge, 0, sizeof(*nudge));
 }
 
+/*
+ * What the device sends teaches only its own MAC, and only for the address
+ * the host itself asked about: its ARP packet from that address, sent from
+ * the MAC it names. Every other address comes from the host's own frames
+ * (ncm_nudge_merge_tx()). A gadget that bridges a LAN forwards other hosts'
+ * ARP: learning from those made the nudge ask in their name, poisoning the
+ * LAN's neighbour caches with our MAC.
+ */
 static void
-learn_arp(NcmNudge *nudge, const NcmArpView *arp)
+learn_peer_mac(NcmNudge *nudge, const NcmEthView *eth, const NcmArpView *arp)
 {
-	/* Probes (sender 0.0.0.0) and announcements (sender = target) name no host. */
-	if (memcmp(arp->spa, zero, NCM_IP4_ALEN) == 0)
+	if (!nudge->have_peer_ip4 || memcmp(arp->spa, nudge->peer_ip4, NCM_IP4_ALEN) != 0)
+		return;
+	if (memcmp(eth->src, arp->sha, NCM_ETH_ALEN) != 0 || ncm_eth_is_multicast(arp->sha) ||
+	    memcmp(arp->sha, zero, NCM_ETH_ALEN) == 0)
+		return;
+	if (arp->op == NCM_ARP_REPLY &&
+	    (!nudge->have_host_mac || memcmp(arp->tha, nudge->host_mac, NCM_ETH_ALEN) != 0))
+		return;
+	if (arp->op != NCM_ARP_REQUEST && arp->op != NCM_ARP_REPLY)
 		return;
 	memcpy(nudge->peer_mac, arp->sha, NCM_ETH_ALEN);
-	memcpy(nudge->peer_ip4, arp->spa, NCM_IP4_ALEN);
-	nudge->have_peer_mac = nudge->have_peer_ip4 = true;
-	if ((arp->op != NCM_ARP_REQUEST && arp->op != NCM_ARP_REPLY) ||
-	    memcmp(arp->tpa, arp->spa, NCM_IP4_ALEN) == 0 ||
-	    memcmp(arp->tpa, zero, NCM_IP4_ALEN) == 0)
-		return;
-	memcpy(nudge->host_ip4, arp->tpa, NCM_IP4_ALEN);
-	nudge->have_host_ip4 = true;
-	if (arp->op == NCM_ARP_REPLY && memcmp(arp->tha, zero, NCM_ETH_ALEN) != 0 &&
-	    !ncm_eth_is_multicast(arp->tha)) {
-		memcpy(nudge->host_mac, arp->tha, NCM_ETH_ALEN);
-		nudge->have_host_mac = true;
-	}
+	nudge->have_peer_mac = true;
 }
 
 void
@@ -51,13 +54,8 @@ ncm_nudge_learn(NcmNudge *nudge, const uint8_t *frame, size_t len)
 		nudge->other_datagrams++;
 		nudge->other_bytes += len;
 	}
-	/* A unicast frame from the device is addressed to the host. */
-	if (!nudge->have_host_mac && !ncm_eth_is_multicast(eth.dst)) {
-		memcpy(nudge->host_mac, eth.dst, NCM_ETH_ALEN);
-		nudge->have_host_mac = true;
-	}
 	if (is_arp)
-		learn_arp(nudge, &arp);
+		learn_peer_mac(nudge, &eth, &arp);
 }
 
 bool
@@ -85,6 +83,9 @@ ncm_nudge_merge_tx(NcmNudge *nudge, NcmNudgeTx *tx)
 {
 	if (tx->fresh) {
 		tx->fresh = false;
+		/* A MAC learned for another address is not this one's. */
+		if (!nudge->have_peer_ip4 || memcmp(nudge->peer_ip4, tx->peer_ip4, 4) != 0)
+			nudge->have_peer_mac = false;
 		memcpy(nudge->host_mac, tx->host_mac, 6);
 		memcpy(nudge->host_ip4, tx->host_ip4, 4);
 		memcpy(nudge->peer_ip4, tx->peer_ip4, 4);

@@ -50,7 +50,8 @@ typedef struct {
 } NcmNudgeTx;
 
 typedef struct {
-	/* Learned from ARP packets either way (ncm_nudge_learn(), _merge_tx()). */
+	/* host_*, peer_ip4: the host's own ARP requests (_merge_tx()); peer_mac:
+	 * the device's ARP for peer_ip4 (ncm_nudge_learn()). */
 	uint8_t host_mac[6];
 	uint8_t host_ip4[4];
 	uint8_t peer_mac[6];
@@ -81,7 +82,11 @@ typedef struct {
 
 void ncm_nudge_init(NcmNudge *nudge);
 
-/* One received frame (Ethernet header on): remembers addresses from ARP. */
+/* One received frame (Ethernet header on). It teaches only the device's
+ * MAC, from the device's ARP about the address the host asked for; the
+ * host's addresses and the device's IP come from the host's own ARP
+ * requests alone (ncm_nudge_merge_tx()), so a nudge never speaks for
+ * anyone but the host. */
 void ncm_nudge_learn(NcmNudge *nudge, const uint8_t *frame, size_t len);
 
 /* One received NTB, before its frames are learned from, at @now (us). */

@@ -15,8 +15,15 @@
 
 static const uint8_t zero[6];
 
+/* The host's own addresses, as its last ARP request (sent, not received) named them. */
+typedef struct {
+	bool seen;
+	uint8_t mac[6];
+	uint8_t ip[4];
+} HostSaid;
+
 static void
-check_request(const NcmNudge *n)
+check_request(const NcmNudge *n, const HostSaid *host)
 {
 	uint8_t f[NCM_NUDGE_FRAME_LEN];
 	bool all = n->have_peer_ip4 && n->have_host_ip4 && n->have_host_mac;
@@ -27,6 +34,9 @@ check_request(const NcmNudge *n)
 		FUZZ_CHECK(ncm_nudge_due(n, 1000) == INT64_MAX);
 		return;
 	}
+	/* Issue 16: the nudge speaks only in the host's name, never with an
+	 * address a received frame named. */
+	FUZZ_CHECK(host->seen && memcmp(f + 22, host->mac, 6) == 0 && memcmp(f + 28, host->ip, 4) == 0);
 	/* Never a request from or to 0.0.0.0, never from a multicast MAC. */
 	FUZZ_CHECK(memcmp(f + 28, zero, 4) != 0 && memcmp(f + 38, zero, 4) != 0);
 	FUZZ_CHECK(!(f[6] & 1) && memcmp(f + 6, f + 22, 6) == 0);
@@ -42,6 +52,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	NcmNudge n;
 	NcmNudgeTx tx;
+	HostSaid host = { 0 };
 	int64_t now = 0;
 	size_t off = 0;
 
@@ -70,8 +81,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(buf, data + off, len);
 			if (!sent)
 				ncm_nudge_learn(&n, buf, len);
-			else if (ncm_nudge_learn_tx(&tx, buf, len))
+			else if (ncm_nudge_learn_tx(&tx, buf, len)) {
 				tx.asked_at = now;
+				host.seen = true;
+				memcpy(host.mac, tx.host_mac, 6);
+				memcpy(host.ip, tx.host_ip4, 4);
+			}
 			free(buf);
 			off += len;
 		}
@@ -79,7 +94,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			(void)ncm_nudge_ntb_end(&n);
 		ncm_nudge_merge_tx(&n, &tx);
 		FUZZ_CHECK(!tx.fresh);
-		check_request(&n);
+		check_request(&n, &host);
 		if (data[off - 1] & 0x80 && (ncm_nudge_armed(&n) || n.asked_at)) {
 			ncm_nudge_sent(&n, now);
 			FUZZ_CHECK(!ncm_nudge_armed(&n) && !n.asked_at && ncm_nudge_due(&n, 1000) == INT64_MAX);

@@ -57,11 +57,24 @@ stream(NcmNudge *n, gint64 t, guint count, gint64 gap_us)
 	return t - gap_us;
 }
 
+/* The host asks for the device's address: its own ARP request, sent. */
+static void
+asked(NcmNudge *n)
+{
+	NcmNudgeTx tx = { 0 };
+	guint8 f[60];
+
+	g_assert_true(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)));
+	ncm_nudge_merge_tx(n, &tx);
+}
+
+/* ... and the device answers it. */
 static void
 learned(NcmNudge *n)
 {
 	guint8 f[60];
 
+	asked(n);
 	ncm_nudge_learn(n, f, arp(f, host_mac, 2, peer_mac, peer_ip, host_mac, host_ip));
 }
 
@@ -79,51 +92,94 @@ test_learn_reply(void)
 	g_assert_cmpmem(n.host_ip4, 4, host_ip, 4);
 }
 
-/* A request names our IP but not our MAC; the next unicast frame does. */
+/* What the device sends alone teaches nothing: the host's addresses and the
+ * device's IP come from the host's own requests; then the device's request
+ * for the host, from the asked address, teaches its MAC. */
 static void
-test_learn_request_then_unicast(void)
+test_learn_rx_alone(void)
 {
 	NcmNudge n;
 	guint8 f[60];
 
 	ncm_nudge_init(&n);
 	ncm_nudge_learn(&n, f, arp(f, bcast, 1, peer_mac, peer_ip, none, host_ip));
-	g_assert_true(n.have_peer_mac && n.have_peer_ip4 && n.have_host_ip4);
-	g_assert_false(n.have_host_mac);
-	g_assert_cmpmem(n.host_ip4, 4, host_ip, 4);
-	g_assert_false(ncm_nudge_frame(&n, f));
+	ncm_nudge_learn(&n, f, arp(f, host_mac, 2, peer_mac, peer_ip, host_mac, host_ip));
 	ncm_nudge_learn(&n, f, ipv4_frame(f, host_mac));
-	g_assert_true(n.have_host_mac);
-	g_assert_cmpmem(n.host_mac, 6, host_mac, 6);
+	g_assert_false(n.have_peer_mac || n.have_peer_ip4 || n.have_host_ip4 || n.have_host_mac);
+	g_assert_false(ncm_nudge_frame(&n, f));
+	asked(&n);
+	g_assert_false(n.have_peer_mac);
+	ncm_nudge_learn(&n, f, arp(f, bcast, 1, peer_mac, peer_ip, none, host_ip));
+	g_assert_true(n.have_peer_mac);
+	g_assert_cmpmem(n.peer_mac, 6, peer_mac, 6);
+}
+
+/*
+ * Issue 16: a Raspberry Pi gadget bridges usb0 to its LAN. A LAN host's
+ * broadcast "who has 192.168.1.1? tell .50" and the router's answer cross
+ * the bridge. The nudge must still ask only for the host, in its own name,
+ * for the address the host asked: never as 192.168.1.1 at our MAC.
+ */
+static void
+test_learn_bridged_lan(void)
+{
+	static const guint8 lan_mac[6] = { 0x02, 0x11, 0x22, 0x33, 0x44, 0x50 };
+	static const guint8 router_mac[6] = { 0x02, 0x11, 0x22, 0x33, 0x44, 0x01 };
+	static const guint8 lan_ip[4] = { 192, 168, 1, 50 };
+	static const guint8 router_ip[4] = { 192, 168, 1, 1 };
+	NcmNudge n;
+	guint8 f[60];
+
+	ncm_nudge_init(&n);
+	learned(&n);
+	ncm_nudge_learn(&n, f, arp(f, bcast, 1, lan_mac, lan_ip, none, router_ip));
+	ncm_nudge_learn(&n, f, arp(f, lan_mac, 2, router_mac, router_ip, lan_mac, lan_ip));
+	ncm_nudge_learn(&n, f, arp(f, host_mac, 2, router_mac, router_ip, host_mac, host_ip));
+	g_assert_true(ncm_nudge_frame(&n, f));
+	g_assert_cmpmem(f + 6, 6, host_mac, 6);     /* Ethernet source */
+	g_assert_cmpmem(f + 22, 6, host_mac, 6);    /* ARP sender MAC */
+	g_assert_cmpmem(f + 28, 4, host_ip, 4);     /* ARP sender IP */
+	g_assert_cmpmem(f + 38, 4, peer_ip, 4);     /* ARP target IP */
+	g_assert_cmpmem(f, 6, peer_mac, 6);         /* to the device */
 }
 
 static void
 test_learn_ignores(void)
 {
 	static const guint8 zero_ip[4];
+	static const guint8 other_ip[4] = { 192, 168, 77, 9 };
+	static const guint8 other_mac[6] = { 0x02, 0x4e, 0x43, 0x4d, 0x00, 0x09 };
+	static const guint8 mcast_mac[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
 	NcmNudge n;
 	guint8 f[60];
 
 	ncm_nudge_init(&n);
+	asked(&n);
 	/* A probe: sender 0.0.0.0. */
 	ncm_nudge_learn(&n, f, arp(f, bcast, 1, peer_mac, zero_ip, none, peer_ip));
-	g_assert_false(n.have_peer_mac || n.have_peer_ip4 || n.have_host_ip4);
-	/* Multicast and broadcast frames say nothing of our MAC. */
-	ncm_nudge_learn(&n, f, ipv4_frame(f, bcast));
-	g_assert_false(n.have_host_mac);
-	/* An announcement: sender = target names the peer only. */
-	ncm_nudge_learn(&n, f, arp(f, bcast, 1, peer_mac, peer_ip, none, peer_ip));
-	g_assert_true(n.have_peer_mac && n.have_peer_ip4);
-	g_assert_false(n.have_host_ip4);
+	/* Another address than the one asked for. */
+	ncm_nudge_learn(&n, f, arp(f, host_mac, 2, other_mac, other_ip, host_mac, host_ip));
+	/* A reply to another MAC than the host's. */
+	ncm_nudge_learn(&n, f, arp(f, other_mac, 2, peer_mac, peer_ip, other_mac, host_ip));
+	/* A multicast sender MAC. */
+	ncm_nudge_learn(&n, f, arp(f, host_mac, 2, mcast_mac, peer_ip, host_mac, host_ip));
+	/* Sent from another MAC than the one it names. */
+	arp(f, host_mac, 2, peer_mac, peer_ip, host_mac, host_ip);
+	memcpy(f + 6, other_mac, 6);
+	ncm_nudge_learn(&n, f, 60);
+	g_assert_false(n.have_peer_mac);
+	g_assert_cmpmem(n.peer_ip4, 4, peer_ip, 4);
+	g_assert_cmpmem(n.host_ip4, 4, host_ip, 4);
 	/* Not Ethernet/IPv4 ARP: each header field in turn. */
 	for (guint field = 14; field < 20; field++) {
 		NcmNudge m;
 
 		ncm_nudge_init(&m);
+		asked(&m);
 		arp(f, host_mac, 2, peer_mac, peer_ip, host_mac, host_ip);
 		f[field] ^= 0x40;
 		ncm_nudge_learn(&m, f, 60);
-		g_assert_false(m.have_peer_mac || m.have_peer_ip4);
+		g_assert_false(m.have_peer_mac);
 	}
 }
 
@@ -139,9 +195,10 @@ test_learn_truncated(void)
 		NcmNudge n;
 
 		ncm_nudge_init(&n);
+		asked(&n);
 		ncm_nudge_learn(&n, f, len);
-		g_assert_true(n.have_peer_mac == (len >= 42) && n.have_peer_ip4 == (len >= 42));
-		g_assert_true(n.have_host_mac == (len >= 14));
+		g_assert_true(n.have_peer_mac == (len >= 42));
+		g_assert_true(n.have_host_mac && n.have_host_ip4 && n.have_peer_ip4);
 	}
 }
 
@@ -417,7 +474,8 @@ main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/nudge/learn/reply", test_learn_reply);
-	g_test_add_func("/nudge/learn/request-then-unicast", test_learn_request_then_unicast);
+	g_test_add_func("/nudge/learn/rx-alone", test_learn_rx_alone);
+	g_test_add_func("/nudge/learn/bridged-lan", test_learn_bridged_lan);
 	g_test_add_func("/nudge/learn/ignores", test_learn_ignores);
 	g_test_add_func("/nudge/learn/truncated", test_learn_truncated);
 	g_test_add_func("/nudge/stream", test_stream_detection);
