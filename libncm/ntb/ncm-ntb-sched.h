@@ -70,6 +70,13 @@ ncm_ntb_sched_held(const NcmNtbSched *s)
 	return s->n_held;
 }
 
+/* Slots submitted and not yet released: neither free, held nor open. */
+static inline unsigned
+ncm_ntb_sched_in_flight(const NcmNtbSched *s)
+{
+	return s->n_slots - s->n_free - s->n_held - (s->open >= 0 ? 1u : 0u);
+}
+
 /* Whether the open NTB, holding @datagrams, is due for the last-resort flush. */
 bool ncm_ntb_sched_flush_due(const NcmNtbSched *s, unsigned datagrams, int64_t now);
 

@@ -84,22 +84,13 @@ ncm_device_tx_setup(NcmDevice *self, GError **error)
 
 /* ---- Submission ---------------------------------------------------------- */
 
-/* OUT transfers in flight: neither free, nor held by the pacer, nor open. */
-static guint
-in_flight_locked(NcmDevice *self)
-{
-	const NcmNtbSched *s = &self->sched;
-
-	return s->n_slots - s->n_free - s->n_held - (s->open >= 0 ? 1 : 0);
-}
-
 static void
-submit_locked(NcmDevice *self, NcmSlot *slot)
+submit_locked(NcmDevice *self, NcmSlot *slot, gint64 now)
 {
 	int r;
 
-	if (in_flight_locked(self) <= 1)
-		self->tx_busy_since = g_get_monotonic_time();  /* the clock starts now */
+	if (ncm_ntb_sched_in_flight(&self->sched) <= 1)
+		self->tx_busy_since = now;  /* the clock starts now */
 	r = ncm_device_submit(self, slot->xfer, FALSE);
 
 	if (r == 0)
@@ -118,7 +109,7 @@ drain_paced_locked(NcmDevice *self, gint64 now)
 	int slot;
 
 	while ((slot = ncm_ntb_sched_next(&self->sched, now)) >= 0)
-		submit_locked(self, &self->tx[slot]);
+		submit_locked(self, &self->tx[slot], now);
 	if (ncm_ntb_sched_held(&self->sched))
 		ncm_context_wake(self->context, ncm_ntb_sched_pace_deadline(&self->sched, now));
 }
@@ -153,7 +144,7 @@ close_ntb_locked(NcmDevice *self, NcmFlushReason reason)
 	count_flush(self, reason);
 	go = ncm_ntb_sched_close(&self->sched, len, now);
 	if (go >= 0) {
-		submit_locked(self, slot);
+		submit_locked(self, slot, now);
 		return;
 	}
 	NCM_STAT_ADD(self, tx_paced_waits, 1);
@@ -286,7 +277,7 @@ static gint64
 check_stuck_locked(NcmDevice *self, gint64 now)
 {
 	gint64 due = self->tx_busy_since + NCM_TX_STUCK_US;
-	guint n = in_flight_locked(self);
+	guint n = ncm_ntb_sched_in_flight(&self->sched);
 
 	if (n == 0 || self->tx_stuck_told || !g_atomic_int_get(&self->running))
 		return G_MAXINT64;
@@ -338,6 +329,7 @@ tx_complete(struct libusb_transfer *xfer)
 	NcmSlot *slot = xfer->user_data;
 	NcmDevice *self = slot->device;
 	gboolean wake;
+	gint64 now;
 
 	switch (xfer->status) {
 	case LIBUSB_TRANSFER_COMPLETED:
@@ -361,11 +353,12 @@ tx_complete(struct libusb_transfer *xfer)
 		break;
 	}
 	ncm_mutex_lock(&self->tx_lock);
-	self->tx_busy_since = g_get_monotonic_time();
+	now = g_get_monotonic_time();
+	self->tx_busy_since = now;
 	self->tx_stuck_told = FALSE;
 	ncm_ntb_sched_release(&self->sched, slot->index);
 	if (ncm_ntb_sched_held(&self->sched))
-		drain_paced_locked(self, g_get_monotonic_time());
+		drain_paced_locked(self, now);
 	wake = self->want_writable;
 	self->want_writable = FALSE;
 	ncm_mutex_unlock(&self->tx_lock);

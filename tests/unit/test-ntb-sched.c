@@ -28,7 +28,9 @@ test_slots(void)
 		g_assert_cmpint(ncm_ntb_sched_open_slot(&s), ==, -1);
 	}
 	g_assert_cmpint(ncm_ntb_sched_open(&s, 0), ==, -1);
+	g_assert_cmpuint(ncm_ntb_sched_in_flight(&s), ==, 8);
 	ncm_ntb_sched_release(&s, 5);
+	g_assert_cmpuint(ncm_ntb_sched_in_flight(&s), ==, 7);
 	g_assert_cmpint(ncm_ntb_sched_open(&s, 0), ==, 5);
 	/* Closing with nothing open gives nothing to send. */
 	g_assert_cmpint(ncm_ntb_sched_close(&s, 100, 0), ==, 5);
