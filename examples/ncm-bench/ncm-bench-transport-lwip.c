@@ -26,7 +26,7 @@ bench_transport_lwip_new(const char *name, const char *spec, guint16 port, doubl
 
 #include <ncm.h>
 
-#include "ncm-link.h"
+#include "ncm-link-private.h"
 #include "ncm-lwip.h"
 
 /* The path's objects; the BenchTransport comes first so the ops can cast. */
@@ -163,8 +163,7 @@ lwt_free(BenchTransport *t)
 {
 	LwtTransport *l = (LwtTransport *)t;
 
-	if (l->netif)
-		ncm_lwip_netif_remove(l->netif);
+	g_clear_object(&l->netif);
 	g_clear_object(&l->stack);
 	g_clear_object(&l->ctx);
 	g_clear_object(&t->server);

@@ -5,6 +5,7 @@
 #include "lwip/ip_addr.h"
 #include "lwip/netif.h"
 
+#include "ncm-link-private.h"
 #include "ncm-lwip.h"
 #include "ncm-sync.h"
 

@@ -1263,8 +1263,7 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-tap/ipv6/link-local", test_link_local);
 	g_test_add_func("/lwip-tap/ipv6/slaac", test_slaac);
 	ret = g_test_run();
-	if (netif != NULL)
-		ncm_lwip_netif_remove(netif);
+	g_clear_object(&netif);
 	g_clear_object(&stack);
 	return ret;
 }
