@@ -28,8 +28,9 @@ typedef struct _NcmLink NcmLink;
  * side's (ncm_device_get_mac()), its largest frame
  * ncm_device_get_max_frame().
  *
- * Returns: (transfer full): the link, holding a reference to @device.
  * Thread: any.
+ *
+ * Returns: (transfer full): the link, holding a reference to @device.
  */
 NcmLink *ncm_link_new_for_device(NcmDevice *device);
 
@@ -44,8 +45,9 @@ NcmLink *ncm_link_new_for_device(NcmDevice *device);
  * against the host's kernel. A reader thread of the link's own drains
  * @fd, delivering each frame and then the end of each burst.
  *
- * Returns: (transfer full): the link.
  * Thread: any.
+ *
+ * Returns: (transfer full): the link.
  */
 NcmLink *ncm_link_new_for_tap_fd(int fd, const guint8 mac[6], guint max_frame);
 

@@ -104,8 +104,9 @@ G_DECLARE_FINAL_TYPE(NcmLwipStack, ncm_lwip_stack, NCM_LWIP, STACK, GObject)
  *
  * The process's stack. The first call starts lwIP and its tcpip thread.
  *
- * Returns: (transfer full): a new reference to the stack.
  * Thread: any.
+ *
+ * Returns: (transfer full): a new reference to the stack.
  */
 NcmLwipStack *ncm_lwip_stack_get_default(void);
 
@@ -193,9 +194,10 @@ void ncm_lwip_netif_config_init(NcmLwipNetifConfig *config);
  * link's sink and starts it. The link's data thread (for an #NcmDevice,
  * the libusb event thread) then runs lwIP's input.
  *
+ * Thread: any but the link's data thread.
+ *
  * Returns: (transfer full) (nullable): the running netif, or %NULL with
  *   @error set.
- * Thread: any but the link's data thread.
  */
 NcmLwipNetif *ncm_lwip_netif_add(NcmLwipStack *stack, NcmLink *link,
 				 const NcmLwipNetifConfig *config, GError **error);
@@ -212,9 +214,10 @@ NcmLwipNetif *ncm_lwip_netif_add(NcmLwipStack *stack, NcmLink *link,
  * device with the stack as its sink. The netif holds a reference to
  * @device and closes it when removed.
  *
+ * Thread: any but the libusb event thread.
+ *
  * Returns: (transfer full) (nullable): the running netif, or %NULL with
  *   @error set.
- * Thread: any but the libusb event thread.
  */
 NcmLwipNetif *ncm_lwip_stack_add_device(NcmLwipStack *self, NcmDevice *device,
 					const NcmLwipNetifConfig *config, GError **error);
@@ -244,8 +247,9 @@ void ncm_lwip_netif_remove(NcmLwipNetif *netif);
  * Replaces the netif's static IPv4 address, as #NcmLwipNetifConfig.ipv4
  * does at ncm_lwip_netif_add(). Connections on the old address break.
  *
- * Returns: %TRUE when set.
  * Thread: any.
+ *
+ * Returns: %TRUE when set.
  */
 gboolean ncm_lwip_netif_set_ipv4(NcmLwipNetif *netif, GInetAddress *address, guint prefix,
 				 GInetAddress *gateway, GError **error);
@@ -254,9 +258,10 @@ gboolean ncm_lwip_netif_set_ipv4(NcmLwipNetif *netif, GInetAddress *address, gui
  * ncm_lwip_netif_get_index:
  * @netif: an #NcmLwipNetif.
  *
+ * Thread: any.
+ *
  * Returns: lwIP's index of the netif: the scope id that selects it for
  *   link-local IPv6 addresses.
- * Thread: any.
  */
 guint ncm_lwip_netif_get_index(NcmLwipNetif *netif);
 
@@ -264,10 +269,11 @@ guint ncm_lwip_netif_get_index(NcmLwipNetif *netif);
  * ncm_lwip_netif_get_addresses:
  * @netif: an #NcmLwipNetif.
  *
+ * Thread: any.
+ *
  * Returns: (transfer full) (element-type GInetAddress): the usable (not
  *   tentative) addresses, IPv4 first. Free with
  *   `g_list_free_full (list, g_object_unref)`.
- * Thread: any.
  */
 GList *ncm_lwip_netif_get_addresses(NcmLwipNetif *netif);
 
@@ -283,8 +289,9 @@ GList *ncm_lwip_netif_get_addresses(NcmLwipNetif *netif);
  * The peer (the device's side) as learnt from its ARP (IPv4) or neighbour
  * discovery (IPv6) frames.
  *
- * Returns: %FALSE while none was seen; the outputs are then untouched.
  * Thread: any.
+ *
+ * Returns: %FALSE while none was seen; the outputs are then untouched.
  */
 gboolean ncm_lwip_netif_get_peer(NcmLwipNetif *netif, GSocketFamily family,
 				 GInetAddress **ret_address, guint8 ret_mac[6]);
@@ -322,9 +329,10 @@ G_DECLARE_FINAL_TYPE(NcmLwipConnection, ncm_lwip_connection, NCM_LWIP, CONNECTIO
  *
  * Opens a TCP connection, blocking until the handshake ends.
  *
+ * Thread: any; blocks.
+ *
  * Returns: (transfer full) (nullable): the connection, or %NULL with
  *   @error set.
- * Thread: any; blocks.
  */
 NcmLwipConnection *ncm_lwip_stack_connect(NcmLwipStack *self, GInetSocketAddress *address,
 					  guint timeout_ms, GCancellable *cancellable,
@@ -358,9 +366,10 @@ void ncm_lwip_stack_connect_async(NcmLwipStack *self, GInetSocketAddress *addres
  * @result: the #GAsyncResult given to the callback.
  * @error: return location for a #GError, as for ncm_lwip_stack_connect().
  *
+ * Thread: the callback's (the caller's of ncm_lwip_stack_connect_async()).
+ *
  * Returns: (transfer full) (nullable): the connection, or %NULL with
  *   @error set.
- * Thread: the callback's (the caller's of ncm_lwip_stack_connect_async()).
  */
 NcmLwipConnection *ncm_lwip_stack_connect_finish(NcmLwipStack *self, GAsyncResult *result,
 						 GError **error);
@@ -369,8 +378,9 @@ NcmLwipConnection *ncm_lwip_stack_connect_finish(NcmLwipStack *self, GAsyncResul
  * ncm_lwip_connection_get_local_address:
  * @self: an #NcmLwipConnection.
  *
- * Returns: (transfer none): this side's address and port.
  * Thread: any.
+ *
+ * Returns: (transfer none): this side's address and port.
  */
 GInetSocketAddress *ncm_lwip_connection_get_local_address(NcmLwipConnection *self);
 
@@ -378,8 +388,9 @@ GInetSocketAddress *ncm_lwip_connection_get_local_address(NcmLwipConnection *sel
  * ncm_lwip_connection_get_remote_address:
  * @self: an #NcmLwipConnection.
  *
- * Returns: (transfer none): the peer's address and port.
  * Thread: any.
+ *
+ * Returns: (transfer none): the peer's address and port.
  */
 GInetSocketAddress *ncm_lwip_connection_get_remote_address(NcmLwipConnection *self);
 
@@ -413,8 +424,9 @@ G_DECLARE_FINAL_TYPE(NcmLwipListener, ncm_lwip_listener, NCM_LWIP, LISTENER, GOb
  * @error: return location for a #GError in %G_IO_ERROR
  *   (%G_IO_ERROR_ADDRESS_IN_USE, ...).
  *
- * Returns: (transfer full) (nullable): the listener, or %NULL with @error set.
  * Thread: any.
+ *
+ * Returns: (transfer full) (nullable): the listener, or %NULL with @error set.
  */
 NcmLwipListener *ncm_lwip_stack_listen(NcmLwipStack *self, GInetSocketAddress *address,
 				       guint backlog, GError **error);
@@ -423,8 +435,9 @@ NcmLwipListener *ncm_lwip_stack_listen(NcmLwipStack *self, GInetSocketAddress *a
  * ncm_lwip_listener_get_port:
  * @self: an #NcmLwipListener.
  *
- * Returns: the port it listens on (the ephemeral one chosen for port 0).
  * Thread: any.
+ *
+ * Returns: the port it listens on (the ephemeral one chosen for port 0).
  */
 guint16 ncm_lwip_listener_get_port(NcmLwipListener *self);
 
@@ -437,8 +450,9 @@ guint16 ncm_lwip_listener_get_port(NcmLwipListener *self);
  *
  * Waits for the next connection.
  *
- * Returns: (transfer full) (nullable): the connection, or %NULL with @error set.
  * Thread: any; blocks.
+ *
+ * Returns: (transfer full) (nullable): the connection, or %NULL with @error set.
  */
 NcmLwipConnection *ncm_lwip_listener_accept(NcmLwipListener *self, GCancellable *cancellable,
 					    GError **error);
@@ -465,8 +479,9 @@ void ncm_lwip_listener_accept_async(NcmLwipListener *self, GCancellable *cancell
  * @result: the #GAsyncResult given to the callback.
  * @error: return location for a #GError, as for ncm_lwip_listener_accept().
  *
- * Returns: (transfer full) (nullable): the connection, or %NULL with @error set.
  * Thread: the callback's.
+ *
+ * Returns: (transfer full) (nullable): the connection, or %NULL with @error set.
  */
 NcmLwipConnection *ncm_lwip_listener_accept_finish(NcmLwipListener *self,
 						   GAsyncResult *result, GError **error);
@@ -499,8 +514,9 @@ G_DECLARE_FINAL_TYPE(NcmLwipUdpSocket, ncm_lwip_udp_socket, NCM_LWIP, UDP_SOCKET
  * @address: (nullable): as for ncm_lwip_stack_listen().
  * @error: return location for a #GError in %G_IO_ERROR.
  *
- * Returns: (transfer full) (nullable): the socket, or %NULL with @error set.
  * Thread: any.
+ *
+ * Returns: (transfer full) (nullable): the socket, or %NULL with @error set.
  */
 NcmLwipUdpSocket *ncm_lwip_stack_udp_bind(NcmLwipStack *self, GInetSocketAddress *address,
 					  GError **error);
@@ -509,8 +525,9 @@ NcmLwipUdpSocket *ncm_lwip_stack_udp_bind(NcmLwipStack *self, GInetSocketAddress
  * ncm_lwip_udp_socket_get_port:
  * @self: an #NcmLwipUdpSocket.
  *
- * Returns: the local port (the ephemeral one chosen for port 0).
  * Thread: any.
+ *
+ * Returns: the local port (the ephemeral one chosen for port 0).
  */
 guint16 ncm_lwip_udp_socket_get_port(NcmLwipUdpSocket *self);
 
@@ -525,8 +542,9 @@ guint16 ncm_lwip_udp_socket_get_port(NcmLwipUdpSocket *self);
  *
  * Sends one datagram.
  *
- * Returns: %TRUE when lwIP took it.
  * Thread: any.
+ *
+ * Returns: %TRUE when lwIP took it.
  */
 gboolean ncm_lwip_udp_socket_send_to(NcmLwipUdpSocket *self, GInetSocketAddress *to,
 				     const void *data, gsize len, GError **error);
@@ -545,9 +563,10 @@ gboolean ncm_lwip_udp_socket_send_to(NcmLwipUdpSocket *self, GInetSocketAddress 
  *
  * Receives one datagram.
  *
+ * Thread: any; blocks.
+ *
  * Returns: the datagram's full length (more than @len when truncated), or
  *   -1 with @error set.
- * Thread: any; blocks.
  */
 gssize ncm_lwip_udp_socket_receive_from(NcmLwipUdpSocket *self, GInetSocketAddress **ret_from,
 					void *buf, gsize len, guint timeout_ms,
@@ -579,9 +598,10 @@ void ncm_lwip_udp_socket_receive_async(NcmLwipUdpSocket *self, GCancellable *can
  * @error: return location for a #GError: %G_IO_ERROR_CLOSED,
  *   %G_IO_ERROR_CANCELLED.
  *
+ * Thread: the callback's.
+ *
  * Returns: (transfer full) (nullable): the whole datagram, or %NULL with
  *   @error set.
- * Thread: the callback's.
  */
 GBytes *ncm_lwip_udp_socket_receive_finish(NcmLwipUdpSocket *self, GAsyncResult *result,
 					   GInetSocketAddress **ret_from, GError **error);
@@ -590,8 +610,9 @@ GBytes *ncm_lwip_udp_socket_receive_finish(NcmLwipUdpSocket *self, GAsyncResult 
  * ncm_lwip_udp_socket_get_drops:
  * @self: an #NcmLwipUdpSocket.
  *
- * Returns: datagrams dropped because the receive queue was full.
  * Thread: any.
+ *
+ * Returns: datagrams dropped because the receive queue was full.
  */
 guint64 ncm_lwip_udp_socket_get_drops(NcmLwipUdpSocket *self);
 
