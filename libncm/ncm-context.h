@@ -175,8 +175,13 @@ NCM_EXPORT NcmContext *ncm_context_new(GError **error);
  *
  * Thread: any thread but the libusb event thread (it may do control I/O).
  *
- * Returns: (transfer full) (element-type NcmFunctionInfo) (nullable): the
- *   functions found, possibly none; %NULL with @error set on failure.
+ * Returns: (transfer container) (element-type NcmFunctionInfo) (nullable):
+ *   the functions found, possibly none; %NULL with @error set on failure.
+ *   The array is yours and holds a reference to each element:
+ *   g_ptr_array_unref() frees both. (For bindings that is "transfer
+ *   container": they take their own references to the elements before
+ *   freeing the array; "transfer full" would make them release each
+ *   element twice.)
  */
 NCM_EXPORT GPtrArray *ncm_context_enumerate(NcmContext *self, const NcmMatch *match,
 					    GError **error);
