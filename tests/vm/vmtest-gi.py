@@ -58,8 +58,10 @@ def main(argv):
           'get_remote_address() is %s:%d' % (remote.get_address().to_string(), remote.get_port()))
     check(conn.get_local_address().get_address().to_string() == ours,
           'get_local_address() is ours')
-    seen, _ = netif.get_peer(Gio.SocketFamily.IPV4)
-    check(seen, 'the peer was learnt from its ARP')
+    seen, learnt, mac = netif.get_peer(Gio.SocketFamily.IPV4)
+    check(seen and learnt.to_string() == peer and len(mac) == 6,
+          'get_peer() learnt %s at %s from its ARP' %
+          (learnt and learnt.to_string(), ':'.join('%02x' % b for b in mac or [])))
 
     data = random.Random(0x18).randbytes(size)
     result = []
