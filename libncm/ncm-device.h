@@ -177,7 +177,7 @@ NCM_EXPORT NcmDevice *ncm_device_open(NcmContext *context, const NcmFunctionInfo
  * @callback: called once, with the result for ncm_device_open_finish().
  * @user_data: passed to @callback.
  *
- * ncm_device_open() without blocking the caller. Opening does several
+ * Opens like ncm_device_open(), without blocking the caller. Opening does several
  * synchronous USB control transfers (claiming, GET_NTB_PARAMETERS, the
  * SET_ requests, the alt setting), each with a 3 s timeout when a device
  * does not answer, and libusb offers them only synchronously or as
@@ -288,7 +288,7 @@ NCM_EXPORT NcmSendResult ncm_device_send(NcmDevice *self, const guint8 *frame, g
  *   (e.g. a pbuf chain); copied before the call returns.
  * @n_vectors: how many.
  *
- * ncm_device_send() for a frame in several pieces.
+ * Sends like ncm_device_send(), a frame in several pieces.
  *
  * Thread: any, as ncm_device_send().
  *

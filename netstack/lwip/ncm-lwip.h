@@ -210,7 +210,7 @@ NcmLwipNetif *ncm_lwip_netif_add(NcmLwipStack *stack, NcmLink *link,
  *   ncm_lwip_netif_config_init().
  * @error: return location for a #GError, as for ncm_lwip_netif_add().
  *
- * ncm_lwip_netif_add() over ncm_link_new_for_device(@device): starts the
+ * Runs ncm_lwip_netif_add() over ncm_link_new_for_device(@device): starts the
  * device with the stack as its sink. The netif holds a reference to
  * @device and closes it when removed.
  *
@@ -347,7 +347,7 @@ NcmLwipConnection *ncm_lwip_stack_connect(NcmLwipStack *self, GInetSocketAddress
  * @callback: (scope async): called once with the result.
  * @user_data: (closure): passed to @callback.
  *
- * ncm_lwip_stack_connect() without blocking the caller. It runs the
+ * Connects like ncm_lwip_stack_connect(), without blocking the caller. It runs the
  * blocking connect on a thread of its own per call, not on GLib's pool:
  * the pool caps its threads, so a few long connects or accepts could
  * starve each other. Connecting is control plane: one short-lived thread
@@ -464,7 +464,7 @@ NcmLwipConnection *ncm_lwip_listener_accept(NcmLwipListener *self, GCancellable 
  * @callback: (scope async): called once with the result.
  * @user_data: (closure): passed to @callback.
  *
- * ncm_lwip_listener_accept() without blocking the caller: a thread of its
+ * Accepts like ncm_lwip_listener_accept(), without blocking the caller: a thread of its
  * own per call, for the reason ncm_lwip_stack_connect_async() gives.
  *
  * Thread: any. @callback runs on the caller's thread-default
