@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-bench-tcp.c: ncm-bench's TCP tests: throughput each way, stalls under bulk, bursts, paced streams. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -413,6 +414,30 @@ span_cost(BenchTransport *t, const Rep *rep, SpanCosts *c)
 	}
 }
 
+/*
+ * NCM_BENCH_SPANS=FILE appends each measured interval (CLOCK_MONOTONIC
+ * microseconds, as g_get_monotonic_time) and its bytes, so that a profiler
+ * recording with that clock (perf record -k mono) can keep exactly the
+ * samples the Mbit/s and CPU per MB were computed over.
+ */
+static void
+span_log(const BenchTransport *t, const char *test, const Rep *rep)
+{
+	const char *path = g_getenv("NCM_BENCH_SPANS");
+	FILE *f;
+
+	if (!path || !rep->span.b.taken || rep->span_bytes == 0)
+		return;
+	f = fopen(path, "a");
+	if (!f) {
+		bench_progress("NCM_BENCH_SPANS: cannot open %s: %s", path, g_strerror(errno));
+		return;
+	}
+	fprintf(f, "%s %s %" G_GINT64_FORMAT " %" G_GINT64_FORMAT " %" G_GUINT64_FORMAT "\n", t->name,
+		test, rep->span.a.t_us, rep->span.b.t_us, rep->span_bytes);
+	fclose(f);
+}
+
 static void
 span_json(BenchResult *r, SpanCosts *c)
 {
@@ -460,6 +485,7 @@ throughput_test(BenchCtx *ctx, const char *test, RepFunc rep_fn)
 		v[n] = rep.mbit;
 		mbytes += v[n] / 8 * ctx->opt->secs;
 		span_cost(t, &rep, &sc);
+		span_log(t, test, &rep);
 	}
 	if (n < reps) {
 		bench_result_fail(r, error);
