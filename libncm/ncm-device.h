@@ -30,6 +30,11 @@ typedef struct {
 	 * gadgets (Linux f_ncm) that hold a burst's last NTB: 32 ARP requests
 	 * to the device, once per stream end. 0 = 100 ms; NCM_NUDGE_OFF = never. */
 	guint nudge_ms;
+	/* Send every pure TCP ACK. By default a newer cumulative ACK of a flow
+	 * replaces an older one still in the open NTB (never a duplicate ACK,
+	 * a window update, SACK, or across another segment of the flow): fewer
+	 * datagrams for the device and the sender's TCP to process. */
+	gboolean no_ack_merge;
 } NcmDeviceOptions;
 
 #define NCM_NUDGE_OFF G_MAXUINT
@@ -99,6 +104,8 @@ typedef struct {
 	guint64 rx_nudges;             /* tail nudges sent (NcmDeviceOptions.nudge_ms) */
 	guint64 rx_nudge_freed;        /* ... after which frames other than ARP came first:
 	                                * the device had probably held them */
+	guint64 tx_acks_merged;        /* pure TCP ACKs that replaced an older one of their
+	                                * flow in the open NTB (NcmDeviceOptions.no_ack_merge) */
 } NcmStats;
 
 /**

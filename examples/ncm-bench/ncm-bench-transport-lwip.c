@@ -230,7 +230,7 @@ device_env(NcmDevice *dev, const char *name)
 }
 
 static NcmLink *
-open_device(LwtTransport *l, char **sel, double pace_mbit, GError **error)
+open_device(LwtTransport *l, char **sel, double pace_mbit, gboolean all_acks, GError **error)
 {
 	g_autoptr(GPtrArray) all = NULL;
 	g_autoptr(NcmDevice) dev = NULL;
@@ -251,6 +251,7 @@ open_device(LwtTransport *l, char **sel, double pace_mbit, GError **error)
 	}
 	ncm_device_options_init(&options);
 	options.pace_bytes_per_sec = (guint64)(pace_mbit * 1e6 / 8);
+	options.no_ack_merge = all_acks;
 	dev = ncm_device_open(l->ctx, g_ptr_array_index(all, 0), &options, error);
 	if (!dev)
 		return NULL;
@@ -260,8 +261,9 @@ open_device(LwtTransport *l, char **sel, double pace_mbit, GError **error)
 	return ncm_link_new_for_device(dev);
 }
 
-/* SERVER,ipv4=ADDR/PREFIX[,ipv6=ADDR][,dev=SEL...][,tap=IFNAME] */
+/* SERVER,ipv4=ADDR/PREFIX[,ipv6=ADDR][,dev=SEL...][,tap=IFNAME][,acks=all] */
 typedef struct {
+	gboolean all_acks; /* acks=all: NcmDeviceOptions.no_ack_merge */
 	GInetAddress *server;
 	GInetAddress *ipv4;
 	guint prefix;
@@ -297,6 +299,8 @@ spec_parse(const char *text, LwtSpec *s, GError **error)
 		*v++ = '\0';
 		if (g_str_equal(parts[i], "dev")) {
 			g_ptr_array_add(s->dev, g_strdup(v));
+		} else if (g_str_equal(parts[i], "acks")) {
+			s->all_acks = g_str_equal(v, "all");
 		} else if (g_str_equal(parts[i], "tap")) {
 			g_free(s->tap);
 			s->tap = g_strdup(v);
@@ -315,7 +319,7 @@ spec_parse(const char *text, LwtSpec *s, GError **error)
 	g_ptr_array_add(s->dev, NULL);
 	if (!s->server || (!s->ipv4 && !s->ipv6)) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-			    "lwip path %s: expected SERVER,ipv4=ADDR/PREFIX[,ipv6=ADDR][,dev=SEL][,tap=IF]",
+			    "lwip path %s: expected SERVER,ipv4=ADDR/PREFIX[,ipv6=ADDR][,dev=SEL][,tap=IF][,acks=all]",
 			    text);
 		return FALSE;
 	}
@@ -329,7 +333,7 @@ lwt_setup(LwtTransport *l, LwtSpec *s, double pace_mbit, GError **error)
 	NcmLink *link;
 
 	link = s->tap ? open_tap(s->tap, error)
-		      : open_device(l, (char **)s->dev->pdata, pace_mbit, error);
+		      : open_device(l, (char **)s->dev->pdata, pace_mbit, s->all_acks, error);
 	if (!link)
 		return FALSE;
 	l->max_frame = link->max_frame;

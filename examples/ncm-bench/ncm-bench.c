@@ -49,10 +49,11 @@ static const GOptionEntry entries[] = {
 	{"port", 'p', 0, G_OPTION_ARG_INT, &opt_port, "Control port (default 5288)", "P"},
 	{"path", 'P', 0, G_OPTION_ARG_STRING_ARRAY, &opt_paths,
 	 "A path to measure: NAME=SERVER[%IFACE] over kernel sockets (IFACE forces the interface); "
-	 "ncm-tun=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR...][,exec=PATH][,name=IFNAME] through an "
+	 "ncm-tun=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR...][,exec=PATH][,name=IFNAME][,acks=all] through an "
 	 "ncm-tun that ncm-bench starts and stops (interface ncmbench0 by default; any NAME "
-	 "starting with ncm-tun); or lwip=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR][,tap=IF] through "
-	 "libncm and the in-process lwIP stack (any NAME starting with lwip). Repeatable; the "
+	 "starting with ncm-tun); or lwip=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR][,tap=IF][,acks=all] through "
+	 "libncm and the in-process lwIP stack (any NAME starting with lwip); acks=all turns off "
+	 "libncm's TX ACK merging. Repeatable; the "
 	 "paths run in the order given", "NAME=ADDR[%IF]"},
 	{"quick", 'q', 0, G_OPTION_ARG_NONE, &opt_quick,
 	 "A short run: 1 repetition, 3 s per throughput run, 5 s soak", NULL},

@@ -4,6 +4,7 @@
 
 #include <libusb.h>
 
+#include "ncm-ack.h"
 #include "ncm-cdc.h"
 #include "ncm-device.h"
 #include "ncm-error.h"
@@ -128,6 +129,7 @@ struct _NcmDevice {
 	gboolean want_writable;
 	gint64 tx_busy_since;     /* the last OUT completion, or the submit that ended an idle spell */
 	gboolean tx_stuck_told;   /* the "takes no data" error went out since the last completion */
+	NcmAckTable tx_acks;      /* pure ACKs in the open NTB (ncm-ack.h) */
 	NcmNudgeTx nudge_tx;      /* the host's ARP requests, for the tail nudge */
 
 	NcmStats stats;           /* every field updated with relaxed atomics */

@@ -88,6 +88,10 @@ for path in $(echo "${PERF_PATHS:-cdc_ncm,ncm-tun,lwip}" | tr , ' '); do
 	cdc_ncm) spec="cdc_ncm=$(peer_ip4)%$(host_netdev 0)" ;;
 	ncm-tun) spec="ncm-tun=$(peer_ip4),ipv4=192.168.77.4/24,dev=serial=$VM_SERIAL,name=$TUN" ;;
 	lwip) spec="lwip=$(peer_ip4),ipv4=192.168.77.3/24,dev=serial=$VM_SERIAL" ;;
+	# libncm's TX ACK merging off, for a before/after in the same boot
+	ncm-tun-allacks) spec="ncm-tun-allacks=$(peer_ip4),ipv4=192.168.77.4/24,dev=serial=$VM_SERIAL,name=$TUN,acks=all" ;;
+	lwip-allacks) spec="lwip-allacks=$(peer_ip4),ipv4=192.168.77.3/24,dev=serial=$VM_SERIAL,acks=all" ;;
+	*) fail "unknown path $path" ;;
 	esac
 	for test in $(echo "${PERF_TESTS:-tcp_down,tcp_up,tcp_bidir}" | tr , ' '); do
 		base=$VM_OUT/perf-$path-$test

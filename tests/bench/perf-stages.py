@@ -20,7 +20,7 @@ import os
 import re
 import sys
 
-PATHS = ["cdc_ncm", "ncm-tun", "lwip"]
+PATHS = ["cdc_ncm", "ncm-tun-allacks", "ncm-tun", "lwip-allacks", "lwip"]
 TESTS = ["tcp_down", "tcp_up", "tcp_bidir"]
 
 IDLE = re.compile(r"^(default_idle|native_safe_halt|pv_native_safe_halt|arch_cpu_idle|"

@@ -27,9 +27,9 @@ envs=()
 for v in PERF_TESTS PERF_PATHS PERF_SECS PERF_HZ PERF_RECORD_ARGS; do
 	[ -z "${!v:-}" ] || envs+=(--env "$v=${!v}")
 done
-rm -rf "$out"
+rm -rf "$out.prev"; [ ! -d "$out" ] || mv "$out" "$out.prev"
 echo "perf-stages: booting the VM (3 paths x ${PERF_TESTS:-3 tests}, ${PERF_SECS:-6} s each)..." >&2
-tests/vm/run-vm.sh --script tests/bench/guest-perf.sh --out "$out" --timeout 900 \
+tests/vm/run-vm.sh --script tests/bench/guest-perf.sh --out "$out" --timeout 2400 \
 	"${envs[@]}" \
 	--bin "$(command -v perf)" --bin "$build/examples/ncm-bench/ncm-bench" \
 	--bin "$build/examples/ncm-tun/ncm-tun" >"$out.log" 2>&1 || {
