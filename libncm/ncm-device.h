@@ -30,10 +30,12 @@ typedef struct {
 	 * gadgets (Linux f_ncm) that hold a burst's last NTB: 32 ARP requests
 	 * to the device, once per stream end. 0 = 100 ms; NCM_NUDGE_OFF = never. */
 	guint nudge_ms;
-	/* Send every pure TCP ACK. By default a newer cumulative ACK of a flow
-	 * replaces an older one still in the open NTB (never a duplicate ACK,
-	 * a window update, SACK, or across another segment of the flow): fewer
-	 * datagrams for the device and the sender's TCP to process. */
+	/* Send and deliver every pure TCP ACK. By default a newer cumulative
+	 * ACK of a flow replaces an older one still in the open NTB, and a
+	 * received one a later one in the same NTB supersedes is not delivered
+	 * (never a duplicate ACK, a window update, SACK, or across another
+	 * segment of the flow): fewer datagrams for the device, the sink and
+	 * the senders' TCP to process. */
 	gboolean no_ack_merge;
 } NcmDeviceOptions;
 
@@ -106,6 +108,8 @@ typedef struct {
 	                                * the device had probably held them */
 	guint64 tx_acks_merged;        /* pure TCP ACKs that replaced an older one of their
 	                                * flow in the open NTB (NcmDeviceOptions.no_ack_merge) */
+	guint64 rx_acks_thinned;       /* received pure TCP ACKs not delivered: a later one of
+	                                * their flow in the same NTB superseded them */
 } NcmStats;
 
 /**

@@ -160,3 +160,47 @@ ncm_ack_track(NcmAckTable *table, const uint8_t *buf, size_t buf_len, uint32_t o
 		forget(table, 0);
 	table->e[table->n++] = (NcmAckEntry){ .offset = offset, .len = (uint16_t)len, .info = *info };
 }
+
+unsigned
+ncm_ack_thin(const uint8_t *const *frames, const size_t *lens, unsigned n, bool *skip)
+{
+	/* Per flow, the nearest later pure ACK, walking back from the end. */
+	struct {
+		unsigned index;
+		NcmAckInfo info;
+	} later[NCM_ACK_TRACK];
+	unsigned n_later = 0, thinned = 0;
+
+	for (unsigned i = n; i-- > 0;) {
+		NcmAckInfo info;
+		unsigned k = 0;
+
+		skip[i] = false;
+		if (!ncm_ack_classify(frames[i], lens[i], &info))
+			continue;
+		while (k < n_later && !same_flow(frames[later[k].index], lens[later[k].index], &later[k].info,
+						  frames[i], lens[i], &info))
+			k++;
+		if (k < n_later && info.pure && lens[later[k].index] == lens[i] &&
+		    later[k].info.l4 == info.l4 && (int32_t)(later[k].info.ack - info.ack) > 0) {
+			skip[i] = true;
+			thinned++;
+			continue;
+		}
+		if (k < n_later) {
+			/* Another segment of the flow, a duplicate ACK or a
+			 * window update: nothing before it is dropped in its favour. */
+			memmove(&later[k], &later[k + 1], (n_later - k - 1) * sizeof(later[0]));
+			n_later--;
+		}
+		if (!info.pure)
+			continue;
+		if (n_later == NCM_ACK_TRACK) {
+			memmove(&later[0], &later[1], (n_later - 1) * sizeof(later[0]));
+			n_later--;
+		}
+		later[n_later].index = i;
+		later[n_later++].info = info;
+	}
+	return thinned;
+}

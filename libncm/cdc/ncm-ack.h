@@ -66,3 +66,12 @@ bool ncm_ack_merge(NcmAckTable *table, uint8_t *buf, size_t buf_len, const uint8
  */
 void ncm_ack_track(NcmAckTable *table, const uint8_t *buf, size_t buf_len, uint32_t offset, size_t len,
 		   const NcmAckInfo *info);
+
+/*
+ * The same rule on receive, over one NTB's datagrams (@frames, @lens, in
+ * order): sets @skip[i] for each pure ACK that a later pure ACK of its flow
+ * in the NTB supersedes, with no other segment of that flow between them,
+ * and returns how many. The peer's receiver also acknowledges every second
+ * segment, and each ACK costs the host a TAP write or a pass through lwIP.
+ */
+unsigned ncm_ack_thin(const uint8_t *const *frames, const size_t *lens, unsigned n, bool *skip);

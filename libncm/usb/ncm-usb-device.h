@@ -32,6 +32,10 @@
 #define NCM_MAX_TX_TRANSFERS NCM_NTB_SCHED_MAX_SLOTS
 #define NCM_CONTROL_TIMEOUT_MS 3000
 
+/* Datagrams of one NTB held for ACK thinning before delivery; an NTB with
+ * more is delivered in runs of this many. */
+#define NCM_RX_COLLECT 256
+
 typedef struct {
 	NcmDevice *device;
 	struct libusb_transfer *xfer;
@@ -130,6 +134,12 @@ struct _NcmDevice {
 	gint64 tx_busy_since;     /* the last OUT completion, or the submit that ended an idle spell */
 	gboolean tx_stuck_told;   /* the "takes no data" error went out since the last completion */
 	NcmAckTable tx_acks;      /* pure ACKs in the open NTB (ncm-ack.h) */
+	/* Event thread: one NTB's datagrams, collected before delivery so
+	 * that superseded ACKs can be left out (ncm-usb-rx.c). */
+	const guint8 *rx_frames[NCM_RX_COLLECT];
+	gsize rx_lens[NCM_RX_COLLECT];
+	bool rx_skip[NCM_RX_COLLECT];
+	guint rx_n;
 	NcmNudgeTx nudge_tx;      /* the host's ARP requests, for the tail nudge */
 
 	NcmStats stats;           /* every field updated with relaxed atomics */

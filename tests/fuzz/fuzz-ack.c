@@ -11,7 +11,9 @@
  * memory safety: only a pure ACK ever merges; it lands whole on an earlier
  * frame of the same length whose ack number it strictly passes; every
  * frame that did not merge is still in the NTB, byte for byte, unless a
- * later ACK replaced it; nothing outside the frames is written.
+ * later ACK replaced it; nothing outside the frames is written. On
+ * receive (ncm_ack_thin over the same frames): only a pure ACK is left out,
+ * and only when a later pure ACK of its flow, of its length, passes it.
  */
 
 #define NTB_SIZE 16384
@@ -25,15 +27,51 @@ ack_of(const uint8_t *f, const NcmAckInfo *info)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+/* Addresses and ports, read here from the raw bytes. */
+static int
+same_flow(const uint8_t *a, const NcmAckInfo *ai, const uint8_t *b, const NcmAckInfo *bi)
+{
+	size_t off = ai->v6 ? 8 : 12, n = ai->v6 ? 32 : 8;
+
+	return ai->v6 == bi->v6 && memcmp(a + ai->l3 + off, b + bi->l3 + off, n) == 0 &&
+	       memcmp(a + ai->l4, b + bi->l4, 4) == 0;
+}
+
+static void
+check_thin(const uint8_t *const *frames, const size_t *lens, unsigned n)
+{
+	static bool skip[MAX_FRAMES];
+	unsigned count = 0, thinned = ncm_ack_thin(frames, lens, n, skip);
+
+	for (unsigned i = 0; i < n; i++) {
+		NcmAckInfo a, b;
+		bool found = false;
+
+		if (!skip[i])
+			continue;
+		count++;
+		FUZZ_CHECK(ncm_ack_classify(frames[i], lens[i], &a) && a.pure);
+		for (unsigned j = i + 1; j < n && !found; j++)
+			found = !skip[j] && lens[j] == lens[i] && ncm_ack_classify(frames[j], lens[j], &b) &&
+				b.pure && same_flow(frames[i], &a, frames[j], &b) &&
+				(int32_t)(ack_of(frames[j], &b) - ack_of(frames[i], &a)) > 0;
+		FUZZ_CHECK(found);
+	}
+	FUZZ_CHECK(count == thinned);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static const uint8_t *in[MAX_FRAMES];
+	static size_t in_len[MAX_FRAMES];
+	unsigned n_in = 0;
 	static uint8_t ntb[NTB_SIZE], shadow[NTB_SIZE];
 	size_t off[MAX_FRAMES], len[MAX_FRAMES], n = 0, tail = 0, pos = 0;
 	NcmAckTable table = { 0 };
 
 	memset(ntb, 0xa5, sizeof(ntb));
-	while (pos + 2 <= size && n < MAX_FRAMES) {
+	while (pos + 2 <= size && n_in < MAX_FRAMES) {
 		size_t l = (size_t)data[pos] << 8 | data[pos + 1];
 		const uint8_t *f = data + pos + 2;
 		NcmAckInfo info;
@@ -42,6 +80,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (l > size - pos)
 			l = size - pos;
 		pos += l;
+		in[n_in] = f;
+		in_len[n_in++] = l;
 		bool tcp = ncm_ack_classify(f, l, &info);
 		FUZZ_CHECK(tcp == info.tcp);
 		FUZZ_CHECK(!info.pure || info.tcp);
@@ -79,5 +119,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (unsigned i = 0; i < table.n; i++)
 			FUZZ_CHECK(table.e[i].offset + table.e[i].len <= tail);
 	}
+	check_thin(in, in_len, n_in);
 	return 0;
 }

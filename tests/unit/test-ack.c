@@ -293,6 +293,71 @@ test_wrap_and_reset(void)
 	g_assert_cmpuint(ack_at(&m, offs[0], FALSE), ==, 10);
 }
 
+/* One received NTB: the frames of @segs in order; returns the skip pattern as a string of 0/1. */
+static char *
+thin(const Seg *segs, guint n)
+{
+	guint8 (*bufs)[2048] = g_malloc(n * sizeof(*bufs));
+	const guint8 **frames = g_new(const guint8 *, n);
+	gsize *lens = g_new(gsize, n);
+	bool *skip = g_new(bool, n);
+	GString *s = g_string_new(NULL);
+	guint count = 0;
+
+	for (guint i = 0; i < n; i++) {
+		lens[i] = build(bufs[i], &segs[i]);
+		frames[i] = bufs[i];
+	}
+	guint thinned = ncm_ack_thin(frames, lens, n, skip);
+	for (guint i = 0; i < n; i++) {
+		g_string_append_c(s, skip[i] ? '1' : '0');
+		count += skip[i];
+	}
+	g_assert_cmpuint(thinned, ==, count);
+	g_free(bufs);
+	g_free(frames);
+	g_free(lens);
+	g_free(skip);
+	return g_string_free(s, FALSE);
+}
+
+#define ACK(a) { .sport = 5201, .dport = 40000, .ack = (a), .flags = 0x10, .ts = TRUE }
+#define ACK_TO(p, a) { .sport = 5201, .dport = (p), .ack = (a), .flags = 0x10, .ts = TRUE }
+
+static void
+check_thin(const Seg *segs, guint n, const char *want)
+{
+	g_autofree char *got = thin(segs, n);
+
+	g_assert_cmpstr(got, ==, want);
+}
+
+static void
+test_thin(void)
+{
+	/* The last ACK of a run says what the others did. */
+	check_thin((Seg[]){ ACK(100), ACK(200), ACK(300) }, 3, "110");
+	/* Duplicates and window updates stay: fast retransmit counts them. */
+	check_thin((Seg[]){ ACK(100), ACK(200), ACK(200), ACK(200) }, 4, "1000");
+	Seg w1 = ACK(300), w2 = ACK(300);
+	w2.window = 9000;
+	check_thin((Seg[]){ w1, w2 }, 2, "00");
+	/* Flows apart. */
+	check_thin((Seg[]){ ACK_TO(1, 10), ACK_TO(2, 10), ACK_TO(1, 20), ACK_TO(2, 20) }, 4, "1100");
+	/* Not across another segment of the flow, nor SACK. */
+	Seg data = { .sport = 5201, .dport = 40000, .ack = 150, .flags = 0x18, .payload = 10 };
+	check_thin((Seg[]){ ACK(100), data, ACK(200) }, 3, "000");
+	Seg sack = ACK(150);
+	sack.sack = TRUE;
+	check_thin((Seg[]){ ACK(100), sack, ACK(200) }, 3, "000");
+	/* Older than the later one after wrap: 0xfffffff0 before 0x10. */
+	check_thin((Seg[]){ ACK(0xfffffff0u), ACK(0x10) }, 2, "10");
+	/* A later, older ACK (reordered) supersedes nothing. */
+	check_thin((Seg[]){ ACK(300), ACK(200) }, 2, "00");
+	g_autofree char *one = thin((Seg[]){ ACK(1) }, 1);
+	g_assert_cmpstr(one, ==, "0");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -301,5 +366,6 @@ main(int argc, char **argv)
 	g_test_add_func("/ack/merge", test_merge);
 	g_test_add_func("/ack/flows", test_flows);
 	g_test_add_func("/ack/wrap-and-reset", test_wrap_and_reset);
+	g_test_add_func("/ack/thin", test_thin);
 	return g_test_run();
 }
