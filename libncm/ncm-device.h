@@ -57,7 +57,8 @@ NCM_EXPORT void ncm_device_options_init(NcmDeviceOptions *options);
  * and must not block or call synchronous libusb functions.
  * @receive: one Ethernet frame (no FCS); @frame points into the transfer
  *   buffer and is valid only during the call.
- * @receive_done: the end of one received NTB: flush what the frames caused.
+ * @receive_done: the end of a burst of received NTBs (all that one libusb
+ *   event batch reaped): flush what the frames caused.
  * @writable: TX room came back after ncm_device_send() returned
  *   %NCM_SEND_WOULD_BLOCK.
  */
@@ -108,6 +109,7 @@ typedef struct {
 	                                * the device had probably held them */
 	guint64 tx_acks_merged;        /* pure TCP ACKs that replaced an older one of their
 	                                * flow in the open NTB (NcmDeviceOptions.no_ack_merge) */
+	guint64 rx_batches;            /* receive_done calls: bursts of NTBs the sink got at once */
 	guint64 rx_acks_thinned;       /* received pure TCP ACKs not delivered: a later one of
 	                                * their flow in the same NTB superseded them */
 } NcmStats;

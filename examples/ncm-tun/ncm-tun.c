@@ -212,9 +212,9 @@ print_stats(Tun *tun)
 		tun->sessions);
 	fprintf(stderr, "  usb rx: %" G_GUINT64_FORMAT " NTBs, %" G_GUINT64_FORMAT
 		" datagrams, %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " bad NTBs, %"
-		G_GUINT64_FORMAT " errors, %" G_GUINT64_FORMAT " ACKs thinned\n", st.rx_ntbs,
-		st.rx_datagrams, st.rx_bytes, st.rx_bad_ntbs, st.rx_errors + st.rx_overflows + st.rx_stalls,
-		st.rx_acks_thinned);
+		G_GUINT64_FORMAT " errors, %" G_GUINT64_FORMAT " ACKs thinned, %" G_GUINT64_FORMAT
+		" bursts\n", st.rx_ntbs, st.rx_datagrams, st.rx_bytes, st.rx_bad_ntbs,
+		st.rx_errors + st.rx_overflows + st.rx_stalls, st.rx_acks_thinned, st.rx_batches);
 	print_rejects(&st);
 	if (st.rx_nudges)
 		fprintf(stderr, "  tail nudges: %" G_GUINT64_FORMAT " sent, %" G_GUINT64_FORMAT

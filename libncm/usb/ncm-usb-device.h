@@ -78,6 +78,9 @@ struct _NcmDevice {
 	/* Set before start, then read-only on the event thread. */
 	NcmLinkSink sink;
 	gpointer sink_data;
+	/* Under libusb's event lock: NTBs were delivered since the sink last
+	 * heard receive_done (ncm-usb-timers.c tells it once per event batch). */
+	gboolean rx_done_pending;
 	NcmNtbParseConfig parse_config;
 	guint64 rx_batch_bytes;   /* event thread only */
 #ifdef NCM_TEST_HOOKS

@@ -140,8 +140,11 @@ rx_completed(NcmDevice *self, NcmSlot *slot, struct libusb_transfer *xfer)
 #else
 	parse_one(self, filled, len);
 #endif
-	if (self->sink.receive_done)
-		self->sink.receive_done(self->sink_data);
+	/* The sink hears receive_done once libusb has handed over every
+	 * transfer this wake-up reaped (ncm-usb-timers.c): one TAP write of
+	 * coalesced segments, one lwIP batch and one reader wake-up for all
+	 * of them, not one per NTB. */
+	self->rx_done_pending = TRUE;
 	resubmit_failed(self, r);
 	ncm_device_landed(self);
 }
