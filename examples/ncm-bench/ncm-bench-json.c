@@ -115,6 +115,10 @@ bench_json_write(const char *file, const GString *env, const char *env_json_file
 		g_string_append(s, ",\"test\":");
 		append_string(s, r->test);
 		g_string_append(s, r->json->str);
+		if (r->ceiling.n > 0) {
+			bench_json_summary(s, "ceiling_fraction", &r->ceiling, FALSE);
+			bench_json_num(s, "ceiling_mbit_s", r->ceiling_mbit);
+		}
 		g_string_append_c(s, '}');
 	}
 	g_string_append(s, "\n]}\n");
