@@ -27,6 +27,10 @@ typedef struct {
 	double ceiling_mbit;
 } BenchResult;
 
+/* An empty result of @test on @path. */
+BenchResult *bench_result_new(const char *path, const char *test);
+void bench_result_free(BenchResult *r);
+
 void bench_json_summary(GString *s, const char *key, const BenchSummary *sum, gboolean pct);
 void bench_json_num(GString *s, const char *key, double v);
 void bench_json_str(GString *s, const char *key, const char *v);

@@ -111,11 +111,8 @@ planned_secs(const BenchOptions *o, const char *test)
 static BenchResult *
 result_add_locked(const char *path, const char *test)
 {
-	BenchResult *r = g_new0(BenchResult, 1);
+	BenchResult *r = bench_result_new(path, test);
 
-	r->path = g_strdup(path);
-	r->test = g_strdup(test);
-	r->json = g_string_new(NULL);
 	run.n_final = run.results->len;
 	g_ptr_array_add(run.results, r);
 	return r;
@@ -142,18 +139,6 @@ bench_result_fail(BenchResult *r, const GError *error)
 	g_free(r->cell);
 	r->cell = g_strdup_printf("error: %s", msg);
 	bench_progress("%s: %s: %s", r->path, r->test, msg);
-}
-
-void
-bench_result_free(BenchResult *r)
-{
-	g_free(r->path);
-	g_free(r->test);
-	g_string_free(r->json, TRUE);
-	g_free(r->cell);
-	if (r->rates)
-		g_array_unref(r->rates);
-	g_free(r);
 }
 
 gboolean
@@ -496,13 +481,10 @@ on_hung(const char *path, const char *what, double limit_s)
 	g_autoptr(GPtrArray) done = g_ptr_array_new();
 	g_autoptr(GString) paths = g_string_new(run.paths->str);
 	g_autoptr(GError) error = NULL;
-	BenchResult *r = g_new0(BenchResult, 1);
+	BenchResult *r = bench_result_new(path, what);
 
 	g_set_error(&error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
 		    "hung: not done after %.0f s; the watchdog stopped the run", limit_s);
-	r->path = g_strdup(path);
-	r->test = g_strdup(what);
-	r->json = g_string_new(NULL);
 	bench_result_fail(r, error);
 	for (guint i = 0; i < run.n_final && i < run.results->len; i++)
 		g_ptr_array_add(done, run.results->pdata[i]);

@@ -32,7 +32,6 @@ typedef struct {
 /* ncm-bench.c */
 BenchResult *bench_result_add(BenchCtx *ctx, const char *test);
 void bench_result_fail(BenchResult *r, const GError *error);
-void bench_result_free(BenchResult *r);
 gboolean bench_test_selected(const BenchOptions *opt, const char *test);
 void bench_progress(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 

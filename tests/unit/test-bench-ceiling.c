@@ -9,28 +9,15 @@
 #include "ncm-bench-json.h"
 #include "ncm-bench-proto.h"
 
+/* A result with Mbit/s over @n repetitions (none: a failed test). */
 static BenchResult *
 result_new(const char *path, const char *test, double *mbit, gsize n)
 {
-	BenchResult *r = g_new0(BenchResult, 1);
+	BenchResult *r = bench_result_new(path, test);
 
-	r->path = g_strdup(path);
-	r->test = g_strdup(test);
-	r->json = g_string_new(NULL);
 	if (n > 0)
 		bench_summarize(mbit, n, &r->mbit);
 	return r;
-}
-
-static void
-result_free(gpointer data)
-{
-	BenchResult *r = data;
-
-	g_free(r->path);
-	g_free(r->test);
-	g_string_free(r->json, TRUE);
-	g_free(r);
 }
 
 static void
@@ -53,7 +40,7 @@ test_pairs(void)
 static void
 test_apply(void)
 {
-	g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func(result_free);
+	g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)bench_result_free);
 	double down[] = {150, 100, 200}, up[] = {90, 120, 60}, bidir[] = {80};
 	double raw_down[] = {400, 420, 380}, raw_up[] = {900}, other_up[] = {450};
 	BenchResult *d, *u, *b, *rd, *ru;
@@ -95,7 +82,7 @@ test_json(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("bench-ceiling-XXXXXX", NULL);
 	g_autofree char *out = g_build_filename(dir, "out.json", NULL);
-	g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func(result_free);
+	g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)bench_result_free);
 	g_autoptr(GString) env = g_string_new(NULL);
 	g_autoptr(GError) error = NULL;
 	g_autofree char *text = NULL;

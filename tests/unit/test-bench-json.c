@@ -24,39 +24,17 @@ parse_file(const char *file)
 	return json_node_copy(json_parser_get_root(p));
 }
 
-static BenchResult *
-result_new(const char *path, const char *test)
-{
-	BenchResult *r = g_new0(BenchResult, 1);
-
-	r->path = g_strdup(path);
-	r->test = g_strdup(test);
-	r->json = g_string_new(NULL);
-	return r;
-}
-
-static void
-result_free(gpointer data)
-{
-	BenchResult *r = data;
-
-	g_free(r->path);
-	g_free(r->test);
-	g_string_free(r->json, TRUE);
-	g_free(r);
-}
-
 static void
 test_shape_and_escaping(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("bench-json-XXXXXX", NULL);
 	g_autofree char *out = g_build_filename(dir, "out.json", NULL);
 	g_autofree char *extra = g_build_filename(dir, "env.json", NULL);
-	g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func(result_free);
+	g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)bench_result_free);
 	g_autoptr(GString) env = g_string_new(NULL);
 	g_autoptr(GError) error = NULL;
 	g_autoptr(JsonNode) root = NULL;
-	BenchResult *r = result_new("we\"ird\\path\n", "tcp_down");
+	BenchResult *r = bench_result_new("we\"ird\\path\n", "tcp_down");
 	double v[] = {30, 10, 20};
 	BenchSummary sum;
 	JsonObject *o, *e, *m;
@@ -66,7 +44,7 @@ test_shape_and_escaping(void)
 	bench_json_summary(r->json, "mbit_s", &sum, FALSE);
 	bench_json_num(r->json, "nan", 0.0 / 0.0);
 	g_ptr_array_add(results, r);
-	r = result_new("lo", "udp_rtt_64_10hz");
+	r = bench_result_new("lo", "udp_rtt_64_10hz");
 	bench_json_summary(r->json, "rtt_ms", &sum, TRUE);
 	g_ptr_array_add(results, r);
 	bench_json_str(env, "kernel", "Linux x");
