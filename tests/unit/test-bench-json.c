@@ -310,10 +310,12 @@ test_raw_over_tap(void)
 	const char *why = raw_network();
 	g_autofree char *dir = g_dir_make_tmp("bench-raw-XXXXXX", NULL);
 	g_autofree char *out = g_build_filename(dir, "out.json", NULL);
+	g_autofree char *svg = g_build_filename(dir, "out.svg", NULL);
 	const char *args[] = {"--path", "lo=127.0.0.1", "--path",
 			      "raw=192.168.79.1,ipv4=192.168.79.2/24,tap=" RAW_TAP, "--quick", "--secs", "2",
-			      "--tests", "tcp_down,tcp_up,tcp_bidir,raw", "--json", out, NULL};
-	g_autofree char *table = NULL;
+			      "--tests", "tcp_down,tcp_up,tcp_bidir,raw", "--json", out, "--plot", svg, NULL};
+	g_autofree char *table = NULL, *plot = NULL;
+	g_auto(GStrv) raw_colour = NULL;
 	g_autoptr(JsonNode) root = NULL;
 	JsonArray *a;
 
@@ -342,7 +344,13 @@ test_raw_over_tap(void)
 	check_fraction(a, "tcp_up", "raw_up");
 	check_fraction(a, "tcp_bidir", "raw_bidir");
 	g_assert_nonnull(strstr(table, "tcp_bidir of ceiling"));
+	/* The raw path's colour (the second path's): its legend, and in each TCP test's
+	 * group a bar of the ceiling for that direction, Mbit/s and CPU per MB. */
+	g_assert_true(g_file_get_contents(svg, &plot, NULL, NULL));
+	raw_colour = g_strsplit(plot, "fill=\"#d62728\"", -1);
+	g_assert_cmpuint(g_strv_length(raw_colour) - 1, ==, 1 + 2 * 3);
 	g_remove(out);
+	g_remove(svg);
 	g_rmdir(dir);
 }
 #endif
