@@ -6,11 +6,11 @@
 
 BenchTransport *
 bench_transport_lwip_new(const char *name, const char *spec, guint16 port, double pace_mbit,
-			 GError **error)
+			 gboolean raw, GError **error)
 {
 	g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
-		    "path %s: this ncm-bench was built without lwIP (configure with -Dlwip=enabled)",
-		    name);
+		    "path %s: this ncm-bench was built without lwIP, which %s (configure with -Dlwip=enabled)",
+		    name, raw ? "carries the raw path's control connections" : "the path runs on");
 	return NULL;
 }
 
@@ -26,6 +26,7 @@ bench_transport_lwip_new(const char *name, const char *spec, guint16 port, doubl
 
 #include <ncm.h>
 
+#include "ncm-bench-raw-link.h"
 #include "ncm-link.h"
 #include "ncm-lwip.h"
 
@@ -327,7 +328,7 @@ spec_parse(const char *text, LwtSpec *s, GError **error)
 }
 
 static gboolean
-lwt_setup(LwtTransport *l, LwtSpec *s, double pace_mbit, GError **error)
+lwt_setup(LwtTransport *l, LwtSpec *s, double pace_mbit, gboolean raw, GError **error)
 {
 	NcmLwipNetifConfig config;
 	NcmLink *link;
@@ -336,6 +337,8 @@ lwt_setup(LwtTransport *l, LwtSpec *s, double pace_mbit, GError **error)
 		      : open_device(l, (char **)s->dev->pdata, pace_mbit, s->all_acks, error);
 	if (!link)
 		return FALSE;
+	if (raw)
+		link = bench_raw_link_new(link, &l->base.raw);
 	l->max_frame = link->max_frame;
 	l->stack = ncm_lwip_stack_get_default();
 	ncm_lwip_netif_config_init(&config);
@@ -350,7 +353,7 @@ lwt_setup(LwtTransport *l, LwtSpec *s, double pace_mbit, GError **error)
 
 BenchTransport *
 bench_transport_lwip_new(const char *name, const char *spec, guint16 port, double pace_mbit,
-			 GError **error)
+			 gboolean raw, GError **error)
 {
 	LwtTransport *l = g_new0(LwtTransport, 1);
 	LwtSpec s;
@@ -358,7 +361,7 @@ bench_transport_lwip_new(const char *name, const char *spec, guint16 port, doubl
 	l->base.ops = &lwt_ops;
 	l->base.name = g_strdup(name);
 	l->base.port = port;
-	if (!spec_parse(spec, &s, error) || !lwt_setup(l, &s, pace_mbit, error)) {
+	if (!spec_parse(spec, &s, error) || !lwt_setup(l, &s, pace_mbit, raw, error)) {
 		spec_clear(&s);
 		lwt_free(&l->base);
 		return NULL;
