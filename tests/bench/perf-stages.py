@@ -9,10 +9,12 @@ perf-hz and perf-peer.pid.
 
 A sample belongs to the innermost frame (leaf first) that names a stage: a copy
 inside tun_get_user is TAP work, a TCP receive that tun_get_user called is TCP
-work. Kernel TCP/IP is split by who it serves, from the stack and the process:
-the host's (under a TAP write, usbnet, or in the host's processes), the peer's
-(under the gadget's driver, or in the peer's server), or either (softirq in
-another task's context, which one kernel running both ends cannot tell apart).
+work. Kernel TCP/IP is split by whose it is, where the stack tells: the host's
+(under a TAP write or usbnet), the peer's (under the gadget's driver, or in the
+peer's server). Otherwise by where it ran: in the host's threads (dummy_hcd
+completes transfers, and runs the gadget's side, in the submitter's syscall: on
+the lwip path this is the peer's TCP), or in softirq elsewhere; one kernel runs
+both ends, so those two cannot be told apart.
 """
 import collections
 import glob
@@ -67,8 +69,8 @@ RULES = [
 RULES = [(name, re.compile(d) if d else None, re.compile(s), k) for name, d, s, k in RULES]
 
 STAGES = ["usbfs submit and reap", "event loops (poll, timerfd, eventfd)", "NTB parse and pack",
-          "libncm driver (usb/, cdc/)", "lwIP", "TAP syscalls", "TCP/IP: host", "TCP/IP: peer",
-          "TCP/IP: either end (softirq)", "usbnet + cdc_ncm (kernel host driver)",
+          "libncm driver (usb/, cdc/)", "lwIP", "TAP syscalls", "TCP/IP: host stack", "TCP/IP: peer stack",
+          "TCP/IP: in host threads (either)", "TCP/IP: softirq elsewhere (either)", "usbnet + cdc_ncm (kernel host driver)",
           "gadget driver (f_ncm, u_ether)", "USB bus emulation (dummy_hcd)", "USB core",
           "thread hand-offs (futex, scheduler)", "other kernel", "other userspace (app, GLib, libc)"]
 
@@ -111,14 +113,12 @@ def classify(pid, comm, frames, peer_pid, host_pids):
                     return name
                 syms = [s for s, d in frames if is_kernel(d)]
                 if any(HOST_HINT.match(s) for s in syms):
-                    return "TCP/IP: host"
-                if any(PEER_HINT.match(s) for s in syms):
-                    return "TCP/IP: peer"
-                if pid == peer_pid:
-                    return "TCP/IP: peer"
+                    return "TCP/IP: host stack"
+                if any(PEER_HINT.match(s) for s in syms) or pid == peer_pid:
+                    return "TCP/IP: peer stack"
                 if pid in host_pids:
-                    return "TCP/IP: host"
-                return "TCP/IP: either end (softirq)"
+                    return "TCP/IP: in host threads (either)"
+                return "TCP/IP: softirq elsewhere (either)"
     leaf_dso = frames[-1][1]
     return "other kernel" if is_kernel(leaf_dso) else "other userspace (app, GLib, libc)"
 
@@ -166,6 +166,15 @@ def load(d, path, test, peer_pid):
     return {"mb": mb, "secs": secs, "stage": by_stage, "sym": by_sym, "sym_stage": sym_stage}
 
 
+def noperf_mbit(d, path, test):
+    try:
+        with open(os.path.join(d, "perf-%s-%s-noperf.spans" % (path, test))) as f:
+            p = f.read().split()
+        return "%.0f" % (int(p[4]) * 8 / (int(p[3]) - int(p[2])))
+    except (OSError, IndexError, ValueError, ZeroDivisionError):
+        return "-"
+
+
 def main():
     d = sys.argv[1]
     hz = int(open(os.path.join(d, "perf-hz")).read().strip())
@@ -202,6 +211,8 @@ def main():
         out.append("| MB measured | " + " | ".join("%.1f" % data[p]["mb"] for p in paths) + " |")
         out.append("| Mbit/s | " + " | ".join(
             "%.0f" % (data[p]["mb"] * 8 / data[p]["secs"]) if data[p]["secs"] else "-" for p in paths) + " |")
+        out.append("| Mbit/s, same run without perf | " + " | ".join(
+            noperf_mbit(d, p, test) for p in paths) + " |")
         for p in paths:
             r = data[p]
             busy = sum(c for s, c in r["stage"].items() if s != "idle")
