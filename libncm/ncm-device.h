@@ -30,6 +30,13 @@ typedef struct {
 	 * gadgets (Linux f_ncm) that hold a burst's last NTB: 32 ARP requests
 	 * to the device, once per stream end. 0 = 100 ms; NCM_NUDGE_OFF = never. */
 	guint nudge_ms;
+	/* Send and deliver every pure TCP ACK. By default a newer cumulative
+	 * ACK of a flow replaces an older one still in the open NTB, and a
+	 * received one a later one in the same NTB supersedes is not delivered
+	 * (never a duplicate ACK, a window update, SACK, or across another
+	 * segment of the flow): fewer datagrams for the device, the sink and
+	 * the senders' TCP to process. */
+	gboolean no_ack_merge;
 } NcmDeviceOptions;
 
 #define NCM_NUDGE_OFF G_MAXUINT
@@ -47,7 +54,8 @@ NCM_EXPORT void ncm_device_options_init(NcmDeviceOptions *options);
  * NcmLinkSink:
  * @receive: one Ethernet frame (no FCS); the frame points into the transfer
  *   buffer and is valid only during the call.
- * @receive_done: the end of one received NTB: flush what the frames caused.
+ * @receive_done: the end of a burst of received NTBs (all that one libusb
+ *   event batch reaped): flush what the frames caused.
  * @writable: TX room came back after ncm_device_send() returned
  *   %NCM_SEND_WOULD_BLOCK.
  *
@@ -114,6 +122,11 @@ typedef struct {
 	guint64 rx_nudges;             /* tail nudges sent (NcmDeviceOptions.nudge_ms) */
 	guint64 rx_nudge_freed;        /* ... after which frames other than ARP came first:
 	                                * the device had probably held them */
+	guint64 tx_acks_merged;        /* pure TCP ACKs that replaced an older one of their
+	                                * flow in the open NTB (NcmDeviceOptions.no_ack_merge) */
+	guint64 rx_batches;            /* receive_done calls: bursts of NTBs the sink got at once */
+	guint64 rx_acks_thinned;       /* received pure TCP ACKs not delivered: a later one of
+	                                * their flow in the same NTB superseded them */
 } NcmStats;
 
 /**
