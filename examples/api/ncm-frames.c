@@ -79,8 +79,8 @@ main(int argc, char **argv)
 		found = ncm_context_enumerate(ctx, NULL, &error);
 	if (found != NULL && found->len == 0)
 		g_set_error_literal(&error, NCM_ERROR, NCM_ERROR_NOT_FOUND, "no NCM function found");
-	if (error == NULL)
-		dev = ncm_device_open(ctx, found->pdata[0], NULL, &error);
+	if (found != NULL && found->len > 0)
+		dev = ncm_device_open(ctx, g_ptr_array_index(found, 0), NULL, &error);
 	if (dev == NULL) {
 		fprintf(stderr, "ncm-frames: %s\n", error->message);
 		return 1;
