@@ -60,6 +60,7 @@ typedef struct {
 	guint64 window_posts;    /* receive-window updates posted to the tcpip thread */
 	guint64 main_dispatches; /* callbacks and wake-ups the stack caused on main contexts */
 	guint64 rx_compacted;    /* small TCP segments copied into shared chunks */
+	guint64 syn_evicted;     /* half-open connections dropped for a newer SYN (full backlog) */
 } NcmLwipStats;
 
 #define NCM_LWIP_TYPE_STACK (ncm_lwip_stack_get_type())
