@@ -48,8 +48,11 @@
 #define F_RST 0x04
 #define F_ACK 0x10
 #define OUR_WINDOW 65535
-#define STALL_MS 500      /* no ACK progress for this long: resend from the ACK */
-#define MAX_STALLS 200
+/* No ACK progress for this long: resend from the ACK. Long enough for a
+ * sanitized target under TCG, whose ACKs queue behind its other traffic:
+ * resending early only adds to the queue. */
+#define STALL_MS 1500
+#define MAX_STALLS 40
 
 typedef struct {
 	uint16_t sport;
@@ -590,7 +593,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *ifname = NULL;
-	unsigned long inorder = 0, ooseq = 0, block = 256, window = 4096, syn = 0, syn_rate = 0;
+	unsigned long inorder = 0, ooseq = 0, block = 1024, window = 2048, syn = 0, syn_rate = 0;
 	int settle = 30, opt;
 	char extra[160];
 	int64_t t0;
