@@ -153,6 +153,17 @@ fail_locked(NlwConn *c, gint code)
 #define NLW_RX_SMALL 256
 #define NLW_RX_CHUNK 2048
 
+/* c->lock held: @p (one pbuf) becomes the queue's last. */
+static void
+link_tail_locked(NlwConn *c, struct pbuf *p)
+{
+	if (c->rx_tail != NULL)
+		c->rx_tail->next = p;
+	else
+		c->rx_head = p;
+	c->rx_tail = p;
+}
+
 /* c->lock held, @p one pbuf: FALSE when it is not small (the caller
  * queues it as it is). */
 static gboolean
@@ -168,11 +179,7 @@ append_small_locked(NlwConn *c, struct pbuf *p)
 		if (chunk == NULL)
 			return FALSE;
 		chunk->len = chunk->tot_len = 0;
-		if (c->rx_tail != NULL)
-			c->rx_tail->next = chunk;
-		else
-			c->rx_head = chunk;
-		c->rx_tail = chunk;
+		link_tail_locked(c, chunk);
 		c->rx_chunk = chunk;
 	}
 	memcpy((u8_t *)chunk->payload + chunk->len, p->payload, n);
@@ -187,11 +194,7 @@ append_small_locked(NlwConn *c, struct pbuf *p)
 static void
 append_pbuf_locked(NlwConn *c, struct pbuf *p)
 {
-	if (c->rx_tail != NULL)
-		c->rx_tail->next = p;
-	else
-		c->rx_head = p;
-	c->rx_tail = p;
+	link_tail_locked(c, p);
 	c->rx_chunk = NULL;
 	c->rx_bytes += p->len;
 }

@@ -189,9 +189,9 @@ static void
 send_tcp(uint32_t src, uint16_t sport, uint32_t seq, uint32_t ack, uint8_t flags,
 	 const uint8_t *data, size_t len)
 {
-	uint8_t f[ETH_HLEN_ + IP_HLEN + TCP_HLEN + 4 + 64];
+	uint8_t f[ETH_HLEN_ + IP_HLEN + TCP_HLEN + 8 + 64];
 	uint8_t *ip = f + ETH_HLEN_, *tcp = ip + IP_HLEN;
-	size_t opt = (flags & F_SYN) ? 4 : 0, tcp_len = TCP_HLEN + opt + len;
+	size_t opt = (flags & F_SYN) ? 8 : 0, tcp_len = TCP_HLEN + opt + len;
 	uint8_t pseudo[12];
 
 	if (len > 64)
@@ -218,9 +218,11 @@ send_tcp(uint32_t src, uint16_t sport, uint32_t seq, uint32_t ack, uint8_t flags
 	tcp[13] = flags;
 	put16(tcp + 14, OUR_WINDOW);
 	if (opt) {
-		const uint8_t mss[4] = { 2, 4, 0x05, 0xb4 };
+		/* MSS 1460, NOP, window scale 0: the scale option lets the
+		 * target open its whole window (lwIP keeps 64 KiB without it). */
+		const uint8_t syn_opts[8] = { 2, 4, 0x05, 0xb4, 1, 3, 3, 0 };
 
-		memcpy(tcp + TCP_HLEN, mss, 4);
+		memcpy(tcp + TCP_HLEN, syn_opts, sizeof(syn_opts));
 	}
 	if (len)
 		memcpy(tcp + TCP_HLEN + opt, data, len);
@@ -533,8 +535,12 @@ open_packet(const char *ifname)
 	sll.sll_ifindex = P.ifindex;
 	if (bind(P.fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
 		die("bind");
-	setsockopt(P.fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
-	setsockopt(P.fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+	/* Past rmem_max/wmem_max (212992 by default): a window's ACKs arrive
+	 * while we send, and must not be dropped meanwhile. */
+	if (setsockopt(P.fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) < 0)
+		setsockopt(P.fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+	if (setsockopt(P.fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) < 0)
+		setsockopt(P.fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 }
 
 static void
