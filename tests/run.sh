@@ -54,15 +54,18 @@ rc=0
 meson test -C "$builddir" --print-errorlogs --no-suite vm-stress --no-suite vm-slow "$@" || rc=1
 meson test -C "$fuzzdir" --print-errorlogs --suite fuzz || rc=1
 meson test -C "$tsandir" --print-errorlogs --suite unit || rc=1
-# One VM data-path test under TSan: the driver's RX/TX threads against f_ncm.
+# VM data-path tests under TSan: the driver's RX/TX threads against f_ncm,
+# and a second device hotplugged (rescanned, opened, closed on the owner's
+# thread) while the first streams.
 # has_test DIR NAME. Not "| grep -q": grep would quit at the first match,
 # meson die of SIGPIPE, and pipefail turn a found test into a skipped one.
 has_test() { meson test -C "$1" --list 2>/dev/null | grep -x "libncm:.* / $2" >/dev/null; }
 if has_test "$tsandir" vm-driver-frames-ntb16; then
 	# Its own log: a second run in one build dir would overwrite the first's.
-	meson test -C "$tsandir" --print-errorlogs --logbase testlog-vm vm-driver-frames-ntb16 || rc=1
+	meson test -C "$tsandir" --print-errorlogs --logbase testlog-vm \
+		vm-driver-frames-ntb16 vm-driver-hotplug || rc=1
 else
-	echo "run.sh: no VM tests in $tsandir: the TSan data-path test did not run"
+	echo "run.sh: no VM tests in $tsandir: the TSan data-path tests did not run"
 fi
 if has_test "$reldir" vm-bench; then
 	meson test -C "$reldir" --print-errorlogs vm-bench || rc=1

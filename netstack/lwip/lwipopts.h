@@ -242,6 +242,14 @@ void ncm_lwip_assert_core_locked(const char *function);
  * with it each listener keeps at most its backlog (255) in SYN_RCVD. */
 #define TCP_LISTEN_BACKLOG 1
 
+/* ... and when a listener's backlog is full, a new SYN drops its oldest
+ * half-open connection instead of being dropped itself, so that a spoofed
+ * SYN flood does not shut real clients out for the 20 s a half-open
+ * connection lives (ncm-lwip-backlog.c). */
+#define LWIP_HOOK_FILENAME "ncm-lwip-hooks.h"
+#define LWIP_HOOK_TCP_INPACKET_PCB(pcb, hdr, optlen, opt1len, opt2, p) \
+	ncm_lwip_tcp_inpacket(pcb, hdr, optlen, opt1len, opt2, p)
+
 /* Tell the sender what we hold (SACK) so it resends only the holes. */
 #define LWIP_TCP_SACK_OUT 1
 

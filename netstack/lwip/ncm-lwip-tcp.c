@@ -153,12 +153,24 @@ fail_locked(NlwConn *c, gint code)
 #define NLW_RX_SMALL 256
 #define NLW_RX_CHUNK 2048
 
-/* c->lock held: FALSE when @p is not small (the caller queues it as it is). */
+/* c->lock held: @p (one pbuf) becomes the queue's last. */
+static void
+link_tail_locked(NlwConn *c, struct pbuf *p)
+{
+	if (c->rx_tail != NULL)
+		c->rx_tail->next = p;
+	else
+		c->rx_head = p;
+	c->rx_tail = p;
+}
+
+/* c->lock held, @p one pbuf: FALSE when it is not small (the caller
+ * queues it as it is). */
 static gboolean
 append_small_locked(NlwConn *c, struct pbuf *p)
 {
 	struct pbuf *chunk = c->rx_chunk;
-	u16_t n = p->tot_len;
+	u16_t n = p->len;
 
 	if (n > NLW_RX_SMALL)
 		return FALSE;
@@ -167,14 +179,10 @@ append_small_locked(NlwConn *c, struct pbuf *p)
 		if (chunk == NULL)
 			return FALSE;
 		chunk->len = chunk->tot_len = 0;
-		if (c->rx_tail != NULL)
-			c->rx_tail->next = chunk;
-		else
-			c->rx_head = chunk;
-		c->rx_tail = chunk;
+		link_tail_locked(c, chunk);
 		c->rx_chunk = chunk;
 	}
-	pbuf_copy_partial(p, (u8_t *)chunk->payload + chunk->len, n, 0);
+	memcpy((u8_t *)chunk->payload + chunk->len, p->payload, n);
 	chunk->len = chunk->tot_len = (u16_t)(chunk->len + n);
 	c->rx_bytes += n;
 	nlw_count(NLW_COUNT_RX_COMPACTED, 1);
@@ -182,11 +190,42 @@ append_small_locked(NlwConn *c, struct pbuf *p)
 	return TRUE;
 }
 
+/* c->lock held: @p (one pbuf, not small) joins the queue as it is. */
+static void
+append_pbuf_locked(NlwConn *c, struct pbuf *p)
+{
+	link_tail_locked(c, p);
+	c->rx_chunk = NULL;
+	c->rx_bytes += p->len;
+}
+
+/*
+ * c->lock held. When a hole fills, lwIP hands over every segment that
+ * waited behind it as one chain: a window of 1-byte segments sent out of
+ * order arrives as one chain of 1-byte pbufs. Each pbuf is judged on its
+ * own. pbuf_cat() gave the chain each pbuf's only reference, so a pbuf
+ * taken off it is the caller's to keep or free.
+ */
+static void
+queue_chain_locked(NlwConn *c, struct pbuf *p)
+{
+	while (p != NULL) {
+		struct pbuf *next = p->next;
+
+		p->next = NULL;
+		p->tot_len = p->len;
+		if (p->len == 0)
+			pbuf_free(p);
+		else if (!append_small_locked(c, p))
+			append_pbuf_locked(c, p);
+		p = next;
+	}
+}
+
 static err_t
 conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 {
 	NlwConn *c = arg;
-	struct pbuf *last;
 
 	ncm_mutex_lock(&c->lock);
 	if (p == NULL) {
@@ -195,16 +234,8 @@ conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 		/* Nobody reads any more: keep the window open. */
 		ncm_lwip_recved_chunked(pcb, p->tot_len);
 		pbuf_free(p);
-	} else if (!append_small_locked(c, p)) {
-		for (last = p; last->next != NULL; last = last->next)
-			;
-		if (c->rx_tail != NULL)
-			c->rx_tail->next = p;
-		else
-			c->rx_head = p;
-		c->rx_tail = last;
-		c->rx_chunk = NULL;
-		c->rx_bytes += p->tot_len;
+	} else {
+		queue_chain_locked(c, p);
 	}
 	wake_soon_locked(c, WAKE_RX);
 	ncm_mutex_unlock(&c->lock);

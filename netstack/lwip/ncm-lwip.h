@@ -14,7 +14,12 @@
  *
  * Memory, per TCP connection: the receive queue holds at most TCP_WND
  * (4 MiB) of payload, since window credit is returned only as the
- * application reads; lwIP's send queue holds at most TCP_SND_BUF (4 MiB).
+ * application reads; segments of up to 256 bytes (also those lwIP hands
+ * over as one chain when a hole fills) are copied into 2 KiB chunks, so
+ * the queue costs about what it carries. Out of order, lwIP holds at most
+ * 4096 pbufs. lwIP's send queue holds at most TCP_SND_BUF (4 MiB). Per
+ * listener: at most 255 half-open connections; a SYN beyond them drops
+ * the oldest (NcmLwipStats.syn_evicted).
  * Per UDP socket: at most NCM_LWIP_UDP_MAX_QUEUED datagrams and
  * NCM_LWIP_UDP_MAX_BYTES bytes wait to be received; more are dropped.
  * Per netif: at most NCM_LWIP_TXQ_LEN frames wait for link room (after
@@ -74,6 +79,7 @@ typedef enum {
  * @window_posts: receive-window updates posted to the tcpip thread.
  * @main_dispatches: callbacks and wake-ups the stack caused on main contexts.
  * @rx_compacted: small TCP segments copied into shared chunks.
+ * @syn_evicted: half-open connections dropped for a newer SYN (full backlog).
  *
  * Counters since the stack started, over all netifs.
  */
@@ -87,6 +93,7 @@ typedef struct {
 	guint64 window_posts;
 	guint64 main_dispatches;
 	guint64 rx_compacted;
+	guint64 syn_evicted;
 } NcmLwipStats;
 
 /**

@@ -69,6 +69,7 @@ typedef struct {
 	bool mac;                  /* iMACAddress string (with cs_desc) */
 	uint8_t mac_addr[6];
 	unsigned flood_s;          /* NETWORK_CONNECTION on every poll for this long */
+	bool stall_intr;           /* halt the interrupt endpoint after the first notifications */
 	unsigned stall_in_at;      /* STALL bulk IN once, before this IN NTB (0 = never) */
 	unsigned stall_in_always;  /* ... and keep it halted from this IN NTB on */
 	unsigned stall_out_at;     /* STALL bulk OUT once, before reading this OUT NTB */
@@ -575,6 +576,24 @@ notify(const uint8_t *b, size_t n)
 	return true;
 }
 
+static void wait_enabled(void);
+
+/* --stall-intr: a wedged status pipe; each time the host clears it, again. */
+static void
+halt_intr_for_good(void)
+{
+	uint8_t b[INTR_MPS];
+
+	say("halting the interrupt endpoint for good");
+	for (;;) {
+		wait_enabled();
+		/* Reading an IN endpoint's file halts it. */
+		if (read(ep_intr, b, sizeof(b)) < 0 && errno == EBADMSG)
+			COUNT(st_stalls, 1);
+		usleep(HALT_REPEAT_US);
+	}
+}
+
 static void *
 notify_thread(void *arg)
 {
@@ -592,6 +611,8 @@ notify_thread(void *arg)
 		pthread_mutex_unlock(&lock);
 		if (!notify(up, sizeof(up)) || !notify(speed, sizeof(speed)))
 			continue;
+		if (prof.stall_intr)
+			halt_intr_for_good();
 		if (prof.flood_s) {
 			struct timespec t0, t;
 
@@ -1070,6 +1091,8 @@ static const char usage_text[] =
 	"  --caps N                 bmNetworkCapabilities: which optional requests are answered\n"
 	"  --no-intr                no interrupt endpoint (as Apple's functions)\n"
 	"  --notify-flood S         send NETWORK_CONNECTION on every interrupt poll for S seconds\n"
+	"  --stall-intr             after the first notifications, keep the interrupt endpoint\n"
+	"                           halted (halted again every 5 ms)\n"
 	"  --stall-in-once N        halt bulk IN once, before the Nth IN NTB after the host's\n"
 	"                           SET_NTB_INPUT_SIZE (that is, in its session)\n"
 	"  --stall-in-always N      halt bulk IN before the Nth IN NTB of the host's session and\n"
@@ -1109,7 +1132,8 @@ main(int argc, char **argv)
 	enum { O_FORMATS = 256, O_IN_MAX, O_OUT_MAX, O_IN_NDP, O_OUT_NDP, O_OUT_MAXDG, O_CAPS,
 	       O_NO_INTR, O_FLOOD, O_STALL, O_CS, O_MAC, O_NO_MAC, O_READY, O_TAP, O_FFS,
 	       O_PROFILE, O_ALT1, O_SELF, O_STALL_IN_ALWAYS, O_STALL_OUT_ONCE, O_STALL_OUT_ALWAYS,
-	       O_NO_OUT_READ, O_REFUSE_INPUT, O_IGNORE_INPUT, O_MAXDG_REPLY, O_IN_BATCH };
+	       O_NO_OUT_READ, O_REFUSE_INPUT, O_IGNORE_INPUT, O_MAXDG_REPLY, O_IN_BATCH,
+	       O_STALL_INTR };
 	static const struct option opts[] = {
 		{ "ffs", required_argument, NULL, O_FFS },
 		{ "tap", required_argument, NULL, O_TAP },
@@ -1124,6 +1148,7 @@ main(int argc, char **argv)
 		{ "caps", required_argument, NULL, O_CAPS },
 		{ "no-intr", no_argument, NULL, O_NO_INTR },
 		{ "notify-flood", required_argument, NULL, O_FLOOD },
+		{ "stall-intr", no_argument, NULL, O_STALL_INTR },
 		{ "stall-in-once", required_argument, NULL, O_STALL },
 		{ "stall-in-always", required_argument, NULL, O_STALL_IN_ALWAYS },
 		{ "stall-out-once", required_argument, NULL, O_STALL_OUT_ONCE },
@@ -1174,6 +1199,7 @@ main(int argc, char **argv)
 		case O_CAPS: prof.caps = (uint8_t)num("caps", optarg, 0xff); break;
 		case O_NO_INTR: prof.intr = false; break;
 		case O_FLOOD: prof.flood_s = (unsigned)num("notify-flood", optarg, 3600); break;
+		case O_STALL_INTR: prof.stall_intr = true; break;
 		case O_STALL: prof.stall_in_at = (unsigned)num("stall-in-once", optarg, 1000000); break;
 		case O_STALL_IN_ALWAYS:
 			prof.stall_in_always = (unsigned)num("stall-in-always", optarg, 1000000);
@@ -1215,6 +1241,8 @@ main(int argc, char **argv)
 	if (prof.max_datagram_reply >= 0 && !(prof.caps & 0x08))
 		die("--max-datagram-reply needs --caps with bit 3 (0x08): without it the host "
 		    "never asks");
+	if (prof.stall_intr && !prof.intr)
+		die("--stall-intr needs the interrupt endpoint (no --no-intr)");
 	if (prof.refuse_input_size && prof.ignore_input_size)
 		die("--refuse-input-size and --ignore-input-size exclude each other");
 	input_size = prof.in_max;

@@ -3,8 +3,8 @@
 # tests/vm/guest-ffs.sh: libncm against ffs-ncm, the programmable device; VM_FFS_TEST picks the case.
 # Cases (tests/vm/README.md, "The programmable device (FunctionFS)"):
 #   basic, apple, ntb16-only, ntb32-only, divisors, max-datagrams,
-#   notify-flood, no-mac, stall-in-once, stall-in-always, stall-out,
-#   out-stuck, input-size, max-datagram
+#   notify-flood, no-mac, stall-in-once, stall-in-always, stall-intr, stall-out,
+#   out-stuck, input-size, max-datagram, persist-mtu
 # VM_COUNT frames each way (default 10000 in basic, 2000 elsewhere),
 # VM_PEER_RATE the peer's frames/s (4000).
 set -eu
@@ -243,6 +243,22 @@ stall-in-always)
 	ffs_gadget_stop
 	check "the device halted bulk IN again and again" [ "$(ffs_stat stalls)" -ge 2 ]
 	;;
+stall-intr)
+	# After its first notifications the device keeps the interrupt
+	# endpoint halted: libncm gives the pipe up after 64 failures in a
+	# row, with a warning, and no more (no spin); the link stays as it
+	# was reported and data flows both ways meanwhile.
+	n=${VM_COUNT:-2000}
+	setup --stall-intr
+	rx "$n"
+	check "libncm warned that it gave the interrupt pipe up" \
+		grep -q '64 interrupt transfers in a row failed: no more link notifications' "$VM_OUT/rx.txt"
+	fails=$(stat_of "$VM_OUT/rx.txt" intr_malformed)
+	check "exactly 64 interrupt transfers failed (intr_malformed ${fails:-?})" [ "${fails:-0}" = 64 ]
+	tx "$n"
+	ffs_gadget_stop
+	check "the device halted its interrupt endpoint ($(ffs_stat stalls) times)" [ "$(ffs_stat stalls)" -ge 1 ]
+	;;
 stall-out)
 	# Once: the device halts bulk OUT before the 5th host NTB. The NTBs
 	# in flight are lost and counted (tx_errors), libncm clears the halt,
@@ -332,6 +348,38 @@ max-datagram)
 	check "libncm warned about its OUT NTBs (${room:-?} bytes)" [ -n "$room" ]
 	check "the MTU is $((room - 14))" grep -q "^mtu: $((room - 14))\$" "$VM_OUT/frames2.txt"
 	tx "$n" -s $((room - 42))
+	ffs_gadget_stop
+	;;
+persist-mtu)
+	# ncm-tun --persist over a device whose second plug carries smaller
+	# OUT NTBs (2048 bytes, datagrams on 1024-byte boundaries): the
+	# interface follows the MTU libncm derives (not only the MAC), and
+	# frames of the new maximum reach the peer within the device's rules.
+	command -v ncm-tun >/dev/null || fail "ncm-tun is not on PATH (run-vm.sh --bin)"
+	tun=ncmp0
+	setup --profile basic
+	ncm-tun --device "serial=$VM_SERIAL" --name $tun --persist --ipv4 "$(host_ip4)/24" \
+		>"$VM_OUT/ncm-tun.log" 2>&1 &
+	tun_pid=$!
+	tun_mtu() { cat "/sys/class/net/$tun/mtu" 2>/dev/null; }
+	tun_mtu_is() { [ "$(tun_mtu)" = "$1" ]; }
+	wait_for 30 "MTU 1500 on $tun" tun_mtu_is 1500 || { cat "$VM_OUT/ncm-tun.log"; fail "no $tun"; }
+	wait_for 30 "ping through $tun" ping -c 1 -W 1 "$(peer_ip4)" ||
+		{ cat "$VM_OUT/ncm-tun.log"; fail "no path through $tun"; }
+	ffs_gadget_teardown
+	setup --out-max 2048 --out-ndp 1024/0/4
+	# The room an OUT NTB leaves, as vm-ffs-max-datagram found it: 1008.
+	wait_for 30 "MTU 994 on $tun" tun_mtu_is 994 || true
+	check "$tun follows the device's MTU on reattach ($(tun_mtu), want 994)" tun_mtu_is 994
+	check "ncm-tun said so" grep -q "$tun: MTU 994 (was 1500), as the device that came back" \
+		"$VM_OUT/ncm-tun.log"
+	wait_for 30 "ping through $tun after the reattach" ping -c 1 -W 1 "$(peer_ip4)" ||
+		{ cat "$VM_OUT/ncm-tun.log"; fail "no path through $tun after the reattach"; }
+	check "pings of the new MTU (994-byte packets) reach the peer" \
+		ping -c 3 -W 2 -s $((994 - 28)) "$(peer_ip4)"
+	kill -TERM "$tun_pid"
+	wait "$tun_pid" || fail "ncm-tun exited $?"
+	cat "$VM_OUT/ncm-tun.log"
 	ffs_gadget_stop
 	;;
 *)

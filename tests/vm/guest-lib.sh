@@ -258,6 +258,14 @@ peer_iperf3_server() {
 		fail "iperf3 server did not start"
 }
 
+# lwip_peer_start: vmtest-lwip's peer servers (a --bin) in namespace peer,
+# kernel sockets for the lwIP host to talk to; listening when this returns.
+lwip_peer_start() {
+	peer_run vmtest-lwip peer >"$VM_OUT/peer.txt" 2>&1 &
+	wait_for 30 "peer servers listening" grep -q '^ready' "$VM_OUT/peer.txt" ||
+		{ cat "$VM_OUT/peer.txt"; fail "vmtest-lwip peer did not start"; }
+}
+
 # ---- the host side (where libncm or cdc_ncm runs) --------------------------
 
 usb_find_dev() { # prints the sysfs path of our gadget as the host sees it

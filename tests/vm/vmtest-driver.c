@@ -89,6 +89,7 @@ typedef struct {
 	gint tail_got;         /* atomic: datagrams of this session's bursts */
 	gint tail_stale;       /* atomic: ... of an earlier session's */
 	gint errors;           /* atomic: NcmDevice::error signals */
+	GPtrArray *arrivals;   /* hotplug: functions of other devices, owner's thread */
 } Test;
 
 static guint16
@@ -870,6 +871,82 @@ cmd_unplug(Test *t)
 	return 0;
 }
 
+/* hotplug: a function of another device arrived (the watch's rescan). */
+static void
+on_arrival(NcmContext *ctx, NcmFunctionInfo *info, gpointer data)
+{
+	Test *t = data;
+	const NcmFunctionInfo *own = ncm_device_get_info(t->dev);
+
+	if (info->bus == own->bus && info->address == own->address)
+		return;
+	printf("event: function-added %s %04x:%04x bus %u address %u\n", info->port_path, info->vid,
+	       info->pid, info->bus, info->address);
+	g_ptr_array_add(t->arrivals, ncm_function_info_ref(info));
+}
+
+/* hotplug: opens and starts @info, waits for its link, closes it. */
+static gboolean
+open_cycle(Test *t, NcmFunctionInfo *info)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(NcmDevice) dev = NULL;
+	NcmDeviceOptions opts;
+
+	init_options(&opts);
+	dev = ncm_device_open(t->ctx, info, &opts, &error);
+	if (!dev || !ncm_device_start(dev, &error)) {
+		printf("hotplug: opening %s: %s\n", info->port_path, error->message);
+		return FALSE;
+	}
+	ncm_device_close(dev);
+	return TRUE;
+}
+
+/*
+ * Receives --count datagrams, as rx, while a watch (polling: no udevd in
+ * the VM) looks for other devices. Each rescan enumerates on this thread,
+ * and every function that arrives is then opened, started and closed here
+ * again and again until the stream ends: synchronous USB I/O on the
+ * owner's thread while the streaming device's RX callbacks run (issue 16,
+ * item 9; run under ThreadSanitizer by tests/run.sh).
+ */
+static int
+cmd_hotplug(Test *t)
+{
+	gint64 end = g_get_monotonic_time() + opt_timeout * G_USEC_PER_SEC;
+	g_autoptr(GError) error = NULL;
+	guint cycles = 0, failed = 0;
+
+	t->arrivals = g_ptr_array_new_with_free_func((GDestroyNotify)ncm_function_info_unref);
+	g_signal_connect(t->ctx, "function-added", G_CALLBACK(on_arrival), t);
+	if (!ncm_context_watch(t->ctx, NULL, 100, &error)) {
+		printf("FAIL: %s\n", error->message);
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	while (g_atomic_int_get(&t->rx_unique) < opt_count && g_get_monotonic_time() < end) {
+		g_main_context_iteration(NULL, FALSE);
+		for (guint i = 0; i < t->arrivals->len; i++) {
+			if (open_cycle(t, g_ptr_array_index(t->arrivals, i)))
+				cycles++;
+			else
+				failed++;
+		}
+		if (t->arrivals->len == 0)
+			g_usleep(10000);
+	}
+	printf("hotplug: %u functions arrived, %u open-start-close cycles beside the stream, %u failed\n",
+	       t->arrivals->len, cycles, failed);
+	g_ptr_array_unref(t->arrivals);
+	if (cycles == 0) {
+		printf("FAIL: no other device was opened while streaming\n");
+		return 1;
+	}
+	return cmd_rx(t);
+}
+
 /* Keeps the device claimed, so a second process can meet a busy device. */
 static int
 cmd_hold(Test *t)
@@ -954,7 +1031,7 @@ cmd_peer_send(void)
 int
 main(int argc, char **argv)
 {
-	g_autoptr(GOptionContext) oc = g_option_context_new("frames|tx|rx|unplug|hold|tail|probe|watch|peer-send");
+	g_autoptr(GOptionContext) oc = g_option_context_new("frames|tx|rx|unplug|hold|tail|probe|watch|hotplug|peer-send");
 	g_autoptr(GError) error = NULL;
 	Test t = { 0 };
 	int rc;
@@ -962,7 +1039,7 @@ main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_option_context_add_main_entries(oc, entries, NULL);
 	if (!g_option_context_parse(oc, &argc, &argv, &error) || argc != 2) {
-		fprintf(stderr, "usage: vmtest-driver [options] frames|tx|rx|unplug|hold|tail|probe|watch|peer-send\n");
+		fprintf(stderr, "usage: vmtest-driver [options] frames|tx|rx|unplug|hold|tail|probe|watch|hotplug|peer-send\n");
 		return 2;
 	}
 	opt_count = CLAMP(opt_count, 1, MAX_COUNT);
@@ -1003,6 +1080,8 @@ main(int argc, char **argv)
 		rc = cmd_tail(&t);
 	else if (g_str_equal(argv[1], "watch"))
 		rc = cmd_watch(&t);
+	else if (g_str_equal(argv[1], "hotplug"))
+		rc = cmd_hotplug(&t);
 	else
 		rc = 2;
 	if (t.dev) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <gio/gio.h>
+#include <glib-unix.h>
 #include <ncm.h>
 
 #include "lwip/priv/tcp_priv.h"
@@ -21,10 +22,11 @@
 
 #include "ncm-link.h"
 #include "ncm-lwip.h"
+#include "tcp-raw-peer.h"
 #include "vmtest-tsan.h"
 
 /*
- * Three modes. "peer" runs in the gadget's namespace on kernel sockets:
+ * Four modes. "peer" runs in the gadget's namespace on kernel sockets:
  * TCP port 5000 reads a command byte per connection ('E' echo to EOF,
  * 'S' sink to EOF then answer count + hash, 'G' + size + seed: generate
  * that many bytes and close), UDP port 5001 echoes. "host" opens the NCM
@@ -32,6 +34,9 @@
  * the peer, printing "ok:"/"FAIL:" lines and throughput. "replug"
  * reacquires the function after each unplug and streams to the sink
  * until the device goes, --cycles times, printing one line per session.
+ * "serve" is the target of tcp-raw-peer (issue 16, item 2): a listener
+ * whose connections are read slowly, and echo rounds to the peer beside
+ * it (see run_serve).
  */
 
 #define TCP_PORT 5000
@@ -46,6 +51,8 @@ static gint opt_timeout = 60;
 static gint opt_cycles = 100;
 static gint opt_duration;
 static gint opt_echo_rounds = 1;
+static gint opt_listen_port = 6000;
+static gint opt_echo_kib = 64;
 static gchar *opt_peer4 = (gchar *)"192.168.77.1";
 static gchar *opt_peer6 = (gchar *)"fd77::1";
 static gchar *opt_host4 = (gchar *)"192.168.77.2";
@@ -60,6 +67,8 @@ static const GOptionEntry entries[] = {
 	 "rounds of the 2-connection echo before the bulk tests (1); more hunt end-of-burst stalls", "N"},
 	{"cycles", 0, 0, G_OPTION_ARG_INT, &opt_cycles, "replug: sessions to run (100)", "N"},
 	{"duration", 0, 0, G_OPTION_ARG_INT, &opt_duration, "replug: overall limit, 0 = none", "S"},
+	{"listen-port", 0, 0, G_OPTION_ARG_INT, &opt_listen_port, "serve: the port to listen on (6000)", "P"},
+	{"echo-kib", 0, 0, G_OPTION_ARG_INT, &opt_echo_kib, "serve: KiB per echo round (64)", "N"},
 	{"peer4", 0, 0, G_OPTION_ARG_STRING, &opt_peer4, "the peer's IPv4 address", "ADDR"},
 	{"peer6", 0, 0, G_OPTION_ARG_STRING, &opt_peer6, "the peer's IPv6 address", "ADDR"},
 	{"host4", 0, 0, G_OPTION_ARG_STRING, &opt_host4, "our IPv4 address (/24)", "ADDR"},
@@ -487,6 +496,17 @@ dump_stack_handler(int sig)
 	backtrace_symbols_fd(frames, n, STDOUT_FILENO);
 }
 
+/* The watchdog's dump_threads() asks each thread for its stack with SIGURG. */
+static void
+install_stack_dumper(void)
+{
+	void *warm[2];
+
+	/* backtrace() loads its unwinder on first use: not in a signal handler. */
+	backtrace(warm, 2);
+	signal(SIGURG, dump_stack_handler);
+}
+
 static void
 print_file(const char *label, const char *path)
 {
@@ -662,18 +682,15 @@ wait_reachable(const char *ip)
 	return FALSE;
 }
 
-static int
-run_host(void)
+/* The first NCM function as an lwIP netif with --host4 and --host6. */
+static NcmLwipNetif *
+attach_first(NcmContext **ret_ctx)
 {
 	g_autoptr(GInetAddress) v4 = g_inet_address_new_from_string(opt_host4);
 	g_autoptr(GInetAddress) v6 = g_inet_address_new_from_string(opt_host6);
-	g_autoptr(NcmContext) ctx = NULL;
 	g_autoptr(GError) error = NULL;
-	guint64 size = (guint64)opt_size_mib * 1024 * 1024;
 	NcmLwipNetifConfig config;
 	NcmLwipNetif *netif = NULL;
-	NcmLwipStats stats;
-	GThread *dog;
 	NcmLink *link;
 
 	ncm_lwip_netif_config_init(&config);
@@ -681,21 +698,27 @@ run_host(void)
 	config.ipv6 = v6;
 	config.ipv6_dad = FALSE;
 	stack = ncm_lwip_stack_get_default();
-	ctx = ncm_context_new(&error);
-	link = ctx ? open_link(ctx, &error) : NULL;
+	*ret_ctx = ncm_context_new(&error);
+	link = *ret_ctx ? open_link(*ret_ctx, &error) : NULL;
 	if (link != NULL)
 		netif = ncm_lwip_netif_add(stack, link, &config, &error);
-	if (netif == NULL) {
+	if (netif == NULL)
 		printf("FAIL: setup: %s\n", error->message);
-		return 1;
-	}
-	{
-		void *warm[2];
+	return netif;
+}
 
-		/* backtrace() loads its unwinder on first use: not in a signal handler. */
-		backtrace(warm, 2);
-		signal(SIGURG, dump_stack_handler);
-	}
+static int
+run_host(void)
+{
+	g_autoptr(NcmContext) ctx = NULL;
+	guint64 size = (guint64)opt_size_mib * 1024 * 1024;
+	NcmLwipNetif *netif = attach_first(&ctx);
+	NcmLwipStats stats;
+	GThread *dog;
+
+	if (netif == NULL)
+		return 1;
+	install_stack_dumper();
 	dog = g_thread_new("watchdog", watchdog, NULL);
 	report(wait_reachable(opt_peer4) && wait_reachable(opt_peer6), "peer reachable over both families");
 	for (gint i = 0; i < opt_echo_rounds; i++)
@@ -729,6 +752,151 @@ run_host(void)
 	g_clear_object(&netif);
 	g_clear_object(&device);
 	return failures ? 1 : 0;
+}
+
+/* ---- Serve mode: the target of tcp-raw-peer ------------------------------------------ */
+
+/*
+ * A listener on --listen-port whose connections are read one byte every
+ * 100 ms, as a slow application would, until SIGUSR1 makes the readers
+ * drain at full speed; each checks its bytes against tcp_raw_pattern()
+ * and prints "conn N: B bytes, W wrong, eof". Beside it, echo rounds of
+ * --echo-kib to the peer's kernel run all the time, each checked and
+ * printed ("echo: N ok, M bad"): the connections an attack must not
+ * disturb. SIGTERM ends it; the status is 1 when any check failed.
+ */
+
+static gint serve_fast;     /* atomic: readers drain at full speed */
+static gint serve_stop;     /* atomic */
+static gint serve_bad;      /* atomic: failed checks */
+
+typedef struct {
+	NcmLwipConnection *conn;
+	guint id;
+} Reader;
+
+static gpointer
+reader_run(gpointer data)
+{
+	Reader *r = data;
+	GInputStream *in = g_io_stream_get_input_stream(G_IO_STREAM(r->conn));
+	g_autofree guint8 *buf = g_malloc(CHUNK);
+	g_autoptr(GError) error = NULL;
+	guint64 bytes = 0, wrong = 0;
+	gssize n;
+
+	for (;;) {
+		gboolean fast = g_atomic_int_get(&serve_fast);
+
+		n = g_input_stream_read(in, buf, fast ? CHUNK : 1, NULL, &error);
+		if (n <= 0)
+			break;
+		for (gssize i = 0; i < n; i++)
+			wrong += buf[i] != tcp_raw_pattern(bytes + (guint64)i);
+		bytes += (guint64)n;
+		if (!fast)
+			g_usleep(100 * 1000);
+	}
+	if (error != NULL || wrong != 0)
+		g_atomic_int_inc(&serve_bad);
+	printf("conn %u: %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " wrong, %s\n", r->id,
+	       bytes, wrong, error ? error->message : "eof");
+	fflush(stdout);
+	g_object_unref(r->conn);
+	g_free(r);
+	return NULL;
+}
+
+static gpointer
+acceptor_run(gpointer data)
+{
+	NcmLwipListener *listener = data;
+	guint id = 0;
+
+	for (;;) {
+		NcmLwipConnection *conn = ncm_lwip_listener_accept(listener, NULL, NULL);
+		Reader *r;
+
+		if (conn == NULL)
+			return NULL;  /* closed */
+		r = g_new0(Reader, 1);
+		r->conn = conn;
+		r->id = ++id;
+		printf("conn %u: accepted\n", r->id);
+		fflush(stdout);
+		g_thread_unref(g_thread_new("reader", reader_run, r));
+	}
+}
+
+static gpointer
+echo_loop(gpointer data)
+{
+	guint ok = 0, bad = 0;
+
+	for (guint32 seed = 1; !g_atomic_int_get(&serve_stop); seed++) {
+		Echo e = {opt_peer4, (gsize)opt_echo_kib * 1024, seed, FALSE};
+
+		echo_run(&e);
+		ok += e.ok;
+		bad += !e.ok;
+		printf("echo: %u ok, %u bad\n", ok, bad);
+		fflush(stdout);
+	}
+	if (bad > 0 || ok == 0)
+		g_atomic_int_inc(&serve_bad);
+	return NULL;
+}
+
+static gboolean
+on_serve_signal(gpointer data)
+{
+	if (data == NULL) {
+		g_atomic_int_set(&serve_fast, 1);
+		printf("draining\n");
+		fflush(stdout);
+		return G_SOURCE_CONTINUE;
+	}
+	g_main_loop_quit(data);
+	return G_SOURCE_REMOVE;
+}
+
+static int
+run_serve(void)
+{
+	g_autoptr(NcmContext) ctx = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
+	g_autoptr(GSocketAddress) any = g_inet_socket_address_new_from_string("0.0.0.0",
+									     (guint)opt_listen_port);
+	NcmLwipNetif *netif = attach_first(&ctx);
+	NcmLwipListener *listener;
+	GThread *acceptor, *echo, *dog;
+
+	if (netif == NULL)
+		return 1;
+	listener = ncm_lwip_stack_listen(stack, G_INET_SOCKET_ADDRESS(any), 16, &error);
+	if (listener == NULL || !wait_reachable(opt_peer4)) {
+		printf("FAIL: serve: %s\n", error ? error->message : "the peer is unreachable");
+		return 1;
+	}
+	install_stack_dumper();
+	dog = g_thread_new("watchdog", watchdog, NULL);
+	acceptor = g_thread_new("acceptor", acceptor_run, listener);
+	echo = g_thread_new("echo", echo_loop, NULL);
+	g_unix_signal_add(SIGUSR1, on_serve_signal, NULL);
+	g_unix_signal_add(SIGTERM, on_serve_signal, loop);
+	printf("ready: listening on port %u\n", ncm_lwip_listener_get_port(listener));
+	fflush(stdout);
+	g_main_loop_run(loop);
+	g_atomic_int_set(&serve_stop, 1);
+	g_thread_join(echo);
+	g_atomic_int_set(&stop_watchdog, 1);
+	g_thread_join(dog);
+	ncm_lwip_listener_close(listener);
+	g_thread_join(acceptor);
+	g_object_unref(listener);
+	printf("serve: %s\n", g_atomic_int_get(&serve_bad) ? "FAIL" : "ok");
+	return g_atomic_int_get(&serve_bad) ? 1 : 0;
 }
 
 /* ---- Replug mode --------------------------------------------------------------------- */
@@ -924,17 +1092,19 @@ run_replug(void)
 int
 main(int argc, char **argv)
 {
-	g_autoptr(GOptionContext) oc = g_option_context_new("peer|host|replug");
+	g_autoptr(GOptionContext) oc = g_option_context_new("peer|host|replug|serve");
 	g_autoptr(GError) error = NULL;
 
 	g_option_context_add_main_entries(oc, entries, NULL);
 	if (!g_option_context_parse(oc, &argc, &argv, &error) || argc != 2) {
-		g_printerr("usage: vmtest-lwip [OPTIONS] peer|host|replug\n");
+		g_printerr("usage: vmtest-lwip [OPTIONS] peer|host|replug|serve\n");
 		return 2;
 	}
 	if (g_str_equal(argv[1], "peer"))
 		return run_peer();
 	if (g_str_equal(argv[1], "replug"))
 		return run_replug();
+	if (g_str_equal(argv[1], "serve"))
+		return run_serve();
 	return run_host();
 }

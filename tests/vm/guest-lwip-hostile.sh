@@ -1,0 +1,85 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/vm/guest-lwip-hostile.sh: a hostile TCP peer against an lwIP listener (1-byte segments in and out of order, a SYN flood): memory bounded, other connections unharmed (issue 16, item 2).
+# VM_HOSTILE_INORDER, VM_HOSTILE_OOSEQ (one-byte segments of each kind),
+# VM_HOSTILE_BLOCK (out-of-order block), VM_HOSTILE_SYN (forged SYNs),
+# VM_HOSTILE_SYN_RATE (per second) and VM_HOSTILE_SECS (the attacker's
+# time limit) size the run.
+set -eu
+. "$VM_LIB"
+
+for b in vmtest-lwip tcp-raw-peer; do
+	command -v $b >/dev/null || fail "$b is not on PATH (run-vm.sh --bin)"
+done
+INORDER=${VM_HOSTILE_INORDER:-20000}
+OOSEQ=${VM_HOSTILE_OOSEQ:-60000}
+BLOCK=${VM_HOSTILE_BLOCK:-1024}
+SYNS=${VM_HOSTILE_SYN:-3000}
+SYN_RATE=${VM_HOSTILE_SYN_RATE:-2000}
+SECS=${VM_HOSTILE_SECS:-90}
+PORT=6000
+SRC=192.168.77.9   # the attacker's address: not the peer kernel's, which would reset
+SERVE=$VM_OUT/serve.txt
+RAW=$VM_OUT/raw-peer.txt
+
+# Debian's default fq_codel drops what waits over 5 ms: under the bursts
+# below, the attacker's segments, which it then resends, slowly.
+echo pfifo_fast >/proc/sys/net/core/default_qdisc
+gadget_setup ncm
+host_use_userspace
+ifn=$(gadget_ifname 0)
+peer_run $IP link set dev "$ifn" txqueuelen 10000
+
+lwip_peer_start
+
+# ASan keeps freed memory in a quarantine (256 MB by default), which would
+# make RSS count the churn of every frame rather than what lwIP holds.
+ASAN_OPTIONS=quarantine_size_mb=0:thread_local_quarantine_size_kb=0 vmtest-lwip serve --listen-port $PORT \
+	--peer4 "$(peer_ip4)" --peer6 "$(peer_ip6)" --host4 "$(host_ip4)" --host6 "$(host_ip6)" \
+	>"$SERVE" 2>&1 &
+serve=$!
+wait_for 60 "the lwIP listener" grep -q '^ready' "$SERVE" || { cat "$SERVE"; fail "vmtest-lwip serve did not start"; }
+
+echo_ok() { sed -n 's/^echo: \([0-9]*\) ok.*/\1/p' "$SERVE" | tail -n 1; }
+echo_ok_over() { [ "$(echo_ok)" -gt "$1" ]; }
+serve_rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$serve/status"; }
+wait_for 30 "a first echo round" echo_ok_over 0 || { cat "$SERVE"; fail "no echo round"; }
+base=$(serve_rss_kb)
+echo_before=$(echo_ok)
+log "target rss ${base} kB before the attack, ${echo_before} echo rounds"
+
+rc=0
+peer_run timeout "$SECS" tcp-raw-peer --ifname "$ifn" --target "$(host_ip4)" --port $PORT --src $SRC \
+	--inorder "$INORDER" --ooseq "$OOSEQ" --block "$BLOCK" --syn "$SYNS" --syn-rate "$SYN_RATE" --settle 30 \
+	--rss-pid "$serve" >"$RAW" 2>&1 || rc=$?
+cat "$RAW"
+echo_during=$(( $(echo_ok) - echo_before ))
+peak=$(sed -n 's/.*target rss peak \([0-9]*\) kB.*/\1/p' "$RAW" | sort -n | tail -n 1)
+
+kill -USR1 "$serve"
+wait_for 60 "the attacker's stream drained" grep -q '^conn 1: .*eof' "$SERVE" || true
+wait_for 10 "the real connection's bytes" grep -q '^conn 2: .*eof' "$SERVE" || true
+kill -TERM "$serve"
+src=0
+wait "$serve" || src=$?
+cat "$SERVE"
+
+# The bound (tests/vm/README.md, "vm-lwip-hostile: the memory bound"):
+# the attack's bytes twice over (2 KiB chunks, allocator overhead), one
+# out-of-order queue (TCP_OOSEQ_MAX_PBUFS = 4096 pbufs of ~256 bytes: 1 MiB),
+# the flood's half-open connections (the backlog: 255 of ~1 KiB), and 2 MiB
+# for the allocator. Held as pbufs, the out-of-order bytes alone would
+# cost over 100 bytes each.
+stream=$(sed -n 's/^stream: \([0-9]*\) bytes$/\1/p' "$RAW")
+bound=$(( base + 2 * ${stream:-0} / 1024 + 1024 + 256 + 2048 ))
+check "tcp-raw-peer ran every phase" [ "$rc" = 0 ]
+check "the target's RSS peaked at ${peak:-?} kB, within $bound kB (${base} kB before)" \
+	[ "${peak:-999999999}" -le "$bound" ]
+check "the slow reader got all ${stream:-?} attack bytes, in order" \
+	grep -q "^conn 1: $stream bytes, 0 wrong, eof\$" "$SERVE"
+check "a real connection completed during the SYN flood" grep -q 'completed during the flood' "$RAW"
+check "its bytes arrived" grep -q '^conn 2: 4 bytes, 0 wrong, eof$' "$SERVE"
+check "$echo_during echo rounds to the peer went through during the attack" [ "$echo_during" -gt 0 ]
+check "no echo round failed" sh -c "! grep -q '^echo: .* [1-9][0-9]* bad' '$SERVE'"
+check "vmtest-lwip serve exited cleanly (status $src)" [ "$src" = 0 ]
+vm_info
