@@ -114,6 +114,30 @@ forget(NcmAckTable *table, unsigned i)
 	table->n--;
 }
 
+/* A pure ACK becomes its flow's entry; the oldest entry makes room. */
+static void
+remember(NcmAckTable *table, uint32_t offset, size_t len, const NcmAckInfo *info)
+{
+	if (!info->pure || len > UINT16_MAX)
+		return;
+	if (table->n == NCM_ACK_TRACK)
+		forget(table, 0);
+	table->e[table->n++] = (NcmAckEntry){ .offset = offset, .len = (uint16_t)len, .info = *info };
+}
+
+/*
+ * Whether a pure ACK (@newer, @len bytes) says all that an earlier one of
+ * its flow (@old, @old_len bytes) does, so the earlier can go: the same
+ * layout, and an ack number strictly after. Equal numbers stay apart: a
+ * duplicate ACK or a window update must reach the sender as sent.
+ */
+static bool
+supersedes(const NcmAckInfo *newer, size_t len, const NcmAckInfo *old, size_t old_len)
+{
+	return newer->pure && old->pure && len == old_len && newer->l4 == old->l4 &&
+	       (int32_t)(newer->ack - old->ack) > 0;
+}
+
 bool
 ncm_ack_merge(NcmAckTable *table, uint8_t *buf, size_t buf_len, const uint8_t *frame, size_t len,
 	      const NcmAckInfo *info)
@@ -126,9 +150,7 @@ ncm_ack_merge(NcmAckTable *table, uint8_t *buf, size_t buf_len, const uint8_t *f
 
 		if (!old || !same_flow(old, e->len, &e->info, frame, len, info))
 			continue;
-		/* Equal or older: a duplicate ACK or a window update, which
-		 * the sender must see as sent. */
-		if ((int32_t)(info->ack - e->info.ack) <= 0 || e->len != len || e->info.l4 != info->l4)
+		if (!supersedes(info, len, &e->info, e->len))
 			return false;
 		memcpy(buf + e->offset, frame, len);
 		e->info = *info;
@@ -154,22 +176,16 @@ ncm_ack_track(NcmAckTable *table, const uint8_t *buf, size_t buf_len, uint32_t o
 			break;
 		}
 	}
-	if (!info->pure || len > UINT16_MAX)
-		return;
-	if (table->n == NCM_ACK_TRACK)
-		forget(table, 0);
-	table->e[table->n++] = (NcmAckEntry){ .offset = offset, .len = (uint16_t)len, .info = *info };
+	remember(table, offset, len, info);
 }
 
 unsigned
 ncm_ack_thin(const uint8_t *const *frames, const size_t *lens, unsigned n, bool *skip)
 {
-	/* Per flow, the nearest later pure ACK, walking back from the end. */
-	struct {
-		unsigned index;
-		NcmAckInfo info;
-	} later[NCM_ACK_TRACK];
-	unsigned n_later = 0, thinned = 0;
+	/* Per flow, the nearest later pure ACK (offset: its index), walking
+	 * back from the end. */
+	NcmAckTable later = { .n = 0 };
+	unsigned thinned = 0;
 
 	for (unsigned i = n; i-- > 0;) {
 		NcmAckInfo info;
@@ -178,29 +194,19 @@ ncm_ack_thin(const uint8_t *const *frames, const size_t *lens, unsigned n, bool 
 		skip[i] = false;
 		if (!ncm_ack_classify(frames[i], lens[i], &info))
 			continue;
-		while (k < n_later && !same_flow(frames[later[k].index], lens[later[k].index], &later[k].info,
+		while (k < later.n && !same_flow(frames[later.e[k].offset], later.e[k].len, &later.e[k].info,
 						  frames[i], lens[i], &info))
 			k++;
-		if (k < n_later && info.pure && lens[later[k].index] == lens[i] &&
-		    later[k].info.l4 == info.l4 && (int32_t)(later[k].info.ack - info.ack) > 0) {
+		if (k < later.n && supersedes(&later.e[k].info, later.e[k].len, &info, lens[i])) {
 			skip[i] = true;
 			thinned++;
 			continue;
 		}
-		if (k < n_later) {
-			/* Another segment of the flow, a duplicate ACK or a
-			 * window update: nothing before it is dropped in its favour. */
-			memmove(&later[k], &later[k + 1], (n_later - k - 1) * sizeof(later[0]));
-			n_later--;
-		}
-		if (!info.pure)
-			continue;
-		if (n_later == NCM_ACK_TRACK) {
-			memmove(&later[0], &later[1], (n_later - 1) * sizeof(later[0]));
-			n_later--;
-		}
-		later[n_later].index = i;
-		later[n_later++].info = info;
+		/* Another segment of the flow, a duplicate ACK or a window
+		 * update: nothing before it is dropped in its favour. */
+		if (k < later.n)
+			forget(&later, k);
+		remember(&later, i, lens[i], &info);
 	}
 	return thinned;
 }

@@ -28,7 +28,6 @@ TESTS = ["tcp_down", "tcp_up", "tcp_bidir"]
 IDLE = re.compile(r"^(default_idle|native_safe_halt|pv_native_safe_halt|arch_cpu_idle|"
                   r"cpu_idle_poll|acpi_idle_do_entry|mwait_idle.*|intel_idle.*|"
                   r"default_idle_call|do_idle|cpuidle_enter_state)$")
-KERNEL_DSO = re.compile(r"^\[")
 
 # (stage, dso regex or None, symbol regex, kernel-only?)
 RULES = [
@@ -76,12 +75,6 @@ STAGES = ["usbfs submit and reap", "event loops (poll, timerfd, eventfd)", "NTB 
 
 HOST_HINT = re.compile(r"^(tun_|usbnet_|cdc_ncm_|__tun_)")
 PEER_HINT = re.compile(r"^(eth_start_xmit|rx_complete|gether_|ncm_unwrap_ntb|ncm_wrap_ntb|process_rx_w)$")
-
-
-def frame(f):
-    m = re.match(r"^(.*) \[(.*)\]$", f)
-    return (m.group(1), "[" + m.group(2) + "]" if m.group(2).startswith("[") is False and
-            m.group(2) in ("kernel.kallsyms",) else m.group(2)) if m else (f, "?")
 
 
 def parse_frame(f):
