@@ -360,9 +360,12 @@ conn_connect(Conn *c, int secs)
 {
 	int64_t end = now_ms() + secs * 1000;
 
+	/* One SYN a second, as a client retries: a reset (a late one, for an
+	 * earlier attempt) must not make it send them back to back. */
 	while (!c->synack && now_ms() < end) {
+		c->rst = false;
 		conn_syn(c);
-		for (int64_t t = now_ms() + 1000; !c->synack && !c->rst && now_ms() < t;)
+		for (int64_t t = now_ms() + 1000; !c->synack && now_ms() < t;)
 			pump(50);
 	}
 	if (c->synack)
@@ -528,8 +531,9 @@ legit_exchange(Conn *c, int64_t deadline)
 		first = false;
 		if (now_ms() >= deadline)
 			return -1;
-		/* A fresh connection: nothing of the old one may count. */
-		*c = (Conn){ .sport = c->sport, .iss = rnd() };
+		/* A fresh connection from the next port: the target may still
+		 * hold the last one, and nothing of it may count. */
+		*c = (Conn){ .sport = (uint16_t)(c->sport + 1), .iss = rnd() };
 		conn_connect(c, (int)((deadline - now_ms() + 999) / 1000));
 	}
 }
