@@ -57,6 +57,7 @@ typedef struct {
 	char *ifname;
 	GPtrArray *dev;
 	gint64 first_traffic_ms;  /* open to the first connection through it */
+	gboolean all_acks;        /* acks=all: ncm-tun --no-ack-merge */
 } TunSpec;
 
 /* ---- the child's stderr ---------------------------------------------------- */
@@ -244,6 +245,8 @@ tun_spawn(TunTransport *tun, const TunSpec *s, double pace_mbit, GError **error)
 		g_ptr_array_add(argv, g_strdup("--device"));
 		g_ptr_array_add(argv, g_strdup(s->dev->pdata[i]));
 	}
+	if (s->all_acks)
+		g_ptr_array_add(argv, g_strdup("--no-ack-merge"));
 	if (pace_mbit > 0) {
 		g_ptr_array_add(argv, g_strdup("--pace"));
 		g_ptr_array_add(argv, g_strdup_printf("%.0f", pace_mbit * 1e6 / 8));
@@ -578,6 +581,10 @@ spec_option(TunSpec *s, const char *key, const char *v)
 	char **slot = g_str_equal(key, "ipv4") ? &s->ipv4 : g_str_equal(key, "exec") ? &s->exec
 		    : g_str_equal(key, "name") ? &s->ifname : NULL;
 
+	if (g_str_equal(key, "acks")) {
+		s->all_acks = g_str_equal(v, "all");
+		return TRUE;
+	}
 	if (g_str_equal(key, "dev")) {
 		g_ptr_array_add(s->dev, g_strdup(v));
 		return TRUE;

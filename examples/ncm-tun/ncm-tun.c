@@ -41,6 +41,7 @@ static gboolean opt_no_up;
 static gboolean opt_tun;
 static gboolean opt_no_offload;
 static gint opt_nudge_ms;
+static gboolean opt_no_ack_merge;
 
 static const GOptionEntry entries[] = {
 	{ "device", 'd', 0, G_OPTION_ARG_STRING_ARRAY, &opt_device,
@@ -76,6 +77,9 @@ static const GOptionEntry entries[] = {
 	{ "nudge-ms", 0, 0, G_OPTION_ARG_INT, &opt_nudge_ms,
 	  "Quiet time after a stream before the tail nudge, for gadgets (Linux f_ncm) that "
 	  "hold their last NTB; 0 = 100, -1 = never", "MS" },
+	{ "no-ack-merge", 0, 0, G_OPTION_ARG_NONE, &opt_no_ack_merge,
+	  "Send every pure TCP ACK (by default a newer ACK of a connection replaces an older one "
+	  "still waiting in the same NTB)", NULL },
 	G_OPTION_ENTRY_NULL
 };
 
@@ -208,16 +212,18 @@ print_stats(Tun *tun)
 		tun->sessions);
 	fprintf(stderr, "  usb rx: %" G_GUINT64_FORMAT " NTBs, %" G_GUINT64_FORMAT
 		" datagrams, %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " bad NTBs, %"
-		G_GUINT64_FORMAT " errors\n", st.rx_ntbs, st.rx_datagrams, st.rx_bytes,
-		st.rx_bad_ntbs, st.rx_errors + st.rx_overflows + st.rx_stalls);
+		G_GUINT64_FORMAT " errors, %" G_GUINT64_FORMAT " ACKs thinned, %" G_GUINT64_FORMAT
+		" bursts\n", st.rx_ntbs, st.rx_datagrams, st.rx_bytes, st.rx_bad_ntbs,
+		st.rx_errors + st.rx_overflows + st.rx_stalls, st.rx_acks_thinned, st.rx_batches);
 	print_rejects(&st);
 	if (st.rx_nudges)
 		fprintf(stderr, "  tail nudges: %" G_GUINT64_FORMAT " sent, %" G_GUINT64_FORMAT
 			" followed by held frames\n", st.rx_nudges, st.rx_nudge_freed);
 	fprintf(stderr, "  usb tx: %" G_GUINT64_FORMAT " NTBs, %" G_GUINT64_FORMAT
 		" datagrams, %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " would-block, %"
-		G_GUINT64_FORMAT " errors, %" G_GUINT64_FORMAT " paced waits\n", st.tx_ntbs,
-		st.tx_datagrams, st.tx_bytes, st.tx_would_block, st.tx_errors, st.tx_paced_waits);
+		G_GUINT64_FORMAT " errors, %" G_GUINT64_FORMAT " paced waits, %" G_GUINT64_FORMAT
+		" ACKs merged\n", st.tx_ntbs, st.tx_datagrams, st.tx_bytes, st.tx_would_block,
+		st.tx_errors, st.tx_paced_waits, st.tx_acks_merged);
 	fprintf(stderr, "  tap rx: %" G_GUINT64_FORMAT " frames, %" G_GUINT64_FORMAT
 		" rx-drops (interface full), %" G_GUINT64_FORMAT " write errors\n", ts.rx_frames,
 		ts.rx_drops_full, ts.rx_errors);
@@ -299,6 +305,7 @@ parse_options(Tun *tun, int *argc, char ***argv, GError **error)
 		return FALSE;
 	}
 	tun->options.nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
+	tun->options.no_ack_merge = opt_no_ack_merge;
 	return TRUE;
 }
 

@@ -4,6 +4,7 @@
 
 #include <libusb.h>
 
+#include "ncm-ack.h"
 #include "ncm-cdc.h"
 #include "ncm-device.h"
 #include "ncm-error.h"
@@ -30,6 +31,10 @@
 #define NCM_MAX_RX_TRANSFERS 64
 #define NCM_MAX_TX_TRANSFERS NCM_NTB_SCHED_MAX_SLOTS
 #define NCM_CONTROL_TIMEOUT_MS 3000
+
+/* Datagrams of one NTB held for ACK thinning before delivery; an NTB with
+ * more is delivered in runs of this many. */
+#define NCM_RX_COLLECT 256
 
 typedef struct {
 	NcmDevice *device;
@@ -73,6 +78,9 @@ struct _NcmDevice {
 	/* Set before start, then read-only on the event thread. */
 	NcmLinkSink sink;
 	gpointer sink_data;
+	/* Under libusb's event lock: NTBs were delivered since the sink last
+	 * heard receive_done (ncm-usb-timers.c tells it once per event batch). */
+	gboolean rx_done_pending;
 	NcmNtbParseConfig parse_config;
 	guint64 rx_batch_bytes;   /* event thread only */
 #ifdef NCM_TEST_HOOKS
@@ -128,6 +136,13 @@ struct _NcmDevice {
 	gboolean want_writable;
 	gint64 tx_busy_since;     /* the last OUT completion, or the submit that ended an idle spell */
 	gboolean tx_stuck_told;   /* the "takes no data" error went out since the last completion */
+	NcmAckTable tx_acks;      /* pure ACKs in the open NTB (ncm-ack.h) */
+	/* Event thread: one NTB's datagrams, collected before delivery so
+	 * that superseded ACKs can be left out (ncm-usb-rx.c). */
+	const guint8 *rx_frames[NCM_RX_COLLECT];
+	gsize rx_lens[NCM_RX_COLLECT];
+	bool rx_skip[NCM_RX_COLLECT];
+	guint rx_n;
 	NcmNudgeTx nudge_tx;      /* the host's ARP requests, for the tail nudge */
 
 	NcmStats stats;           /* every field updated with relaxed atomics */

@@ -51,12 +51,30 @@ nudge_tick(NcmDevice *self, gint64 now)
 	return G_MAXINT64;
 }
 
+/*
+ * Runs between libusb's event batches, each of which may have reaped
+ * several bulk-IN transfers (dummy_hcd, like a real controller's
+ * interrupt moderation, completes them in bursts): the end of the batch
+ * is the sink's end of input.
+ */
+static void
+rx_batch_end(NcmDevice *self)
+{
+	if (!self->rx_done_pending)
+		return;
+	self->rx_done_pending = FALSE;
+	NCM_STAT_ADD(self, rx_batches, 1);
+	if (self->sink.receive_done)
+		self->sink.receive_done(self->sink_data);
+}
+
 static gint64
 device_tick(gpointer data, gint64 now)
 {
 	NcmDevice *self = data;
 	NcmNudgeTx tx;
 
+	rx_batch_end(self);
 	ncm_device_tx_take_nudge(self, &tx);
 	ncm_nudge_merge_tx(&self->nudge, &tx);
 	return MIN(ncm_device_tx_tick(self, now), nudge_tick(self, now));

@@ -195,6 +195,12 @@ void ncm_lwip_assert_core_locked(const char *function);
  * millisecond-scale RTT that NTB batching and USB scheduling add. */
 #define TCP_WND (4 * 1024 * 1024)
 
+/* A window update of its own only when reading opened a quarter window
+ * (lwIP's default: 4 MSS, which with a 4 MiB window meant one pure ACK to
+ * the peer for nearly every read). The ACKs that data gets carry the
+ * window anyway; this is for a reader that let the window close. */
+#define TCP_WND_UPDATE_THRESHOLD (TCP_WND / 4)
+
 /* Windows above 64 KiB need RFC 7323 window scaling. */
 #define LWIP_WND_SCALE 1
 

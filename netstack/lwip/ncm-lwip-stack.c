@@ -63,6 +63,7 @@ void
 nlw_batch_end(void)
 {
 	if (--batch_depth == 0) {
+		run_batch_hook(NLW_BATCH_CREDIT);
 		run_batch_hook(NLW_BATCH_FLUSH);
 		run_batch_hook(NLW_BATCH_WAKE);
 	}
@@ -93,6 +94,7 @@ static void
 flush_callback(void *arg)
 {
 	flush_scheduled = FALSE;
+	run_batch_hook(NLW_BATCH_CREDIT);
 	run_batch_hook(NLW_BATCH_FLUSH);
 }
 

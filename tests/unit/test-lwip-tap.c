@@ -30,6 +30,8 @@
 #define KERNEL_V6 "fd78::1"
 #define LWIP_V6 "fd78::2"
 #define FNV_INIT 2166136261u
+/* netstack/lwip: TCP_WND / 4, past which read credit wakes the tcpip thread */
+#define CREDIT_POST (1024 * 1024)
 
 static const char *skip_reason;
 static NcmLwipStack *stack;
@@ -403,6 +405,10 @@ run_client_transfer(const char *kernel_ip, gsize size, const char *label)
 	}
 	/* Data never went through a main context... */
 	g_assert_cmpuint(after.main_dispatches, ==, before.main_dispatches);
+	/* Reading woke the tcpip thread once per quarter window of credit
+	 * (ncm-lwip-tcp.c, NLW_CREDIT_POST), not once per read: smaller credit
+	 * rides along with the next batch. */
+	g_assert_cmpuint(after.window_posts - before.window_posts, <=, size / CREDIT_POST + 2);
 	/* ...and output was flushed per batch, not per frame. */
 	g_assert_cmpuint(after.tx_flushes - before.tx_flushes, <,
 			 (after.tx_frames - before.tx_frames) / 2);
@@ -949,6 +955,68 @@ test_udp_echo(void)
 	g_assert_cmpuint(ncm_lwip_udp_socket_get_drops(sock), ==, 0);
 }
 
+typedef struct {
+	GMainLoop *loop;
+	GBytes *bytes;
+	GInetSocketAddress *from;
+	GError *error;
+	GThread *thread;
+} UdpAsync;
+
+static void
+udp_received(GObject *source, GAsyncResult *result, gpointer data)
+{
+	UdpAsync *u = data;
+
+	u->thread = g_thread_self();
+	u->bytes = ncm_lwip_udp_socket_receive_finish(NCM_LWIP_UDP_SOCKET(source), result, &u->from,
+						      &u->error);
+	g_main_loop_quit(u->loop);
+}
+
+/* One datagram from the kernel, received by ncm_lwip_udp_socket_receive_async
+ * on this thread's main context; then a closed socket's pending receive. */
+static void
+test_udp_receive_async(void)
+{
+	g_autoptr(NcmLwipUdpSocket) sock = NULL;
+	g_autoptr(GMainContext) context = g_main_context_new();
+	g_autoptr(GError) error = NULL;
+	UdpAsync u = {0};
+	struct sockaddr_in to = {.sin_family = AF_INET};
+	guint16 kport;
+	int fd;
+
+	if (!have_tap())
+		return;
+	g_main_context_push_thread_default(context);
+	u.loop = g_main_loop_new(context, FALSE);
+	sock = ncm_lwip_stack_udp_bind(stack, NULL, &error);
+	g_assert_no_error(error);
+	ncm_lwip_udp_socket_receive_async(sock, NULL, udp_received, &u);
+	fd = kernel_socket(KERNEL_V4, SOCK_DGRAM, &kport);
+	to.sin_port = htons(ncm_lwip_udp_socket_get_port(sock));
+	inet_pton(AF_INET, LWIP_V4, &to.sin_addr);
+	g_assert_cmpint(sendto(fd, "datagram", 8, 0, (struct sockaddr *)&to, sizeof(to)), ==, 8);
+	g_main_loop_run(u.loop);
+	g_assert_no_error(u.error);
+	g_assert_true(u.thread == g_thread_self());
+	g_assert_cmpmem(g_bytes_get_data(u.bytes, NULL), g_bytes_get_size(u.bytes), "datagram", 8);
+	g_assert_cmpuint(g_inet_socket_address_get_port(u.from), ==, kport);
+	g_clear_pointer(&u.bytes, g_bytes_unref);
+	g_clear_object(&u.from);
+	/* A receive waiting when the socket closes fails with CLOSED. */
+	ncm_lwip_udp_socket_receive_async(sock, NULL, udp_received, &u);
+	ncm_lwip_udp_socket_close(sock);
+	g_main_loop_run(u.loop);
+	g_assert_error(u.error, G_IO_ERROR, G_IO_ERROR_CLOSED);
+	g_assert_null(u.bytes);
+	g_clear_error(&u.error);
+	close(fd);
+	g_main_loop_unref(u.loop);
+	g_main_context_pop_thread_default(context);
+}
+
 /* ---- Async on a main context: connect, splice, GDataInputStream -------------------- */
 
 #define ASYNC_LINES 20000
@@ -1135,6 +1203,15 @@ echo_once(const char *ip, guint scope)
 					      5, NULL, NULL, &error));
 	g_assert_cmpstr(buf, ==, "hello");
 	local = g_object_ref(ncm_lwip_connection_get_local_address(conn));
+	/* The peer as connected to, scope id included. */
+	g_assert_true(g_inet_address_equal(
+		g_inet_socket_address_get_address(ncm_lwip_connection_get_remote_address(conn)), inet));
+	g_assert_cmpuint(g_inet_socket_address_get_port(ncm_lwip_connection_get_remote_address(conn)),
+			 ==, port);
+	if (scope != 0)
+		g_assert_cmpuint(g_inet_socket_address_get_scope_id(
+					 ncm_lwip_connection_get_remote_address(conn)),
+				 ==, scope);
 	g_io_stream_close(G_IO_STREAM(conn), NULL, NULL);
 	g_thread_join(thread);
 	close(server.fd);
@@ -1331,6 +1408,48 @@ setup_tap(void)
 	return fd;
 }
 
+static gboolean
+netif_has(const char *ip)
+{
+	g_autoptr(GInetAddress) want = g_inet_address_new_from_string(ip);
+	GList *addresses = ncm_lwip_netif_get_addresses(netif);
+	gboolean found = FALSE;
+
+	for (GList *l = addresses; l != NULL; l = l->next)
+		found = found || g_inet_address_equal(l->data, want);
+	g_list_free_full(addresses, g_object_unref);
+	return found;
+}
+
+/* Another IPv4 address at run time, reached by the kernel; bad ones refused. */
+static void
+test_set_ipv4(void)
+{
+	g_autoptr(GInetAddress) other = g_inet_address_new_from_string("192.168.78.3");
+	g_autoptr(GInetAddress) v4 = g_inet_address_new_from_string(LWIP_V4);
+	g_autoptr(GInetAddress) v6 = g_inet_address_new_from_string(LWIP_V6);
+	g_autoptr(GInetSocketAddress) local = NULL;
+	g_autoptr(GError) error = NULL;
+
+	if (!have_tap())
+		return;
+	g_assert_false(ncm_lwip_netif_set_ipv4(netif, v6, 24, NULL, &error));
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT);
+	g_clear_error(&error);
+	g_assert_false(ncm_lwip_netif_set_ipv4(netif, v4, 33, NULL, &error));
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT);
+	g_clear_error(&error);
+	g_assert_true(netif_has(LWIP_V4));
+	g_assert_true(ncm_lwip_netif_set_ipv4(netif, other, 24, NULL, &error));
+	g_assert_no_error(error);
+	g_assert_true(netif_has("192.168.78.3"));
+	g_assert_false(netif_has(LWIP_V4));
+	local = echo_once(KERNEL_V4, 0);
+	g_assert_true(g_inet_address_equal(g_inet_socket_address_get_address(local), other));
+	g_assert_true(ncm_lwip_netif_set_ipv4(netif, v4, 24, NULL, &error));
+	g_assert_true(netif_has(LWIP_V4));
+}
+
 static void
 attach_lwip(int fd)
 {
@@ -1381,17 +1500,18 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-tap/tcp/cancel", test_cancel);
 	g_test_add_func("/lwip-tap/tcp/async-echo", test_async_echo);
 	g_test_add_func("/lwip-tap/udp/echo", test_udp_echo);
+	g_test_add_func("/lwip-tap/udp/receive-async", test_udp_receive_async);
 	g_test_add_func("/lwip-tap/netif/peer", test_peer);
 	g_test_add_func("/lwip-tap/ipv6/link-local", test_link_local);
 	g_test_add_func("/lwip-tap/ipv6/slaac", test_slaac);
+	g_test_add_func("/lwip-tap/netif/set-ipv4", test_set_ipv4);
 #ifdef TCP_RAW_PEER
 	/* Last: its ARP, from an address the kernel does not own, makes the
 	 * netif's peer (test_peer) that address. */
 	g_test_add_func("/lwip-tap/hostile/tcp-peer", test_hostile_peer);
 #endif
 	ret = g_test_run();
-	if (netif != NULL)
-		ncm_lwip_netif_remove(netif);
+	g_clear_object(&netif);
 	g_clear_object(&stack);
 	return ret;
 }

@@ -779,7 +779,7 @@ run_host(void)
 	}
 	g_atomic_int_set(&stop_watchdog, 1);
 	g_thread_join(dog);
-	ncm_lwip_netif_remove(netif);
+	g_clear_object(&netif);
 	g_clear_object(&device);
 	return failures ? 1 : 0;
 }
@@ -1102,7 +1102,7 @@ run_replug(void)
 		g_cancellable_cancel(s.cancel);
 		g_thread_join(writer);
 		g_signal_handler_disconnect(device, handler);
-		ncm_lwip_netif_remove(netif);
+		g_clear_object(&netif);
 		g_clear_object(&device);
 		/* Late idles of this session must not outlive its loop. */
 		while (g_main_context_iteration(NULL, FALSE))
