@@ -12,7 +12,7 @@ for b in vmtest-lwip tcp-raw-peer; do
 	command -v $b >/dev/null || fail "$b is not on PATH (run-vm.sh --bin)"
 done
 INORDER=${VM_HOSTILE_INORDER:-20000}
-OOSEQ=${VM_HOSTILE_OOSEQ:-60000}
+OOSEQ=${VM_HOSTILE_OOSEQ:-40000}
 BLOCK=${VM_HOSTILE_BLOCK:-1024}
 SYNS=${VM_HOSTILE_SYN:-3000}
 SYN_RATE=${VM_HOSTILE_SYN_RATE:-2000}
