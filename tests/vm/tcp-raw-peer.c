@@ -360,9 +360,12 @@ conn_connect(Conn *c, int secs)
 {
 	int64_t end = now_ms() + secs * 1000;
 
+	/* One SYN a second, as a client retries: a reset (a late one, for an
+	 * earlier attempt) must not make it send them back to back. */
 	while (!c->synack && now_ms() < end) {
+		c->rst = false;
 		conn_syn(c);
-		for (int64_t t = now_ms() + 1000; !c->synack && !c->rst && now_ms() < t;)
+		for (int64_t t = now_ms() + 1000; !c->synack && now_ms() < t;)
 			pump(50);
 	}
 	if (c->synack)
@@ -498,6 +501,40 @@ syn_flood(unsigned count, unsigned rate, Conn *legit, int64_t *legit_at)
 			while (now_ms() < due)
 				pump((int)(due - now_ms()));
 		}
+	}
+}
+
+/*
+ * After the flood: @c sends 4 bytes and a FIN on the connection the
+ * flood's SYN-ACK opened, and must see them acknowledged. A handshake the
+ * target dropped meanwhile (its half-open connection evicted by newer
+ * SYNs before our ACK came) ends in a reset: then it connects again, as a
+ * client would, until @deadline. 1: the connection made during the flood
+ * carried the bytes; 0: a later one did; -1: none.
+ */
+static int
+legit_exchange(Conn *c, int64_t deadline)
+{
+	bool first = c->established;
+	uint8_t b[4];
+
+	for (unsigned i = 0; i < sizeof(b); i++)
+		b[i] = tcp_raw_pattern(i);
+	for (;;) {
+		if (c->established && !c->rst) {
+			c->sent = sizeof(b) + 1;  /* the FIN takes a sequence number too */
+			send_tcp(P.sip, c->sport, c->iss + 1, c->irs + 1, F_ACK | F_FIN, b,
+				 sizeof(b));
+			if (wait_acked(c, sizeof(b)) && !c->rst)
+				return first ? 1 : 0;
+		}
+		first = false;
+		if (now_ms() >= deadline)
+			return -1;
+		/* A fresh connection from the next port: the target may still
+		 * hold the last one, and nothing of it may count. */
+		*c = (Conn){ .sport = (uint16_t)(c->sport + 1), .iss = rnd() };
+		conn_connect(c, (int)((deadline - now_ms() + 999) / 1000));
 	}
 }
 
@@ -663,38 +700,28 @@ main(int argc, char **argv)
 	if (syn) {
 		Conn *legit = conn_new(40002);
 		int64_t legit_at = 0, flood_end;
-		bool during;
+		int during;
 
 		phase_begin(&t0);
 		syn_flood((unsigned)syn, (unsigned)syn_rate, legit, &legit_at);
 		flood_end = now_ms();
-		during = legit->established;
-		/* Not yet through: retry as a client would, for --settle seconds. */
-		if (!legit->established)
-			conn_connect(legit, settle);
-		if (legit->established) {
-			uint8_t b[4];
-
-			for (unsigned i = 0; i < sizeof(b); i++)
-				b[i] = tcp_raw_pattern(i);
-			legit->sent = sizeof(b) + 1;  /* the FIN takes a sequence number too */
-			send_tcp(P.sip, legit->sport, legit->iss + 1, legit->irs + 1, F_ACK | F_FIN, b,
-				 sizeof(b));
-			wait_acked(legit, sizeof(b));
-		}
-		snprintf(extra, sizeof(extra),
-			 "%lu spoofed SYNs (%.0f/s); a real connection %s",
-			 syn, (double)syn * 1000 / (double)(flood_end - t0 + 1),
-			 legit->established ? (during ? "completed during the flood"
-						      : "completed after the flood")
-					    : "never completed");
-		phase_end("syn", t0, extra);
-		if (legit->established)
-			printf("legit: established %s, %lld ms after its first SYN, 4 bytes acked %s\n",
-			       during ? "during" : "after", (long long)(legit->established_at - legit_at),
-			       legit->acked >= 4 ? "yes" : "no");
+		during = legit_exchange(legit, flood_end + (int64_t)settle * 1000);
+		if (during < 0)
+			snprintf(extra, sizeof(extra), "%lu forged SYNs (%.0f/s); a real connection never "
+				 "got through", syn, (double)syn * 1000 / (double)(flood_end - t0 + 1));
+		else if (during)
+			snprintf(extra, sizeof(extra), "%lu forged SYNs (%.0f/s); a real connection "
+				 "completed during the flood", syn,
+				 (double)syn * 1000 / (double)(flood_end - t0 + 1));
 		else
-			printf("legit: never established\n");
+			snprintf(extra, sizeof(extra), "%lu forged SYNs (%.0f/s); a real connection "
+				 "completed %lld ms after the flood", syn,
+				 (double)syn * 1000 / (double)(flood_end - t0 + 1),
+				 (long long)(legit->established_at - flood_end));
+		phase_end("syn", t0, extra);
+		if (during >= 0)
+			printf("legit: established %lld ms after its first SYN, 4 bytes acked\n",
+			       (long long)(legit->established_at - legit_at));
 	}
 	return 0;
 }

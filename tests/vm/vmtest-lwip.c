@@ -23,6 +23,7 @@
 #include "ncm-link.h"
 #include "ncm-lwip.h"
 #include "tcp-raw-peer.h"
+#include "vmtest-heap.h"
 #include "vmtest-tsan.h"
 
 /*
@@ -479,6 +480,18 @@ udp_echo(const char *ip, guint count, gsize max)
 
 static NcmDevice *device; /* for the watchdog's counters */
 static gint stop_watchdog;
+static gsize heap_peak; /* atomic: the most heap in use the watchdog saw */
+
+/* The watchdog's 100 ms tick: memory an attack makes the stack hold stays
+ * held, so sampling this often sees its peak. */
+static void
+heap_sample(void)
+{
+	gsize now = vmtest_heap_in_use();
+
+	if (now > __atomic_load_n(&heap_peak, __ATOMIC_RELAXED))
+		__atomic_store_n(&heap_peak, now, __ATOMIC_RELAXED);
+}
 
 /* SIGURG: the receiving thread prints its own stack (raw addresses; resolve
  * them with addr2line against the same build). */
@@ -577,6 +590,18 @@ dump_threads(void)
 	fflush(stdout);
 }
 
+static guint64
+rss_kb(void)
+{
+	g_autofree gchar *text = NULL;
+	const gchar *p;
+
+	if (!g_file_get_contents("/proc/self/status", &text, NULL, NULL) ||
+	    (p = strstr(text, "VmRSS:")) == NULL)
+		return 0;
+	return g_ascii_strtoull(p + 6, NULL, 10);
+}
+
 /* Every 10 s: where data is, so a stall in the VM can be told apart from
  * a slow guest (the script's output is all that survives a timeout). */
 static gpointer
@@ -590,8 +615,10 @@ watchdog(gpointer data)
 		NcmStats ds;
 		guint32 xmit, recv, drop, rterr, chkerr, memerr, ipdrop, ip6drop, linkdrop;
 
-		for (guint i = 0; i < 100 && !g_atomic_int_get(&stop_watchdog); i++)
+		for (guint i = 0; i < 100 && !g_atomic_int_get(&stop_watchdog); i++) {
 			g_usleep(100 * 1000);
+			heap_sample();
+		}
 		ncm_lwip_stack_get_stats(stack, &ls);
 		ncm_device_get_stats(device, &ds);
 		LOCK_TCPIP_CORE();
@@ -612,10 +639,13 @@ watchdog(gpointer data)
 		       " rx_bad %" G_GUINT64_FORMAT " rx_overflows %" G_GUINT64_FORMAT
 		       " tx_ntbs %" G_GUINT64_FORMAT " tx_would_block %" G_GUINT64_FORMAT
 		       " tx_errors %" G_GUINT64_FORMAT " nudges %" G_GUINT64_FORMAT
-		       " (freed %" G_GUINT64_FORMAT ")\n",
+		       " (freed %" G_GUINT64_FORMAT "); heap %zu kB (peak %zu kB), rss %"
+		       G_GUINT64_FORMAT " kB\n",
 		       ls.rx_frames, ls.tx_frames, ls.tx_queued, ls.tx_drops, xmit, recv, drop,
 		       rterr, chkerr, memerr, ipdrop, ip6drop, linkdrop, ds.rx_ntbs, ds.rx_bad_ntbs, ds.rx_overflows, ds.tx_ntbs,
-		       ds.tx_would_block, ds.tx_errors, ds.rx_nudges, ds.rx_nudge_freed);
+		       ds.tx_would_block, ds.tx_errors, ds.rx_nudges, ds.rx_nudge_freed,
+		       vmtest_heap_in_use() / 1024,
+		       __atomic_load_n(&heap_peak, __ATOMIC_RELAXED) / 1024, rss_kb());
 		fflush(stdout);
 		/* Data moving, or an idle test between steps, both change these;
 		 * a stalled TCP peer keeps retransmitting, which would too. */
@@ -763,7 +793,9 @@ run_host(void)
  * and prints "conn N: B bytes, W wrong, eof". Beside it, echo rounds of
  * --echo-kib to the peer's kernel run all the time, each checked and
  * printed ("echo: N ok, M bad"): the connections an attack must not
- * disturb. SIGTERM ends it; the status is 1 when any check failed.
+ * disturb. SIGUSR2 prints "heap: N kB now, peak M kB" (the peak since the
+ * last SIGUSR2, sampled every 100 ms) and starts a new peak. SIGTERM ends
+ * it; the status is 1 when any check failed.
  */
 
 static gint serve_fast;     /* atomic: readers drain at full speed */
@@ -848,6 +880,18 @@ echo_loop(gpointer data)
 }
 
 static gboolean
+on_heap_signal(gpointer data)
+{
+	gsize now = vmtest_heap_in_use();
+
+	heap_sample();
+	printf("heap: %zu kB now, peak %zu kB\n", now / 1024,
+	       __atomic_exchange_n(&heap_peak, now, __ATOMIC_RELAXED) / 1024);
+	fflush(stdout);
+	return G_SOURCE_CONTINUE;
+}
+
+static gboolean
 on_serve_signal(gpointer data)
 {
 	if (data == NULL) {
@@ -884,6 +928,7 @@ run_serve(void)
 	acceptor = g_thread_new("acceptor", acceptor_run, listener);
 	echo = g_thread_new("echo", echo_loop, NULL);
 	g_unix_signal_add(SIGUSR1, on_serve_signal, NULL);
+	g_unix_signal_add(SIGUSR2, on_heap_signal, NULL);
 	g_unix_signal_add(SIGTERM, on_serve_signal, loop);
 	printf("ready: listening on port %u\n", ncm_lwip_listener_get_port(listener));
 	fflush(stdout);
@@ -1001,18 +1046,6 @@ count_fds(void)
 		g_usleep(50 * 1000);
 	}
 	return min;
-}
-
-static guint64
-rss_kb(void)
-{
-	g_autofree gchar *text = NULL;
-	const gchar *p;
-
-	if (!g_file_get_contents("/proc/self/status", &text, NULL, NULL) ||
-	    (p = strstr(text, "VmRSS:")) == NULL)
-		return 0;
-	return g_ascii_strtoull(p + 6, NULL, 10);
 }
 
 static int
