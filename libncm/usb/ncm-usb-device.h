@@ -88,6 +88,11 @@ struct _NcmDevice {
 	guint32 fault_state;      /* event thread only: xorshift for fault injection */
 #endif
 	NcmNudge nudge;           /* event thread only (RX reports, ncm-usb-timers.c sends) */
+	/* ncm-usb-timers.c, event thread only: the host's unanswered ARP requests. */
+	gint64 rx_quiet_since;    /* the first one no NTB followed, or 0 */
+	guint rx_quiet_asks;      /* ... and how many since */
+	guint64 rx_quiet_tx_ntbs; /* stats.tx_ntbs when that spell began */
+	gboolean rx_quiet_told;   /* "receiving stopped" went out for this spell */
 
 	/*
 	 * Guards state, in_flight and the stalled list. Taken around every
