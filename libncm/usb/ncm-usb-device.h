@@ -20,7 +20,7 @@
  *
  *   ncm-usb-device.c   life cycle, getters ─┬─> open, rx, tx, notify, timers, halt
  *   ncm-usb-rx.c       bulk IN              ├─> timers (what RX saw), halt, fault
- *   ncm-usb-notify.c   interrupt IN         │
+ *   ncm-usb-notify.c   interrupt IN         ├─> halt
  *   ncm-usb-timers.c   the one timeout      └─> tx (flush, pacing, nudge frames)
  *   ncm-usb-tx.c       bulk OUT
  *   ncm-usb-halt.c     clearing a STALL
@@ -88,6 +88,11 @@ struct _NcmDevice {
 	guint32 fault_state;      /* event thread only: xorshift for fault injection */
 #endif
 	NcmNudge nudge;           /* event thread only (RX reports, ncm-usb-timers.c sends) */
+	/* ncm-usb-timers.c, event thread only: the host's unanswered ARP requests. */
+	gint64 rx_quiet_since;    /* the first one no NTB followed, or 0 */
+	guint rx_quiet_asks;      /* ... and how many since */
+	guint64 rx_quiet_tx_ntbs; /* stats.tx_ntbs when that spell began */
+	gboolean rx_quiet_told;   /* "receiving stopped" went out for this spell */
 
 	/*
 	 * Guards state, in_flight and the stalled list. Taken around every
@@ -102,6 +107,7 @@ struct _NcmDevice {
 	GThread *clear_thread;    /* at most one, joined by close */
 	gboolean clear_done;      /* clear_thread has finished its work */
 	gboolean clear_out;       /* the bulk-OUT halt wants clearing */
+	gboolean clear_intr;      /* the interrupt halt wants clearing (its transfer waits) */
 
 	gint running;             /* atomic: started and not closing; TX checks it */
 	gint gone;                /* atomic */
@@ -193,6 +199,8 @@ void ncm_device_rx_free(NcmDevice *self);
 void ncm_device_halt_stalled(NcmDevice *self, NcmSlot *slot);
 /* A STALLed bulk-OUT transfer: the endpoint's halt is cleared on that thread. */
 void ncm_device_halt_clear_out(NcmDevice *self);
+/* A STALLed interrupt transfer: out of flight until the halt is cleared, then resubmitted. */
+void ncm_device_halt_intr(NcmDevice *self);
 /* At close, once nothing resubmits: joins the clearing thread. */
 void ncm_device_halt_stop(NcmDevice *self);
 

@@ -61,6 +61,11 @@ parse_one(NcmDevice *self, const guint8 *buf, gsize len)
 {
 	NcmNtbParseResult res;
 
+	/* A zero-length packet is USB framing, not a short NTB: some devices
+	 * send one after every NTB, even after one that ended short. */
+	if (len == 0)
+		return;
+
 	self->rx_batch_bytes = 0;
 	ncm_device_nudge_ntb_begin(self, g_get_monotonic_time());
 	ncm_ntb_parse(&self->parse_config, buf, len, collect, self, &res);
