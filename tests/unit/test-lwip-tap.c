@@ -1572,7 +1572,7 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-tap/tcp/timeout", test_timeout);
 	g_test_add_func("/lwip-tap/tcp/cancel", test_cancel);
 	g_test_add_func("/lwip-tap/tcp/async-echo", test_async_echo);
-	g_test_add_func("/lwip-tap/hostile/time-wait", test_time_wait);
+	g_test_add_func("/lwip-tap/tcp/time-wait", test_time_wait);
 	g_test_add_func("/lwip-tap/udp/echo", test_udp_echo);
 	g_test_add_func("/lwip-tap/udp/receive-async", test_udp_receive_async);
 	g_test_add_func("/lwip-tap/netif/peer", test_peer);
