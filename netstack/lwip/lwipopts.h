@@ -193,7 +193,9 @@ void ncm_lwip_assert_core_locked(const char *function);
 
 /* 4 MiB receive window: keeps a gigabit-class link full across the
  * millisecond-scale RTT that NTB batching and USB scheduling add. */
+#ifndef TCP_WND
 #define TCP_WND (4 * 1024 * 1024)
+#endif
 
 /* A window update of its own only when reading opened a quarter window
  * (lwIP's default: 4 MSS, which with a 4 MiB window meant one pure ACK to
@@ -209,7 +211,9 @@ void ncm_lwip_assert_core_locked(const char *function);
 #define TCP_RCV_SCALE 7
 
 /* Send buffer as large as the peer's likely window, for the same reason. */
+#ifndef TCP_SND_BUF
 #define TCP_SND_BUF (4 * 1024 * 1024)
+#endif
 
 /* pbufs queued per connection: up to two per segment (header + data for
  * non-copied writes) with slack for small writes; must stay < 0xFFFF. */
