@@ -73,8 +73,8 @@ void ncm_lwip_assert_core_locked(const char *function);
 #define MEM_LIBC_MALLOC 1
 
 /* Pools (pbufs, segments, pcbs) come from mem_malloc() too. Fixed pools
- * would cap the data in flight at compile time: a 4 MiB send buffer alone
- * needs ~2900 segments and pbufs per connection. */
+ * would cap the data in flight at compile time: a 1 MiB send buffer alone
+ * needs ~720 segments and pbufs per connection. */
 #define MEMP_MEM_MALLOC 1
 
 /* Pointer size on 64-bit hosts, so pbuf payloads and lwIP's structs that
@@ -84,8 +84,8 @@ void ncm_lwip_assert_core_locked(const char *function);
 /* Unused with MEM_LIBC_MALLOC; sized for one window in case it is turned off. */
 #define MEM_SIZE (8 * 1024 * 1024)
 
-/* Only a pool count when MEMP_MEM_MALLOC is off (then: one receive window of
- * MSS-sized pbufs); with malloc pools it caps nothing. */
+/* Only a pool count when MEMP_MEM_MALLOC is off (then: one 4 MiB receive
+ * window of MSS-sized pbufs); with malloc pools it caps nothing. */
 #define PBUF_POOL_SIZE 3072
 
 /* No 2-byte pad in front of Ethernet headers: x86-64 and arm64 read the then
@@ -210,9 +210,16 @@ void ncm_lwip_assert_core_locked(const char *function);
  * 0xFFFF << 6 is 64 bytes short of 4 MiB, so 7. */
 #define TCP_RCV_SCALE 7
 
-/* Send buffer as large as the peer's likely window, for the same reason. */
+/* Send buffer: a few times a USB link's bandwidth-delay product (~400
+ * Mbit/s x 1-5 ms = 50-250 KB), not more. lwIP 2.1's tcp_output() walks
+ * the whole unacked list on every call, and tcp_write() the unsent list,
+ * so each ACK costs time in proportion to the buffer. Measured in one VM
+ * boot against 4 MiB (tests/bench/ab.sh, 3 rounds, paired medians):
+ * tcp_up 1.30x throughput at 0.74x CPU per MB with 1 MiB, 1.51x at 0.75x
+ * with 512 KiB, 0.94x at 1.01x with 256 KiB (too small). 1 MiB leaves room
+ * for USB 3 rates. -D overrides it for such comparisons. */
 #ifndef TCP_SND_BUF
-#define TCP_SND_BUF (4 * 1024 * 1024)
+#define TCP_SND_BUF (1024 * 1024)
 #endif
 
 /* pbufs queued per connection: up to two per segment (header + data for
