@@ -16,6 +16,7 @@
 
 #include "lwip/inet_chksum.h"
 
+#include "ncm-le.h"
 #include "ncm-lwip-gro.h"
 
 #define ETH_HLEN 14
@@ -25,23 +26,12 @@
 /* One frame's view; only filled for frames that qualify at all. */
 typedef struct {
 	guint8 *f;
+	gsize len;      /* frame bytes */
 	gsize l4;       /* TCP header offset */
 	gsize hlen;     /* all headers: Ethernet, IP, TCP */
 	gsize data;     /* TCP data bytes */
 	gboolean v6;
 } Seg;
-
-static inline guint16
-be16(const guint8 *p)
-{
-	return (guint16)(p[0] << 8 | p[1]);
-}
-
-static inline guint32
-be32(const guint8 *p)
-{
-	return (guint32)p[0] << 24 | (guint32)p[1] << 16 | (guint32)p[2] << 8 | p[3];
-}
 
 static inline void
 put16(guint8 *p, guint16 v)
@@ -62,15 +52,16 @@ parse(struct pbuf *p, Seg *s)
 	if (p->next != NULL || len < ETH_HLEN + 40)
 		return FALSE;
 	s->f = f;
-	s->v6 = be16(f + 12) == 0x86DD;
+	s->len = len;
+	s->v6 = ncm_be16_at(f, len, 12) == 0x86DD;
 	if (s->v6) {
 		s->l4 = ETH_HLEN + 40;
-		ip_len = 40 + (gsize)be16(f + ETH_HLEN + 4);
+		ip_len = 40 + (gsize)ncm_be16_at(f, len, ETH_HLEN + 4);
 	} else {
 		if (f[ETH_HLEN] != 0x45)
 			return FALSE;
 		s->l4 = ETH_HLEN + 20;
-		ip_len = be16(f + ETH_HLEN + 2);
+		ip_len = ncm_be16_at(f, len, ETH_HLEN + 2);
 	}
 	if (ETH_HLEN + ip_len != len || len < s->l4 + 20)
 		return FALSE;
@@ -111,7 +102,7 @@ continues(const Seg *a, gsize run_data, const Seg *b)
 	}
 	/* ports; then sequence; ACK, offset; window; options */
 	if (memcmp(x + a->l4, y + b->l4, 4) != 0 ||
-	    be32(y + b->l4 + 4) != (guint32)(be32(x + a->l4 + 4) + run_data) ||
+	    ncm_be32_at(y, b->len, b->l4 + 4) != (guint32)(ncm_be32_at(x, a->len, a->l4 + 4) + run_data) ||
 	    memcmp(x + a->l4 + 8, y + b->l4 + 8, 5) != 0 ||
 	    memcmp(x + a->l4 + 14, y + b->l4 + 14, 2) != 0 ||
 	    memcmp(x + a->l4 + 20, y + b->l4 + 20, a->hlen - a->l4 - 20) != 0)

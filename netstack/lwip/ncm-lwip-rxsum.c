@@ -16,6 +16,7 @@
 
 #include <string.h>
 
+#include "ncm-le.h"
 #include "ncm-lwip-rxsum.h"
 
 #define ETH_HLEN 14
@@ -23,12 +24,6 @@
 #define IP6_HLEN 40
 #define TCP_HLEN 20
 #define IPPROTO_TCP_NUM 6
-
-static inline guint16
-be16(const guint8 *p)
-{
-	return (guint16)(p[0] << 8 | p[1]);
-}
 
 /* One's complement sum of @len bytes, as native-order words, unfolded:
  * the sum's byte order matches the data's, and the 0xFFFF test after
@@ -88,18 +83,18 @@ nlw_rx_copy_check(guint8 *dst, const guint8 *frame, gsize len)
 	 * link's, and the checked bytes must be the ones lwIP gets. */
 	ip = dst + ETH_HLEN;
 	ip_room = len - ETH_HLEN;
-	switch (be16(dst + 12)) {
+	switch (ncm_be16_at(dst, len, 12)) {
 	case 0x0800: {
 		gsize ihl, total;
 
 		if (ip_room < IP4_HLEN || ip[0] >> 4 != 4 || ip[9] != IPPROTO_TCP_NUM)
 			return FALSE;
 		ihl = (gsize)(ip[0] & 0x0F) * 4;
-		total = be16(ip + 2);
+		total = ncm_be16_at(ip, ip_room, 2);
 		/* Fragments (MF set or an offset) are left to lwIP, which sums
 		 * the datagram after reassembly. */
 		if (ihl < IP4_HLEN || total < ihl + TCP_HLEN || total > ip_room ||
-		    (be16(ip + 6) & 0x3FFF) != 0)
+		    (ncm_be16_at(ip, ip_room, 6) & 0x3FFF) != 0)
 			return FALSE;
 		return tcp_sum_ok(ip + 12, 4, ip + ihl, total - ihl);
 	}
@@ -108,7 +103,7 @@ nlw_rx_copy_check(guint8 *dst, const guint8 *frame, gsize len)
 
 		if (ip_room < IP6_HLEN || ip[0] >> 4 != 6 || ip[6] != IPPROTO_TCP_NUM)
 			return FALSE;
-		payload = be16(ip + 4);
+		payload = ncm_be16_at(ip, ip_room, 4);
 		/* A zero payload length means a jumbogram (a hop-by-hop
 		 * option), which has no TCP right behind the header. */
 		if (payload < TCP_HLEN || payload > ip_room - IP6_HLEN)
