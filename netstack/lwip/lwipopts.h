@@ -298,17 +298,8 @@ void ncm_lwip_assert_core_locked(const char *function);
 #define LWIP_CHECKSUM_ON_COPY 1
 
 /* lwIP's 32-bit-word summing loop: the fastest of its portable algorithms
- * on 64-bit hosts; only lwip_standard_chksum() uses it (see below). */
+ * on 64-bit hosts. */
 #define LWIP_CHKSUM_ALGORITHM 3
-
-/* Every sum lwIP takes goes through ours instead (ncm-lwip-rxsum.c):
- * 64-bit sums without carry tests, the loop that checks received TCP
- * segments on the copy. */
-#define LWIP_CHKSUM nlw_chksum
-unsigned short nlw_chksum(const void *data, int len);
-/* ... lwIP still builds its own, which then lacks a prototype; the unit
- * test compares the two. */
-unsigned short lwip_standard_chksum(const void *dataptr, int len);
 
 /* ---- APIs ---------------------------------------------------------------- */
 

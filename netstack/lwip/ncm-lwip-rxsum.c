@@ -48,27 +48,12 @@ sum_bytes(guint64 sum, const guint8 *p, gsize len)
 	return sum;
 }
 
-static guint16
-fold(guint64 sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xFFFF) + (sum >> 16);
-	return (guint16)sum;
-}
-
 static gboolean
 sum_ok(guint64 sum)
 {
-	return fold(sum) == 0xFFFF;
-}
-
-/* LWIP_CHKSUM (lwipopts.h): lwIP's own sums (headers, and the data that
- * tcp_write() copies) with the same loop. Its 32-bit algorithm tests for a
- * carry on every word; this one has none to test, and vectorises. */
-unsigned short
-nlw_chksum(const void *data, int len)
-{
-	return fold(sum_bytes(0, data, len > 0 ? (gsize)len : 0));
+	while (sum >> 16)
+		sum = (sum & 0xFFFF) + (sum >> 16);
+	return sum == 0xFFFF;
 }
 
 /* The TCP segment at @tcp (@tcp_len bytes) with the pseudo-header of

@@ -14,8 +14,4 @@
  */
 gboolean nlw_rx_copy_check(guint8 *dst, const guint8 *frame, gsize len);
 
-/* lwIP's LWIP_CHKSUM: the folded one's complement sum of @len bytes, in
- * the byte order lwip_standard_chksum() gives (as if @data were 2-aligned). */
-unsigned short nlw_chksum(const void *data, int len);
-
 #endif /* NCM_LWIP_RXSUM_H */

@@ -140,25 +140,6 @@ test_random(void)
 	g_rand_free(r);
 }
 
-/* LWIP_CHKSUM gives what lwIP's own loop gives, for any length and any
- * alignment of the data. */
-static void
-test_chksum(void)
-{
-	GRand *r = g_rand_new_with_seed(17);
-	guint8 buf[1600 + 8];
-
-	for (int i = 0; i < 20000; i++) {
-		gsize off = (gsize)g_rand_int_range(r, 0, 8);
-		int len = g_rand_int_range(r, 0, 1601);
-
-		for (gsize j = 0; j < sizeof(buf); j++)
-			buf[j] = i % 7 == 0 ? 0xFF : (guint8)g_rand_int(r);
-		g_assert_cmpuint(nlw_chksum(buf + off, len), ==, lwip_standard_chksum(buf + off, len));
-	}
-	g_rand_free(r);
-}
-
 /* Frames the check must leave to lwIP even with a right checksum. */
 static void
 test_refused(void)
@@ -447,7 +428,6 @@ main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/lwip/rxsum/random", test_random);
 	g_test_add_func("/lwip/rxsum/refused", test_refused);
-	g_test_add_func("/lwip/rxsum/lwip-chksum", test_chksum);
 	g_test_add_func("/lwip/gro/run", test_gro_run);
 	g_test_add_func("/lwip/gro/breaks", test_gro_breaks);
 	g_test_add_func("/lwip/gro/mixed", test_gro_mixed);
