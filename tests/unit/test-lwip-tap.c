@@ -31,7 +31,7 @@
 #define LWIP_V6 "fd78::2"
 #define FNV_INIT 2166136261u
 /* netstack/lwip: TCP_WND / 4, past which read credit wakes the tcpip thread */
-#define CREDIT_POST (1024 * 1024)
+#define CREDIT_POST (256 * 1024)
 
 static const char *skip_reason;
 static NcmLwipStack *stack;
