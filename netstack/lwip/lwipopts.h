@@ -47,7 +47,7 @@
 #define LWIP_TCPIP_CORE_LOCKING_INPUT 0
 
 /* The tcpip mbox carries every received frame (see above); it must hold a
- * whole receive window of MSS-sized frames (4 MiB / 1460 = 2873) plus ACKs,
+ * whole receive window of MSS-sized frames (1 MiB / 1460 = 719) plus ACKs,
  * or frames are dropped when the tcpip thread falls behind a burst. */
 #define TCPIP_MBOX_SIZE 4096
 
@@ -73,8 +73,8 @@ void ncm_lwip_assert_core_locked(const char *function);
 #define MEM_LIBC_MALLOC 1
 
 /* Pools (pbufs, segments, pcbs) come from mem_malloc() too. Fixed pools
- * would cap the data in flight at compile time: a 4 MiB send buffer alone
- * needs ~2900 segments and pbufs per connection. */
+ * would cap the data in flight at compile time: a 1 MiB send buffer alone
+ * needs ~720 segments and pbufs per connection. */
 #define MEMP_MEM_MALLOC 1
 
 /* Pointer size on 64-bit hosts, so pbuf payloads and lwIP's structs that
@@ -84,8 +84,8 @@ void ncm_lwip_assert_core_locked(const char *function);
 /* Unused with MEM_LIBC_MALLOC; sized for one window in case it is turned off. */
 #define MEM_SIZE (8 * 1024 * 1024)
 
-/* Only a pool count when MEMP_MEM_MALLOC is off (then: one receive window of
- * MSS-sized pbufs); with malloc pools it caps nothing. */
+/* Only a pool count when MEMP_MEM_MALLOC is off (then: a 4 MiB receive
+ * window of MSS-sized pbufs); with malloc pools it caps nothing. */
 #define PBUF_POOL_SIZE 3072
 
 /* No 2-byte pad in front of Ethernet headers: x86-64 and arm64 read the then
@@ -191,9 +191,15 @@ void ncm_lwip_assert_core_locked(const char *function);
 /* Ethernet MTU 1500 - 20 (IP) - 20 (TCP); NCM carries 1514-byte frames. */
 #define TCP_MSS 1460
 
-/* 4 MiB receive window: keeps a gigabit-class link full across the
- * millisecond-scale RTT that NTB batching and USB scheduling add. */
-#define TCP_WND (4 * 1024 * 1024)
+/* 1 MiB receive window: several times the link's bandwidth-delay product
+ * (see TCP_SND_BUF), so the sender is not held back, without letting it
+ * queue megabytes in the device and the USB path. Measured against 4 MiB
+ * in two VM boots (tests/bench/ab.sh, 3 rounds each, paired medians):
+ * tcp_down 1.52x and 2.29x throughput at 0.66x and 0.50x CPU per MB,
+ * tcp_up 2.70x and 1.42x, tcp_bidir 0.84x and 1.34x. -D overrides it. */
+#ifndef TCP_WND
+#define TCP_WND (1024 * 1024)
+#endif
 
 /* A window update of its own only when reading opened a quarter window
  * (lwIP's default: 4 MSS, which with a 4 MiB window meant one pure ACK to
@@ -204,12 +210,22 @@ void ncm_lwip_assert_core_locked(const char *function);
 /* Windows above 64 KiB need RFC 7323 window scaling. */
 #define LWIP_WND_SCALE 1
 
-/* Smallest shift that fits TCP_WND into the 16-bit header field:
- * 0xFFFF << 6 is 64 bytes short of 4 MiB, so 7. */
+/* Fits TCP_WND into the 16-bit header field with room to spare: 5 would
+ * do for 1 MiB (0xFFFF << 4 is 16 bytes short), 7 leaves a -DTCP_WND of up
+ * to 8 MiB valid and is what was measured. */
 #define TCP_RCV_SCALE 7
 
-/* Send buffer as large as the peer's likely window, for the same reason. */
-#define TCP_SND_BUF (4 * 1024 * 1024)
+/* Send buffer: a few times a USB link's bandwidth-delay product (~400
+ * Mbit/s x 1-5 ms = 50-250 KB), not more. lwIP 2.1's tcp_output() walks
+ * the whole unacked list on every call, and tcp_write() the unsent list,
+ * so each ACK costs time in proportion to the buffer. Measured in one VM
+ * boot against 4 MiB (tests/bench/ab.sh, 3 rounds, paired medians):
+ * tcp_up 1.30x throughput at 0.74x CPU per MB with 1 MiB, 1.51x at 0.75x
+ * with 512 KiB, 0.94x at 1.01x with 256 KiB (too small). 1 MiB leaves room
+ * for USB 3 rates. -D overrides it for such comparisons. */
+#ifndef TCP_SND_BUF
+#define TCP_SND_BUF (1024 * 1024)
+#endif
 
 /* pbufs queued per connection: up to two per segment (header + data for
  * non-copied writes) with slack for small writes; must stay < 0xFFFF. */
@@ -232,7 +248,7 @@ void ncm_lwip_assert_core_locked(const char *function);
 #define TCP_QUEUE_OOSEQ 1
 /* ... but bounded: pools are malloc-backed here, so nothing else limits
  * what a peer sending many tiny out-of-order segments makes us hold. Each
- * pbuf costs its segment plus ~100 bytes; 4096 of them is one window of
+ * pbuf costs its segment plus ~100 bytes; 4096 of them is over a window of
  * full-size segments and at most a few MB per connection of tiny ones. */
 #define TCP_OOSEQ_MAX_BYTES TCP_WND
 #define TCP_OOSEQ_MAX_PBUFS 4096

@@ -225,6 +225,7 @@ ncm_lwip_stack_get_stats(NcmLwipStack *self, NcmLwipStats *ret_stats)
 		.rx_compacted = v[NLW_COUNT_RX_COMPACTED],
 		.syn_evicted = ncm_lwip_backlog_evictions(),
 		.time_wait_evicted = ncm_lwip_timewait_evictions(),
+		.rx_merged = v[NLW_COUNT_RX_MERGED],
 	};
 }
 

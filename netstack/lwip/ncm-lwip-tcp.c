@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "lwip/priv/tcp_priv.h"
 #include "lwip/tcpip.h"
 #include "lwip/timeouts.h"
 
@@ -226,6 +227,11 @@ static err_t
 conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 {
 	NlwConn *c = arg;
+	/* More than a segment at once (merged by ncm-lwip-gro.c, or a hole
+	 * filled): ACK it now, as for any two segments. lwIP delays every
+	 * other in-order delivery by up to its 250 ms fast timer, which
+	 * would hold a sender that waits for this ACK. */
+	gboolean ack_now = p != NULL && p->tot_len > TCP_MSS;
 
 	ncm_mutex_lock(&c->lock);
 	if (p == NULL) {
@@ -237,6 +243,8 @@ conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	} else {
 		queue_chain_locked(c, p);
 	}
+	if (ack_now)
+		tcp_ack_now(pcb);
 	wake_soon_locked(c, WAKE_RX);
 	ncm_mutex_unlock(&c->lock);
 	return ERR_OK;

@@ -82,6 +82,8 @@ typedef enum {
  * @syn_evicted: half-open connections dropped for a newer SYN (full backlog).
  * @time_wait_evicted: connections in TIME_WAIT dropped early for a new one
  *   (512 are kept at most).
+ * @rx_merged: received TCP segments merged into the one before them (in
+ *   order, same flow, same receive batch) before lwIP saw them.
  *
  * Counters since the stack started, over all netifs.
  */
@@ -97,6 +99,7 @@ typedef struct {
 	guint64 rx_compacted;
 	guint64 syn_evicted;
 	guint64 time_wait_evicted;
+	guint64 rx_merged;
 } NcmLwipStats;
 
 /**

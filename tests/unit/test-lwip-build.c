@@ -435,7 +435,7 @@ detach(struct tcp_pcb *pcb)
 }
 
 /* tcp_write() takes a u16_t and tcp_sndbuf() is clamped to 0xFFFF: feed
- * the 4 MiB send buffer one tcp_sndbuf() at a time. */
+ * the send buffer one tcp_sndbuf() at a time. */
 static void
 client_send_more(struct transfer *t)
 {

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/bench/ab.sh BASE_BUILD [NAME=BUILD...]: builds of libncm side by side in one VM boot.
+# BASE_BUILD's ncm-bench runs every variant; NAME=BUILD swaps in that build's
+# libncm and libncm-lwip (LD_LIBRARY_PATH), so a variant is a build with other
+# compile-time settings (lwipopts.h) or other library code behind the same ABI.
+# AB_REPS, AB_SECS, AB_TESTS, AB_PATH (lwip or ncm-tun) pass through to
+# tests/bench/guest-ab.sh; prints per-variant medians and ratios to base and to
+# cdc_ncm (tests/bench/ab-report.py). Take the VM lock around it.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+base=$(realpath "$1")
+shift
+out=${AB_OUT:-$base/ab}
+files=() names=()
+for v in "$@"; do
+	n=${v%%=*} b=$(realpath "${v#*=}")
+	files+=(--file "$b/netstack/libncm-lwip.so.0:/opt/ab/$n/libncm-lwip.so.0"
+		--file "$b/libncm/libncm.so.0:/opt/ab/$n/libncm.so.0")
+	names+=("$n")
+done
+envs=(--env "AB_VARIANTS=$(IFS=,; echo "${names[*]-}")")
+for v in AB_REPS AB_SECS AB_TESTS AB_PATH; do
+	[ -z "${!v:-}" ] || envs+=(--env "$v=${!v}")
+done
+rm -rf "$out"
+tests/vm/run-vm.sh --script tests/bench/guest-ab.sh --out "$out" --timeout 1500 "${envs[@]}" \
+	"${files[@]}" --bin "$base/examples/ncm-bench/ncm-bench" \
+	--bin "$base/examples/ncm-tun/ncm-tun" >"$out.log" 2>&1 || {
+	tail -30 "$out.log"
+	echo "ab: the VM run failed; log: $out.log" >&2
+	exit 1
+}
+python3 tests/bench/ab-report.py "$out"

@@ -1,0 +1,57 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/bench/guest-ab.sh: inside the VM, builds of the same ncm-bench side by side in one boot.
+# AB_VARIANTS names directories under /opt/ab (each holds one build's shared
+# libraries, copied in by tests/bench/ab.sh); "base" is the build on PATH. For
+# each of AB_REPS rounds, every variant (and cdc_ncm, for the ratio) runs
+# AB_TESTS once over AB_PATH, in an order that rotates per round so that no
+# variant always runs first. Results: $VM_OUT/ab-VARIANT-ROUND.json.
+set -eu
+. "$VM_LIB"
+
+TUN=ncmbench0
+SECS=${AB_SECS:-5}
+REPS=${AB_REPS:-3}
+TESTS=${AB_TESTS:-tcp_down,tcp_up,tcp_bidir}
+
+gadget_setup ncm
+host_use_kernel
+host_addr_setup 0
+wait_for "$VM_WAIT" "IPv4 path" ping -c 1 -W 1 "$(peer_ip4)" || fail "no IPv4 path over cdc_ncm"
+peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
+wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
+carrier_keeper "$TUN" &
+keeper=$!
+
+case ${AB_PATH:-lwip} in
+lwip) spec="lwip=$(peer_ip4),ipv4=192.168.77.3/24,dev=serial=$VM_SERIAL" ;;
+ncm-tun) spec="ncm-tun=$(peer_ip4),ipv4=192.168.77.4/24,dev=serial=$VM_SERIAL,name=$TUN" ;;
+*) fail "AB_PATH: lwip or ncm-tun" ;;
+esac
+
+rc=0
+variants="cdc_ncm base $(echo "${AB_VARIANTS:-}" | tr , ' ')"
+round=1
+while [ "$round" -le "$REPS" ]; do
+	# rotate: round r starts at the r-th variant
+	order=$(echo $variants | awk -v r="$round" '{ for (i = 0; i < NF; i++) printf "%s ", $((i + r - 1) % NF + 1) }')
+	for v in $order; do
+		log "ab: round $round $v"
+		out=$VM_OUT/ab-$v-$round
+		case $v in
+		cdc_ncm)
+			# The libncm paths unbind cdc_ncm; its netdev comes back under another name.
+			host_use_kernel
+			host_addr_setup 0
+			wait_for "$VM_WAIT" "IPv4 path" ping -c 1 -W 1 "$(peer_ip4)" || fail "no IPv4 path over cdc_ncm"
+			ncm-bench --reps 1 --secs "$SECS" --tests "$TESTS" \
+				--path "cdc_ncm=$(peer_ip4)%$(host_netdev 0)" --json "$out.json" ;;
+		base) ncm-bench --reps 1 --secs "$SECS" --tests "$TESTS" --path "$spec" --json "$out.json" ;;
+		*) LD_LIBRARY_PATH="/opt/ab/$v:$LD_LIBRARY_PATH" ncm-bench --reps 1 --secs "$SECS" \
+			--tests "$TESTS" --path "$spec" --json "$out.json" ;;
+		esac >"$out.txt" 2>"$out.log" || { rc=1; tail -5 "$out.log"; }
+	done
+	round=$((round + 1))
+done
+kill "$keeper" 2>/dev/null || true
+[ "$rc" = 0 ] || fail "a run failed"
