@@ -516,7 +516,7 @@ iperf3_mbits() {
 # Many devices on one host (issue 20): gadget I (0, 1, ...) is
 # $MULTI_DIR$I on dummy_udc.I, its own bus. Each has one f_ncm function,
 # serial libncm-mII, MACs 02:4e:4d:II:00:01 (gadget) and :02 (host), and
-# its netdev in the one namespace peer with 192.168.(100+I).1/24 and
+# its netdev gadgetI in the one namespace peer with 192.168.(100+I).1/24 and
 # fd4d:(100+I in hex)::1/64; the host side takes .2 and ::2.
 : "${VM_MULTI_N:=8}"       # gadgets multi_setup plugs in
 : "${VM_MULTI_SPARE:=0}"   # more UDCs and gadgets, made but held back for multi_plug
@@ -529,7 +529,7 @@ multi_peer_ip4() { echo "192.168.$((100 + $1)).1"; }
 multi_host_ip4() { echo "192.168.$((100 + $1)).2"; }
 multi_peer_ip6() { printf 'fd4d:%x::1\n' "$((100 + $1))"; }
 multi_host_ip6() { printf 'fd4d:%x::2\n' "$((100 + $1))"; }
-multi_ifname() { cat "$MULTI_DIR$1/functions/ncm.0/ifname"; }
+multi_ifname() { echo "gadget$1"; }  # in namespace peer (multi_plug names it)
 
 # multi_usb_dev I: the host's sysfs path of gadget I, once it is configured
 # and its usbfs node exists.
@@ -548,11 +548,15 @@ multi_plug() {
 	local name
 	[ -n "$(cat "$MULTI_DIR$1/UDC")" ] || echo "dummy_udc.$1" >"$MULTI_DIR$1/UDC" ||
 		fail "cannot bind gadget $1"
-	name=$(multi_ifname "$1")
+	name=$(cat "$MULTI_DIR$1/functions/ncm.0/ifname")
 	case $name in ''|*unnamed*) fail "gadget $1 has no netdev" ;; esac
-	$IP link set "$name" netns "$PEER_NS" 2>/dev/null ||
-		$IP -n "$PEER_NS" link show "$name" >/dev/null 2>&1 ||
-		fail "cannot move $name into namespace $PEER_NS"
+	# A netdev made by a late first bind takes the lowest free usbN here,
+	# which the namespace may already hold: it moves in under its own name.
+	if [ -e "/sys/class/net/$name" ]; then
+		$IP link set "$name" name "gadget$1" || fail "cannot rename $name"
+		$IP link set "gadget$1" netns "$PEER_NS" || fail "cannot move gadget$1 into namespace $PEER_NS"
+	fi
+	name=gadget$1
 	$IP -n "$PEER_NS" addr replace "$(multi_peer_ip4 "$1")/24" dev "$name"
 	$IP -n "$PEER_NS" link set "$name" up
 	$IP -n "$PEER_NS" addr replace "$(multi_peer_ip6 "$1")/64" dev "$name" nodad
