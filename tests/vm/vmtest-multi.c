@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <gio/gio.h>
 #include <ncm.h>
 
+#include "ncm-bench-cpu.h"
 #include "ncm-link.h"
 #include "ncm-lwip.h"
 #include "vmtest-data.h"
@@ -423,6 +425,35 @@ wait_all_moving(void)
 	}
 }
 
+/* CPU ticks (user + system) of this process's threads named @comm: the
+ * libusb event thread is "ncm-usb-events", one per NcmContext. */
+static guint64
+thread_ticks(const char *comm)
+{
+	g_autoptr(GDir) dir = g_dir_open("/proc/self/task", 0, NULL);
+	const gchar *tid;
+	guint64 sum = 0;
+
+	while (dir != NULL && (tid = g_dir_read_name(dir)) != NULL) {
+		g_autofree gchar *cpath = g_strdup_printf("/proc/self/task/%s/comm", tid);
+		g_autofree gchar *spath = g_strdup_printf("/proc/self/task/%s/stat", tid);
+		g_autofree gchar *name = NULL, *stat = NULL;
+		g_auto(GStrv) f = NULL;
+		const gchar *p;
+
+		if (!g_file_get_contents(cpath, &name, NULL, NULL) ||
+		    !g_str_equal(g_strstrip(name), comm) ||
+		    !g_file_get_contents(spath, &stat, NULL, NULL) ||
+		    (p = strrchr(stat, ')')) == NULL)
+			continue;
+		/* After "pid (comm)": state is field 3; utime and stime are 14, 15. */
+		f = g_strsplit(p + 2, " ", 0);
+		if (g_strv_length(f) > 12)
+			sum += g_ascii_strtoull(f[11], NULL, 10) + g_ascii_strtoull(f[12], NULL, 10);
+	}
+	return sum;
+}
+
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -447,12 +478,20 @@ measure(const char *label, gint seconds)
 	gint64 t0, us;
 	guint n = 0;
 
+	BenchCpuTicks cpu0, cpu1;
+	guint64 ev0, ev1, moved = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+
 	for (guint i = 0; i < MAX_DEVICES; i++)
 		if (devs[i] != NULL)
 			wire_bytes(devs[i], before[i]);
+	bench_cpu_ticks_read(&cpu0);
+	ev0 = thread_ticks("ncm-usb-events");
 	t0 = g_get_monotonic_time();
 	g_usleep((gulong)seconds * G_USEC_PER_SEC);
 	us = g_get_monotonic_time() - t0;
+	ev1 = thread_ticks("ncm-usb-events");
+	bench_cpu_ticks_read(&cpu1);
 	for (guint i = 0; i < MAX_DEVICES; i++) {
 		double up, down;
 
@@ -464,6 +503,7 @@ measure(const char *label, gint seconds)
 		printf("%s: device %u: up %.1f Mbit/s, down %.1f Mbit/s\n", label, i, up, down);
 		total_up += up;
 		total_down += down;
+		moved += after[i][0] - before[i][0] + after[i][1] - before[i][1];
 		sums[n++] = up + down;
 	}
 	qsort(sums, n, sizeof(sums[0]), cmp_double);
@@ -472,6 +512,13 @@ measure(const char *label, gint seconds)
 	       label, n, total_up + total_down, total_up, total_down, sums[0],
 	       n % 2 ? sums[n / 2] : (sums[n / 2 - 1] + sums[n / 2]) / 2, sums[n - 1],
 	       sums[n - 1] > 0 ? sums[0] / sums[n - 1] : 0.0);
+	/* The whole guest's CPU (cdc_ncm's work lands in softirq and on the
+	 * gadget side, so only the whole system compares paths), and how busy
+	 * the one libusb event thread was. */
+	printf("%s: system CPU %.0f %% busy, %.3f CPU-s per MB; libusb event thread %.0f %% of one CPU\n",
+	       label, 100.0 * bench_cpu_busy_share(&cpu0, &cpu1),
+	       bench_cpu_s_per_mb(&cpu0, &cpu1, hz, moved),
+	       hz > 0 ? 100.0 * (double)(ev1 - ev0) / (double)hz / ((double)us / 1e6) : 0.0);
 	fflush(stdout);
 	return sums[n - 1] > 0 ? sums[0] / sums[n - 1] : 0.0;
 }
@@ -788,8 +835,9 @@ main(int argc, char **argv)
 
 	g_option_context_add_main_entries(oc, entries, NULL);
 	if (!g_option_context_parse(oc, &argc, &argv, &error) || argc != 1 || opt_n < 1 ||
-	    opt_n > MAX_DEVICES || opt_seconds < 1 || opt_unplug_index < 0 ||
-	    opt_unplug_index >= opt_n || opt_plug_index < opt_n || opt_plug_index >= MAX_DEVICES) {
+	    opt_n > MAX_DEVICES || opt_seconds < 1 ||
+	    ((opt_unplug_cmd || opt_replug_cmd) && (opt_unplug_index < 0 || opt_unplug_index >= opt_n)) ||
+	    (opt_plug_cmd && (opt_plug_index < opt_n || opt_plug_index >= MAX_DEVICES))) {
 		g_printerr("usage: vmtest-multi [OPTIONS]: -n 1..%d, --unplug-index < n <= "
 			   "--plug-index < %d\n", MAX_DEVICES, MAX_DEVICES);
 		return 2;
