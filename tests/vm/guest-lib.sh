@@ -557,6 +557,10 @@ multi_plug() {
 		$IP link set "gadget$1" netns "$PEER_NS" || fail "cannot move gadget$1 into namespace $PEER_NS"
 	fi
 	name=gadget$1
+	# A starved TCG guest can stall the host side for longer than the
+	# default 1000-packet queue covers; the qdisc would then drop, which
+	# TCP pays for with timeouts (as in guest-lwip.sh).
+	$IP -n "$PEER_NS" link set dev "$name" txqueuelen 10000
 	$IP -n "$PEER_NS" addr replace "$(multi_peer_ip4 "$1")/24" dev "$name"
 	$IP -n "$PEER_NS" link set "$name" up
 	$IP -n "$PEER_NS" addr replace "$(multi_peer_ip6 "$1")/64" dev "$name" nodad
