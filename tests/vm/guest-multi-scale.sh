@@ -38,7 +38,24 @@ while [ "$i" -lt "$max" ]; do
 	wait_for "$VM_WAIT" "reply from gadget $i" ping -c 1 -W 1 "$(multi_peer_ip4 "$i")" || fail "no path to gadget $i"
 	i=$((i + 1))
 done
+# Only the K devices measured are up: usbnet polls the interrupt endpoint of
+# an open netdev, and each poll of an idle device is dummy_hcd timer work
+# that the guest's CPU pays for (libncm's lwIP runs open only K devices).
+multi_kernel_up() { # K
+	local i=0 dev
+	while [ "$i" -lt "$max" ]; do
+		dev=$(multi_host_netdev "$i")
+		if [ "$i" -lt "$1" ]; then
+			$IP link set "$dev" up
+			wait_for "$VM_WAIT" "carrier on $dev" host_carrier "$dev" || fail "no carrier on $dev"
+		else
+			$IP link set "$dev" down
+		fi
+		i=$((i + 1))
+	done
+}
 for k in $counts; do
+	multi_kernel_up "$k"
 	set -- $(cpu_busy)
 	b0=$1 t0=$2
 	i=0
@@ -58,18 +75,20 @@ for k in $counts; do
 		i=$((i + 1))
 	done
 	echo "$line" | tr ' ' '\n' | awk -F'[:/]' -v k="$k" -v busy="$((b1 - b0))" -v tot="$((t1 - t0))" '
-		NF == 3 { s = $2 + $3; sum += s; if (min == "" || s < min) min = s; if (s > max) max = s }
-		END { printf "scale: cdc_ncm %d devices: total %.1f Mbit/s, per device min %.1f max %.1f, min/max %.2f, system CPU %.0f %% busy\n",
-			k, sum, min, max, max > 0 ? min / max : 0, tot > 0 ? 100 * busy / tot : 0 }'
+		NF == 3 { s = $2 + $3; sum += s; if (n == 0 || s < min) min = s; if (s > max) max = s; n++ }
+		END { r = max > 0 ? min / max : 0; c = tot > 0 ? 100 * busy / tot : 0
+			printf "scale: cdc_ncm %d devices: total %.1f Mbit/s, per device min %.1f max %.1f, min/max %.2f, system CPU %.0f %% busy\n", k, sum, min, max, r, c }'
 	echo "  per device up/down Mbit/s:$line"
 done
 rmmod cdc_ncm || fail "cannot unload cdc_ncm"
 
 # ---- lwIP in one process: vmtest-multi, unpaced
 lwip_peer_start
+bad=
 for k in $counts; do
 	vmtest-multi -n "$k" -s "$secs" -r 0 --deadline 150 >"$VM_OUT/lwip-$k.txt" 2>&1 ||
-		{ cat "$VM_OUT/lwip-$k.txt"; fail "vmtest-multi -n $k failed"; }
+		{ grep '^FAIL' "$VM_OUT/lwip-$k.txt"; bad="$bad $k"; }
 	grep '^all:' "$VM_OUT/lwip-$k.txt" | sed "s/^all:/scale: lwip $k:/"
 done
 vm_info
+check "vmtest-multi passed at every count (failed at:${bad:- none})" [ -z "$bad" ]
