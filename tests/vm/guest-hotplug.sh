@@ -12,9 +12,7 @@ UDC2=dummy_udc.1
 
 # Two emulated controllers, each its own bus: a device can arrive on the
 # second while the first streams.
-rmmod dummy_hcd || fail "cannot unload dummy_hcd"
-modprobe dummy_hcd num=2 || fail "cannot load dummy_hcd with two controllers"
-wait_for "$VM_WAIT" "UDC $UDC2" test -e "/sys/class/udc/$UDC2" || fail "no second UDC"
+dummy_hcd_load hs 2
 
 echo pfifo_fast >/proc/sys/net/core/default_qdisc
 gadget_setup ncm
@@ -25,17 +23,7 @@ peer_run $IP neigh replace "$(host_ip4)" lladdr "$VM_HOST_MAC" dev "$ifn" nud pe
 
 # gadget2_plug: another NCM gadget (its own serial and MACs) on the second UDC.
 gadget2_plug() {
-	mkdir "$GADGET2" "$GADGET2/strings/0x409" "$GADGET2/functions/ncm.0"
-	echo "$VM_VID" >"$GADGET2/idVendor"
-	echo "$VM_PID" >"$GADGET2/idProduct"
-	echo 0xef >"$GADGET2/bDeviceClass"
-	echo 0x02 >"$GADGET2/bDeviceSubClass"
-	echo 0x01 >"$GADGET2/bDeviceProtocol"
-	echo libncm-vm-0002 >"$GADGET2/strings/0x409/serialnumber"
-	echo "$VM_DEV_MAC2" >"$GADGET2/functions/ncm.0/dev_addr"
-	echo "$VM_HOST_MAC2" >"$GADGET2/functions/ncm.0/host_addr"
-	mkdir "$GADGET2/configs/c.1"
-	ln -s "$GADGET2/functions/ncm.0" "$GADGET2/configs/c.1/ncm.0"
+	gadget_ncm_one "$GADGET2" libncm-vm-0002 "$VM_DEV_MAC2" "$VM_HOST_MAC2"
 	echo "$UDC2" >"$GADGET2/UDC" || fail "cannot bind the second gadget"
 }
 

@@ -83,20 +83,58 @@ vm_info() {
 
 hex4() { printf '%04x' "$(( $1 ))"; }
 
-# dummy_hcd decides at load time whether it offers SuperSpeed, so switching
-# profiles within one boot reloads it (only possible while no gadget is bound).
-dummy_hcd_speed() { # ss|hs
-	local want=N cur
+# dummy_hcd decides at load time whether it offers SuperSpeed and how many
+# controllers it makes (one bus and one UDC each, dummy_udc.0 ...), so
+# switching profiles within one boot reloads it (only possible while no
+# gadget is bound).
+dummy_hcd_load() { # ss|hs [CONTROLLERS]
+	local want=N num=${2:-1} cur cur_num
 	[ "$1" = ss ] && want=Y
 	cur=$(cat /sys/module/dummy_hcd/parameters/is_super_speed 2>/dev/null || echo -)
-	[ "$cur" = "$want" ] && return 0
+	cur_num=$(cat /sys/module/dummy_hcd/parameters/num 2>/dev/null || echo 1)
+	[ "$cur" = "$want" ] && [ "$cur_num" = "$num" ] && return 0
 	[ "$cur" = - ] || rmmod dummy_hcd || fail "cannot unload dummy_hcd"
 	if [ "$want" = Y ]; then
-		modprobe dummy_hcd is_super_speed=1
+		modprobe dummy_hcd is_super_speed=1 num="$num"
 	else
-		modprobe dummy_hcd
-	fi || fail "cannot load dummy_hcd"
-	wait_for "$VM_WAIT" "UDC $VM_UDC" test -e "/sys/class/udc/$VM_UDC"
+		modprobe dummy_hcd num="$num"
+	fi || fail "cannot load dummy_hcd with $num controller(s)"
+	wait_for "$VM_WAIT" "UDC dummy_udc.$((num - 1))" test -e "/sys/class/udc/dummy_udc.$((num - 1))" ||
+		fail "dummy_hcd made fewer than $num UDCs"
+}
+# dummy_hcd_speed ss|hs: keeps the number of controllers (a script may have
+# loaded more for a second gadget).
+dummy_hcd_speed() { dummy_hcd_load "$1" "$(cat /sys/module/dummy_hcd/parameters/num 2>/dev/null || echo 1)"; }
+
+# gadget_make DIR SERIAL PRODUCT: a gadget's IDs and strings in configfs,
+# without functions or configurations. Its interfaces come with an IAD
+# (f_ncm's, or ffs-ncm's own), which calls for the Miscellaneous/IAD
+# device class.
+gadget_make() {
+	mkdir "$1" "$1/strings/0x409"
+	echo "$VM_VID" >"$1/idVendor"
+	echo "$VM_PID" >"$1/idProduct"
+	echo 0x0100 >"$1/bcdDevice"
+	echo 0xef >"$1/bDeviceClass"
+	echo 0x02 >"$1/bDeviceSubClass"
+	echo 0x01 >"$1/bDeviceProtocol"
+	echo "$2" >"$1/strings/0x409/serialnumber"
+	echo libncm >"$1/strings/0x409/manufacturer"
+	echo "$3" >"$1/strings/0x409/product"
+}
+
+# gadget_ncm_one DIR SERIAL DEV_MAC HOST_MAC: a whole gadget with one f_ncm
+# function in configuration 1, not yet bound to a UDC.
+gadget_ncm_one() {
+	gadget_make "$1" "$2" "libncm test gadget (NCM)"
+	mkdir "$1/functions/ncm.0"
+	echo "$3" >"$1/functions/ncm.0/dev_addr"
+	echo "$4" >"$1/functions/ncm.0/host_addr"
+	[ -z "$VM_NCM_QMULT" ] || echo "$VM_NCM_QMULT" >"$1/functions/ncm.0/qmult"
+	mkdir "$1/configs/c.1" "$1/configs/c.1/strings/0x409"
+	echo NCM >"$1/configs/c.1/strings/0x409/configuration"
+	echo 250 >"$1/configs/c.1/MaxPower"
+	ln -s "$1/functions/ncm.0" "$1/configs/c.1/ncm.0"
 }
 
 gadget_ncm_function() { # NAME DEV_MAC HOST_MAC
@@ -126,29 +164,20 @@ gadget_config() { # VALUE LABEL FUNCTION...
 #   config2  configuration 1 holds only an ACM function, NCM sits alone in
 #            configuration 2 (as on iPhones: the host must switch)
 #   dual     two NCM functions in configuration 1 (as on iPads)
+#   multi    VM_MULTI_N gadgets at once, one per UDC (multi_setup)
 gadget_setup() {
 	local profile=${1:-$VM_PROFILE}
 	[ ! -d "$GADGET" ] || fail "gadget_setup: a gadget exists; gadget_teardown first"
 	case $profile in
 	ncm|config2|dual) dummy_hcd_speed hs ;;
 	ss) dummy_hcd_speed ss ;;
+	multi) multi_setup; return ;;
 	*) fail "gadget_setup: unknown profile '$profile'" ;;
 	esac
 	modprobe usb_f_ncm || fail "cannot load usb_f_ncm"
 	[ "$profile" = config2 ] && { modprobe usb_f_acm || fail "cannot load usb_f_acm"; }
 
-	mkdir "$GADGET" "$GADGET/strings/0x409"
-	echo "$VM_VID" >"$GADGET/idVendor"
-	echo "$VM_PID" >"$GADGET/idProduct"
-	echo 0x0100 >"$GADGET/bcdDevice"
-	# f_ncm brings an interface association, which calls for the
-	# Miscellaneous/IAD device class.
-	echo 0xef >"$GADGET/bDeviceClass"
-	echo 0x02 >"$GADGET/bDeviceSubClass"
-	echo 0x01 >"$GADGET/bDeviceProtocol"
-	echo "$VM_SERIAL" >"$GADGET/strings/0x409/serialnumber"
-	echo libncm >"$GADGET/strings/0x409/manufacturer"
-	echo "libncm test gadget ($profile)" >"$GADGET/strings/0x409/product"
+	gadget_make "$GADGET" "$VM_SERIAL" "libncm test gadget ($profile)"
 
 	gadget_ncm_function ncm.0 "$VM_DEV_MAC" "$VM_HOST_MAC"
 	case $profile in
@@ -268,13 +297,15 @@ lwip_peer_start() {
 
 # ---- the host side (where libncm or cdc_ncm runs) --------------------------
 
-usb_find_dev() { # prints the sysfs path of our gadget as the host sees it
+usb_find_dev() { usb_find_serial "$VM_SERIAL"; }
+
+usb_find_serial() { # SERIAL: prints the sysfs path of that gadget as the host sees it
 	local d vid pid
 	vid=$(hex4 "$VM_VID") pid=$(hex4 "$VM_PID")
 	for d in /sys/bus/usb/devices/*; do
 		[ -f "$d/idVendor" ] || continue
 		[ "$(cat "$d/idVendor")" = "$vid" ] && [ "$(cat "$d/idProduct")" = "$pid" ] || continue
-		[ "$(cat "$d/serial" 2>/dev/null)" = "$VM_SERIAL" ] || continue
+		[ "$(cat "$d/serial" 2>/dev/null)" = "$1" ] || continue
 		echo "$d"
 		return 0
 	done
@@ -480,6 +511,103 @@ iperf3_mbits() {
 	     f && /"bits_per_second"/ { sub(/.*:/, ""); sub(/,.*/, ""); printf "%d\n", $0 / 1e6; exit }' "$1"
 }
 
+# ---- profile multi: one NCM gadget per dummy_hcd controller ----------------
+
+# Many devices on one host (issue 20): gadget I (0, 1, ...) is
+# $MULTI_DIR$I on dummy_udc.I, its own bus. Each has one f_ncm function,
+# serial libncm-mII, MACs 02:4e:4d:II:00:01 (gadget) and :02 (host), and
+# its netdev gadgetI in the one namespace peer with 192.168.(100+I).1/24 and
+# fd4d:(100+I in hex)::1/64; the host side takes .2 and ::2.
+: "${VM_MULTI_N:=8}"       # gadgets multi_setup plugs in
+: "${VM_MULTI_SPARE:=0}"   # more UDCs and gadgets, made but held back for multi_plug
+MULTI_DIR=/sys/kernel/config/usb_gadget/libncm-m
+
+multi_serial() { printf 'libncm-m%02d\n' "$1"; }
+multi_dev_mac() { printf '02:4e:4d:%02x:00:01\n' "$1"; }
+multi_host_mac() { printf '02:4e:4d:%02x:00:02\n' "$1"; }
+multi_peer_ip4() { echo "192.168.$((100 + $1)).1"; }
+multi_host_ip4() { echo "192.168.$((100 + $1)).2"; }
+multi_peer_ip6() { printf 'fd4d:%x::1\n' "$((100 + $1))"; }
+multi_host_ip6() { printf 'fd4d:%x::2\n' "$((100 + $1))"; }
+multi_ifname() { echo "gadget$1"; }  # in namespace peer (multi_plug names it)
+
+# multi_usb_dev I: the host's sysfs path of gadget I, once it is configured
+# and its usbfs node exists.
+multi_usb_dev() {
+	local d
+	d=$(usb_find_serial "$(multi_serial "$1")") && [ -n "$(cat "$d/bConfigurationValue")" ] &&
+		[ -c "$(printf '/dev/bus/usb/%03d/%03d' "$(cat "$d/busnum")" "$(cat "$d/devnum")")" ] &&
+		echo "$d"
+}
+multi_gone() { ! usb_find_serial "$(multi_serial "$1")" >/dev/null; }
+
+# multi_plug I: binds gadget I to dummy_udc.I, puts its netdev (f_ncm makes
+# it at the first bind) into namespace peer with its addresses, and waits
+# until the host has configured it. Also the replug after multi_unplug.
+multi_plug() {
+	local name
+	[ -n "$(cat "$MULTI_DIR$1/UDC")" ] || echo "dummy_udc.$1" >"$MULTI_DIR$1/UDC" ||
+		fail "cannot bind gadget $1"
+	name=$(cat "$MULTI_DIR$1/functions/ncm.0/ifname")
+	case $name in ''|*unnamed*) fail "gadget $1 has no netdev" ;; esac
+	# A netdev made by a late first bind takes the lowest free usbN here,
+	# which the namespace may already hold: it moves in under its own name.
+	if [ -e "/sys/class/net/$name" ]; then
+		$IP link set "$name" name "gadget$1" || fail "cannot rename $name"
+		$IP link set "gadget$1" netns "$PEER_NS" || fail "cannot move gadget$1 into namespace $PEER_NS"
+	fi
+	name=gadget$1
+	# A starved TCG guest can stall the host side for longer than the
+	# default 1000-packet queue covers; the qdisc would then drop, which
+	# TCP pays for with timeouts (as in guest-lwip.sh).
+	$IP -n "$PEER_NS" link set dev "$name" txqueuelen 10000
+	$IP -n "$PEER_NS" addr replace "$(multi_peer_ip4 "$1")/24" dev "$name"
+	$IP -n "$PEER_NS" link set "$name" up
+	$IP -n "$PEER_NS" addr replace "$(multi_peer_ip6 "$1")/64" dev "$name" nodad
+	wait_for "$VM_WAIT" "host enumeration of gadget $1" multi_usb_dev "$1" ||
+		fail "the host did not configure gadget $1"
+}
+
+# multi_unplug I: unbinds gadget I's UDC and waits until the host dropped it.
+multi_unplug() {
+	echo "" >"$MULTI_DIR$1/UDC" || fail "cannot unbind gadget $1"
+	wait_for "$VM_WAIT" "unplug of gadget $1" multi_gone "$1" || fail "host kept gadget $1"
+}
+
+# multi_setup [N]: loads dummy_hcd with N + VM_MULTI_SPARE controllers,
+# makes that many gadgets and plugs in the first N (binding them all first,
+# so that they enumerate together). Call host_use_userspace or
+# host_use_kernel's module load before, to say who gets them.
+multi_setup() {
+	local n=${1:-$VM_MULTI_N} total i name
+	total=$((n + VM_MULTI_SPARE))
+	dummy_hcd_load hs "$total"
+	modprobe usb_f_ncm || fail "cannot load usb_f_ncm"
+	[ -e "/run/netns/$PEER_NS" ] || $IP netns add "$PEER_NS"
+	$IP -n "$PEER_NS" link set lo up
+	i=0
+	while [ "$i" -lt "$total" ]; do
+		gadget_ncm_one "$MULTI_DIR$i" "$(multi_serial "$i")" "$(multi_dev_mac "$i")" "$(multi_host_mac "$i")"
+		i=$((i + 1))
+	done
+	i=0
+	while [ "$i" -lt "$n" ]; do
+		echo "dummy_udc.$i" >"$MULTI_DIR$i/UDC" || fail "cannot bind gadget $i"
+		i=$((i + 1))
+	done
+	PEER_IFNAMES=
+	i=0
+	while [ "$i" -lt "$n" ]; do
+		multi_plug "$i"
+		PEER_IFNAMES="$PEER_IFNAMES${PEER_IFNAMES:+ }$(multi_ifname "$i")"
+		i=$((i + 1))
+	done
+	GADGET_PROFILE="multi ($n gadgets, $VM_MULTI_SPARE held back)"
+	USB_DEV=$(multi_usb_dev 0)
+	log "peer netdevs: $PEER_IFNAMES"
+	vm_info
+}
+
 # ---- the programmable device: ffs-ncm over FunctionFS -----------------------
 
 FFS_DIR=/dev/ffs-ncm
@@ -517,17 +645,7 @@ ffs_gadget_make() {
 	[ ! -d "$GADGET" ] || fail "ffs_gadget_setup: a gadget exists"
 	dummy_hcd_speed hs
 	modprobe usb_f_fs || fail "cannot load usb_f_fs"
-	mkdir "$GADGET" "$GADGET/strings/0x409"
-	echo "$VM_VID" >"$GADGET/idVendor"
-	echo "$VM_PID" >"$GADGET/idProduct"
-	echo 0x0100 >"$GADGET/bcdDevice"
-	# ffs-ncm groups its interfaces with an IAD.
-	echo 0xef >"$GADGET/bDeviceClass"
-	echo 0x02 >"$GADGET/bDeviceSubClass"
-	echo 0x01 >"$GADGET/bDeviceProtocol"
-	echo "$VM_SERIAL" >"$GADGET/strings/0x409/serialnumber"
-	echo libncm >"$GADGET/strings/0x409/manufacturer"
-	echo "libncm programmable NCM device (ffs-ncm)" >"$GADGET/strings/0x409/product"
+	gadget_make "$GADGET" "$VM_SERIAL" "libncm programmable NCM device (ffs-ncm)"
 	for f in "$@"; do
 		mkdir "$GADGET/functions/$f"
 	done

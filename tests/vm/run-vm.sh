@@ -43,7 +43,7 @@ usage: $0 --script FILE [options]
   --script FILE      guest script (run by busybox sh in the guest); required
   --out DIR          receives what the guest writes to \$VM_OUT, plus console.log,
                      guest.log, guest-status, dmesg.txt (default: a new /tmp dir)
-  --profile P        gadget profile: ncm (default), ss, config2, dual
+  --profile P        gadget profile: ncm (default), ss, config2, dual, multi
   --bin PATH         host executable to copy in with its shared libraries; on the
                      guest PATH by its base name (repeatable)
   --file SRC:DEST    host file to copy to guest path DEST (repeatable)
@@ -82,7 +82,7 @@ harness_fail() { log "HARNESS ERROR: $*"; exit 99; }
 
 [ -n "$script" ] || { usage >&2; exit 99; }
 [ -f "$script" ] || harness_fail "no guest script '$script'"
-case $profile in ncm|ss|config2|dual) ;; *) harness_fail "unknown profile '$profile'" ;; esac
+case $profile in ncm|ss|config2|dual|multi) ;; *) harness_fail "unknown profile '$profile'" ;; esac
 case $timeout_s in ''|*[!0-9]*) harness_fail "--timeout takes whole seconds" ;; esac
 for e in "${envs[@]+"${envs[@]}"}"; do
 	case ${e%%=*} in

@@ -23,6 +23,7 @@
 #include "ncm-link.h"
 #include "ncm-lwip.h"
 #include "tcp-raw-peer.h"
+#include "vmtest-data.h"
 #include "vmtest-heap.h"
 #include "vmtest-tsan.h"
 
@@ -30,7 +31,8 @@
  * Four modes. "peer" runs in the gadget's namespace on kernel sockets:
  * TCP port 5000 reads a command byte per connection ('E' echo to EOF,
  * 'S' sink to EOF then answer count + hash, 'G' + size + seed: generate
- * that many bytes and close), UDP port 5001 echoes. "host" opens the NCM
+ * that many bytes and close, 'R' + size + seed + bytes/s: the same at
+ * that rate), UDP port 5001 echoes. "host" opens the NCM
  * function through libncm, attaches lwIP, and runs every check against
  * the peer, printing "ok:"/"FAIL:" lines and throughput. "replug"
  * reacquires the function after each unplug and streams to the sink
@@ -42,7 +44,7 @@
 
 #define TCP_PORT 5000
 #define UDP_PORT 5001
-#define FNV_INIT 2166136261u
+#define FNV_INIT VMTEST_FNV_INIT
 #define CHUNK (256 * 1024)
 
 static gint opt_size_mib = 64;
@@ -88,27 +90,6 @@ report(gboolean ok, const char *what)
 		failures++;
 }
 
-/* ---- Test data: an xorshift32 stream and FNV-1a ---------------------------------- */
-
-static void
-gen_fill(guint32 *x, guint8 *buf, gsize len)
-{
-	for (gsize i = 0; i < len; i++) {
-		*x ^= *x << 13;
-		*x ^= *x >> 17;
-		*x ^= *x << 5;
-		buf[i] = (guint8)*x;
-	}
-}
-
-static guint32
-fnv1a(guint32 h, const guint8 *b, gsize len)
-{
-	for (gsize i = 0; i < len; i++)
-		h = (h ^ b[i]) * 16777619u;
-	return h;
-}
-
 /* ---- Peer mode (kernel sockets) ---------------------------------------------------- */
 
 static gboolean
@@ -143,27 +124,43 @@ fd_read_all(int fd, guint8 *p, gsize len)
 	return TRUE;
 }
 
+/* 'G': size and seed, then the stream as fast as the socket takes it.
+ * 'R': the same and a rate in bytes/s (vmtest-multi's paced streams): a
+ * tenth of a second's worth every 100 ms, never catching up on a late
+ * slot, so the wire carries the rate whatever the receive window holds. */
 static void
-peer_generate(int fd)
+peer_generate(int fd, gboolean paced)
 {
 	g_autofree guint8 *buf = g_malloc(CHUNK);
-	guint8 hdr[12];
+	guint8 hdr[16];
 	guint64 size;
-	guint32 x;
+	guint32 x, rate = 0;
+	gsize chunk = CHUNK;
+	gint64 next = g_get_monotonic_time();
 
-	if (!fd_read_all(fd, hdr, sizeof(hdr)))
+	if (!fd_read_all(fd, hdr, paced ? 16 : 12))
 		return;
 	memcpy(&size, hdr, 8);
 	memcpy(&x, hdr + 8, 4);
+	memcpy(&rate, hdr + 12, 4);
 	size = GUINT64_FROM_LE(size);
 	x = GUINT32_FROM_LE(x);
+	rate = GUINT32_FROM_LE(rate);
+	if (paced)
+		chunk = CLAMP(rate / 10, 1, CHUNK);
 	while (size > 0) {
-		gsize n = MIN(size, CHUNK);
+		gsize n = MIN(size, chunk);
 
-		gen_fill(&x, buf, n);
+		vmtest_gen_fill(&x, buf, n);
 		if (!fd_write_all(fd, buf, n))
 			return;
 		size -= n;
+		if (paced) {
+			gint64 now = g_get_monotonic_time();
+
+			next = MAX(next + G_USEC_PER_SEC / 10, now);
+			g_usleep((gulong)(next - now));
+		}
 	}
 }
 
@@ -177,12 +174,12 @@ peer_connection(gpointer data)
 	guint8 cmd, reply[12];
 	ssize_t n;
 
-	if (fd_read_all(fd, &cmd, 1) && cmd == 'G')
-		peer_generate(fd);
+	if (fd_read_all(fd, &cmd, 1) && (cmd == 'G' || cmd == 'R'))
+		peer_generate(fd, cmd == 'R');
 	while ((cmd == 'E' || cmd == 'S') && (n = read(fd, buf, CHUNK)) > 0) {
 		if (cmd == 'E' && !fd_write_all(fd, buf, (gsize)n))
 			break;
-		hash = fnv1a(hash, buf, (gsize)n);
+		hash = vmtest_fnv1a(hash, buf, (gsize)n);
 		count += (guint64)n;
 	}
 	if (cmd == 'S') {
@@ -238,6 +235,9 @@ run_peer(void)
 
 	if (tcp < 0 || udp < 0)
 		return 2;
+	/* A client that hangs up on a generator ('G', 'R') must not kill the
+	 * server with SIGPIPE: vmtest-multi ends its downloads that way. */
+	signal(SIGPIPE, SIG_IGN);
 	g_thread_unref(g_thread_new("udp", peer_udp, GINT_TO_POINTER(udp)));
 	printf("ready\n");
 	fflush(stdout);
@@ -294,8 +294,8 @@ bulk_up(const char *ip, guint64 size)
 	while (left > 0 && error == NULL) {
 		gsize n = MIN(left, CHUNK);
 
-		gen_fill(&x, buf, n);
-		hash = fnv1a(hash, buf, n);
+		vmtest_gen_fill(&x, buf, n);
+		hash = vmtest_fnv1a(hash, buf, n);
 		g_output_stream_write_all(out, buf, n, NULL, NULL, &error);
 		left -= n;
 	}
@@ -336,7 +336,7 @@ bulk_down(const char *ip, guint64 size)
 	while (conn != NULL &&
 	       (n = g_input_stream_read(g_io_stream_get_input_stream(G_IO_STREAM(conn)), buf, CHUNK,
 					NULL, &error)) > 0) {
-		gen_fill(&x, ref, (gsize)n);
+		vmtest_gen_fill(&x, ref, (gsize)n);
 		same = same && memcmp(buf, ref, (gsize)n) == 0;
 		got += (guint64)n;
 	}
@@ -364,7 +364,7 @@ echo_run(gpointer data)
 	gsize got = 0;
 	guint32 x = e->seed;
 
-	gen_fill(&x, out, e->size);
+	vmtest_gen_fill(&x, out, e->size);
 	if (conn == NULL ||
 	    !g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)), out,
 				       e->size, NULL, NULL, &error) ||
@@ -409,7 +409,7 @@ udp_make(guint32 seq, gsize max, guint8 *out)
 	gsize len = seq == 0 ? max : 4 + (seq * 97u) % (max - 3);
 	guint32 x = seq + 1;
 
-	gen_fill(&x, out, len);
+	vmtest_gen_fill(&x, out, len);
 	memcpy(out, &seq, 4);
 	return len;
 }
@@ -1011,7 +1011,7 @@ session_stream(gpointer data)
 	while (conn != NULL && error == NULL) {
 		gsize n = 0;
 
-		gen_fill(&x, buf, CHUNK);
+		vmtest_gen_fill(&x, buf, CHUNK);
 		g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)), buf,
 					  CHUNK, &n, s->cancel, &error);
 		s->bytes += n;
