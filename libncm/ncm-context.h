@@ -167,6 +167,31 @@ NCM_EXPORT GPtrArray *ncm_context_enumerate(NcmContext *self, const NcmMatch *ma
 					    GError **error);
 
 /**
+ * ncm_context_enumerate_fd:
+ * @self: an #NcmContext.
+ * @fd: an open, read-write file descriptor of one USB device's usbfs node,
+ *   as Android's UsbManager, Termux's termux-usb or a privileged helper
+ *   hands one over. It stays the caller's: libncm keeps duplicates of it.
+ * @match: (nullable): which of its functions; %NULL for all. Its vid and
+ *   pid are checked against the device, serial and mac as usual.
+ * @error: return location for a #GError: @fd is not open, or not a USB
+ *   device (%NCM_ERROR_UNSUPPORTED where libusb cannot wrap fds).
+ *
+ * Lists the NCM functions of the device behind @fd, read through @fd
+ * alone: no access to /dev/bus/usb and no device discovery is needed.
+ * Each #NcmFunctionInfo holds its own duplicate of @fd, and
+ * ncm_device_open() on it opens the device through that, never by its
+ * node. Such functions are not reported by ncm_context_watch(); when the
+ * device goes away, #NcmDevice::removed says so, and a new fd is needed.
+ *
+ * Returns: (transfer full) (element-type NcmFunctionInfo) (nullable): the
+ *   functions found, possibly none; %NULL with @error set on failure.
+ * Thread: any thread but the libusb event thread (it does control I/O).
+ */
+NCM_EXPORT GPtrArray *ncm_context_enumerate_fd(NcmContext *self, int fd, const NcmMatch *match,
+					       GError **error);
+
+/**
  * ncm_context_watch:
  * @self: an #NcmContext.
  * @match: (nullable): which arrivals to report; copied. %NULL for all.

@@ -26,6 +26,7 @@
  *   ncm-lwip-tcp.c       -> stack
  *   ncm-lwip-netif.c     -> stack
  *   ncm-lwip-udp.c       -> stack
+ *   ncm-lwip-dns.c       -> stack
  *   ncm-lwip-stack.c     -> none (netif and tcp register batch hooks)
  */
 

@@ -175,6 +175,38 @@ NcmLwipConnection *ncm_lwip_listener_accept_finish(NcmLwipListener *self,
 /* Stops listening; pending and future accepts fail with G_IO_ERROR_CLOSED. */
 void ncm_lwip_listener_close(NcmLwipListener *self);
 
+/* ---- Names ---------------------------------------------------------------- */
+
+/*
+ * lwIP's DNS client, asking through the netifs. Its servers come from DHCP
+ * (option 6) and router advertisements (RDNSS), or from
+ * ncm_lwip_stack_set_dns_server(), whose servers take precedence: they are
+ * written back before every query.
+ */
+#define NCM_LWIP_DNS_MAX_SERVERS 2
+
+/* Sets (or with NULL clears) server @index (< NCM_LWIP_DNS_MAX_SERVERS). Thread: any. */
+void ncm_lwip_stack_set_dns_server(NcmLwipStack *self, guint index, GInetAddress *address);
+/* The servers in use now: a list of GInetAddress, free with
+ * g_list_free_full(list, g_object_unref). Thread: any. */
+GList *ncm_lwip_stack_get_dns_servers(NcmLwipStack *self);
+/*
+ * Resolves @name to one address (an address literal is returned as is):
+ * @family G_SOCKET_FAMILY_IPV4 or _IPV6 for that family only, INVALID for
+ * IPv4 and, when there is none, IPv6. Answers are cached for their TTL.
+ * Errors: G_RESOLVER_ERROR_NOT_FOUND (no such name, no answer after lwIP's
+ * retries: ~15 s), _TEMPORARY_FAILURE (no server, too many lookups at
+ * once), G_IO_ERROR_CANCELLED. Thread: any; blocks.
+ */
+GInetAddress *ncm_lwip_stack_resolve(NcmLwipStack *self, const gchar *name, GSocketFamily family,
+				     GCancellable *cancellable, GError **error);
+/* The same, completing on the caller's thread-default main context. */
+void ncm_lwip_stack_resolve_async(NcmLwipStack *self, const gchar *name, GSocketFamily family,
+				  GCancellable *cancellable, GAsyncReadyCallback callback,
+				  gpointer user_data);
+GInetAddress *ncm_lwip_stack_resolve_finish(NcmLwipStack *self, GAsyncResult *result,
+					    GError **error);
+
 /* ---- UDP ------------------------------------------------------------------ */
 
 #define NCM_LWIP_TYPE_UDP_SOCKET (ncm_lwip_udp_socket_get_type())
