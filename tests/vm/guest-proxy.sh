@@ -1,0 +1,157 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/vm/guest-proxy.sh: guest test: ncm-proxy as uid 65534 with only a chowned usbfs node (no capabilities, no TAP): curl through SOCKS by IP and by name, 64 concurrent checksummed connections, -L to iperf3 both ways, -R, SIGTERM.
+# VM_PROXY_PART=fd instead: a root broker opens the node, drops to uid 65534 and execs ncm-proxy --usb-fd 3 with /dev/bus/usb hidden.
+set -eu
+. "$VM_LIB"
+
+for t in ncm-proxy curl dns-answer drop-exec; do
+	command -v "$t" >/dev/null || fail "$t is not on PATH (run-vm.sh --bin)"
+done
+NOBODY=65534
+PROXY_LOG=$VM_OUT/ncm-proxy.log
+SOCKS=127.0.0.1:1080
+WWW=/tmp/www
+# Sanitized builds are ~10x slower: fewer and smaller files there.
+CONNS=${VM_PROXY_CONNS:-64}
+FILE_KB=${VM_PROXY_FILE_KB:-64}
+BIG_KB=${VM_PROXY_BIG_KB:-1024}
+IPERF_S=${VM_PROXY_IPERF_S:-3}
+
+proxy_alive() { kill -0 "$PROXY_PID" 2>/dev/null; }
+proxy_running() { grep -q "running on" "$PROXY_LOG"; }
+cdc_ncm_gone() { ! host_netdev 0 >/dev/null 2>&1; }
+cdc_ncm_back() { host_netdevs_up; }
+md5() { md5sum "$1" | cut -d' ' -f1; }
+
+# fetch WHAT URL: one file through SOCKS, compared with the one served.
+fetch() {
+	local out=/tmp/fetch.out
+	rm -f "$out"
+	curl -sS --max-time 60 --socks5-hostname "$SOCKS" -o "$out" "$2" ||
+		{ cat "$PROXY_LOG"; fail "curl $1 ($2) failed"; }
+	check "$1: $(wc -c <"$out") bytes, the same as served" [ "$(md5 "$out")" = "$(md5 "$WWW/big")" ]
+}
+
+# The peer serves files over HTTP and answers DNS for peer.test (A) and peer6.test (AAAA).
+serve_peer() {
+	mkdir -p "$WWW"
+	head -c $((BIG_KB * 1024)) /dev/urandom >"$WWW/big"
+	for i in $(seq "$CONNS"); do head -c $((FILE_KB * 1024)) /dev/urandom >"$WWW/f$i"; done
+	peer_run busybox httpd -f -p 80 -h "$WWW" &
+	peer_run dns-answer "$(peer_ip4)" "peer.test=$(peer_ip4)" "peer6.test=$(peer_ip6)" \
+		>"$VM_OUT/dns.log" 2>&1 &
+	wait_for "$VM_WAIT" "HTTP listener in $PEER_NS" peer_listening 80 || fail "httpd did not start"
+}
+
+# stop_proxy: SIGTERM, exit 0, statistics printed, the function back with cdc_ncm.
+stop_proxy() {
+	local rc=0
+	kill -USR1 "$PROXY_PID"
+	wait_for 10 "statistics on SIGUSR1" grep -q "relayed" "$PROXY_LOG" || fail "no statistics"
+	kill -TERM "$PROXY_PID"
+	wait "$PROXY_PID" || rc=$?
+	cat "$PROXY_LOG"
+	check "ncm-proxy exits 0 on SIGTERM" [ "$rc" = 0 ]
+	check "cdc_ncm has the function back" wait_for "$VM_WAIT" "cdc_ncm netdev" cdc_ncm_back
+}
+
+# unprivileged PID: uid 65534 and an empty effective capability set.
+unprivileged() {
+	grep -q "^Uid:[[:space:]]*$NOBODY[[:space:]]" "/proc/$1/status" &&
+		grep -q "^CapEff:[[:space:]]*0000000000000000" "/proc/$1/status"
+}
+
+concurrent() {
+	local args="" i bad=0
+	for i in $(seq "$CONNS"); do
+		args="$args -o /tmp/c$i http://peer.test/f$i"
+	done
+	rm -f /tmp/c[0-9]*
+	# shellcheck disable=SC2086 # one word per argument
+	# curl 7.88 draws its parallel progress meter even with -s.
+	curl -sS --max-time 120 -Z --parallel-max "$CONNS" --socks5-hostname "$SOCKS" $args \
+		2>"$VM_OUT/curl-parallel.err" ||
+		{ cat "$VM_OUT/curl-parallel.err" "$PROXY_LOG"; fail "curl --parallel failed"; }
+	for i in $(seq "$CONNS"); do
+		[ "$(md5 "/tmp/c$i")" = "$(md5 "$WWW/f$i")" ] || { log "file f$i differs"; bad=$((bad + 1)); }
+	done
+	check "$CONNS concurrent SOCKS connections, each file's MD5 as served" [ "$bad" = 0 ]
+}
+
+iperf3_forward() {
+	local dir flag mbits
+	for dir in up down; do
+		flag=
+		[ $dir = down ] && flag=-R
+		iperf3 -c 127.0.0.1 -p 5201 -t "$IPERF_S" -J $flag >"$VM_OUT/iperf3-$dir.json" ||
+			{ cat "$PROXY_LOG"; fail "iperf3 through -L ($dir) failed"; }
+		mbits=$(iperf3_mbits "$VM_OUT/iperf3-$dir.json")
+		echo "iperf3 through -L $dir: $mbits Mbit/s"
+		check "iperf3 through -L $dir moved data" [ "${mbits:-0}" -ge 1 ]
+	done
+}
+
+run_main() {
+	chown "$NOBODY" "$(usb_node)"
+	drop-exec "$NOBODY" "$NOBODY" ncm-proxy --device "serial=$VM_SERIAL" \
+		--ipv4 "$(host_ip4)/24" --ipv6 "$(host_ip6)" --no-dad --dns "$(peer_ip4)" \
+		-L "5201:$(peer_ip4):5201" -R "8080:127.0.0.1:8000" >"$PROXY_LOG" 2>&1 &
+	PROXY_PID=$!
+	wait_for "$VM_WAIT" "ncm-proxy running" proxy_running || { cat "$PROXY_LOG"; fail "ncm-proxy did not start"; }
+	log "ncm-proxy runs"
+	check "ncm-proxy runs as uid $NOBODY with no capabilities" unprivileged "$PROXY_PID"
+	check "cdc_ncm let go of the function" wait_for 10 "cdc_ncm release" cdc_ncm_gone
+	check "uid $NOBODY may not create a TAP" sh -c "! drop-exec $NOBODY $NOBODY $IP tuntap add mode tap name pxno0 2>/dev/null"
+
+	fetch "SOCKS by IPv4 address" "http://$(peer_ip4)/big"
+	fetch "SOCKS by IPv6 address" "http://[$(peer_ip6)]/big"
+	fetch "SOCKS by name (A)" "http://peer.test/big"
+	fetch "SOCKS by name (AAAA only)" "http://peer6.test/big"
+	check "the peer's DNS server was asked for peer.test" grep -q "query peer.test A" "$VM_OUT/dns.log"
+	log "$CONNS concurrent connections"
+	concurrent
+	log "iperf3 through -L"
+	iperf3_forward
+	log "-R"
+
+	# -R: the peer reaches a server on the host's loopback through the device.
+	busybox httpd -f -p 127.0.0.1:8000 -h "$WWW" &
+	httpd=$!
+	rm -f /tmp/r.out
+	peer_run wget -q -O /tmp/r.out "http://$(host_ip4):8080/big" || { cat "$PROXY_LOG"; fail "wget through -R failed"; }
+	check "-R: the peer fetched the host's file, the same as served" [ "$(md5 /tmp/r.out)" = "$(md5 "$WWW/big")" ]
+	kill "$httpd"
+	stop_proxy
+}
+
+# The broker: root opens the node as fd 3 and hides /dev/bus/usb (a new
+# mount namespace with an empty tmpfs there), then execs ncm-proxy as uid
+# 65534, which has nothing to open a USB device with but the fd.
+run_fd() {
+	node=$(usb_node)
+	chmod 600 "$node"
+	unshare -m sh -c "mount -t tmpfs tmpfs /dev/bus/usb &&
+		exec drop-exec $NOBODY $NOBODY ncm-proxy --usb-fd 3 --ipv4 $(host_ip4)/24 --dns $(peer_ip4)" \
+		3<>"$node" >"$PROXY_LOG" 2>&1 &
+	PROXY_PID=$!
+	wait_for "$VM_WAIT" "ncm-proxy running" proxy_running || { cat "$PROXY_LOG"; fail "ncm-proxy --usb-fd did not start"; }
+	check "ncm-proxy --usb-fd runs as uid $NOBODY with no capabilities" unprivileged "$PROXY_PID"
+	check "it sees no /dev/bus/usb node" sh -c "[ -z \"\$(ls /proc/$PROXY_PID/root/dev/bus/usb)\" ]"
+	check "it may not open the node by path either" sh -c "! drop-exec $NOBODY $NOBODY sh -c ': <>$node' 2>/dev/null"
+	fetch "SOCKS through --usb-fd, by IPv4 address" "http://$(peer_ip4)/big"
+	fetch "SOCKS through --usb-fd, by name" "http://peer.test/big"
+	stop_proxy
+}
+
+gadget_setup ncm
+# cdc_ncm holds the function: ncm-proxy takes it over as an unprivileged user.
+host_use_kernel
+serve_peer
+peer_iperf3_server
+if [ "${VM_PROXY_PART:-main}" = fd ]; then
+	run_fd
+else
+	run_main
+fi
+vm_info
