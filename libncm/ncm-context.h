@@ -143,6 +143,9 @@ NCM_EXPORT G_DECLARE_FINAL_TYPE(NcmContext, ncm_context, NCM, CONTEXT, GObject)
  * Creates a libusb context and starts its event thread. Control-plane
  * signals ("function-added", "device-removed") are emitted on the
  * thread-default main context of the calling thread (the owner's).
+ * Where libusb cannot list devices at all (an Android app), the context
+ * starts without device discovery: enumeration then finds nothing, and
+ * only ncm_context_enumerate_fd() finds devices.
  *
  * Returns: (transfer full) (nullable): the context, or %NULL with @error set.
  * Thread: any thread; the caller's thread-default context becomes the owner's.

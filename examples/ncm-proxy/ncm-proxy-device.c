@@ -34,6 +34,39 @@ static void device_detach(ProxyDevice *self, const gchar *why);
 
 /* ---- Choosing and opening -------------------------------------------------------- */
 
+/*
+ * serial= and mac= are read from the device, which this user may not be
+ * allowed to open: then nothing matches, and the real problem is the
+ * permission. Says so for the first such function of the right VID:PID.
+ */
+static gboolean
+explain_unreadable(ProxyDevice *self, GError **error)
+{
+	const NcmMatch *match = &self->config.match;
+	NcmMatch ids = { .vid = match->vid, .pid = match->pid, .port_path = match->port_path };
+	g_autoptr(GPtrArray) all = NULL;
+
+	if (!match->serial && !match->have_mac)
+		return FALSE;
+	all = ncm_context_enumerate(self->ctx, &ids, NULL);
+	for (guint i = 0; all && i < all->len; i++) {
+		const NcmFunctionInfo *info = all->pdata[i];
+
+		if (!info->access_error)
+			continue;
+		g_set_error(error, NCM_ERROR, NCM_ERROR_PERMISSION,
+			    "no USB CDC-NCM function matches the --device filters, and the serial "
+			    "number and MAC of %04x:%04x at %s could not be read: %s. Give this user "
+			    "access with a udev rule such as SUBSYSTEM==\"usb\", "
+			    "ATTR{idVendor}==\"%04x\", ATTR{idProduct}==\"%04x\", MODE=\"0660\", "
+			    "GROUP=\"plugdev\" and replug the device",
+			    info->vid, info->pid, info->port_path, info->access_error, info->vid,
+			    info->pid);
+		return TRUE;
+	}
+	return FALSE;
+}
+
 static NcmFunctionInfo *
 select_function(ProxyDevice *self, GError **error)
 {
@@ -49,6 +82,8 @@ select_function(ProxyDevice *self, GError **error)
 	if (all->len == 1)
 		return ncm_function_info_ref(all->pdata[0]);
 	if (all->len == 0) {
+		if (self->config.usb_fd < 0 && explain_unreadable(self, error))
+			return NULL;
 		g_set_error(error, NCM_ERROR, NCM_ERROR_NOT_FOUND, "%s",
 			    self->config.usb_fd >= 0
 				    ? "the device of --usb-fd has no USB CDC-NCM function that the "

@@ -93,6 +93,18 @@ iperf3_forward() {
 }
 
 run_main() {
+	local rc sel
+	# Before the node is ours: a clear error that names the node and a udev
+	# rule, exit 2; also when a serial= selector cannot be read for it.
+	for sel in "$(hex4 "$VM_VID"):$(hex4 "$VM_PID")" "serial=$VM_SERIAL"; do
+		rc=0
+		drop-exec "$NOBODY" "$NOBODY" ncm-proxy --device "$sel" --ipv4 "$(host_ip4)/24" \
+			>"$VM_OUT/no-permission.log" 2>&1 || rc=$?
+		cat "$VM_OUT/no-permission.log"
+		check "--device $sel, no permission on the node: exit 2" [ "$rc" = 2 ]
+		check "... and the message names the node and a udev rule" \
+			grep -q "$(usb_node).*udev rule" "$VM_OUT/no-permission.log"
+	done
 	chown "$NOBODY" "$(usb_node)"
 	drop-exec "$NOBODY" "$NOBODY" ncm-proxy --device "serial=$VM_SERIAL" \
 		--ipv4 "$(host_ip4)/24" --ipv6 "$(host_ip6)" --no-dad --dns "$(peer_ip4)" \
