@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/vm/guest-proxy.sh: guest test: ncm-proxy as uid 65534 with only a chowned usbfs node (no capabilities, no TAP): curl through SOCKS by IP and by name, 64 concurrent checksummed connections, -L to iperf3 both ways, -R, SIGTERM.
-# VM_PROXY_PART=fd instead: a root broker opens the node, drops to uid 65534 and execs ncm-proxy --usb-fd 3 with /dev/bus/usb hidden.
+# VM_PROXY_PART=fd instead: a root broker opens the node, drops to uid 65534 and execs ncm-proxy --usb-fd 3 with /dev/bus/usb hidden; address and DNS server by DHCP.
 set -eu
 . "$VM_LIB"
 
@@ -137,17 +137,37 @@ run_main() {
 	stop_proxy
 }
 
+# The peer leases addresses by DHCP (busybox udhcpd) and names its DNS server.
+serve_dhcp() {
+	cat >/tmp/udhcpd.conf <<-EOF
+	start 192.168.77.100
+	end 192.168.77.110
+	interface $(gadget_ifname 0)
+	lease_file /tmp/udhcpd.leases
+	opt subnet 255.255.255.0
+	opt dns $(peer_ip4)
+	opt lease 600
+	EOF
+	: >/tmp/udhcpd.leases
+	peer_run udhcpd -f /tmp/udhcpd.conf >"$VM_OUT/udhcpd.log" 2>&1 &
+}
+
+leased() { grep -q "addresses 192\.168\.77\.1[01][0-9]\b.*DNS $(peer_ip4)" "$PROXY_LOG"; }
+
 # The broker: root opens the node as fd 3 and hides /dev/bus/usb (a new
 # mount namespace with an empty tmpfs there), then execs ncm-proxy as uid
-# 65534, which has nothing to open a USB device with but the fd.
+# 65534, which has nothing to open a USB device with but the fd. No
+# address or DNS server is given: both come by DHCP.
 run_fd() {
 	node=$(usb_node)
 	chmod 600 "$node"
+	serve_dhcp
 	unshare -m sh -c "mount -t tmpfs tmpfs /dev/bus/usb &&
-		exec drop-exec $NOBODY $NOBODY ncm-proxy --usb-fd 3 --ipv4 $(host_ip4)/24 --dns $(peer_ip4)" \
+		exec drop-exec $NOBODY $NOBODY ncm-proxy --usb-fd 3" \
 		3<>"$node" >"$PROXY_LOG" 2>&1 &
 	PROXY_PID=$!
 	wait_for "$VM_WAIT" "ncm-proxy running" proxy_running || { cat "$PROXY_LOG"; fail "ncm-proxy --usb-fd did not start"; }
+	check "an address and the DNS server leased by DHCP" wait_for 30 "DHCP lease" leased
 	check "ncm-proxy --usb-fd runs as uid $NOBODY with no capabilities" unprivileged "$PROXY_PID"
 	check "it sees no /dev/bus/usb node" sh -c "[ -z \"\$(ls /proc/$PROXY_PID/root/dev/bus/usb)\" ]"
 	check "it may not open the node by path either" sh -c "! drop-exec $NOBODY $NOBODY sh -c ': <>$node' 2>/dev/null"
