@@ -22,6 +22,7 @@ typedef enum {
 	STAGE_AUTH,
 	STAGE_REQUEST,
 	STAGE_DIALING,
+	STAGE_HANDED_OVER,   /* a UDP association took the client */
 } Stage;
 
 typedef struct {
@@ -239,6 +240,45 @@ on_dialed(GObject *source, GAsyncResult *result, gpointer data)
 	session_free(s);
 }
 
+/*
+ * UDP ASSOCIATE: the reply names the association's host socket; from then
+ * on the control connection only keeps the association alive. The port in
+ * the request, when not 0, is where the client's datagrams come from.
+ */
+static ProxySocksStatus
+do_udp(Session *s, const ProxySocksRequest *r)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GSocketAddress) bound = NULL;
+	ProxyUdp *u = proxy_udp_new(s->proxy, s->client, r->port, &error);
+	guint8 reply[PROXY_SOCKS_REPLY_MAX];
+	GInetSocketAddress *inet;
+	GInetAddress *ip;
+	gboolean sent;
+	gsize n;
+
+	if (!u) {
+		g_message("SOCKS %s: %s", s->peer, error->message);
+		return PROXY_SOCKS_MALFORMED;
+	}
+	bound = proxy_udp_get_address(u);
+	inet = G_INET_SOCKET_ADDRESS(bound);
+	ip = g_inet_socket_address_get_address(inet);
+	n = proxy_socks_build_reply(reply, sizeof reply, PROXY_SOCKS_REP_OK,
+				    g_inet_address_to_bytes(ip), g_inet_address_get_native_size(ip),
+				    g_inet_socket_address_get_port(inet));
+	sent = session_send(s, reply, n);
+	/* The association has the client and its place in count.active now,
+	 * and gives both up when it ends. */
+	g_clear_object(&s->client);
+	s->stage = STAGE_HANDED_OVER;
+	if (!sent) {
+		s->proxy->count.socks_errors++;
+		proxy_udp_end(u);
+	}
+	return PROXY_SOCKS_OK;
+}
+
 static gchar *
 request_host(const ProxySocksRequest *r)
 {
@@ -264,10 +304,8 @@ do_request(Session *s)
 	s->pos += r.len;
 	host = request_host(&r);
 	s->target = g_strdup_printf(strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, r.port);
-	if (r.command != PROXY_SOCKS_CMD_CONNECT) {
-		g_message("SOCKS %s: UDP ASSOCIATE is not supported yet", s->peer);
-		return PROXY_SOCKS_BAD_COMMAND;
-	}
+	if (r.command == PROXY_SOCKS_CMD_UDP)
+		return do_udp(s, &r);
 	/* From here the dial's own limits apply (lookup retries, --connect-timeout). */
 	if (s->timeout_id) {
 		g_source_remove(s->timeout_id);
@@ -295,6 +333,9 @@ session_advance(Session *s)
 		case STAGE_REQUEST:
 			st = do_request(s);
 			break;
+		case STAGE_HANDED_OVER:
+			session_free(s);
+			return;
 		default:
 			return;
 		}

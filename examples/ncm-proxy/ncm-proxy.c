@@ -104,8 +104,8 @@ static const gchar description[] =
 	"  privilege is needed beyond write access to the device's /dev/bus/usb\n"
 	"  node (a udev rule), or an fd to it (--usb-fd). Other programs reach the\n"
 	"  device's network through it:\n"
-	"  - a SOCKS5 server (RFC 1928) on 127.0.0.1:1080: CONNECT to IPv4 and IPv6\n"
-	"    addresses and to names, which are resolved through the device;\n"
+	"  - a SOCKS5 server (RFC 1928) on 127.0.0.1:1080: CONNECT and UDP ASSOCIATE\n"
+	"    to IPv4 and IPv6 addresses and to names, resolved through the device;\n"
 	"  - -L: a host port that connects to an address on the device's side;\n"
 	"  - -R: a port on the device's side that connects to the host.\n"
 	"  Addresses: DHCPv4 unless --ipv4 is given, IPv6 link-local and SLAAC;\n"
@@ -151,7 +151,9 @@ static const gchar description[] =
 	"  SOCKS on an address other than loopback lets others use the device's\n"
 	"  network: it needs --auth (or --no-auth to say so). Keep the auth file\n"
 	"  private; the password never appears on the command line.\n"
-	"  UDP ASSOCIATE and BIND are answered \"command not supported\".\n";
+	"  UDP ASSOCIATE relays datagrams from the SOCKS client's address only, without\n"
+	"  fragments, while its control connection stays open. BIND is answered\n"
+	"  \"command not supported\".\n";
 
 typedef struct {
 	Proxy proxy;
@@ -386,6 +388,10 @@ print_stats(Main *m)
 		c->active, c->accepted, c->refused_limit, c->relays);
 	fprintf(stderr, "  bytes: %" G_GUINT64_FORMAT " to the device side, %" G_GUINT64_FORMAT
 		" from it\n", c->bytes_out, c->bytes_in);
+	fprintf(stderr, "  udp: %" G_GUINT64_FORMAT " associations, %" G_GUINT64_FORMAT
+		" datagrams to the device side, %" G_GUINT64_FORMAT " from it, %" G_GUINT64_FORMAT
+		" dropped\n", c->udp_associations, c->udp_out,
+		__atomic_load_n(&c->udp_in, __ATOMIC_RELAXED), c->udp_drops);
 	fprintf(stderr, "  failures: %" G_GUINT64_FORMAT " SOCKS handshakes, %" G_GUINT64_FORMAT
 		" logins, %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " lookups, %"
 		G_GUINT64_FORMAT " connects\n", c->socks_errors, c->auth_failures,
@@ -503,12 +509,16 @@ static void
 cleanup(Main *m)
 {
 	proxy_relay_close_all(&m->proxy);
+	proxy_udp_close_all(&m->proxy);
 	if (m->socks) {
 		g_socket_service_stop(m->socks);
 		g_socket_listener_close(G_SOCKET_LISTENER(m->socks));
 		g_object_unref(m->socks);
 	}
 	g_ptr_array_unref(m->forwards);
+	/* What was cancelled above finishes (and frees itself) in its callbacks. */
+	while (g_main_context_iteration(NULL, FALSE))
+		;
 	if (m->device) {
 		print_stats(m);
 		proxy_device_free(m->device);

@@ -15,7 +15,8 @@
  *
  * The file graph (an arrow reads "calls"), a DAG:
  *   ncm-proxy.c         -> device, socks-server, forward, dial, relay
- *   ncm-proxy-socks-server.c -> dial, relay, socks (parser), stream
+ *   ncm-proxy-socks-server.c -> dial, relay, udp, socks (parser), stream
+ *   ncm-proxy-udp.c     -> socks (parser), (lwIP)
  *   ncm-proxy-forward.c -> dial, relay, stream
  *   ncm-proxy-device.c  -> (libncm, lwIP)
  *   ncm-proxy-dial.c    -> (lwIP)
@@ -41,6 +42,10 @@ typedef struct {
 	guint64 relays;          /* connections that reached the copying stage */
 	guint64 bytes_out;       /* host side -> device side */
 	guint64 bytes_in;        /* device side -> host side */
+	guint64 udp_associations;
+	guint64 udp_out;         /* datagrams sent to the device side */
+	guint64 udp_in;          /* ... and back to clients (atomic: a thread counts) */
+	guint64 udp_drops;       /* not from the client, malformed, fragments, unresolved */
 	guint active;            /* connections open now, in any stage */
 } ProxyCounters;
 
@@ -54,6 +59,7 @@ typedef struct {
 	gchar *auth_password;
 	ProxyCounters count;
 	GQueue relays;           /* ProxyRelay: closed at exit */
+	GQueue udps;             /* ProxyUdp: ended at exit */
 } Proxy;
 
 /* ---- ncm-proxy-stream.c: kernel sockets and lwIP streams alike ------------ */
@@ -80,6 +86,23 @@ typedef struct _ProxyRelay ProxyRelay;
 void proxy_relay_start(Proxy *proxy, GIOStream *host, GIOStream *device, GBytes *early);
 /* Ends every relay: FIN (or RST, with unread data) to both sides. */
 void proxy_relay_close_all(Proxy *proxy);
+
+/* ---- ncm-proxy-udp.c: UDP ASSOCIATE ------------------------------------------ */
+
+typedef struct _ProxyUdp ProxyUdp;
+
+/*
+ * An association for the SOCKS client on @control: a host UDP socket next
+ * to the listener's address, an lwIP one on the device side. Datagrams are
+ * taken from @control's peer address only, and from @client_port if not 0.
+ * Takes @control's place in count.active; ends when @control does.
+ */
+ProxyUdp *proxy_udp_new(Proxy *proxy, GSocketConnection *control, guint16 client_port,
+			GError **error);
+/* Where the client sends its datagrams (the reply's BND.ADDR:BND.PORT). */
+GSocketAddress *proxy_udp_get_address(ProxyUdp *udp);
+void proxy_udp_end(ProxyUdp *udp);
+void proxy_udp_close_all(Proxy *proxy);
 
 /* ---- ncm-proxy-dial.c: the device side of a connection --------------------- */
 

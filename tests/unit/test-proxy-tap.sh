@@ -1,11 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/unit/test-proxy-tap.sh: ncm-proxy end to end over a TAP in a private netns (no USB): SOCKS by address and name, auth, the connection cap, a stalled reader, -L/-R, setup errors. Prints TAP.
-# usage: test-proxy-tap.sh NCM_PROXY DNS_ANSWER; re-runs itself under unshare -n.
+# usage: test-proxy-tap.sh NCM_PROXY DNS_ANSWER SOCKS_UDP; re-runs itself under unshare -n.
 set -u
 
 PROXY=$1
 DNS=$2
+UDP=$3
 if [ -z "${PROXY_TAP_INNER:-}" ]; then
 	why=
 	for t in unshare curl busybox ip md5sum; do
@@ -61,7 +62,10 @@ start_proxy() { # ARGS...: ncm-proxy on a TAP with addresses on both sides
 	# A new name each time: the last one's TAP may still be going away.
 	tap=pxt$taps
 	taps=$((taps + 1))
-	"$PROXY" --tap "$tap" --ipv4 "$L4/24" --ipv6 "$L6" --no-dad --dns "$K4" "$@" >"$LOG" 2>&1 &
+	# Emptied here: the background job truncates it only once it runs, and
+	# the last run's "running on" must not be read as this one's.
+	: >"$LOG"
+	"$PROXY" --tap "$tap" --ipv4 "$L4/24" --ipv6 "$L6" --no-dad --dns "$K4" "$@" >>"$LOG" 2>&1 &
 	PID=$!
 	wait_until 100 grep -q "running on" "$LOG" || return 1
 	ip addr add "$K4/24" dev "$tap" && ip -6 addr add "$K6/64" dev "$tap" nodad &&
@@ -98,6 +102,8 @@ start_proxy -L "8081:$K4:8080" -L "8082:[$K6]:8080" -R "8090:127.0.0.1:8091" ||
 bg busybox httpd -f -p 8080 -h "$WWW" >/dev/null 2>&1
 bg busybox httpd -f -p 127.0.0.1:8091 -h "$WWW" >/dev/null 2>&1
 bg "$DNS" "$K4" "peer.test=$K4" "six.test=$K6" >"$TMP/dns.log"
+bg "$UDP" echo "$K4" 7007 >/dev/null
+bg "$UDP" echo "$K6" 7007 >/dev/null
 wait_until 50 curl -s -o /dev/null "http://$K4:8080/file" || echo "# httpd did not answer"
 
 fetch "http://$K4:8080/file"; check "SOCKS to an IPv4 address" same_as file
@@ -114,6 +120,16 @@ rm -f "$TMP/out"; curl -sS --max-time 30 -o "$TMP/out" "http://127.0.0.1:8082/fi
 check "-L to an IPv6 address" same_as file
 rm -f "$TMP/out"; curl -sS --max-time 30 -o "$TMP/out" "http://$L4:8090/file"
 check "-R: the device side reaches a host-only server" same_as file
+
+udp() { # HOST COUNT
+	"$UDP" client 127.0.0.1 1080 "$1" 7007 "$2" >"$TMP/udp.out" 2>&1
+	rc=$?
+	sed 's/^/# /' "$TMP/udp.out"
+	return $rc
+}
+check "UDP ASSOCIATE: 200 datagrams to an IPv4 address, each echo checked" udp "$K4" 200
+check "UDP ASSOCIATE: to an IPv6 address" udp "$K6" 50
+check "UDP ASSOCIATE: to a name resolved through the device" udp peer.test 50
 
 # A client that stops reading holds only its own connection: another
 # transfer completes meanwhile, and the proxy's memory stays bounded.

@@ -1,11 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# tests/vm/guest-proxy.sh: guest test: ncm-proxy as uid 65534 with only a chowned usbfs node (no capabilities, no TAP): curl through SOCKS by IP and by name, 64 concurrent checksummed connections, -L to iperf3 both ways, -R, SIGTERM.
+# tests/vm/guest-proxy.sh: guest test: ncm-proxy as uid 65534 with only a chowned usbfs node (no capabilities, no TAP): curl through SOCKS by IP and by name, 64 concurrent checksummed connections, -L to iperf3 both ways, UDP ASSOCIATE echo, -R, SIGTERM.
 # VM_PROXY_PART=fd instead: a root broker opens the node, drops to uid 65534 and execs ncm-proxy --usb-fd 3 with /dev/bus/usb hidden; address and DNS server by DHCP.
 set -eu
 . "$VM_LIB"
 
-for t in ncm-proxy curl dns-answer drop-exec; do
+for t in ncm-proxy curl dns-answer socks-udp drop-exec; do
 	command -v "$t" >/dev/null || fail "$t is not on PATH (run-vm.sh --bin)"
 done
 NOBODY=65534
@@ -41,6 +41,8 @@ serve_peer() {
 	peer_run busybox httpd -f -p 80 -h "$WWW" &
 	peer_run dns-answer "$(peer_ip4)" "peer.test=$(peer_ip4)" "peer6.test=$(peer_ip6)" \
 		>"$VM_OUT/dns.log" 2>&1 &
+	peer_run socks-udp echo "$(peer_ip4)" 7 >/dev/null 2>&1 &
+	peer_run socks-udp echo "$(peer_ip6)" 7 >/dev/null 2>&1 &
 	wait_for "$VM_WAIT" "HTTP listener in $PEER_NS" peer_listening 80 || fail "httpd did not start"
 }
 
@@ -65,7 +67,7 @@ unprivileged() {
 concurrent() {
 	local args="" i bad=0
 	for i in $(seq "$CONNS"); do
-		args="$args -o /tmp/c$i http://peer.test/f$i"
+		args="$args -o /tmp/c$i http://$(peer_ip4)/f$i"
 	done
 	rm -f /tmp/c[0-9]*
 	# shellcheck disable=SC2086 # one word per argument
@@ -90,6 +92,13 @@ iperf3_forward() {
 		echo "iperf3 through -L $dir: $mbits Mbit/s"
 		check "iperf3 through -L $dir moved data" [ "${mbits:-0}" -ge 1 ]
 	done
+}
+
+# udp_echo HOST COUNT: UDP ASSOCIATE, COUNT datagrams to the peer's echo server, each echo checked.
+udp_echo() {
+	socks-udp client 127.0.0.1 1080 "$1" 7 "$2" >"$VM_OUT/udp.log" 2>&1 ||
+		{ cat "$VM_OUT/udp.log" "$PROXY_LOG"; fail "UDP ASSOCIATE to $1 failed"; }
+	check "UDP ASSOCIATE to $1: $(cat "$VM_OUT/udp.log")" true
 }
 
 run_main() {
@@ -125,6 +134,10 @@ run_main() {
 	concurrent
 	log "iperf3 through -L"
 	iperf3_forward
+	log "UDP ASSOCIATE"
+	udp_echo "$(peer_ip4)" 100
+	udp_echo "$(peer_ip6)" 20
+	udp_echo peer.test 20
 	log "-R"
 
 	# -R: the peer reaches a server on the host's loopback through the device.
