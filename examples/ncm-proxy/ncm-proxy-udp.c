@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-proxy-udp.c: SOCKS5 UDP ASSOCIATE: a host UDP socket for the client, an lwIP UDP socket on the device side, headers added and removed. */
 #include <string.h>
+#include <sys/socket.h>
 
 #include "ncm-proxy-socks.h"
 #include "ncm-proxy.h"
@@ -56,6 +57,23 @@ client_address(ProxyUdp *u)
 	return to;
 }
 
+/*
+ * GSocket is not thread-safe and the main thread receives on it: this
+ * thread only sends, with a plain sendto() on its fd, which the kernel
+ * serialises.
+ */
+static gboolean
+send_native(ProxyUdp *u, GSocketAddress *to, const guint8 *data, gsize len)
+{
+	struct sockaddr_storage native;
+	gssize size = g_socket_address_get_native_size(to);
+
+	if (size <= 0 || !g_socket_address_to_native(to, &native, sizeof native, NULL))
+		return FALSE;
+	return sendto(g_socket_get_fd(u->host), data, len, MSG_DONTWAIT, (struct sockaddr *)&native,
+		      (socklen_t)size) > 0;
+}
+
 static gpointer
 device_to_client(gpointer data)
 {
@@ -84,8 +102,7 @@ device_to_client(gpointer data)
 						    g_inet_socket_address_get_port(from));
 		/* Right in front of the payload, so one send carries both. */
 		memmove(buf + PROXY_SOCKS_REPLY_MAX - head, buf, head);
-		if (g_socket_send_to(u->host, to, (const gchar *)buf + PROXY_SOCKS_REPLY_MAX - head,
-				     head + (gsize)n, NULL, NULL) > 0)
+		if (send_native(u, to, buf + PROXY_SOCKS_REPLY_MAX - head, head + (gsize)n))
 			__atomic_fetch_add(&u->proxy->count.udp_in, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
