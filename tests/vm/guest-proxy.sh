@@ -1,11 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/vm/guest-proxy.sh: guest test: ncm-proxy as uid 65534 with only a chowned usbfs node (no capabilities, no TAP): curl through SOCKS by IP and by name, 64 concurrent checksummed connections, -L to iperf3 both ways, UDP ASSOCIATE echo, -R, SIGTERM.
-# VM_PROXY_PART=fd instead: a root broker opens the node, drops to uid 65534 and execs ncm-proxy --usb-fd 3 with /dev/bus/usb hidden; address and DNS server by DHCP.
+# VM_PROXY_PART=fd instead: a root broker opens the node, drops to uid 65534 and execs ncm-proxy --usb-fd 3 with /dev/bus/usb hidden; addresses by DHCP and SLAAC, DNS servers by DHCP and RDNSS.
 set -eu
 . "$VM_LIB"
 
-for t in ncm-proxy curl dns-answer socks-udp drop-exec; do
+for t in ncm-proxy curl dns-answer socks-udp ra-send drop-exec; do
 	command -v "$t" >/dev/null || fail "$t is not on PATH (run-vm.sh --bin)"
 done
 NOBODY=65534
@@ -166,6 +166,10 @@ serve_dhcp() {
 }
 
 leased() { grep -q "addresses 192\.168\.77\.1[01][0-9]\b.*DNS $(peer_ip4)" "$PROXY_LOG"; }
+# fd77::/64 with the interface id from the function's MAC (EUI-64).
+slaac_address() { echo "$(peer_ip6 | sed 's/::1$//')::4e:43ff:fe4d:2"; }
+autoconfigured() { grep -q "addresses .*$(slaac_address)" "$PROXY_LOG"; }
+rdnss() { grep -q "DNS.*$(peer_ip6)" "$PROXY_LOG"; }
 
 # The broker: root opens the node as fd 3 and hides /dev/bus/usb (a new
 # mount namespace with an empty tmpfs there), then execs ncm-proxy as uid
@@ -175,17 +179,30 @@ run_fd() {
 	node=$(usb_node)
 	chmod 600 "$node"
 	serve_dhcp
+	# Router advertisements with the prefix for SLAAC; RDNSS comes later (lwIP
+	# keeps one server list, and the latest of DHCP and RDNSS wins).
+	peer_run dns-answer "$(peer_ip6)" "rdnss.test=$(peer_ip4)" >"$VM_OUT/dns6.log" 2>&1 &
+	peer_run ra-send "$(gadget_ifname 0)" "$(peer_ip6 | sed 's/1$//')" - 30 &
+	ra=$!
 	unshare -m sh -c "mount -t tmpfs tmpfs /dev/bus/usb &&
 		exec drop-exec $NOBODY $NOBODY ncm-proxy --usb-fd 3" \
 		3<>"$node" >"$PROXY_LOG" 2>&1 &
 	PROXY_PID=$!
 	wait_for "$VM_WAIT" "ncm-proxy running" proxy_running || { cat "$PROXY_LOG"; fail "ncm-proxy --usb-fd did not start"; }
 	check "an address and the DNS server leased by DHCP" wait_for 30 "DHCP lease" leased
+	check "an IPv6 address by SLAAC ($(slaac_address))" wait_for 30 "SLAAC" autoconfigured
 	check "ncm-proxy --usb-fd runs as uid $NOBODY with no capabilities" unprivileged "$PROXY_PID"
 	check "it sees no /dev/bus/usb node" sh -c "[ -z \"\$(ls /proc/$PROXY_PID/root/dev/bus/usb)\" ]"
 	check "it may not open the node by path either" sh -c "! drop-exec $NOBODY $NOBODY sh -c ': <>$node' 2>/dev/null"
 	fetch "SOCKS through --usb-fd, by IPv4 address" "http://$(peer_ip4)/big"
 	fetch "SOCKS through --usb-fd, by name" "http://peer.test/big"
+	fetch "SOCKS through --usb-fd, from the SLAAC address" "http://[$(peer_ip6)]/big"
+	kill "$ra" 2>/dev/null || true
+	peer_run ra-send "$(gadget_ifname 0)" "$(peer_ip6 | sed 's/1$//')" "$(peer_ip6)" 3 &
+	check "the DNS server of a router advertisement (RDNSS)" wait_for 30 "RDNSS" rdnss
+	# A name only the IPv6 server knows.
+	fetch "SOCKS through --usb-fd, by name from the RDNSS server" "http://rdnss.test/big"
+	check "... which the IPv6 name server answered" grep -q "query rdnss.test A -> 1" "$VM_OUT/dns6.log"
 	stop_proxy
 }
 
