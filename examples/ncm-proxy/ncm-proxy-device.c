@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "ncm-cli.h"
 #include "ncm-link.h"
 #include "ncm-proxy-device.h"
 
@@ -25,7 +26,7 @@ struct _ProxyDevice {
 	NcmStats past;             /* summed over closed sessions */
 	guint sessions;
 	guint watch_id;
-	guint retry_id;
+	CliPersist persist;
 	gchar *seen;               /* the addresses and servers last reported */
 	gchar *description;
 };
@@ -33,75 +34,6 @@ struct _ProxyDevice {
 static void device_detach(ProxyDevice *self, const gchar *why);
 
 /* ---- Choosing and opening -------------------------------------------------------- */
-
-/*
- * serial= and mac= are read from the device, which this user may not be
- * allowed to open: then nothing matches, and the real problem is the
- * permission. Says so for the first such function of the right VID:PID.
- */
-static gboolean
-explain_unreadable(ProxyDevice *self, GError **error)
-{
-	const NcmMatch *match = &self->config.match;
-	NcmMatch ids = { .vid = match->vid, .pid = match->pid, .port_path = match->port_path };
-	g_autoptr(GPtrArray) all = NULL;
-
-	if (!match->serial && !match->have_mac)
-		return FALSE;
-	all = ncm_context_enumerate(self->ctx, &ids, NULL);
-	for (guint i = 0; all && i < all->len; i++) {
-		const NcmFunctionInfo *info = all->pdata[i];
-
-		if (!info->access_error)
-			continue;
-		g_set_error(error, NCM_ERROR, NCM_ERROR_PERMISSION,
-			    "no USB CDC-NCM function matches the --device filters, and the serial "
-			    "number and MAC of %04x:%04x at %s could not be read: %s. Give this user "
-			    "access with a udev rule such as SUBSYSTEM==\"usb\", "
-			    "ATTR{idVendor}==\"%04x\", ATTR{idProduct}==\"%04x\", MODE=\"0660\", "
-			    "GROUP=\"plugdev\" and replug the device",
-			    info->vid, info->pid, info->port_path, info->access_error, info->vid,
-			    info->pid);
-		return TRUE;
-	}
-	return FALSE;
-}
-
-static NcmFunctionInfo *
-select_function(ProxyDevice *self, GError **error)
-{
-	const NcmMatch *match = &self->config.match;
-	g_autoptr(GPtrArray) all =
-		self->config.usb_fd >= 0
-			? ncm_context_enumerate_fd(self->ctx, self->config.usb_fd, match, error)
-			: ncm_context_enumerate(self->ctx, match, error);
-	g_autoptr(GString) list = g_string_new(NULL);
-
-	if (!all)
-		return NULL;
-	if (all->len == 1)
-		return ncm_function_info_ref(all->pdata[0]);
-	if (all->len == 0) {
-		if (self->config.usb_fd < 0 && explain_unreadable(self, error))
-			return NULL;
-		g_set_error(error, NCM_ERROR, NCM_ERROR_NOT_FOUND, "%s",
-			    self->config.usb_fd >= 0
-				    ? "the device of --usb-fd has no USB CDC-NCM function that the "
-				      "--device filters select"
-				    : "no USB CDC-NCM function matches (ncm-probe lists them)");
-		return NULL;
-	}
-	for (guint i = 0; i < all->len; i++) {
-		const NcmFunctionInfo *info = all->pdata[i];
-
-		g_string_append_printf(list, "\n  path=%s  %04x:%04x  serial=%s  interface %u",
-				       info->port_path, info->vid, info->pid,
-				       info->serial ? info->serial : "?", info->comm_iface);
-	}
-	g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
-		    "%u functions match; pick one with --device:%s", all->len, list->str);
-	return NULL;
-}
 
 static void
 on_removed(NcmDevice *device, ProxyDevice *self)
@@ -155,15 +87,13 @@ static void
 device_detach(ProxyDevice *self, const gchar *why)
 {
 	NcmStats st;
-	guint i;
 
 	if (!self->device)
 		return;
 	g_signal_handlers_disconnect_by_data(self->device, self);
 	ncm_lwip_netif_remove(g_steal_pointer(&self->netif));
 	ncm_device_get_stats(self->device, &st);
-	for (i = 0; i < sizeof(NcmStats) / sizeof(guint64); i++)
-		((guint64 *)&self->past)[i] += ((const guint64 *)&st)[i];
+	cli_stats_add(&self->past, &st);
 	g_clear_object(&self->device);
 	g_clear_pointer(&self->seen, g_free);
 	if (!why)
@@ -177,60 +107,36 @@ device_detach(ProxyDevice *self, const gchar *why)
 
 /* ---- --persist ------------------------------------------------------------------- */
 
-static void
-try_reattach(ProxyDevice *self, const NcmFunctionInfo *info)
+static NcmDevice *
+persist_current(gpointer data)
 {
-	g_autoptr(GError) error = NULL;
-
-	if (self->device || !ncm_match_test(&self->config.match, info))
-		return;
-	/* It may still be settling (busy, strings unreadable): the retry timer tries again. */
-	if (!device_attach(self, info, &error))
-		g_message("reattach %s: %s", info->port_path, error->message);
+	return ((ProxyDevice *)data)->device;
 }
 
-static void
-on_function_added(NcmContext *ctx, NcmFunctionInfo *info, ProxyDevice *self)
-{
-	try_reattach(self, info);
-}
-
-static void
-on_device_removed(NcmContext *ctx, guint bus, guint address, ProxyDevice *self)
-{
-	const NcmFunctionInfo *info;
-
-	if (!self->device)
-		return;
-	info = ncm_device_get_info(self->device);
-	if (info->bus == bus && info->address == address)
-		device_detach(self, "the device went away");
-}
-
-/* Covers what no arrival announces: an error on a device that stayed plugged in. */
 static gboolean
-on_retry(gpointer data)
+persist_reopen(gpointer data, const NcmFunctionInfo *info, GError **error)
 {
-	ProxyDevice *self = data;
-	g_autoptr(GPtrArray) all = NULL;
+	return device_attach(data, info, error);
+}
 
-	if (self->device)
-		return G_SOURCE_CONTINUE;
-	all = ncm_context_enumerate(self->ctx, &self->config.match, NULL);
-	for (guint i = 0; all && i < all->len && !self->device; i++)
-		try_reattach(self, all->pdata[i]);
-	return G_SOURCE_CONTINUE;
+static void
+persist_removed(gpointer data)
+{
+	device_detach(data, "the device went away");
 }
 
 static gboolean
 start_persist(ProxyDevice *self, GError **error)
 {
-	g_signal_connect(self->ctx, "function-added", G_CALLBACK(on_function_added), self);
-	g_signal_connect(self->ctx, "device-removed", G_CALLBACK(on_device_removed), self);
-	if (!ncm_context_watch(self->ctx, &self->config.match, 0, error))
-		return FALSE;
-	self->retry_id = g_timeout_add_seconds(2, on_retry, self);
-	return TRUE;
+	self->persist = (CliPersist){
+		.ctx = self->ctx,
+		.match = &self->config.match,
+		.current = persist_current,
+		.reopen = persist_reopen,
+		.removed = persist_removed,
+		.data = self,
+	};
+	return cli_persist_start(&self->persist, error);
 }
 
 /* ---- A TAP instead of USB (tests) ------------------------------------------------ */
@@ -321,7 +227,8 @@ proxy_device_open(NcmLwipStack *stack, const ProxyDeviceConfig *config, ProxyDev
 			goto fail;
 	} else {
 		self->ctx = ncm_context_new(error);
-		if (!self->ctx || !(info = select_function(self, error)) ||
+		if (!self->ctx ||
+		    !(info = cli_select_function(self->ctx, &config->match, config->usb_fd, error)) ||
 		    !device_attach(self, info, error))
 			goto fail;
 		if (config->persist && config->usb_fd < 0 && !start_persist(self, error))
@@ -351,8 +258,7 @@ proxy_device_print_stats(ProxyDevice *self, FILE *out)
 		NcmStats now;
 
 		ncm_device_get_stats(self->device, &now);
-		for (guint i = 0; i < sizeof(NcmStats) / sizeof(guint64); i++)
-			((guint64 *)&st)[i] += ((const guint64 *)&now)[i];
+		cli_stats_add(&st, &now);
 	}
 	fprintf(out, "  device: %s, %u session(s)%s\n", proxy_device_describe(self),
 		self->sessions, self->netif ? "" : ", detached");
@@ -360,14 +266,7 @@ proxy_device_print_stats(ProxyDevice *self, FILE *out)
 		fprintf(out, "  %s\n", addresses);
 	if (!self->ctx)
 		return;
-	fprintf(out, "  usb rx: %" G_GUINT64_FORMAT " NTBs, %" G_GUINT64_FORMAT " datagrams, %"
-		G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " bad NTBs, %" G_GUINT64_FORMAT
-		" errors\n", st.rx_ntbs, st.rx_datagrams, st.rx_bytes, st.rx_bad_ntbs,
-		st.rx_errors + st.rx_overflows + st.rx_stalls);
-	fprintf(out, "  usb tx: %" G_GUINT64_FORMAT " NTBs, %" G_GUINT64_FORMAT " datagrams, %"
-		G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " would-block, %" G_GUINT64_FORMAT
-		" errors\n", st.tx_ntbs, st.tx_datagrams, st.tx_bytes, st.tx_would_block,
-		st.tx_errors);
+	cli_print_usb_stats(out, &st);
 }
 
 void
@@ -377,10 +276,7 @@ proxy_device_free(ProxyDevice *self)
 		return;
 	if (self->watch_id)
 		g_source_remove(self->watch_id);
-	if (self->retry_id)
-		g_source_remove(self->retry_id);
-	if (self->ctx)
-		g_signal_handlers_disconnect_by_data(self->ctx, self);
+	cli_persist_stop(&self->persist);
 	device_detach(self, NULL);
 	/* A TAP's netif, which device_detach() leaves. */
 	ncm_lwip_netif_remove(g_steal_pointer(&self->netif));

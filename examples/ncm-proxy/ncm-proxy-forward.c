@@ -170,6 +170,16 @@ take_slot(Proxy *proxy)
 	return TRUE;
 }
 
+/* The other side could not be reached: close the accepted one, give up its slot. */
+static void
+forward_failed(ProxyForward *f, GIOStream *accepted, const GError *error)
+{
+	g_message("%s: %s", f->name, error->message);
+	g_io_stream_close(accepted, NULL, NULL);
+	g_object_unref(accepted);
+	f->proxy->count.active--;
+}
+
 /* ---- -L: host listener, device connection ------------------------------------- */
 
 typedef struct {
@@ -184,14 +194,10 @@ local_dialed(GObject *source, GAsyncResult *result, gpointer data)
 	g_autoptr(GError) error = NULL;
 	NcmLwipConnection *conn = proxy_dial_finish(result, &error);
 
-	if (!conn) {
-		g_message("%s: %s", p->forward->name, error->message);
-		g_io_stream_close(p->host, NULL, NULL);
-		g_object_unref(p->host);
-		p->forward->proxy->count.active--;
-	} else {
+	if (!conn)
+		forward_failed(p->forward, p->host, error);
+	else
 		proxy_relay_start(p->forward->proxy, p->host, G_IO_STREAM(conn), NULL);
-	}
 	g_free(p);
 }
 
@@ -255,11 +261,8 @@ remote_connected(GObject *source, GAsyncResult *result, gpointer data)
 									 result, &error);
 
 	if (!host) {
-		g_message("%s: %s", p->forward->name, error->message);
 		p->forward->proxy->count.connect_failures++;
-		g_io_stream_close(G_IO_STREAM(p->device), NULL, NULL);
-		g_object_unref(p->device);
-		p->forward->proxy->count.active--;
+		forward_failed(p->forward, G_IO_STREAM(p->device), error);
 	} else {
 		ncm_lwip_connection_set_no_delay(p->device, TRUE);
 		proxy_relay_start(p->forward->proxy, G_IO_STREAM(host), G_IO_STREAM(p->device),

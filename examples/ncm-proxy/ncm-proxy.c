@@ -9,6 +9,7 @@
 
 #include <ncm.h>
 
+#include "ncm-cli.h"
 #include "ncm-proxy-device.h"
 #include "ncm-proxy.h"
 
@@ -18,7 +19,6 @@ enum {
 	EXIT_SETUP = 2,    /* bad options, no device, no permission, port in use */
 };
 
-static gchar **opt_device;
 static gint opt_usb_fd = -1;
 static gboolean opt_persist;
 static gchar *opt_ipv4;
@@ -38,14 +38,9 @@ static gint opt_max_connections = PROXY_DEFAULT_MAX_CONNECTIONS;
 static gchar *opt_buffer;
 static gint opt_connect_timeout = PROXY_DEFAULT_CONNECT_TIMEOUT_S;
 static gchar *opt_names;
-static gchar *opt_pace;
-static gint opt_nudge_ms;
 static gchar *opt_tap;
 
 static const GOptionEntry entries[] = {
-	{ "device", 'd', 0, G_OPTION_ARG_STRING_ARRAY, &opt_device,
-	  "Select the function: VID:PID, serial=S, path=BUS-PORT.., mac=aa:bb:.. (repeat to combine)",
-	  "SEL" },
 	{ "usb-fd", 0, 0, G_OPTION_ARG_INT, &opt_usb_fd,
 	  "Use the already open usbfs node on file descriptor N (Android, termux-usb, a root broker)",
 	  "N" },
@@ -87,11 +82,6 @@ static const GOptionEntry entries[] = {
 	{ "names", 0, 0, G_OPTION_ARG_STRING, &opt_names,
 	  "Which addresses names resolve to: ipv4 (then ipv6, the default), ipv4-only, ipv6-only",
 	  "WHICH" },
-	{ "pace", 0, 0, G_OPTION_ARG_STRING, &opt_pace,
-	  "Cap transmission at RATE bytes/s (suffix k, M, G: powers of 1000)", "RATE" },
-	{ "nudge-ms", 0, 0, G_OPTION_ARG_INT, &opt_nudge_ms,
-	  "Quiet time after a stream before the tail nudge (see ncm-tun); 0 = 100, -1 = never",
-	  "MS" },
 	{ "tap", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt_tap,
 	  "Tests: a new TAP interface NAME instead of a USB device (needs root)", "NAME" },
 	G_OPTION_ENTRY_NULL
@@ -162,35 +152,11 @@ typedef struct {
 	GSocketService *socks;
 	GPtrArray *forwards;     /* ProxyForward */
 	GPtrArray *keep;         /* GObjects the netif config borrows */
+	CliSignals signals;
 	int status;
 } Main;
 
 /* ---- Options ----------------------------------------------------------------------- */
-
-/* A byte count such as 500k, 20M or 1.5G, for --@option. */
-static gboolean
-parse_size(const gchar *option, const gchar *text, guint64 *ret, GError **error)
-{
-	gchar *end = NULL;
-	gdouble v = g_ascii_strtod(text, &end);
-	gdouble mult = 1;
-
-	if (end && (*end == 'k' || *end == 'K'))
-		mult = 1e3;
-	else if (end && (*end == 'm' || *end == 'M'))
-		mult = 1e6;
-	else if (end && (*end == 'g' || *end == 'G'))
-		mult = 1e9;
-	if (mult > 1)
-		end++;
-	if (end == text || !end || *end || !(v > 0) || v * mult > 1e15) {
-		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-			    "--%s %s: expected bytes such as 500k, 20M or 1.5G", option, text);
-		return FALSE;
-	}
-	*ret = (guint64)(v * mult);
-	return TRUE;
-}
 
 static GInetAddress *
 parse_address(const gchar *option, const gchar *text, GSocketFamily family, guint *ret_prefix,
@@ -275,7 +241,7 @@ parse_limits(Proxy *proxy, GError **error)
 {
 	guint64 buffer = PROXY_DEFAULT_BUFFER;
 
-	if (opt_buffer && !parse_size("buffer", opt_buffer, &buffer, error))
+	if (opt_buffer && !cli_parse_size("buffer", opt_buffer, &buffer, error))
 		return FALSE;
 	if (buffer < 4096 || buffer > 16 * 1024 * 1024 || opt_max_connections < 1 ||
 	    opt_connect_timeout < 1) {
@@ -305,12 +271,10 @@ parse_device(Main *m, ProxyDeviceConfig *dev, GError **error)
 {
 	NcmLwipNetifConfig *net = &dev->netif;
 	GInetAddress *a;
-	guint64 pace = 0;
 
 	memset(dev, 0, sizeof(*dev));
-	for (guint i = 0; opt_device && opt_device[i]; i++)
-		if (!ncm_match_parse(&dev->match, opt_device[i], error))
-			return FALSE;
+	if (!cli_device_parse(&dev->match, &dev->options, error))
+		return FALSE;
 	if (opt_usb_fd >= 0 && (opt_persist || opt_tap)) {
 		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
 			    "--usb-fd cannot be combined with --persist or --tap: a replugged device "
@@ -320,11 +284,6 @@ parse_device(Main *m, ProxyDeviceConfig *dev, GError **error)
 	dev->usb_fd = opt_usb_fd;
 	dev->tap = opt_tap;
 	dev->persist = opt_persist;
-	ncm_device_options_init(&dev->options);
-	if (opt_pace && !parse_size("pace", opt_pace, &pace, error))
-		return FALSE;
-	dev->options.pace_bytes_per_sec = pace;
-	dev->options.nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
 	ncm_lwip_netif_config_init(net);
 	net->make_default = TRUE;
 	net->dhcp = !opt_ipv4 && !opt_no_dhcp;
@@ -355,6 +314,7 @@ parse_options(Main *m, ProxyDeviceConfig *dev, int *argc, char ***argv, GError *
 	g_autoptr(GOptionContext) oc =
 		g_option_context_new("- SOCKS5 and port forwards into a USB CDC-NCM device, unprivileged");
 
+	g_option_context_add_main_entries(oc, cli_device_entries(), NULL);
 	g_option_context_add_main_entries(oc, entries, NULL);
 	g_option_context_set_description(oc, description);
 	if (!g_option_context_parse(oc, argc, argv, error))
@@ -377,8 +337,9 @@ parse_options(Main *m, ProxyDeviceConfig *dev, int *argc, char ***argv, GError *
 /* ---- Statistics and signals ----------------------------------------------------------- */
 
 static void
-print_stats(Main *m)
+print_stats(gpointer data)
 {
+	Main *m = data;
 	const ProxyCounters *c = &m->proxy.count;
 	NcmLwipStats ls;
 
@@ -401,22 +362,6 @@ print_stats(Main *m)
 	fprintf(stderr, "  lwip: %" G_GUINT64_FORMAT " frames in (%" G_GUINT64_FORMAT
 		" dropped), %" G_GUINT64_FORMAT " out (%" G_GUINT64_FORMAT " dropped)\n",
 		ls.rx_frames, ls.rx_drops, ls.tx_frames, ls.tx_drops);
-}
-
-static gboolean
-on_quit_signal(gpointer data)
-{
-	Main *m = data;
-
-	g_main_loop_quit(m->loop);
-	return G_SOURCE_CONTINUE;
-}
-
-static gboolean
-on_stats_signal(gpointer data)
-{
-	print_stats(data);
-	return G_SOURCE_CONTINUE;
 }
 
 static void
@@ -550,9 +495,8 @@ main(int argc, char **argv)
 	/* Held for the whole run, as in ncm-tun: posts from the libusb
 	 * thread must not acquire a free default context and run there. */
 	g_main_context_acquire(NULL);
-	g_unix_signal_add(SIGINT, on_quit_signal, &m);
-	g_unix_signal_add(SIGTERM, on_quit_signal, &m);
-	g_unix_signal_add(SIGUSR1, on_stats_signal, &m);
+	m.signals = (CliSignals){ m.loop, print_stats, &m };
+	cli_signals_add(&m.signals);
 	m.proxy.stack = ncm_lwip_stack_get_default();
 	if (!setup(&m, &dev, &error)) {
 		fprintf(stderr, "ncm-proxy: %s\n", error->message);
