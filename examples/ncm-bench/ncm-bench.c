@@ -51,9 +51,12 @@ static const GOptionEntry entries[] = {
 	 "A path to measure: NAME=SERVER[%IFACE] over kernel sockets (IFACE forces the interface); "
 	 "ncm-tun=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR...][,exec=PATH][,name=IFNAME] through an "
 	 "ncm-tun that ncm-bench starts and stops (interface ncmbench0 by default; any NAME "
-	 "starting with ncm-tun); or lwip=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR][,tap=IF] through "
-	 "libncm and the in-process lwIP stack (any NAME starting with lwip). Repeatable; the "
-	 "paths run in the order given", "NAME=ADDR[%IF]"},
+	 "starting with ncm-tun); lwip=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR][,tap=IF] through "
+	 "libncm and the in-process lwIP stack (any NAME starting with lwip); or "
+	 "ncm-proxy=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR...][,exec=PATH][,lport=PORT] through an "
+	 "ncm-proxy that ncm-bench starts: loopback sockets to its -L forward (TCP) and its SOCKS5 "
+	 "UDP ASSOCIATE (any NAME starting with ncm-proxy). Repeatable; the paths run in the "
+	 "order given", "NAME=ADDR[%IF]"},
 	{"quick", 'q', 0, G_OPTION_ARG_NONE, &opt_quick,
 	 "A short run: 1 repetition, 3 s per throughput run, 5 s soak", NULL},
 	{"tests", 't', 0, G_OPTION_ARG_STRING, &opt_tests,
@@ -165,7 +168,7 @@ bench_test_selected(const BenchOptions *opt, const char *test)
 	return FALSE;
 }
 
-/* NAME=SERVER[%IFACE], ncm-tun...=SPEC or lwip...=SPEC. */
+/* NAME=SERVER[%IFACE], ncm-tun...=SPEC, ncm-proxy...=SPEC or lwip...=SPEC. */
 static BenchTransport *
 path_parse(const char *spec, GError **error)
 {
@@ -181,6 +184,8 @@ path_parse(const char *spec, GError **error)
 	}
 	if (g_str_has_prefix(kv[0], "ncm-tun"))
 		return bench_transport_tun_new(kv[0], kv[1], (guint16)opt_port, opt_pace, error);
+	if (g_str_has_prefix(kv[0], "ncm-proxy"))
+		return bench_transport_proxy_new(kv[0], kv[1], (guint16)opt_port, opt_pace, error);
 	if (g_str_has_prefix(kv[0], "lwip"))
 		return bench_transport_lwip_new(kv[0], kv[1], (guint16)opt_port, opt_pace, error);
 	addr = g_strdup(kv[1]);
