@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/vm/guest-proxy.sh: guest test: ncm-proxy as uid 65534 with only a chowned usbfs node (no capabilities, no TAP): curl through SOCKS by IP and by name, 64 concurrent checksummed connections, -L to iperf3 both ways, UDP ASSOCIATE echo, -R, SIGTERM.
 # VM_PROXY_PART=fd instead: a root broker opens the node, drops to uid 65534 and execs ncm-proxy --usb-fd 3 with /dev/bus/usb hidden; addresses by DHCP and SLAAC, DNS servers by DHCP and RDNSS.
+# VM_PROXY_PART=replug: ncm-proxy --persist through an unplug and replug, serving before and after.
 set -eu
 . "$VM_LIB"
 
@@ -206,14 +207,36 @@ run_fd() {
 	stop_proxy
 }
 
+# --persist: the unplug ends the session, ncm-proxy waits; the replugged
+# device's new node is given to uid 65534 (what a udev rule would do) and
+# ncm-proxy takes it again by itself, cdc_ncm having bound to it meanwhile.
+run_replug() {
+	chown "$NOBODY" "$(usb_node)"
+	drop-exec "$NOBODY" "$NOBODY" ncm-proxy --device "serial=$VM_SERIAL" --persist \
+		--ipv4 "$(host_ip4)/24" --dns "$(peer_ip4)" >"$PROXY_LOG" 2>&1 &
+	PROXY_PID=$!
+	wait_for "$VM_WAIT" "ncm-proxy running" proxy_running || { cat "$PROXY_LOG"; fail "ncm-proxy did not start"; }
+	fetch "SOCKS before the unplug" "http://$(peer_ip4)/big"
+	gadget_unplug
+	check "ncm-proxy waits for the device" wait_for 10 "waiting" grep -q "waiting for it to come back" "$PROXY_LOG"
+	check "ncm-proxy survives the unplug" proxy_alive
+	gadget_replug
+	chown "$NOBODY" "$(usb_node)"
+	check "ncm-proxy took the replugged device" wait_for "$VM_WAIT" "second session" \
+		sh -c "kill -USR1 $PROXY_PID; sleep 0.5; grep -q '2 session(s)' '$PROXY_LOG'"
+	fetch "SOCKS after the replug" "http://$(peer_ip4)/big"
+	fetch "SOCKS by name after the replug" "http://peer.test/big"
+	stop_proxy
+}
+
 gadget_setup ncm
 # cdc_ncm holds the function: ncm-proxy takes it over as an unprivileged user.
 host_use_kernel
 serve_peer
 peer_iperf3_server
-if [ "${VM_PROXY_PART:-main}" = fd ]; then
-	run_fd
-else
-	run_main
-fi
+case ${VM_PROXY_PART:-main} in
+fd) run_fd ;;
+replug) run_replug ;;
+*) run_main ;;
+esac
 vm_info
