@@ -209,10 +209,7 @@ resolve_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *c
 	GSocketFamily family = GPOINTER_TO_INT(g_object_get_data(G_OBJECT(task), "family"));
 	GInetAddress *address = ncm_lwip_stack_resolve(source, name, family, cancellable, &error);
 
-	if (address != NULL)
-		g_task_return_pointer(task, address, g_object_unref);
-	else
-		g_task_return_error(task, error);
+	nlw_task_return(task, address, g_object_unref, error);
 }
 
 /* GTask source tag (ISO C has no function-to-object pointer cast). */
@@ -235,5 +232,5 @@ GInetAddress *
 ncm_lwip_stack_resolve_finish(NcmLwipStack *self, GAsyncResult *result, GError **error)
 {
 	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
-	return g_task_propagate_pointer(G_TASK(result), error);
+	return nlw_task_propagate(result, error);
 }

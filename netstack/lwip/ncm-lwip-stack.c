@@ -261,6 +261,23 @@ nlw_task_run_in_thread(GTask *task, GTaskThreadFunc func)
 	g_thread_unref(g_thread_new("ncm-lwip-task", task_thread, task));
 }
 
+void
+nlw_task_return(GTask *task, gpointer result, GDestroyNotify destroy, GError *error)
+{
+	ncm_tsan_release(task);
+	if (error != NULL)
+		g_task_return_error(task, error);
+	else
+		g_task_return_pointer(task, result, destroy);
+}
+
+gpointer
+nlw_task_propagate(GAsyncResult *result, GError **error)
+{
+	ncm_tsan_acquire(result);
+	return g_task_propagate_pointer(G_TASK(result), error);
+}
+
 /* ---- Addresses and errors ------------------------------------------------ */
 
 void
