@@ -113,6 +113,20 @@ fetch "http://$K4:8080/file"; check "SOCKS to an IPv4 address" same_as file
 fetch "http://[$K6]:8080/file"; check "SOCKS to an IPv6 address" same_as file
 fetch "http://peer.test:8080/file"; check "SOCKS to a name (A), resolved through the device" same_as file
 fetch "http://six.test:8080/file"; check "SOCKS to a name with only AAAA" same_as file
+# Link-local peers, as on Apple's NCM links: the zone a client names is
+# dropped (lwIP has one netif), with or without one.
+link_local() { ip -6 addr show dev pxt0 scope link | awk '/inet6/ && !/tentative/ { sub("/.*", "", $2); print $2 }'; }
+wait_until 50 sh -c "[ -n \"\$(ip -6 addr show dev pxt0 scope link | grep -v tentative | grep inet6)\" ]"
+LL=$(link_local)
+# curl sends link-local literals without their zone (ATYP 4): by hand, as a
+# name (ATYP 3) with the zone, then an HTTP request on the same connection.
+zoned() {
+	name="$LL%pxt0"
+	printf "\\005\\001\\000\\005\\001\\000\\003\\$(printf %03o ${#name})%s\\037\\220GET /file HTTP/1.0\\r\\n\\r\\n" \
+		"$name" | busybox nc 127.0.0.1 1080 2>/dev/null | grep -a -q "200 OK"
+}
+check "SOCKS to a link-local peer named with a zone ($LL%pxt0)" zoned
+fetch "http://[$LL]:8080/file"; check "SOCKS to a link-local peer without a zone" same_as file
 fetch "http://nope.test:8080/file"
 check "an unknown name: SOCKS reply 4 (host unreachable)" grep -q "(4)" "$TMP/curl.err"
 fetch "http://$K4:8099/"
