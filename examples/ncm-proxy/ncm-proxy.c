@@ -110,7 +110,7 @@ static const gchar description[] =
 	"    ncm-proxy --ipv4 192.168.7.2/24 --dns 192.168.7.1\n"
 	"  ssh through SOCKS (OpenBSD netcat), or through a forward:\n"
 	"    ssh -o ProxyCommand='nc -X 5 -x 127.0.0.1:1080 %h %p' user@192.168.7.1\n"
-	"    ncm-proxy --ipv4 192.168.7.2/24 -L 2222:192.168.7.1:22; ssh -p 2222 user@localhost\n"
+	"    ncm-proxy --ipv4 192.168.7.2/24 -L 2222:192.168.7.1:22 &  ssh -p 2222 user@localhost\n"
 	"  A browser: chromium --proxy-server=socks5://127.0.0.1:1080, or Firefox's\n"
 	"  SOCKS v5 host 127.0.0.1 port 1080 with \"Proxy DNS when using SOCKS v5\".\n"
 	"  The device reaching a web server on the host's port 8000 as its port 80:\n"
