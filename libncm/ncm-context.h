@@ -48,8 +48,11 @@ typedef struct {
 /**
  * ncm_function_info_get_type:
  *
- * Returns: the boxed #GType of #NcmFunctionInfo (copy = ref).
+ * The #GType that lets bindings and GValues carry #NcmFunctionInfo.
+ *
  * Thread: any.
+ *
+ * Returns: the boxed #GType of #NcmFunctionInfo (copy = ref).
  */
 #define NCM_TYPE_FUNCTION_INFO (ncm_function_info_get_type())
 NCM_EXPORT GType ncm_function_info_get_type(void);
@@ -58,8 +61,11 @@ NCM_EXPORT GType ncm_function_info_get_type(void);
  * ncm_function_info_ref:
  * @info: an #NcmFunctionInfo.
  *
- * Returns: (transfer full): @info, with one more reference.
+ * Takes a reference, for keeping @info beyond its array or signal.
+ *
  * Thread: any.
+ *
+ * Returns: (transfer full): @info, with one more reference.
  */
 NCM_EXPORT NcmFunctionInfo *ncm_function_info_ref(NcmFunctionInfo *info);
 
@@ -76,9 +82,12 @@ NCM_EXPORT void ncm_function_info_unref(NcmFunctionInfo *info);
  * ncm_function_info_dup_usbfs_path:
  * @info: an #NcmFunctionInfo.
  *
+ * The device node libusb opens for @info.
+ *
+ * Thread: any.
+ *
  * Returns: (transfer full): "/dev/bus/usb/BBB/DDD", the usbfs node, for
  *   messages (a udev rule, a permission error). Free with g_free().
- * Thread: any.
  */
 NCM_EXPORT gchar *ncm_function_info_dup_usbfs_path(const NcmFunctionInfo *info);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NcmFunctionInfo, ncm_function_info_unref)
@@ -108,8 +117,9 @@ typedef struct {
  * @error: return location for a #GError (%NCM_ERROR_FAILED) that lists the
  *   accepted forms.
  *
- * Returns: %TRUE when @text was understood.
  * Thread: any.
+ *
+ * Returns: %TRUE when @text was understood.
  */
 NCM_EXPORT gboolean ncm_match_parse(NcmMatch *match, const gchar *text, GError **error);
 
@@ -118,8 +128,11 @@ NCM_EXPORT gboolean ncm_match_parse(NcmMatch *match, const gchar *text, GError *
  * @match: an #NcmMatch.
  * @info: a found function.
  *
- * Returns: whether @match selects @info: every field set in @match agrees.
+ * Tests one found function against @match, as enumeration does.
+ *
  * Thread: any.
+ *
+ * Returns: whether @match selects @info: every field set in @match agrees.
  */
 NCM_EXPORT gboolean ncm_match_test(const NcmMatch *match, const NcmFunctionInfo *info);
 
@@ -147,8 +160,9 @@ NCM_EXPORT G_DECLARE_FINAL_TYPE(NcmContext, ncm_context, NCM, CONTEXT, GObject)
  * starts without device discovery: enumeration then finds nothing, and
  * only ncm_context_enumerate_fd() finds devices.
  *
- * Returns: (transfer full) (nullable): the context, or %NULL with @error set.
  * Thread: any thread; the caller's thread-default context becomes the owner's.
+ *
+ * Returns: (transfer full) (nullable): the context, or %NULL with @error set.
  */
 NCM_EXPORT NcmContext *ncm_context_new(GError **error);
 
@@ -162,9 +176,15 @@ NCM_EXPORT NcmContext *ncm_context_new(GError **error);
  * @match selects. Devices this user may not open are listed too, with
  * their strings %NULL and #NcmFunctionInfo.access_error saying why.
  *
- * Returns: (transfer full) (element-type NcmFunctionInfo) (nullable): the
- *   functions found, possibly none; %NULL with @error set on failure.
  * Thread: any thread but the libusb event thread (it may do control I/O).
+ *
+ * Returns: (transfer container) (element-type NcmFunctionInfo) (nullable):
+ *   the functions found, possibly none; %NULL with @error set on failure.
+ *   The array is yours and holds a reference to each element:
+ *   g_ptr_array_unref() frees both. (For bindings that is "transfer
+ *   container": they take their own references to the elements before
+ *   freeing the array; "transfer full" would make them release each
+ *   element twice.)
  */
 NCM_EXPORT GPtrArray *ncm_context_enumerate(NcmContext *self, const NcmMatch *match,
 					    GError **error);
@@ -187,9 +207,12 @@ NCM_EXPORT GPtrArray *ncm_context_enumerate(NcmContext *self, const NcmMatch *ma
  * node. Such functions are not reported by ncm_context_watch(); when the
  * device goes away, #NcmDevice::removed says so, and a new fd is needed.
  *
- * Returns: (transfer full) (element-type NcmFunctionInfo) (nullable): the
- *   functions found, possibly none; %NULL with @error set on failure.
  * Thread: any thread but the libusb event thread (it does control I/O).
+ *
+ * Returns: (transfer container) (element-type NcmFunctionInfo) (nullable):
+ *   the functions found, possibly none; %NULL with @error set on failure.
+ *   As for ncm_context_enumerate(), g_ptr_array_unref() frees the array
+ *   and its elements.
  */
 NCM_EXPORT GPtrArray *ncm_context_enumerate_fd(NcmContext *self, int fd, const NcmMatch *match,
 					       GError **error);
@@ -207,9 +230,10 @@ NCM_EXPORT GPtrArray *ncm_context_enumerate_fd(NcmContext *self, int fd, const N
  * reported too, during this call: connect to the signals first. A second
  * call replaces the first watch and reports what is present anew.
  *
- * Returns: %TRUE when watching.
  * Thread: the owner's main context (the thread whose thread-default context
  *   it is); the signals are emitted there.
+ *
+ * Returns: %TRUE when watching.
  */
 NCM_EXPORT gboolean ncm_context_watch(NcmContext *self, const NcmMatch *match, guint poll_ms,
 				      GError **error);
@@ -224,10 +248,11 @@ NCM_EXPORT gboolean ncm_context_watch(NcmContext *self, const NcmMatch *match, g
  * Apple devices (iOS 17+) expose their NCM function only after a vendor
  * request. Sends it to every Apple device not yet in that mode.
  *
- * Returns: how many were asked before any error (they then re-enumerate:
- *   watch for "function-added").
  * Thread: any thread but the libusb event thread (synchronous control
  *   transfers).
+ *
+ * Returns: how many were asked before any error (they then re-enumerate:
+ *   watch for "function-added").
  */
 NCM_EXPORT guint ncm_context_switch_apple_devices(NcmContext *self, GError **error);
 
@@ -235,9 +260,12 @@ NCM_EXPORT guint ncm_context_switch_apple_devices(NcmContext *self, GError **err
  * ncm_context_get_main_dispatches:
  * @self: an #NcmContext.
  *
+ * A counter of the control plane's cost on the owner's thread.
+ *
+ * Thread: any.
+ *
  * Returns: how many callbacks the library has queued on the owner's main
  *   context so far (the control plane's cost there; data never goes there).
- * Thread: any.
  */
 NCM_EXPORT guint64 ncm_context_get_main_dispatches(NcmContext *self);
 

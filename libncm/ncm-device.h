@@ -30,6 +30,13 @@ typedef struct {
 	 * gadgets (Linux f_ncm) that hold a burst's last NTB: 32 ARP requests
 	 * to the device, once per stream end. 0 = 100 ms; NCM_NUDGE_OFF = never. */
 	guint nudge_ms;
+	/* Send and deliver every pure TCP ACK. By default a newer cumulative
+	 * ACK of a flow replaces an older one still in the open NTB, and a
+	 * received one a later one in the same NTB supersedes is not delivered
+	 * (never a duplicate ACK, a window update, SACK, or across another
+	 * segment of the flow): fewer datagrams for the device, the sink and
+	 * the senders' TCP to process. */
+	gboolean no_ack_merge;
 } NcmDeviceOptions;
 
 #define NCM_NUDGE_OFF G_MAXUINT
@@ -45,14 +52,19 @@ NCM_EXPORT void ncm_device_options_init(NcmDeviceOptions *options);
 
 /**
  * NcmLinkSink:
- *
- * Where received datagrams go. Every callback runs on the libusb event thread
- * and must not block or call synchronous libusb functions.
- * @receive: one Ethernet frame (no FCS); @frame points into the transfer
+ * @receive: one Ethernet frame (no FCS); the frame points into the transfer
  *   buffer and is valid only during the call.
- * @receive_done: the end of one received NTB: flush what the frames caused.
+ * @receive_done: the end of a burst of received NTBs (all that one libusb
+ *   event batch reaped): flush what the frames caused.
  * @writable: TX room came back after ncm_device_send() returned
  *   %NCM_SEND_WOULD_BLOCK.
+ *
+ * Where received datagrams go. Every callback runs on the libusb event thread
+ * and must not block or call synchronous libusb functions. Each gets the
+ * user_data given to ncm_device_set_sink() first.
+ *
+ * The raw data path is for C: from other languages use the lwIP netstack
+ * (ncm_lwip_stack_add_device()), whose streams those languages read.
  */
 typedef struct {
 	void (*receive)(gpointer user_data, const guint8 *frame, gsize len);
@@ -60,11 +72,22 @@ typedef struct {
 	void (*writable)(gpointer user_data);
 } NcmLinkSink;
 
+/**
+ * NcmSendResult:
+ * @NCM_SEND_OK: packed into the open NTB.
+ * @NCM_SEND_WOULD_BLOCK: every TX buffer is in flight: wait for the sink's
+ *   @writable.
+ * @NCM_SEND_INVALID: shorter than 14 bytes or longer than the max datagram.
+ * @NCM_SEND_CLOSED: not started, closed or gone.
+ *
+ * What ncm_device_send() did with a frame. The data path returns codes,
+ * never a #GError: nothing on it allocates.
+ */
 typedef enum {
 	NCM_SEND_OK,
-	NCM_SEND_WOULD_BLOCK,   /* every TX buffer is in flight: wait for sink->writable */
-	NCM_SEND_INVALID,       /* shorter than 14 bytes or longer than the max datagram */
-	NCM_SEND_CLOSED,        /* not started, closed or gone */
+	NCM_SEND_WOULD_BLOCK,
+	NCM_SEND_INVALID,
+	NCM_SEND_CLOSED,
 } NcmSendResult;
 
 /**
@@ -99,15 +122,23 @@ typedef struct {
 	guint64 rx_nudges;             /* tail nudges sent (NcmDeviceOptions.nudge_ms) */
 	guint64 rx_nudge_freed;        /* ... after which frames other than ARP came first:
 	                                * the device had probably held them */
+	guint64 tx_acks_merged;        /* pure TCP ACKs that replaced an older one of their
+	                                * flow in the open NTB (NcmDeviceOptions.no_ack_merge) */
+	guint64 rx_batches;            /* receive_done calls: bursts of NTBs the sink got at once */
+	guint64 rx_acks_thinned;       /* received pure TCP ACKs not delivered: a later one of
+	                                * their flow in the same NTB superseded them */
 } NcmStats;
 
 /**
  * ncm_stats_reject_name:
  * @index: an index into #NcmStats.rx_rejects.
  *
+ * Names the reject reasons #NcmStats.rx_rejects counts.
+ *
+ * Thread: any.
+ *
  * Returns: (nullable): the reason counted at @index ("nth-signature", ...),
  *   a static string, or %NULL past the last reason.
- * Thread: any.
  */
 NCM_EXPORT const gchar *ncm_stats_reject_name(guint index);
 
@@ -139,10 +170,11 @@ NCM_EXPORT G_DECLARE_FINAL_TYPE(NcmDevice, ncm_device, NCM, DEVICE, GObject)
  * control transfers (up to 3 s each when the device does not answer):
  * ncm_device_open_async() does not.
  *
- * Returns: (transfer full) (nullable): the open device, or %NULL with @error set.
  * Thread: any thread but the libusb event thread. The device's signals
  *   ("link-changed", "speed-changed", "removed", "error") are emitted on the
  *   caller's thread-default main context (the device's owner).
+ *
+ * Returns: (transfer full) (nullable): the open device, or %NULL with @error set.
  */
 NCM_EXPORT NcmDevice *ncm_device_open(NcmContext *context, const NcmFunctionInfo *info,
 				      const NcmDeviceOptions *options, GError **error);
@@ -158,7 +190,7 @@ NCM_EXPORT NcmDevice *ncm_device_open(NcmContext *context, const NcmFunctionInfo
  * @callback: called once, with the result for ncm_device_open_finish().
  * @user_data: passed to @callback.
  *
- * ncm_device_open() without blocking the caller. Opening does several
+ * Opens like ncm_device_open(), without blocking the caller. Opening does several
  * synchronous USB control transfers (claiming, GET_NTB_PARAMETERS, the
  * SET_ requests, the alt setting), each with a 3 s timeout when a device
  * does not answer, and libusb offers them only synchronously or as
@@ -187,21 +219,26 @@ NCM_EXPORT void ncm_device_open_async(NcmContext *context, const NcmFunctionInfo
  * @error: return location for a #GError: %NCM_ERROR as from ncm_device_open(),
  *   or %G_IO_ERROR_CANCELLED.
  *
- * Returns: (transfer full) (nullable): the open device, as ncm_device_open()
- *   returns it (call ncm_device_start() next), or %NULL with @error set.
+ * Ends ncm_device_open_async().
+ *
  * Thread: the thread-default main context ncm_device_open_async() was
  *   called from (in its callback).
+ *
+ * Returns: (transfer full) (nullable): the open device, as ncm_device_open()
+ *   returns it (call ncm_device_start() next), or %NULL with @error set.
  */
 NCM_EXPORT NcmDevice *ncm_device_open_finish(GAsyncResult *result, GError **error);
 
 /**
- * ncm_device_set_sink:
+ * ncm_device_set_sink: (skip)
  * @self: an open, not yet started #NcmDevice.
  * @sink: (nullable): where received frames go; copied. %NULL drops them.
  * @user_data: passed to every callback of @sink.
  *
  * Attaches the sink. Call before ncm_device_start(); later it is a
- * programming error (a critical) and changes nothing.
+ * programming error (a critical) and changes nothing. Not for bindings:
+ * its callbacks run per frame on the libusb event thread, where no
+ * interpreter should wait for its lock; they use the lwIP netstack.
  * Thread: any. The sink's callbacks run on the libusb event thread.
  */
 NCM_EXPORT void ncm_device_set_sink(NcmDevice *self, const NcmLinkSink *sink,
@@ -217,8 +254,9 @@ NCM_EXPORT void ncm_device_set_sink(NcmDevice *self, const NcmLinkSink *sink,
  * callbacks may run, and ncm_device_send() is accepted. On failure the
  * device is closed.
  *
- * Returns: %TRUE when running.
  * Thread: any thread but the libusb event thread.
+ *
+ * Returns: %TRUE when running.
  */
 NCM_EXPORT gboolean ncm_device_start(NcmDevice *self, GError **error);
 
@@ -239,33 +277,35 @@ NCM_EXPORT void ncm_device_close(NcmDevice *self);
 /**
  * ncm_device_send:
  * @self: a started #NcmDevice.
- * @frame: one Ethernet frame without FCS (destination, source, type, payload);
- *   copied before the call returns.
+ * @frame: (array length=len): one Ethernet frame without FCS (destination,
+ *   source, type, payload); copied before the call returns.
  * @len: its length, 14 to ncm_device_get_max_frame() bytes.
  *
  * Packs one Ethernet frame into the open NTB. The NTB goes out when full,
  * at the datagram limit, on ncm_device_flush(), or by the last-resort timer.
  * Never blocks and never allocates.
  *
+ * Thread: any, also the libusb event thread (from a sink callback) and
+ *   several producers at once (they serialise on the device's TX lock).
+ *
  * Returns: %NCM_SEND_OK when packed; %NCM_SEND_WOULD_BLOCK when every TX
  *   buffer is in flight (the sink's @writable follows), %NCM_SEND_INVALID,
  *   %NCM_SEND_CLOSED.
- * Thread: any, also the libusb event thread (from a sink callback) and
- *   several producers at once (they serialise on the device's TX lock).
  */
 NCM_EXPORT NcmSendResult ncm_device_send(NcmDevice *self, const guint8 *frame, gsize len);
 
 /**
- * ncm_device_sendv:
+ * ncm_device_sendv: (skip)
  * @self: a started #NcmDevice.
  * @vectors: (array length=n_vectors): the pieces of one frame, in order
  *   (e.g. a pbuf chain); copied before the call returns.
  * @n_vectors: how many.
  *
- * ncm_device_send() for a frame in several pieces.
+ * Sends like ncm_device_send(), a frame in several pieces.
+ *
+ * Thread: any, as ncm_device_send().
  *
  * Returns: as ncm_device_send().
- * Thread: any, as ncm_device_send().
  */
 NCM_EXPORT NcmSendResult ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors,
 					  guint n_vectors);
@@ -294,18 +334,21 @@ NCM_EXPORT void ncm_device_get_stats(NcmDevice *self, NcmStats *ret_stats);
  * ncm_device_get_info:
  * @self: an #NcmDevice.
  *
+ * The function @self was opened on.
+ *
+ * Thread: any.
+ *
  * Returns: (transfer none): the function @self was opened on; valid as
  *   long as @self is (ncm_function_info_ref() to keep it longer).
- * Thread: any.
  */
 NCM_EXPORT const NcmFunctionInfo *ncm_device_get_info(NcmDevice *self);
 
 /**
  * ncm_device_get_mac:
  * @self: an open #NcmDevice.
- * @ret_mac: (out caller-allocates): the host side's MAC address: the
- *   function's iMACAddress, or a stable locally administered one derived
- *   from the function when the device gives none.
+ * @ret_mac: (out caller-allocates) (array fixed-size=6): the host side's
+ *   MAC address: the function's iMACAddress, or a stable locally
+ *   administered one derived from the function when the device gives none.
  *
  * Thread: any.
  */
@@ -315,9 +358,12 @@ NCM_EXPORT void ncm_device_get_mac(NcmDevice *self, guint8 ret_mac[6]);
  * ncm_device_get_max_frame:
  * @self: an open #NcmDevice.
  *
+ * The largest frame the device takes.
+ *
+ * Thread: any.
+ *
  * Returns: the largest Ethernet frame ncm_device_send() takes
  *   (wMaxSegmentSize, at least 1514).
- * Thread: any.
  */
 NCM_EXPORT guint ncm_device_get_max_frame(NcmDevice *self);
 
@@ -325,8 +371,11 @@ NCM_EXPORT guint ncm_device_get_max_frame(NcmDevice *self);
  * ncm_device_get_mtu:
  * @self: an open #NcmDevice.
  *
- * Returns: the IP MTU: ncm_device_get_max_frame() - 14.
+ * The IP MTU over the device.
+ *
  * Thread: any.
+ *
+ * Returns: the IP MTU: ncm_device_get_max_frame() - 14.
  */
 NCM_EXPORT guint ncm_device_get_mtu(NcmDevice *self);
 
@@ -334,9 +383,12 @@ NCM_EXPORT guint ncm_device_get_mtu(NcmDevice *self);
  * ncm_device_get_link_up:
  * @self: an #NcmDevice.
  *
+ * Whether the device last said its network link is up.
+ *
+ * Thread: any.
+ *
  * Returns: the last NETWORK_CONNECTION state the device reported; %FALSE
  *   until it reports one. "link-changed" follows changes on the owner's context.
- * Thread: any.
  */
 NCM_EXPORT gboolean ncm_device_get_link_up(NcmDevice *self);
 
@@ -350,8 +402,9 @@ NCM_EXPORT gboolean ncm_device_get_link_up(NcmDevice *self);
  * without waiting for the signal. %FALSE for a device closed, or never
  * opened, while present.
  *
- * Returns: %TRUE once the device is gone.
  * Thread: any.
+ *
+ * Returns: %TRUE once the device is gone.
  */
 NCM_EXPORT gboolean ncm_device_is_gone(NcmDevice *self);
 

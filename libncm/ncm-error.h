@@ -8,6 +8,11 @@
 
 G_BEGIN_DECLS
 
+/**
+ * NCM_ERROR:
+ *
+ * The #GError domain of libncm's errors; the codes are #NcmError.
+ */
 #define NCM_ERROR (ncm_error_quark())
 
 /**
@@ -23,6 +28,8 @@ G_BEGIN_DECLS
  * @NCM_ERROR_PROTOCOL: the device answered a request with something invalid.
  * @NCM_ERROR_UNSUPPORTED: the platform or libusb lacks what is needed.
  * @NCM_ERROR_CLOSED: the device was closed.
+ *
+ * The codes of the %NCM_ERROR domain. Every message also says what to do.
  */
 typedef enum {
 	NCM_ERROR_FAILED,
@@ -40,8 +47,11 @@ typedef enum {
 /**
  * ncm_error_quark:
  *
- * Returns: the #GQuark of the %NCM_ERROR domain.
+ * The error domain of libncm's #GErrors.
+ *
  * Thread: any.
+ *
+ * Returns: the #GQuark of the %NCM_ERROR domain.
  */
 NCM_EXPORT GQuark ncm_error_quark(void);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-link-device.c: NcmLink over an NcmDevice: the driver's own data path, no copies added. */
-#include "ncm-link.h"
+#include "ncm-link-private.h"
 
 typedef struct {
 	NcmLink link;

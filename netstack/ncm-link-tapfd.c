@@ -10,7 +10,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "ncm-link.h"
+#include "ncm-link-private.h"
 
 /* Frames handed to the sink between two receive_done calls: like the
  * datagrams of one NTB, a burst is bounded so output gets flushed. */

@@ -1,63 +1,64 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-link.h: the datagram interface between a link (an NcmDevice, a TAP fd) and a stack. */
+/* ncm-link.h: NcmLink, the datagram link a netstack runs over: an NcmDevice or a TAP fd. */
 #pragma once
-
-/*
- * A link moves Ethernet frames; a stack (lwIP, the TAP backend) consumes
- * them. The stack hands the link an NcmLinkSink (receive, receive_done,
- * writable), which the link calls on its own data thread (for an
- * NcmDevice: the libusb event thread). The stack sends through the ops
- * below from any thread. Nothing here goes through a GMainContext.
- */
 
 #include <ncm.h>
 
 G_BEGIN_DECLS
 
+/**
+ * NcmLink:
+ *
+ * An opaque source and sink of Ethernet frames that a netstack runs over:
+ * an open #NcmDevice, or a TAP file descriptor. Hand it to
+ * ncm_lwip_netif_add(), which takes it; free it yourself only when you
+ * never handed it over.
+ *
+ * From another language, ncm_lwip_stack_add_device() does both steps for
+ * an #NcmDevice.
+ */
 typedef struct _NcmLink NcmLink;
 
-typedef struct {
-	/* Any thread. Same contract as ncm_device_sendv(). */
-	NcmSendResult (*sendv)(NcmLink *link, const GOutputVector *vectors, guint n_vectors);
-	/* Any thread: the producer has nothing more queued. */
-	void (*flush)(NcmLink *link);
-	/* Attaches the stack's sink; call before start. */
-	void (*set_sink)(NcmLink *link, const NcmLinkSink *sink, gpointer user_data);
-	/* Starts delivering frames to the sink. */
-	gboolean (*start)(NcmLink *link, GError **error);
-	/* Stops delivery and waits until no sink callback runs. Not from the data thread. */
-	void (*stop)(NcmLink *link);
-	void (*free)(NcmLink *link);
-} NcmLinkOps;
-
-struct _NcmLink {
-	const NcmLinkOps *ops;
-	guint8 mac[6];      /* the MAC this side uses as its own (iMACAddress for NCM) */
-	guint max_frame;    /* largest Ethernet frame, no FCS (MTU + 14) */
-};
-
-/* A link over an open NcmDevice (takes a reference). */
+/**
+ * ncm_link_new_for_device: (skip)
+ * @device: an open #NcmDevice, not started yet.
+ *
+ * A link over @device: the netstack that takes it sets the device's sink
+ * and starts it, and closes it when the link stops. Its MAC is the host
+ * side's (ncm_device_get_mac()), its largest frame
+ * ncm_device_get_max_frame().
+ *
+ * Thread: any.
+ *
+ * Returns: (transfer full): the link, holding a reference to @device.
+ */
 NcmLink *ncm_link_new_for_device(NcmDevice *device);
 
-/*
- * A link over a TAP fd (IFF_TAP | IFF_NO_PI), for tests and for stacks that
- * run against the host kernel. A reader thread drains the fd, calling
- * sink->receive per frame and sink->receive_done per burst. Takes the fd.
+/**
+ * ncm_link_new_for_tap_fd: (skip)
+ * @fd: a TAP file descriptor (IFF_TAP | IFF_NO_PI); the link takes it and
+ *   closes it when freed.
+ * @mac: (array fixed-size=6): the MAC the stack uses as its own.
+ * @max_frame: the largest Ethernet frame, without FCS (MTU + 14).
+ *
+ * A link over a kernel TAP interface, for tests and for running a stack
+ * against the host's kernel. A reader thread of the link's own drains
+ * @fd, delivering each frame and then the end of each burst.
+ *
+ * Thread: any.
+ *
+ * Returns: (transfer full): the link.
  */
 NcmLink *ncm_link_new_for_tap_fd(int fd, const guint8 mac[6], guint max_frame);
 
-static inline NcmSendResult
-ncm_link_sendv(NcmLink *link, const GOutputVector *vectors, guint n_vectors)
-{
-	return link->ops->sendv(link, vectors, n_vectors);
-}
-
-static inline void
-ncm_link_flush(NcmLink *link)
-{
-	link->ops->flush(link);
-}
-
+/**
+ * ncm_link_free: (skip)
+ * @link: (nullable) (transfer full): a link no netstack took, or %NULL.
+ *
+ * Stops nothing (a link is started only by the stack that took it) and
+ * frees @link: its device reference, or its fd.
+ * Thread: any.
+ */
 void ncm_link_free(NcmLink *link);
 
 G_END_DECLS

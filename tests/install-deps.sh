@@ -12,6 +12,9 @@ pkgs=(
 	tcpdump
 	curl                              # vm-proxy: the SOCKS client in the guest
 	libjson-glib-dev                  # the bench-json unit test parses ncm-bench output
+	gobject-introspection libgirepository1.0-dev  # g-ir-scanner: Ncm-0, NcmLwip-0
+	python3-gi                        # the gi unit test, the Python VM test and example
+	gi-docgen                         # the reference manual (-Ddocs=true)
 )
 
 missing=()

@@ -24,17 +24,22 @@ setup() { # dir, options...
 	fi
 }
 
+# -Ddocs=true: the reference manuals are built here, and a missing comment
+# or any gi-docgen warning fails the build.
 setup "$builddir" -Dwerror=true -Db_sanitize=address,undefined -Dtest_hooks=enabled \
-	-Dlwip=enabled -Dlwip_src="$top/.cache/lwip" -Dfuzz=disabled
+	-Dlwip=enabled -Dlwip_src="$top/.cache/lwip" -Dfuzz=disabled \
+	-Dintrospection=enabled -Ddocs=true
 ninja -C "$builddir"
 
-CC=clang setup "$fuzzdir" -Dwerror=true -Dfuzz=enabled -Dlwip=disabled
+CC=clang setup "$fuzzdir" -Dwerror=true -Dfuzz=enabled -Dlwip=disabled -Dintrospection=disabled
 ninja -C "$fuzzdir"
 
 # Thread code again under ThreadSanitizer (clang: its runtime is the one
 # libclang-rt ships); only the unit suite, which holds the threaded tests.
+# No introspection: Python cannot load a TSan build (clang links the
+# runtime into executables), and the GIR is the ASan build's to check.
 CC=clang setup "$tsandir" -Dwerror=true -Db_sanitize=thread -Db_lundef=false \
-	-Dlwip=enabled -Dlwip_src="$top/.cache/lwip" -Dfuzz=disabled
+	-Dlwip=enabled -Dlwip_src="$top/.cache/lwip" -Dfuzz=disabled -Dintrospection=disabled
 ninja -C "$tsandir"
 
 # A release build for what sanitizers slow past their point: vm-bench runs
@@ -49,15 +54,18 @@ rc=0
 meson test -C "$builddir" --print-errorlogs --no-suite vm-stress --no-suite vm-slow "$@" || rc=1
 meson test -C "$fuzzdir" --print-errorlogs --suite fuzz || rc=1
 meson test -C "$tsandir" --print-errorlogs --suite unit || rc=1
-# One VM data-path test under TSan: the driver's RX/TX threads against f_ncm.
+# VM data-path tests under TSan: the driver's RX/TX threads against f_ncm,
+# and a second device hotplugged (rescanned, opened, closed on the owner's
+# thread) while the first streams.
 # has_test DIR NAME. Not "| grep -q": grep would quit at the first match,
 # meson die of SIGPIPE, and pipefail turn a found test into a skipped one.
 has_test() { meson test -C "$1" --list 2>/dev/null | grep -x "libncm:.* / $2" >/dev/null; }
 if has_test "$tsandir" vm-driver-frames-ntb16; then
 	# Its own log: a second run in one build dir would overwrite the first's.
-	meson test -C "$tsandir" --print-errorlogs --logbase testlog-vm vm-driver-frames-ntb16 || rc=1
+	meson test -C "$tsandir" --print-errorlogs --logbase testlog-vm \
+		vm-driver-frames-ntb16 vm-driver-hotplug || rc=1
 else
-	echo "run.sh: no VM tests in $tsandir: the TSan data-path test did not run"
+	echo "run.sh: no VM tests in $tsandir: the TSan data-path tests did not run"
 fi
 if has_test "$reldir" vm-bench; then
 	meson test -C "$reldir" --print-errorlogs vm-bench || rc=1

@@ -9,6 +9,7 @@ static gchar **opt_device;
 static gchar *opt_pace;
 static gboolean opt_ntb32;
 static gint opt_nudge_ms;
+static gboolean opt_no_ack_merge;
 
 static const GOptionEntry device_entries[] = {
 	{ "device", 'd', 0, G_OPTION_ARG_STRING_ARRAY, &opt_device,
@@ -21,6 +22,9 @@ static const GOptionEntry device_entries[] = {
 	{ "nudge-ms", 0, 0, G_OPTION_ARG_INT, &opt_nudge_ms,
 	  "Quiet time after a stream before the tail nudge, for gadgets (Linux f_ncm) that "
 	  "hold their last NTB; 0 = 100, -1 = never", "MS" },
+	{ "no-ack-merge", 0, 0, G_OPTION_ARG_NONE, &opt_no_ack_merge,
+	  "Send every pure TCP ACK (by default a newer ACK of a connection replaces an older one "
+	  "still waiting in the same NTB)", NULL },
 	G_OPTION_ENTRY_NULL
 };
 
@@ -39,6 +43,7 @@ cli_device_parse(NcmMatch *ret_match, NcmDeviceOptions *ret_options, GError **er
 	ncm_device_options_init(ret_options);
 	ret_options->ntb32 = opt_ntb32;
 	ret_options->nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
+	ret_options->no_ack_merge = opt_no_ack_merge;
 	return !opt_pace || cli_parse_size("pace", opt_pace, &ret_options->pace_bytes_per_sec, error);
 }
 
@@ -160,8 +165,9 @@ cli_print_usb_stats(FILE *out, const NcmStats *st)
 {
 	fprintf(out, "  usb rx: %" G_GUINT64_FORMAT " NTBs, %" G_GUINT64_FORMAT
 		" datagrams, %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " bad NTBs, %"
-		G_GUINT64_FORMAT " errors\n", st->rx_ntbs, st->rx_datagrams, st->rx_bytes,
-		st->rx_bad_ntbs, st->rx_errors + st->rx_overflows + st->rx_stalls);
+		G_GUINT64_FORMAT " errors, %" G_GUINT64_FORMAT " ACKs thinned, %" G_GUINT64_FORMAT
+		" bursts\n", st->rx_ntbs, st->rx_datagrams, st->rx_bytes, st->rx_bad_ntbs,
+		st->rx_errors + st->rx_overflows + st->rx_stalls, st->rx_acks_thinned, st->rx_batches);
 	for (guint i = 0; i < G_N_ELEMENTS(st->rx_rejects); i++) {
 		const gchar *name = ncm_stats_reject_name(i);
 
@@ -174,9 +180,9 @@ cli_print_usb_stats(FILE *out, const NcmStats *st)
 			" followed by held frames\n", st->rx_nudges, st->rx_nudge_freed);
 	fprintf(out, "  usb tx: %" G_GUINT64_FORMAT " NTBs, %" G_GUINT64_FORMAT
 		" datagrams, %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " would-block, %"
-		G_GUINT64_FORMAT " errors, %" G_GUINT64_FORMAT " paced waits\n", st->tx_ntbs,
-		st->tx_datagrams, st->tx_bytes, st->tx_would_block, st->tx_errors,
-		st->tx_paced_waits);
+		G_GUINT64_FORMAT " errors, %" G_GUINT64_FORMAT " paced waits, %" G_GUINT64_FORMAT
+		" ACKs merged\n", st->tx_ntbs, st->tx_datagrams, st->tx_bytes, st->tx_would_block,
+		st->tx_errors, st->tx_paced_waits, st->tx_acks_merged);
 }
 
 /* ---- --persist ---------------------------------------------------------------------- */

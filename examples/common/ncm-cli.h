@@ -8,7 +8,7 @@
 
 /*
  * The options that choose and tune the device, the same in every program:
- * --device (repeatable), --pace, --ntb32, --nudge-ms. Add the entries to
+ * --device (repeatable), --pace, --ntb32, --nudge-ms, --no-ack-merge. Add the entries to
  * the main group, parse, then read them with cli_device_parse().
  */
 const GOptionEntry *cli_device_entries(void);

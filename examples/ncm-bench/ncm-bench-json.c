@@ -35,6 +35,29 @@ append_string(GString *s, const char *v)
 	g_string_append_c(s, '"');
 }
 
+BenchResult *
+bench_result_new(const char *path, const char *test)
+{
+	BenchResult *r = g_new0(BenchResult, 1);
+
+	r->path = g_strdup(path);
+	r->test = g_strdup(test);
+	r->json = g_string_new(NULL);
+	return r;
+}
+
+void
+bench_result_free(BenchResult *r)
+{
+	g_free(r->path);
+	g_free(r->test);
+	g_string_free(r->json, TRUE);
+	g_free(r->cell);
+	if (r->rates)
+		g_array_unref(r->rates);
+	g_free(r);
+}
+
 void
 bench_json_num(GString *s, const char *key, double v)
 {
@@ -115,6 +138,10 @@ bench_json_write(const char *file, const GString *env, const char *env_json_file
 		g_string_append(s, ",\"test\":");
 		append_string(s, r->test);
 		g_string_append(s, r->json->str);
+		if (r->ceiling.n > 0) {
+			bench_json_summary(s, "ceiling_fraction", &r->ceiling, FALSE);
+			bench_json_num(s, "ceiling_mbit_s", r->ceiling_mbit);
+		}
 		g_string_append_c(s, '}');
 	}
 	g_string_append(s, "\n]}\n");

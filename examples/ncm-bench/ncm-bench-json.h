@@ -22,7 +22,14 @@ typedef struct {
 	 * table's ratios and the plot's bars: */
 	BenchSummary mbit;
 	BenchSummary sys_cpu; /* whole-system busy CPU-s per MB */
+	/* Mbit/s over the usbfs ceiling's median, ceiling_mbit (bench_ceiling_apply()); n = 0 when none */
+	BenchSummary ceiling;
+	double ceiling_mbit;
 } BenchResult;
+
+/* An empty result of @test on @path. */
+BenchResult *bench_result_new(const char *path, const char *test);
+void bench_result_free(BenchResult *r);
 
 void bench_json_summary(GString *s, const char *key, const BenchSummary *sum, gboolean pct);
 void bench_json_num(GString *s, const char *key, double v);

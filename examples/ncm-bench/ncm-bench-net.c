@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-bench-net.c: ncm-bench's blocking socket and stream helpers, shared by client and server. */
+#include <stdarg.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -20,6 +21,18 @@ bench_socket_send_all(GSocket *sock, const void *buf, gsize len, GError **error)
 		len -= (gsize)n;
 	}
 	return TRUE;
+}
+
+gboolean
+bench_socket_send_line(GSocket *sock, const char *fmt, ...)
+{
+	g_autofree char *s = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	s = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	return bench_socket_send_all(sock, s, strlen(s), NULL);
 }
 
 /* Byte by byte: the command line is short and must not eat the data after it. */

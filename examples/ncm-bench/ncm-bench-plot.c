@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-bench-plot.c: ncm-bench's SVG plot: per TCP test and path, Mbit/s and whole-system CPU per MB as bars; throughput over time as lines. */
+/* ncm-bench-plot.c: ncm-bench's SVG plot: per TCP test and path (and the raw path's ceiling), Mbit/s and whole-system CPU per MB as bars; throughput over time as lines. */
 #include <math.h>
 #include <string.h>
 
 #include "ncm-bench.h"
+#include "ncm-bench-ceiling.h"
 #include "ncm-bench-proto.h"
 
 #define W 900
@@ -162,6 +163,16 @@ bar_tests(GPtrArray *results)
 	return tests;
 }
 
+/* A path's bar in @test's group: its own result, or the raw path's ceiling for that direction. */
+static const BenchResult *
+bar_result(GPtrArray *results, const char *test, const char *path)
+{
+	const BenchResult *r = find(results, test, path);
+	const char *ceiling = bench_ceiling_test(test);
+
+	return r || !ceiling ? r : find(results, ceiling, path);
+}
+
 /* Per TCP test a group of bars, one per path that has the figure. */
 static void
 plot_bars(GString *s, const Box *b, GPtrArray *results, GPtrArray *paths, gboolean cpu,
@@ -171,8 +182,14 @@ plot_bars(GString *s, const Box *b, GPtrArray *results, GPtrArray *paths, gboole
 	double ymax = 0, gw = b->w / MAX(tests->len, 1);
 	double bw = gw * 0.8 / MAX(paths->len, 1);
 
-	for (guint i = 0; i < results->len; i++)
-		ymax = MAX(ymax, bar_value(results->pdata[i], cpu)->max);
+	for (guint t = 0; t < tests->len; t++) {
+		for (guint p = 0; p < paths->len; p++) {
+			const BenchResult *r = bar_result(results, tests->pdata[t], paths->pdata[p]);
+
+			if (r)
+				ymax = MAX(ymax, bar_value(r, cpu)->max);
+		}
+	}
 	ymax = nice_max(ymax);
 	plot_frame(s, b, ymax, title, ylabel);
 	for (guint t = 0; t < tests->len; t++) {
@@ -181,7 +198,7 @@ plot_bars(GString *s, const Box *b, GPtrArray *results, GPtrArray *paths, gboole
 		g_string_append_printf(s, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"12\" text-anchor=\"middle\">%s</text>\n",
 				       gx + gw / 2, b->y + b->h + 16, (const char *)tests->pdata[t]);
 		for (guint p = 0; p < paths->len; p++) {
-			const BenchResult *r = find(results, tests->pdata[t], paths->pdata[p]);
+			const BenchResult *r = bar_result(results, tests->pdata[t], paths->pdata[p]);
 
 			if (r && bar_value(r, cpu)->n > 0)
 				plot_bar(s, b, gx + gw * 0.1 + bw * p, bw, bar_value(r, cpu), ymax,

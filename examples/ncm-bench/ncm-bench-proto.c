@@ -77,14 +77,72 @@ bench_frame_read(const guint8 *buf, guint32 *ret_len, gint64 *ret_send_us)
 	return TRUE;
 }
 
-gint64
-bench_cmd_param(const char *line, const char *key, gint64 fallback)
+/* Where the value of "key=" starts in @line, or NULL. */
+static const char *
+cmd_value(const char *line, const char *key)
 {
 	gsize klen = strlen(key);
 
 	for (const char *p = strstr(line, key); p; p = strstr(p + 1, key)) {
 		if ((p == line || p[-1] == ' ') && p[klen] == '=')
-			return g_ascii_strtoll(p + klen + 1, NULL, 10);
+			return p + klen + 1;
 	}
-	return fallback;
+	return NULL;
+}
+
+gint64
+bench_cmd_param(const char *line, const char *key, gint64 fallback)
+{
+	const char *v = cmd_value(line, key);
+
+	return v ? g_ascii_strtoll(v, NULL, 10) : fallback;
+}
+
+/* Reads one MAC from @text, and where it ended; both written only on success. */
+static gboolean
+mac_scan(const char *text, guint8 ret_mac[6], const char **ret_end)
+{
+	const char *p = text;
+	guint8 mac[6];
+
+	for (int i = 0; i < 6; i++) {
+		if (!g_ascii_isxdigit(p[0]) || !g_ascii_isxdigit(p[1]) || (i < 5 && p[2] != ':'))
+			return FALSE;
+		mac[i] = (guint8)(g_ascii_xdigit_value(p[0]) << 4 | g_ascii_xdigit_value(p[1]));
+		p += i < 5 ? 3 : 2;
+	}
+	memcpy(ret_mac, mac, sizeof(mac));
+	*ret_end = p;
+	return TRUE;
+}
+
+gboolean
+bench_mac_parse(const char *text, guint8 ret_mac[6])
+{
+	const char *end;
+	guint8 mac[6];
+
+	if (!mac_scan(text, mac, &end) || *end != '\0')
+		return FALSE;
+	memcpy(ret_mac, mac, sizeof(mac));
+	return TRUE;
+}
+
+char *
+bench_mac_text(const guint8 mac[6])
+{
+	return g_strdup_printf("%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
+			       mac[4], mac[5]);
+}
+
+gboolean
+bench_cmd_mac(const char *line, const char *key, guint8 ret_mac[6])
+{
+	const char *v = cmd_value(line, key), *end;
+	guint8 mac[6];
+
+	if (!v || !mac_scan(v, mac, &end) || (*end != '\0' && *end != ' '))
+		return FALSE;
+	memcpy(ret_mac, mac, sizeof(mac));
+	return TRUE;
 }

@@ -28,6 +28,22 @@ G_BEGIN_DECLS
  *                                 250 ms reports, per stream seen,
  *                                   "U <t_us> <stream> <unique> <dups> <reordered> <late> <highest>"
  *                                 until EOF.
+ *   RAW_FLOOD secs=T mac=M len=L  the server answers "F <ifname> <frame_len>",
+ *                                 then sends frames of BENCH_RAW_ETHERTYPE,
+ *                                 L bytes (at most the interface's MTU + 14),
+ *                                 to MAC M, through a packet socket on the
+ *                                 interface that holds the connection's
+ *                                 local address, as fast as that takes them,
+ *                                 for T s or until the client closes.
+ *   RAW_COUNT secs=T len=L        the server answers "M <mac> <ifname>" (that
+ *                                 interface's MAC), then reports every 250 ms
+ *                                 "S <t_us> <bytes> 0 0 0 0", bytes being L
+ *                                 times the frames the interface received
+ *                                 since the command (its rx_packets), and
+ *                                 after T s "E <t_us> <bytes>", then
+ *                                 discards data until the client closes.
+ *   A RAW_ command the server cannot serve (no such interface, no packet
+ *   socket without CAP_NET_RAW) is answered "X <why>" instead.
  *
  * Times are each side's monotonic clock in µs; only differences taken on
  * one side, or differences of one-way delays, mean anything.
@@ -39,6 +55,8 @@ G_BEGIN_DECLS
 
 #define BENCH_DGRAM_MAGIC 0x4e424447u /* "NBDG" */
 #define BENCH_FRAME_MAGIC 0x4e424652u /* "NBFR" */
+/* The raw path's frames: IEEE 802's local experimental EtherType, which no stack takes. */
+#define BENCH_RAW_ETHERTYPE 0x88b5
 
 /* UDP datagram header, big-endian on the wire; payload follows. */
 #define BENCH_DGRAM_HDR 32
@@ -60,5 +78,12 @@ gboolean bench_frame_read(const guint8 *buf, guint32 *ret_len, gint64 *ret_send_
 
 /* The value of "key=" in a command line, or @fallback. */
 gint64 bench_cmd_param(const char *line, const char *key, gint64 fallback);
+
+/* "02:4e:43:4d:00:02": six hex pairs, colon-separated. FALSE for anything else. */
+gboolean bench_mac_parse(const char *text, guint8 ret_mac[6]);
+/* The same form, for bench_mac_parse(); g_free it. */
+char *bench_mac_text(const guint8 mac[6]);
+/* The value of "key=" in a command line as a MAC; FALSE when absent or malformed. */
+gboolean bench_cmd_mac(const char *line, const char *key, guint8 ret_mac[6]);
 
 G_END_DECLS

@@ -10,21 +10,6 @@
 /* A peer that stops reading must not pin a server thread forever. */
 #define SERVER_IO_TIMEOUT_S 15
 
-static gboolean
-send_line(GSocket *sock, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-
-static gboolean
-send_line(GSocket *sock, const char *fmt, ...)
-{
-	g_autofree char *s = NULL;
-	va_list ap;
-
-	va_start(ap, fmt);
-	s = g_strdup_vprintf(fmt, ap);
-	va_end(ap);
-	return bench_socket_send_all(sock, s, strlen(s), NULL);
-}
-
 /* Frame reassembly state of a framed SINK. */
 typedef struct {
 	guint8 hdr[BENCH_FRAME_HDR];
@@ -87,7 +72,7 @@ sink_report(GSocket *sock, guint64 bytes, FrameState *f)
 	gint64 now = g_get_monotonic_time();
 	/* A gap still open counts too: a link that went silent shows before it recovers. */
 	gint64 gap = MAX(f->gap_max, f->last_rx ? now - f->last_rx : 0);
-	gboolean ok = send_line(sock, "S %" G_GINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT
+	gboolean ok = bench_socket_send_line(sock, "S %" G_GINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT
 				" %" G_GINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT "\n",
 				now, bytes, f->owd_min, f->owd_max, f->frames, gap);
 
@@ -138,7 +123,7 @@ serve_sink(GSocket *sock, const char *cmd)
 		}
 	}
 	sink_report(sock, bytes, &f);
-	if (!send_line(sock, "E %" G_GINT64_FORMAT " %" G_GUINT64_FORMAT "\n", g_get_monotonic_time(), bytes))
+	if (!bench_socket_send_line(sock, "E %" G_GINT64_FORMAT " %" G_GUINT64_FORMAT "\n", g_get_monotonic_time(), bytes))
 		return;
 	/*
 	 * Closing with the client's data unread would send a reset, and a reset
@@ -209,7 +194,7 @@ udp_report(UdpServer *u)
 	for (guint16 s = 0; s < u->n_streams; s++) {
 		const BenchSeqTracker *t = &u->streams[s];
 
-		if (!send_line(u->ctl, "U %" G_GINT64_FORMAT " %u %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT
+		if (!bench_socket_send_line(u->ctl, "U %" G_GINT64_FORMAT " %u %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT
 			       " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT "\n",
 			       now, s, t->unique, t->duplicates, t->reordered, t->late,
 			       t->started ? (gint64)t->highest : -1))
@@ -270,7 +255,7 @@ serve_udp(GSocket *ctl, gboolean reflect)
 	g_socket_set_blocking(udp, FALSE);
 	u.udp = udp;
 	u.streams = g_new0(BenchSeqTracker, BENCH_MAX_STREAMS);
-	if (send_line(ctl, "P %u\n", g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(bound)))) {
+	if (bench_socket_send_line(ctl, "P %u\n", g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(bound)))) {
 		for (;;) {
 			gint64 now = g_get_monotonic_time();
 
@@ -308,6 +293,10 @@ on_connection(GThreadedSocketService *service, GSocketConnection *conn, GObject 
 		serve_udp(sock, TRUE);
 	else if (g_str_has_prefix(cmd, "UDP_RECV"))
 		serve_udp(sock, FALSE);
+	else if (g_str_has_prefix(cmd, "RAW_FLOOD"))
+		bench_serve_raw_flood(sock, cmd);
+	else if (g_str_has_prefix(cmd, "RAW_COUNT"))
+		bench_serve_raw_count(sock, cmd);
 	g_io_stream_close(G_IO_STREAM(conn), NULL, NULL);
 	return TRUE;
 }

@@ -81,6 +81,7 @@ typedef struct {
 	guint16 lport;           /* ncm-proxy: its -L port on 127.0.0.1 (and SOCKS on the next) */
 	GPtrArray *dev;
 	gint64 first_traffic_ms;  /* open to the first connection through it */
+	gboolean all_acks;        /* acks=all: the child's --no-ack-merge */
 } ChildSpec;
 
 /* ---- the child's stderr ---------------------------------------------------- */
@@ -287,6 +288,8 @@ child_spawn(ChildTransport *child, const ChildSpec *s, double pace_mbit, GError 
 		g_ptr_array_add(argv, g_strdup("--device"));
 		g_ptr_array_add(argv, g_strdup(s->dev->pdata[i]));
 	}
+	if (s->all_acks)
+		g_ptr_array_add(argv, g_strdup("--no-ack-merge"));
 	if (pace_mbit > 0) {
 		g_ptr_array_add(argv, g_strdup("--pace"));
 		g_ptr_array_add(argv, g_strdup_printf("%.0f", pace_mbit * 1e6 / 8));
@@ -653,6 +656,10 @@ spec_option(ChildSpec *s, const char *key, const char *v)
 		    : g_str_equal(key, "name") ? &s->ifname : NULL;
 	guint64 lport;
 
+	if (g_str_equal(key, "acks")) {
+		s->all_acks = g_str_equal(v, "all");
+		return TRUE;
+	}
 	if (g_str_equal(key, "lport")) {
 		lport = g_ascii_strtoull(v, NULL, 10);
 		s->lport = (guint16)lport;
@@ -695,7 +702,7 @@ spec_parse(const ChildKind *kind, const char *text, ChildSpec *s, GError **error
 	}
 	if (!ok) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-			    "%s path %s: expected SERVER,ipv4=ADDR/PREFIX[,dev=SEL...][,exec=PATH]%s "
+			    "%s path %s: expected SERVER,ipv4=ADDR/PREFIX[,dev=SEL...][,exec=PATH][,acks=all]%s "
 			    "with IPv4 addresses", kind->program, text,
 			    kind->proxy ? "[,lport=PORT]" : "[,name=IFNAME]");
 		return FALSE;

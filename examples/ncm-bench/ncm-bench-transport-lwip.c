@@ -6,11 +6,11 @@
 
 BenchTransport *
 bench_transport_lwip_new(const char *name, const char *spec, guint16 port, double pace_mbit,
-			 GError **error)
+			 gboolean raw, GError **error)
 {
 	g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
-		    "path %s: this ncm-bench was built without lwIP (configure with -Dlwip=enabled)",
-		    name);
+		    "path %s: this ncm-bench was built without lwIP, which %s (configure with -Dlwip=enabled)",
+		    name, raw ? "carries the raw path's control connections" : "the path runs on");
 	return NULL;
 }
 
@@ -26,7 +26,8 @@ bench_transport_lwip_new(const char *name, const char *spec, guint16 port, doubl
 
 #include <ncm.h>
 
-#include "ncm-link.h"
+#include "ncm-bench-raw-link.h"
+#include "ncm-link-private.h"
 #include "ncm-lwip.h"
 
 /* The path's objects; the BenchTransport comes first so the ops can cast. */
@@ -163,8 +164,7 @@ lwt_free(BenchTransport *t)
 {
 	LwtTransport *l = (LwtTransport *)t;
 
-	if (l->netif)
-		ncm_lwip_netif_remove(l->netif);
+	g_clear_object(&l->netif);
 	g_clear_object(&l->stack);
 	g_clear_object(&l->ctx);
 	g_clear_object(&t->server);
@@ -230,7 +230,7 @@ device_env(NcmDevice *dev, const char *name)
 }
 
 static NcmLink *
-open_device(LwtTransport *l, char **sel, double pace_mbit, GError **error)
+open_device(LwtTransport *l, char **sel, double pace_mbit, gboolean all_acks, GError **error)
 {
 	g_autoptr(GPtrArray) all = NULL;
 	g_autoptr(NcmDevice) dev = NULL;
@@ -251,6 +251,7 @@ open_device(LwtTransport *l, char **sel, double pace_mbit, GError **error)
 	}
 	ncm_device_options_init(&options);
 	options.pace_bytes_per_sec = (guint64)(pace_mbit * 1e6 / 8);
+	options.no_ack_merge = all_acks;
 	dev = ncm_device_open(l->ctx, g_ptr_array_index(all, 0), &options, error);
 	if (!dev)
 		return NULL;
@@ -260,8 +261,9 @@ open_device(LwtTransport *l, char **sel, double pace_mbit, GError **error)
 	return ncm_link_new_for_device(dev);
 }
 
-/* SERVER,ipv4=ADDR/PREFIX[,ipv6=ADDR][,dev=SEL...][,tap=IFNAME] */
+/* SERVER,ipv4=ADDR/PREFIX[,ipv6=ADDR][,dev=SEL...][,tap=IFNAME][,acks=all] */
 typedef struct {
+	gboolean all_acks; /* acks=all: NcmDeviceOptions.no_ack_merge */
 	GInetAddress *server;
 	GInetAddress *ipv4;
 	guint prefix;
@@ -297,6 +299,8 @@ spec_parse(const char *text, LwtSpec *s, GError **error)
 		*v++ = '\0';
 		if (g_str_equal(parts[i], "dev")) {
 			g_ptr_array_add(s->dev, g_strdup(v));
+		} else if (g_str_equal(parts[i], "acks")) {
+			s->all_acks = g_str_equal(v, "all");
 		} else if (g_str_equal(parts[i], "tap")) {
 			g_free(s->tap);
 			s->tap = g_strdup(v);
@@ -315,7 +319,7 @@ spec_parse(const char *text, LwtSpec *s, GError **error)
 	g_ptr_array_add(s->dev, NULL);
 	if (!s->server || (!s->ipv4 && !s->ipv6)) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-			    "lwip path %s: expected SERVER,ipv4=ADDR/PREFIX[,ipv6=ADDR][,dev=SEL][,tap=IF]",
+			    "lwip path %s: expected SERVER,ipv4=ADDR/PREFIX[,ipv6=ADDR][,dev=SEL][,tap=IF][,acks=all]",
 			    text);
 		return FALSE;
 	}
@@ -323,15 +327,17 @@ spec_parse(const char *text, LwtSpec *s, GError **error)
 }
 
 static gboolean
-lwt_setup(LwtTransport *l, LwtSpec *s, double pace_mbit, GError **error)
+lwt_setup(LwtTransport *l, LwtSpec *s, double pace_mbit, gboolean raw, GError **error)
 {
 	NcmLwipNetifConfig config;
 	NcmLink *link;
 
 	link = s->tap ? open_tap(s->tap, error)
-		      : open_device(l, (char **)s->dev->pdata, pace_mbit, error);
+		      : open_device(l, (char **)s->dev->pdata, pace_mbit, s->all_acks, error);
 	if (!link)
 		return FALSE;
+	if (raw)
+		link = bench_raw_link_new(link, &l->base.raw);
 	l->max_frame = link->max_frame;
 	l->stack = ncm_lwip_stack_get_default();
 	ncm_lwip_netif_config_init(&config);
@@ -346,7 +352,7 @@ lwt_setup(LwtTransport *l, LwtSpec *s, double pace_mbit, GError **error)
 
 BenchTransport *
 bench_transport_lwip_new(const char *name, const char *spec, guint16 port, double pace_mbit,
-			 GError **error)
+			 gboolean raw, GError **error)
 {
 	LwtTransport *l = g_new0(LwtTransport, 1);
 	LwtSpec s;
@@ -354,7 +360,7 @@ bench_transport_lwip_new(const char *name, const char *spec, guint16 port, doubl
 	l->base.ops = &lwt_ops;
 	l->base.name = g_strdup(name);
 	l->base.port = port;
-	if (!spec_parse(spec, &s, error) || !lwt_setup(l, &s, pace_mbit, error)) {
+	if (!spec_parse(spec, &s, error) || !lwt_setup(l, &s, pace_mbit, raw, error)) {
 		spec_clear(&s);
 		lwt_free(&l->base);
 		return NULL;

@@ -8,6 +8,7 @@ G_BEGIN_DECLS
 
 typedef struct _BenchTransport BenchTransport;
 typedef struct _BenchUdp BenchUdp;
+typedef struct _BenchRaw BenchRaw;
 
 /* A connected UDP socket to the server. Thread: one at a time. */
 struct _BenchUdp {
@@ -56,6 +57,23 @@ typedef struct {
 	void (*free)(BenchTransport *t);
 } BenchTransportOps;
 
+/*
+ * Frames of BENCH_RAW_ETHERTYPE straight between the device and ncm-bench,
+ * past the netstack: the raw path's usbfs ceiling.
+ */
+struct _BenchRaw {
+	guint8 mac[6];          /* this side's MAC: where the server floods to */
+	guint max_frame;        /* the size of every frame send() sends */
+	/* The raw frames the sink got so far, and their bytes. Any thread. */
+	void (*received)(BenchRaw *raw, guint64 *ret_frames, guint64 *ret_bytes);
+	/*
+	 * Sends max_frame-byte frames to @dst as fast as the device takes them
+	 * until *@stop is set; returns how many, or -1 with @error when the
+	 * device refused them. One thread at a time.
+	 */
+	gint64 (*send)(BenchRaw *raw, const guint8 dst[6], gint *stop, GError **error);
+};
+
 struct _BenchTransport {
 	const BenchTransportOps *ops;
 	char *name;             /* the path's name, as in --path NAME=... */
@@ -63,6 +81,7 @@ struct _BenchTransport {
 	guint16 port;
 	char *iface;            /* forced interface (SO_BINDTODEVICE), or NULL */
 	guint mtu;              /* the interface MTU when known, else 0 */
+	BenchRaw *raw;          /* the raw path's, else NULL; valid while the path is */
 };
 
 /*
@@ -76,11 +95,13 @@ BenchTransport *bench_transport_kernel_new(const char *name, GInetAddress *serve
  * The in-process lwIP stack over a libncm device (or, for tests, a TAP
  * interface). @spec is what followed "NAME=" in --path:
  * SERVER,ipv4=ADDR/PREFIX[,ipv6=ADDR][,dev=SELECTOR...][,tap=IFNAME].
- * @pace_mbit caps the device's TX (0 = off). Returns NULL with @error
- * when this build has no lwIP or the device cannot be opened.
+ * @pace_mbit caps the device's TX (0 = off). With @raw, the raw path:
+ * lwIP carries only the control connections, and BenchRaw frames bypass
+ * it (bench_raw_link_new()). Returns NULL with @error when this build has
+ * no lwIP or the device cannot be opened.
  */
 BenchTransport *bench_transport_lwip_new(const char *name, const char *spec, guint16 port,
-					 double pace_mbit, GError **error);
+					 double pace_mbit, gboolean raw, GError **error);
 
 /*
  * ncm-tun as a child process: @spec is what followed "NAME=" in --path:

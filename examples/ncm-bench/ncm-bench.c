@@ -10,6 +10,7 @@
 #include <ncm-version.h>
 
 #include "ncm-bench.h"
+#include "ncm-bench-ceiling.h"
 #include "ncm-bench-proto.h"
 
 static gboolean opt_server;
@@ -49,19 +50,22 @@ static const GOptionEntry entries[] = {
 	{"port", 'p', 0, G_OPTION_ARG_INT, &opt_port, "Control port (default 5288)", "P"},
 	{"path", 'P', 0, G_OPTION_ARG_STRING_ARRAY, &opt_paths,
 	 "A path to measure: NAME=SERVER[%IFACE] over kernel sockets (IFACE forces the interface); "
-	 "ncm-tun=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR...][,exec=PATH][,name=IFNAME] through an "
+	 "ncm-tun=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR...][,exec=PATH][,name=IFNAME][,acks=all] through an "
 	 "ncm-tun that ncm-bench starts and stops (interface ncmbench0 by default; any NAME "
-	 "starting with ncm-tun); lwip=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR][,tap=IF] through "
-	 "libncm and the in-process lwIP stack (any NAME starting with lwip); or "
-	 "ncm-proxy=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR...][,exec=PATH][,lport=PORT] through an "
-	 "ncm-proxy that ncm-bench starts: loopback sockets to its -L forward (TCP) and its SOCKS5 "
-	 "UDP ASSOCIATE (any NAME starting with ncm-proxy). Repeatable; the paths run in the "
+	 "starting with ncm-tun); lwip=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR][,tap=IF][,acks=all] through "
+	 "libncm and the in-process lwIP stack (any NAME starting with lwip); "
+	 "ncm-proxy=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR...][,exec=PATH][,lport=PORT][,acks=all] "
+	 "through an ncm-proxy that ncm-bench starts: loopback sockets to its -L forward (TCP) and "
+	 "its SOCKS5 UDP ASSOCIATE (any NAME starting with ncm-proxy); or raw=SERVER,"
+	 "ipv4=ADDR/PREFIX[,dev=SELECTOR][,tap=IF]: the usbfs ceiling, frames with no netstack "
+	 "(lwIP carries only the control connections; any NAME starting with raw; runs only the "
+	 "raw_ tests). acks=all turns off libncm's ACK merging. Repeatable; the paths run in the "
 	 "order given", "NAME=ADDR[%IF]"},
 	{"quick", 'q', 0, G_OPTION_ARG_NONE, &opt_quick,
 	 "A short run: 1 repetition, 3 s per throughput run, 5 s soak", NULL},
 	{"tests", 't', 0, G_OPTION_ARG_STRING, &opt_tests,
 	 "Comma-separated tests or prefixes (tcp_down,tcp_up,tcp_bidir,bulk_stalls,burst,paced,"
-	 "udp_rtt,soak,udp_autorate); default all", "LIST"},
+	 "udp_rtt,soak,udp_autorate, and raw_down,raw_up,raw_bidir on raw paths); default all", "LIST"},
 	{"reps", 'r', 0, G_OPTION_ARG_INT, &opt_reps, "Repetitions per throughput test (default 3)", "N"},
 	{"secs", 0, 0, G_OPTION_ARG_INT, &opt_secs, "Seconds per throughput run (default 10)", "S"},
 	{"soak-secs", 0, 0, G_OPTION_ARG_INT, &opt_soak_secs, "Length of the soak (default 30)", "S"},
@@ -92,7 +96,7 @@ bench_progress(const char *fmt, ...)
 static double
 planned_secs(const BenchOptions *o, const char *test)
 {
-	if (g_str_has_prefix(test, "tcp_"))
+	if (g_str_has_prefix(test, "tcp_") || g_str_has_prefix(test, "raw_"))
 		return o->reps * o->secs;
 	if (g_str_equal(test, "bulk_stalls"))
 		return 2.0 * o->secs;
@@ -111,11 +115,8 @@ planned_secs(const BenchOptions *o, const char *test)
 static BenchResult *
 result_add_locked(const char *path, const char *test)
 {
-	BenchResult *r = g_new0(BenchResult, 1);
+	BenchResult *r = bench_result_new(path, test);
 
-	r->path = g_strdup(path);
-	r->test = g_strdup(test);
-	r->json = g_string_new(NULL);
 	run.n_final = run.results->len;
 	g_ptr_array_add(run.results, r);
 	return r;
@@ -144,18 +145,6 @@ bench_result_fail(BenchResult *r, const GError *error)
 	bench_progress("%s: %s: %s", r->path, r->test, msg);
 }
 
-void
-bench_result_free(BenchResult *r)
-{
-	g_free(r->path);
-	g_free(r->test);
-	g_string_free(r->json, TRUE);
-	g_free(r->cell);
-	if (r->rates)
-		g_array_unref(r->rates);
-	g_free(r);
-}
-
 gboolean
 bench_test_selected(const BenchOptions *opt, const char *test)
 {
@@ -168,7 +157,7 @@ bench_test_selected(const BenchOptions *opt, const char *test)
 	return FALSE;
 }
 
-/* NAME=SERVER[%IFACE], ncm-tun...=SPEC, ncm-proxy...=SPEC or lwip...=SPEC. */
+/* NAME=SERVER[%IFACE], ncm-tun...=SPEC, ncm-proxy...=SPEC, lwip...=SPEC or raw...=SPEC. */
 static BenchTransport *
 path_parse(const char *spec, GError **error)
 {
@@ -186,8 +175,9 @@ path_parse(const char *spec, GError **error)
 		return bench_transport_tun_new(kv[0], kv[1], (guint16)opt_port, opt_pace, error);
 	if (g_str_has_prefix(kv[0], "ncm-proxy"))
 		return bench_transport_proxy_new(kv[0], kv[1], (guint16)opt_port, opt_pace, error);
-	if (g_str_has_prefix(kv[0], "lwip"))
-		return bench_transport_lwip_new(kv[0], kv[1], (guint16)opt_port, opt_pace, error);
+	if (g_str_has_prefix(kv[0], "lwip") || g_str_has_prefix(kv[0], "raw"))
+		return bench_transport_lwip_new(kv[0], kv[1], (guint16)opt_port, opt_pace,
+						g_str_has_prefix(kv[0], "raw"), error);
 	addr = g_strdup(kv[1]);
 	pct = strrchr(addr, '%');
 	if (pct)
@@ -291,13 +281,22 @@ ratio_text(const BenchResult *r, const BenchResult *first, const BenchSummary *v
 	return g_strdup_printf(" %.2fx", v->median / ref->median);
 }
 
+/* A test's rows: its results, then for throughput tests CPU per MB and the fraction of the ceiling. */
+typedef enum {
+	ROW_RESULT,
+	ROW_CPU,
+	ROW_CEILING,
+	N_ROWS,
+} RowKind;
+
+static const char *const row_suffix[N_ROWS] = {"", " cpu s/MB", " of ceiling"};
+
 /*
- * A test's row shows each path's cell; a throughput test adds its ratio
- * to the first path, and a second row, "TEST cpu s/MB", the whole-system
- * CPU per MB with its ratio.
+ * Each path's cell in one of a test's rows. A throughput test's own row
+ * and its CPU row add the ratio to the first path.
  */
 static char *
-table_cell(GPtrArray *results, GPtrArray *names, const char *test, guint p, gboolean cpu_row)
+table_cell(GPtrArray *results, GPtrArray *names, const char *test, guint p, RowKind kind)
 {
 	const BenchResult *r = find_result(results, test, names->pdata[p]);
 	const BenchResult *first = find_result(results, test, names->pdata[0]);
@@ -307,47 +306,64 @@ table_cell(GPtrArray *results, GPtrArray *names, const char *test, guint p, gboo
 		return g_strdup("-");
 	if (!r->cell)
 		return g_strdup("?");
-	if (!cpu_row) {
+	switch (kind) {
+	case ROW_RESULT:
 		ratio = ratio_text(r, first, &r->mbit, first ? &first->mbit : NULL);
 		return g_strconcat(r->cell, ratio, NULL);
+	case ROW_CPU:
+		if (r->sys_cpu.n == 0)
+			return g_strdup("-");
+		ratio = ratio_text(r, first, &r->sys_cpu, first ? &first->sys_cpu : NULL);
+		return g_strdup_printf("%#.3g (%#.3g-%#.3g)%s", r->sys_cpu.median, r->sys_cpu.min,
+				       r->sys_cpu.max, ratio);
+	default:
+		if (r->ceiling.n == 0)
+			return g_strdup("-");
+		return g_strdup_printf("%.2f (%.2f-%.2f)", r->ceiling.median, r->ceiling.min,
+				       r->ceiling.max);
 	}
-	if (r->sys_cpu.n == 0)
-		return g_strdup("-");
-	ratio = ratio_text(r, first, &r->sys_cpu, first ? &first->sys_cpu : NULL);
-	return g_strdup_printf("%#.3g (%#.3g-%#.3g)%s", r->sys_cpu.median, r->sys_cpu.min,
-			       r->sys_cpu.max, ratio);
 }
 
-/* The rows: one per test, and one more for each throughput test with a CPU figure. */
+/* Whether some path's result of @test has what row @kind shows. */
+static gboolean
+row_wanted(GPtrArray *results, GPtrArray *names, const char *test, RowKind kind)
+{
+	for (guint p = 0; p < names->len; p++) {
+		const BenchResult *r = find_result(results, test, names->pdata[p]);
+
+		if (r && (kind == ROW_RESULT || (kind == ROW_CPU && r->sys_cpu.n > 0) ||
+			  (kind == ROW_CEILING && r->ceiling.n > 0)))
+			return TRUE;
+	}
+	return FALSE;
+}
+
+/* The rows: one per test, and more for throughput tests (see RowKind). */
 static GPtrArray *
-table_rows(GPtrArray *results, GPtrArray *names, gboolean *ret_ratios)
+table_rows(GPtrArray *results, GPtrArray *names, gboolean *ret_ratios, gboolean *ret_ceiling)
 {
 	GPtrArray *rows = g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
 	g_autoptr(GPtrArray) tests = g_ptr_array_new();
 
-	*ret_ratios = FALSE;
+	*ret_ratios = *ret_ceiling = FALSE;
 	for (guint i = 0; i < results->len; i++) {
-		const char *t = ((BenchResult *)results->pdata[i])->test;
+		const BenchResult *r = results->pdata[i];
 
-		if (!g_ptr_array_find_with_equal_func(tests, t, g_str_equal, NULL))
-			g_ptr_array_add(tests, (gpointer)t);
+		if (!g_ptr_array_find_with_equal_func(tests, r->test, g_str_equal, NULL))
+			g_ptr_array_add(tests, (gpointer)r->test);
+		*ret_ratios |= r->mbit.n > 0;
 	}
 	for (guint i = 0; i < tests->len; i++) {
-		gboolean cpu = FALSE;
+		for (RowKind k = ROW_RESULT; k < N_ROWS; k++) {
+			char **row;
 
-		for (guint p = 0; p < names->len; p++) {
-			const BenchResult *r = find_result(results, tests->pdata[i], names->pdata[p]);
-
-			cpu |= r && r->sys_cpu.n > 0;
-			*ret_ratios |= r && r->mbit.n > 0;
-		}
-		for (int c = 0; c <= cpu; c++) {
-			char **row = g_new0(char *, names->len + 2);
-
-			row[0] = c ? g_strdup_printf("%s cpu s/MB", (const char *)tests->pdata[i])
-				   : g_strdup(tests->pdata[i]);
+			if (!row_wanted(results, names, tests->pdata[i], k))
+				continue;
+			*ret_ceiling |= k == ROW_CEILING;
+			row = g_new0(char *, names->len + 2);
+			row[0] = g_strconcat(tests->pdata[i], row_suffix[k], NULL);
 			for (guint p = 0; p < names->len; p++)
-				row[p + 1] = table_cell(results, names, tests->pdata[i], p, c);
+				row[p + 1] = table_cell(results, names, tests->pdata[i], p, k);
 			g_ptr_array_add(rows, row);
 		}
 	}
@@ -358,8 +374,8 @@ table_rows(GPtrArray *results, GPtrArray *names, gboolean *ret_ratios)
 static void
 print_table(GPtrArray *results, GPtrArray *names)
 {
-	gboolean ratios;
-	g_autoptr(GPtrArray) rows = table_rows(results, names, &ratios);
+	gboolean ratios, ceiling;
+	g_autoptr(GPtrArray) rows = table_rows(results, names, &ratios, &ceiling);
 	g_autofree int *width = g_new0(int, names->len + 1);
 
 	for (guint p = 0; p < names->len; p++) {
@@ -385,6 +401,9 @@ print_table(GPtrArray *results, GPtrArray *names)
 		printf("Nx: median against %s's. ", (const char *)names->pdata[0]);
 	printf("cpu s/MB: busy CPU seconds of the whole system (all CPUs, /proc/stat) per MB the "
 	       "receiver confirmed, after each run's first second; median (min-max).\n");
+	if (ceiling)
+		printf("of ceiling: Mbit/s, median (min-max), over the raw path's median for the same "
+		       "direction (raw_down, raw_up, raw_bidir: Ethernet frames with no netstack).\n");
 }
 
 static int
@@ -393,6 +412,7 @@ write_outputs(const BenchOptions *o, GPtrArray *results, GPtrArray *names, const
 	g_autoptr(GError) error = NULL;
 	g_autoptr(GString) env = env_json(o, paths);
 
+	bench_ceiling_apply(results);
 	print_table(results, names);
 	if (opt_json && !bench_json_write(opt_json, env, opt_env_json, results, &error)) {
 		g_printerr("ncm-bench: %s\n", error->message);
@@ -467,13 +487,10 @@ on_hung(const char *path, const char *what, double limit_s)
 	g_autoptr(GPtrArray) done = g_ptr_array_new();
 	g_autoptr(GString) paths = g_string_new(run.paths->str);
 	g_autoptr(GError) error = NULL;
-	BenchResult *r = g_new0(BenchResult, 1);
+	BenchResult *r = bench_result_new(path, what);
 
 	g_set_error(&error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
 		    "hung: not done after %.0f s; the watchdog stopped the run", limit_s);
-	r->path = g_strdup(path);
-	r->test = g_strdup(what);
-	r->json = g_string_new(NULL);
 	bench_result_fail(r, error);
 	for (guint i = 0; i < run.n_final && i < run.results->len; i++)
 		g_ptr_array_add(done, run.results->pdata[i]);
@@ -510,8 +527,12 @@ run_client(void)
 		}
 		BenchCtx ctx = {&run.opt, t, run.results};
 
-		bench_run_tcp_tests(&ctx);
-		bench_run_udp_tests(&ctx);
+		if (t->raw) {
+			bench_run_raw_tests(&ctx);
+		} else {
+			bench_run_tcp_tests(&ctx);
+			bench_run_udp_tests(&ctx);
+		}
 		path_close(t);
 	}
 	ncm_mutex_lock(&run.lock);

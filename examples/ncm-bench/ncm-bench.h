@@ -32,12 +32,12 @@ typedef struct {
 /* ncm-bench.c */
 BenchResult *bench_result_add(BenchCtx *ctx, const char *test);
 void bench_result_fail(BenchResult *r, const GError *error);
-void bench_result_free(BenchResult *r);
 gboolean bench_test_selected(const BenchOptions *opt, const char *test);
 void bench_progress(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 
 /* ncm-bench-net.c: blocking helpers over GSocket and GIOStream */
 gboolean bench_socket_send_all(GSocket *sock, const void *buf, gsize len, GError **error);
+gboolean bench_socket_send_line(GSocket *sock, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 char *bench_socket_read_line(GSocket *sock, GError **error);
 GIOStream *bench_open_command(BenchCtx *ctx, const char *cmd, GDataInputStream **ret_lines,
 			      GError **error);
@@ -49,11 +49,18 @@ double bench_cpu_seconds(void);
 /* ncm-bench-server.c */
 int bench_server_run(const char *bind_address, guint16 port);
 
+/* ncm-bench-server-raw.c: RAW_FLOOD and RAW_COUNT (ncm-bench-proto.h) on connection @ctl. */
+void bench_serve_raw_flood(GSocket *ctl, const char *cmd);
+void bench_serve_raw_count(GSocket *ctl, const char *cmd);
+
 /* ncm-bench-tcp.c */
 void bench_run_tcp_tests(BenchCtx *ctx);
 
 /* ncm-bench-udp.c */
 void bench_run_udp_tests(BenchCtx *ctx);
+
+/* ncm-bench-raw.c: the usbfs ceiling, on a path with ctx->transport->raw */
+void bench_run_raw_tests(BenchCtx *ctx);
 
 /*
  * ncm-bench-watchdog.c: one deadline at a time, max(4 x the planned time,

@@ -344,6 +344,6 @@ main(int argc, char **argv)
 out:
 	if (error != NULL)
 		g_printerr("ncm-lwip-client: %s\n", error->message);
-	ncm_lwip_netif_remove(netif);
+	g_clear_object(&netif);
 	return ret;
 }

@@ -82,6 +82,16 @@ device_attach(ProxyDevice *self, const NcmFunctionInfo *info, GError **error)
 	return TRUE;
 }
 
+/* Removing stops the link now, whoever still holds a reference to the
+ * netif; the reference is ours to drop. */
+static void
+netif_clear(ProxyDevice *self)
+{
+	if (self->netif)
+		ncm_lwip_netif_remove(self->netif);
+	g_clear_object(&self->netif);
+}
+
 /* Ends the session (the netif stops the link, which closes the device). */
 static void
 device_detach(ProxyDevice *self, const gchar *why)
@@ -91,7 +101,7 @@ device_detach(ProxyDevice *self, const gchar *why)
 	if (!self->device)
 		return;
 	g_signal_handlers_disconnect_by_data(self->device, self);
-	ncm_lwip_netif_remove(g_steal_pointer(&self->netif));
+	netif_clear(self);
 	ncm_device_get_stats(self->device, &st);
 	cli_stats_add(&self->past, &st);
 	g_clear_object(&self->device);
@@ -279,7 +289,7 @@ proxy_device_free(ProxyDevice *self)
 	cli_persist_stop(&self->persist);
 	device_detach(self, NULL);
 	/* A TAP's netif, which device_detach() leaves. */
-	ncm_lwip_netif_remove(g_steal_pointer(&self->netif));
+	netif_clear(self);
 	g_clear_object(&self->ctx);
 	g_object_unref(self->stack);
 	g_free(self->seen);

@@ -46,13 +46,27 @@ switch_one(libusb_device *dev, guint *n_requested, GError **error)
 guint
 ncm_context_switch_apple_devices(NcmContext *self, GError **error)
 {
+	libusb_context *usb = ncm_context_get_usb(self);
 	libusb_device **list;
-	ssize_t n = libusb_get_device_list(ncm_context_get_usb(self), &list);
+	ssize_t n;
 	guint requested = 0;
 
+	/*
+	 * Without udevd the context's own list never learns that a device
+	 * re-enumerated (as after this very switch): it would name the old
+	 * node. A short-lived context scans sysfs afresh, as enumerate does.
+	 */
+	if (ncm_context_needs_fresh_scan(self) && libusb_init(&usb) < 0) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
+			    "cannot rescan USB devices: is /dev/bus/usb readable?");
+		return 0;
+	}
+	n = libusb_get_device_list(usb, &list);
 	if (n < 0) {
 		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED, "cannot list USB devices: %s",
 			    libusb_strerror((int)n));
+		if (usb != ncm_context_get_usb(self))
+			libusb_exit(usb);
 		return 0;
 	}
 	for (ssize_t i = 0; i < n; i++) {
@@ -64,5 +78,7 @@ ncm_context_switch_apple_devices(NcmContext *self, GError **error)
 			break;
 	}
 	libusb_free_device_list(list, 1);
+	if (usb != ncm_context_get_usb(self))
+		libusb_exit(usb);
 	return requested;
 }

@@ -159,14 +159,23 @@ ncm_context_class_init(NcmContextClass *klass)
 
 	/**
 	 * NcmContext::function-added:
-	 * @info: the #NcmFunctionInfo that arrived (or was present at watch start).
+	 * @self: the #NcmContext.
+	 * @info: the #NcmFunctionInfo that arrived (or was present when
+	 *   ncm_context_watch() started).
+	 *
+	 * A matching NCM function arrived. Emitted on the owner's main context.
 	 */
 	signals[SIGNAL_FUNCTION_ADDED] =
 		g_signal_new("function-added", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0,
 			     NULL, NULL, NULL, G_TYPE_NONE, 1, NCM_TYPE_FUNCTION_INFO);
 	/**
 	 * NcmContext::device-removed:
-	 * @bus: bus number; @address: device address.
+	 * @self: the #NcmContext.
+	 * @bus: the bus number of the device that left.
+	 * @address: its device address.
+	 *
+	 * A USB device left (any device: compare with #NcmFunctionInfo's bus
+	 * and address). Emitted on the owner's main context.
 	 */
 	signals[SIGNAL_DEVICE_REMOVED] =
 		g_signal_new("device-removed", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0,

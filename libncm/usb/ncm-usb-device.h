@@ -4,6 +4,7 @@
 
 #include <libusb.h>
 
+#include "ncm-ack.h"
 #include "ncm-cdc.h"
 #include "ncm-device.h"
 #include "ncm-error.h"
@@ -19,7 +20,7 @@
  *
  *   ncm-usb-device.c   life cycle, getters ─┬─> open, rx, tx, notify, timers, halt
  *   ncm-usb-rx.c       bulk IN              ├─> timers (what RX saw), halt, fault
- *   ncm-usb-notify.c   interrupt IN         │
+ *   ncm-usb-notify.c   interrupt IN         ├─> halt
  *   ncm-usb-timers.c   the one timeout      └─> tx (flush, pacing, nudge frames)
  *   ncm-usb-tx.c       bulk OUT
  *   ncm-usb-halt.c     clearing a STALL
@@ -30,6 +31,10 @@
 #define NCM_MAX_RX_TRANSFERS 64
 #define NCM_MAX_TX_TRANSFERS NCM_NTB_SCHED_MAX_SLOTS
 #define NCM_CONTROL_TIMEOUT_MS 3000
+
+/* Datagrams of one NTB held for ACK thinning before delivery; an NTB with
+ * more is delivered in runs of this many. */
+#define NCM_RX_COLLECT 256
 
 typedef struct {
 	NcmDevice *device;
@@ -73,6 +78,9 @@ struct _NcmDevice {
 	/* Set before start, then read-only on the event thread. */
 	NcmLinkSink sink;
 	gpointer sink_data;
+	/* Under libusb's event lock: NTBs were delivered since the sink last
+	 * heard receive_done (ncm-usb-timers.c tells it once per event batch). */
+	gboolean rx_done_pending;
 	NcmNtbParseConfig parse_config;
 	guint64 rx_batch_bytes;   /* event thread only */
 #ifdef NCM_TEST_HOOKS
@@ -80,6 +88,11 @@ struct _NcmDevice {
 	guint32 fault_state;      /* event thread only: xorshift for fault injection */
 #endif
 	NcmNudge nudge;           /* event thread only (RX reports, ncm-usb-timers.c sends) */
+	/* ncm-usb-timers.c, event thread only: the host's unanswered ARP requests. */
+	gint64 rx_quiet_since;    /* the first one no NTB followed, or 0 */
+	guint rx_quiet_asks;      /* ... and how many since */
+	guint64 rx_quiet_tx_ntbs; /* stats.tx_ntbs when that spell began */
+	gboolean rx_quiet_told;   /* "receiving stopped" went out for this spell */
 
 	/*
 	 * Guards state, in_flight and the stalled list. Taken around every
@@ -94,6 +107,7 @@ struct _NcmDevice {
 	GThread *clear_thread;    /* at most one, joined by close */
 	gboolean clear_done;      /* clear_thread has finished its work */
 	gboolean clear_out;       /* the bulk-OUT halt wants clearing */
+	gboolean clear_intr;      /* the interrupt halt wants clearing (its transfer waits) */
 
 	gint running;             /* atomic: started and not closing; TX checks it */
 	gint gone;                /* atomic */
@@ -128,6 +142,13 @@ struct _NcmDevice {
 	gboolean want_writable;
 	gint64 tx_busy_since;     /* the last OUT completion, or the submit that ended an idle spell */
 	gboolean tx_stuck_told;   /* the "takes no data" error went out since the last completion */
+	NcmAckTable tx_acks;      /* pure ACKs in the open NTB (ncm-ack.h) */
+	/* Event thread: one NTB's datagrams, collected before delivery so
+	 * that superseded ACKs can be left out (ncm-usb-rx.c). */
+	const guint8 *rx_frames[NCM_RX_COLLECT];
+	gsize rx_lens[NCM_RX_COLLECT];
+	bool rx_skip[NCM_RX_COLLECT];
+	guint rx_n;
 	NcmNudgeTx nudge_tx;      /* the host's ARP requests, for the tail nudge */
 
 	NcmStats stats;           /* every field updated with relaxed atomics */
@@ -178,6 +199,8 @@ void ncm_device_rx_free(NcmDevice *self);
 void ncm_device_halt_stalled(NcmDevice *self, NcmSlot *slot);
 /* A STALLed bulk-OUT transfer: the endpoint's halt is cleared on that thread. */
 void ncm_device_halt_clear_out(NcmDevice *self);
+/* A STALLed interrupt transfer: out of flight until the halt is cleared, then resubmitted. */
+void ncm_device_halt_intr(NcmDevice *self);
 /* At close, once nothing resubmits: joins the clearing thread. */
 void ncm_device_halt_stop(NcmDevice *self);
 

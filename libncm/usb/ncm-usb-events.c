@@ -16,18 +16,46 @@ ncm_device_events_class_init(GObjectClass *klass)
 {
 	GType type = G_TYPE_FROM_CLASS(klass);
 
-	/** NcmDevice::link-changed: @up: the NETWORK_CONNECTION state. */
+	/**
+	 * NcmDevice::link-changed:
+	 * @self: the #NcmDevice.
+	 * @up: the NETWORK_CONNECTION state the device reported.
+	 *
+	 * The link went up or down. Emitted on the owner's main context.
+	 */
 	signals[SIGNAL_LINK_CHANGED] = g_signal_new("link-changed", type, G_SIGNAL_RUN_LAST, 0,
 						    NULL, NULL, NULL, G_TYPE_NONE, 1,
 						    G_TYPE_BOOLEAN);
-	/** NcmDevice::speed-changed: @down_bps, @up_bps from CONNECTION_SPEED_CHANGE. */
+	/**
+	 * NcmDevice::speed-changed:
+	 * @self: the #NcmDevice.
+	 * @down_bps: the downstream bit rate from CONNECTION_SPEED_CHANGE.
+	 * @up_bps: the upstream bit rate.
+	 *
+	 * The device reported new link speeds. Emitted on the owner's main
+	 * context.
+	 */
 	signals[SIGNAL_SPEED_CHANGED] = g_signal_new("speed-changed", type, G_SIGNAL_RUN_LAST, 0,
 						     NULL, NULL, NULL, G_TYPE_NONE, 2, G_TYPE_UINT,
 						     G_TYPE_UINT);
-	/** NcmDevice::removed: the device went away; call ncm_device_close(). */
+	/**
+	 * NcmDevice::removed:
+	 * @self: the #NcmDevice.
+	 *
+	 * The device went away (unplugged or reset): call ncm_device_close().
+	 * Emitted on the owner's main context.
+	 */
 	signals[SIGNAL_REMOVED] = g_signal_new("removed", type, G_SIGNAL_RUN_LAST, 0, NULL, NULL,
 					       NULL, G_TYPE_NONE, 0);
-	/** NcmDevice::error: @error: the data path hit something it cannot recover from. */
+	/**
+	 * NcmDevice::error:
+	 * @self: the #NcmDevice.
+	 * @error: what happened, in %NCM_ERROR.
+	 *
+	 * The data path hit something it cannot recover from (a transfer
+	 * that keeps failing): close the device. Emitted on the owner's main
+	 * context.
+	 */
 	signals[SIGNAL_ERROR] = g_signal_new("error", type, G_SIGNAL_RUN_LAST, 0, NULL, NULL,
 					     NULL, G_TYPE_NONE, 1, G_TYPE_ERROR);
 }

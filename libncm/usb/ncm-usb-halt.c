@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-usb-halt.c: STALLed bulk endpoints: CLEAR_FEATURE on a thread of its own, then stalled IN transfers go back. */
+/* ncm-usb-halt.c: STALLed endpoints: CLEAR_FEATURE on a thread of its own, then the stalled IN transfers (bulk and interrupt) go back. */
 #include "ncm-usb-device.h"
 
 static void
@@ -16,6 +16,23 @@ resubmit_stalled(NcmDevice *self, GPtrArray *slots)
 	}
 }
 
+/* The interrupt transfer waited out of flight for the halt to clear. */
+static void
+clear_intr(NcmDevice *self)
+{
+	int r = libusb_clear_halt(self->handle, self->info->intr_ep);
+
+	if (r < 0)
+		g_debug("clearing the interrupt halt: %s", libusb_strerror(r));
+	r = ncm_device_submit(self, self->intr, FALSE);
+	if (r == LIBUSB_ERROR_NO_DEVICE)
+		ncm_device_mark_gone(self);
+	else if (r < 0 && r != LIBUSB_ERROR_INTERRUPTED)
+		g_warning("%04x:%04x: resubmitting the interrupt transfer after a stall failed (%s): "
+			  "no more link notifications from it", self->info->vid, self->info->pid,
+			  libusb_strerror(r));
+}
+
 /* Clears halts until none is asked for, then says it is done. */
 static gpointer
 clear_halt_thread(gpointer data)
@@ -24,13 +41,14 @@ clear_halt_thread(gpointer data)
 
 	for (;;) {
 		g_autoptr(GPtrArray) slots = NULL;
-		gboolean out;
+		gboolean out, intr;
 		int r;
 
 		ncm_mutex_lock(&self->flight_lock);
 		out = self->clear_out;
-		self->clear_out = FALSE;
-		if ((self->stalled->len == 0 && !out) || self->state != NCM_STATE_RUNNING) {
+		intr = self->clear_intr;
+		self->clear_out = self->clear_intr = FALSE;
+		if ((self->stalled->len == 0 && !out && !intr) || self->state != NCM_STATE_RUNNING) {
 			self->clear_done = TRUE;
 			ncm_mutex_unlock(&self->flight_lock);
 			return NULL;
@@ -40,6 +58,8 @@ clear_halt_thread(gpointer data)
 		ncm_mutex_unlock(&self->flight_lock);
 		if (out && (r = libusb_clear_halt(self->handle, self->info->bulk_out_ep)) < 0)
 			g_debug("clearing the bulk-OUT halt: %s", libusb_strerror(r));
+		if (intr)
+			clear_intr(self);
 		if (slots->len == 0)
 			continue;
 		if ((r = libusb_clear_halt(self->handle, self->info->bulk_in_ep)) < 0)
@@ -82,6 +102,19 @@ ncm_device_halt_clear_out(NcmDevice *self)
 	ncm_mutex_lock(&self->flight_lock);
 	self->clear_out = TRUE;
 	start_clearing_locked(self);
+	ncm_mutex_unlock(&self->flight_lock);
+}
+
+/* The interrupt endpoint STALLed: its transfer leaves the flight until the
+ * halt is cleared, since a resubmission would only meet the halt again. */
+void
+ncm_device_halt_intr(NcmDevice *self)
+{
+	ncm_mutex_lock(&self->flight_lock);
+	self->clear_intr = TRUE;
+	start_clearing_locked(self);
+	if (--self->in_flight == 0)
+		g_cond_broadcast(&self->flight_cond);
 	ncm_mutex_unlock(&self->flight_lock);
 }
 

@@ -61,6 +61,11 @@ intr_complete(struct libusb_transfer *xfer)
 			ncm_device_landed(self);
 			return;
 		}
+		/* A halted endpoint fails every transfer until the halt is cleared. */
+		if (xfer->status == LIBUSB_TRANSFER_STALL) {
+			ncm_device_halt_intr(self);
+			return;
+		}
 		break;
 	}
 	r = ncm_device_submit(self, xfer, TRUE);

@@ -124,11 +124,40 @@ class_in(NcmDevice *self, guint8 request, guint8 *data, guint16 len)
 				       len, NCM_CONTROL_TIMEOUT_MS);
 }
 
+/*
+ * Unplugged while a control transfer is pending, a device fails it with an
+ * I/O error (the host controller's protocol or shutdown error) before the
+ * hub has reported the disconnect: seen in the VM for every request of the
+ * open sequence (vm-ffs-vanish). Only a STALL is the device's own answer;
+ * for anything else, whether it is gone decides what the caller is told,
+ * so the kernel gets a moment to say it.
+ */
+#define NCM_GONE_CHECK_US (1 * G_USEC_PER_SEC)
+#define NCM_GONE_POLL_US (50 * G_TIME_SPAN_MILLISECOND)
+
+static gboolean
+device_gone(NcmDevice *self, int r)
+{
+	gint64 end = g_get_monotonic_time() + NCM_GONE_CHECK_US;
+	int config;
+
+	if (r == LIBUSB_ERROR_NO_DEVICE)
+		return TRUE;
+	if (r >= 0 || r == LIBUSB_ERROR_PIPE)
+		return FALSE;
+	do {
+		if (libusb_get_configuration(self->handle, &config) == LIBUSB_ERROR_NO_DEVICE)
+			return TRUE;
+		g_usleep(NCM_GONE_POLL_US);
+	} while (g_get_monotonic_time() < end);
+	return FALSE;
+}
+
 static gboolean
 request_failed(NcmDevice *self, int r, const char *what, GError **error)
 {
-	if (r == LIBUSB_ERROR_NO_DEVICE) {
-		ncm_set_usb_error(error, r, self->info, what);
+	if (device_gone(self, r)) {
+		ncm_set_usb_error(error, LIBUSB_ERROR_NO_DEVICE, self->info, what);
 	} else {
 		g_set_error(error, NCM_ERROR, NCM_ERROR_PROTOCOL,
 			    "%s on %04x:%04x failed (%s): the device does not speak NCM as expected; "
@@ -203,7 +232,7 @@ set_input_size(NcmDevice *self, GError **error)
 
 	ncm_le32_put(le, sizeof(le), 0, size);
 	r = class_out(self, NCM_REQ_SET_NTB_INPUT_SIZE, 0, le, sizeof(le));
-	if (r == LIBUSB_ERROR_NO_DEVICE)
+	if (device_gone(self, r))
 		return request_failed(self, r, "SET_NTB_INPUT_SIZE", error);
 	used = input_size_in_use(self, size, r);
 	if (used <= size)
@@ -232,13 +261,13 @@ negotiate_datagram_size(NcmDevice *self, GError **error)
 	if (!(self->info->net_caps & NCM_CAP_MAX_DATAGRAM))
 		return TRUE;
 	r = class_in(self, NCM_REQ_GET_MAX_DATAGRAM_SIZE, buf, sizeof(buf));
-	if (r == LIBUSB_ERROR_NO_DEVICE)
+	if (device_gone(self, r))
 		return request_failed(self, r, "GET_MAX_DATAGRAM_SIZE", error);
 	if (r == 2 && ncm_le16_at(buf, (size_t)r, 0) == want)
 		return TRUE;
 	ncm_le16_put(buf, sizeof(buf), 0, want);
 	r = class_out(self, NCM_REQ_SET_MAX_DATAGRAM_SIZE, 0, buf, sizeof(buf));
-	if (r == LIBUSB_ERROR_NO_DEVICE)
+	if (device_gone(self, r))
 		return request_failed(self, r, "SET_MAX_DATAGRAM_SIZE", error);
 	if (r < 0)
 		g_debug("SET_MAX_DATAGRAM_SIZE(%u) refused", want);
@@ -266,7 +295,7 @@ optional_request(NcmDevice *self, guint8 cap, guint8 request, guint16 value, con
 	if (!(self->info->net_caps & cap))
 		return TRUE;
 	r = class_out(self, request, value, NULL, 0);
-	if (r == LIBUSB_ERROR_NO_DEVICE)
+	if (device_gone(self, r))
 		return request_failed(self, r, what, error);
 	if (r < 0)
 		g_debug("%s refused: %s", what, libusb_strerror(r));

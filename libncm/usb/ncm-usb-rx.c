@@ -19,15 +19,40 @@ default_rx_transfers(guint speed_mbps)
 	return 4;
 }
 
+/*
+ * Hands the datagrams collected so far to the sink, less the pure ACKs a
+ * later one of their flow in the same NTB supersedes (ncm-ack.h).
+ */
+static void
+deliver_collected(NcmDevice *self)
+{
+	guint n = self->rx_n;
+	bool *skip = self->rx_skip;
+
+	self->rx_n = 0;
+	if (self->options.no_ack_merge || n < 2)
+		memset(skip, 0, n * sizeof(*skip));
+	else
+		NCM_STAT_ADD(self, rx_acks_thinned, ncm_ack_thin(self->rx_frames, self->rx_lens, n, skip));
+	for (guint i = 0; i < n; i++) {
+		ncm_device_nudge_learn(self, self->rx_frames[i], self->rx_lens[i]);
+		if (skip[i])
+			continue;
+		self->rx_batch_bytes += self->rx_lens[i];
+		if (self->sink.receive)
+			self->sink.receive(self->sink_data, self->rx_frames[i], self->rx_lens[i]);
+	}
+}
+
 static bool
-deliver(void *user_data, const uint8_t *datagram, size_t len)
+collect(void *user_data, const uint8_t *datagram, size_t len)
 {
 	NcmDevice *self = user_data;
 
-	self->rx_batch_bytes += len;
-	ncm_device_nudge_learn(self, datagram, len);
-	if (self->sink.receive)
-		self->sink.receive(self->sink_data, datagram, len);
+	self->rx_frames[self->rx_n] = datagram;
+	self->rx_lens[self->rx_n++] = len;
+	if (self->rx_n == NCM_RX_COLLECT)
+		deliver_collected(self);
 	return true;
 }
 
@@ -36,9 +61,15 @@ parse_one(NcmDevice *self, const guint8 *buf, gsize len)
 {
 	NcmNtbParseResult res;
 
+	/* A zero-length packet is USB framing, not a short NTB: some devices
+	 * send one after every NTB, even after one that ended short. */
+	if (len == 0)
+		return;
+
 	self->rx_batch_bytes = 0;
 	ncm_device_nudge_ntb_begin(self, g_get_monotonic_time());
-	ncm_ntb_parse(&self->parse_config, buf, len, deliver, self, &res);
+	ncm_ntb_parse(&self->parse_config, buf, len, collect, self, &res);
+	deliver_collected(self);
 	ncm_device_nudge_ntb_end(self);
 	NCM_STAT_ADD(self, rx_ntbs, 1);
 	NCM_STAT_ADD(self, rx_datagrams, res.datagrams);
@@ -114,8 +145,11 @@ rx_completed(NcmDevice *self, NcmSlot *slot, struct libusb_transfer *xfer)
 #else
 	parse_one(self, filled, len);
 #endif
-	if (self->sink.receive_done)
-		self->sink.receive_done(self->sink_data);
+	/* The sink hears receive_done once libusb has handed over every
+	 * transfer this wake-up reaped (ncm-usb-timers.c): one TAP write of
+	 * coalesced segments, one lwIP batch and one reader wake-up for all
+	 * of them, not one per NTB. */
+	self->rx_done_pending = TRUE;
 	resubmit_failed(self, r);
 	ncm_device_landed(self);
 }

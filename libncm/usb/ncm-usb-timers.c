@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-usb-timers.c: the device's one timeout on the libusb event thread: TX's last-resort flush and pacing, and the tail nudge. */
+#include <string.h>
+
 #include "ncm-usb-device.h"
 
 /*
@@ -51,15 +53,87 @@ nudge_tick(NcmDevice *self, gint64 now)
 	return G_MAXINT64;
 }
 
+/*
+ * Runs between libusb's event batches, each of which may have reaped
+ * several bulk-IN transfers (dummy_hcd, like a real controller's
+ * interrupt moderation, completes them in bursts): the end of the batch
+ * is the sink's end of input.
+ */
+static void
+rx_batch_end(NcmDevice *self)
+{
+	if (!self->rx_done_pending)
+		return;
+	self->rx_done_pending = FALSE;
+	NCM_STAT_ADD(self, rx_batches, 1);
+	if (self->sink.receive_done)
+		self->sink.receive_done(self->sink_data);
+}
+
+/*
+ * A device that stops completing bulk-IN transfers looks like a quiet
+ * peer: the host's IN transfers are always pending. What tells the two
+ * apart is the host's own ARP requests for the address the device has
+ * answered before (the nudge learned its MAC from that answer): when
+ * NCM_RX_QUIET_ASKS of them, over NCM_RX_QUIET_US, bring no NTB at all
+ * while the device took as many OUT NTBs (else the requests never reached
+ * it, and TX's own "sending stopped" says so), the owner hears it once
+ * per such spell.
+ */
+#define NCM_RX_QUIET_US (10 * G_USEC_PER_SEC)
+#define NCM_RX_QUIET_ASKS 3
+
+static gint64
+rx_quiet_tick(NcmDevice *self, const NcmNudgeTx *tx, gint64 now)
+{
+	const NcmNudge *n = &self->nudge;
+	gint64 due;
+
+	if (self->rx_quiet_since && n->last_rx >= self->rx_quiet_since) {
+		if (self->rx_quiet_told)
+			g_message("%04x:%04x sends again", self->info->vid, self->info->pid);
+		self->rx_quiet_since = 0;
+		self->rx_quiet_asks = 0;
+		self->rx_quiet_told = FALSE;
+	}
+	if (tx->asked_at > n->last_rx && n->have_peer_mac && n->have_peer_ip4 &&
+	    memcmp(tx->peer_ip4, n->peer_ip4, 4) == 0) {
+		if (!self->rx_quiet_since) {
+			self->rx_quiet_since = tx->asked_at;
+			self->rx_quiet_tx_ntbs = __atomic_load_n(&self->stats.tx_ntbs, __ATOMIC_RELAXED);
+		}
+		self->rx_quiet_asks++;
+	}
+	if (!self->rx_quiet_since || self->rx_quiet_told || self->rx_quiet_asks < NCM_RX_QUIET_ASKS ||
+	    __atomic_load_n(&self->stats.tx_ntbs, __ATOMIC_RELAXED) <
+		    self->rx_quiet_tx_ntbs + NCM_RX_QUIET_ASKS)
+		return G_MAXINT64;
+	due = self->rx_quiet_since + NCM_RX_QUIET_US;
+	if (now < due)
+		return due;
+	self->rx_quiet_told = TRUE;
+	ncm_device_post_error(self, g_error_new(NCM_ERROR, NCM_ERROR_PROTOCOL,
+				"receiving stopped: %04x:%04x has sent nothing for %d s while the "
+				"host asked for %u.%u.%u.%u %u times (ARP), an address it answered "
+				"before; it no longer completes bulk-IN transfers: replug or reopen it",
+				self->info->vid, self->info->pid, (int)(NCM_RX_QUIET_US / G_USEC_PER_SEC),
+				n->peer_ip4[0], n->peer_ip4[1], n->peer_ip4[2], n->peer_ip4[3],
+				self->rx_quiet_asks));
+	return G_MAXINT64;
+}
+
 static gint64
 device_tick(gpointer data, gint64 now)
 {
 	NcmDevice *self = data;
 	NcmNudgeTx tx;
+	gint64 quiet;
 
+	rx_batch_end(self);
 	ncm_device_tx_take_nudge(self, &tx);
+	quiet = rx_quiet_tick(self, &tx, now);
 	ncm_nudge_merge_tx(&self->nudge, &tx);
-	return MIN(ncm_device_tx_tick(self, now), nudge_tick(self, now));
+	return MIN(MIN(ncm_device_tx_tick(self, now), nudge_tick(self, now)), quiet);
 }
 
 /* At open, before the event thread ticks the device. */

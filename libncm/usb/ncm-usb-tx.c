@@ -163,6 +163,7 @@ open_ntb_locked(NcmDevice *self)
 	slot = &self->tx[index];
 	slot->bytes = 0;
 	ncm_ntb_packer_reset(&self->packer, slot->buf, self->tx_sequence++);
+	ncm_ack_reset(&self->tx_acks);
 	ncm_context_wake(self->context, now + self->options.flush_timeout_us);
 	return TRUE;
 }
@@ -200,10 +201,30 @@ would_block:
 	return NULL;
 }
 
+/*
+ * Tx lock held. A pure ACK that supersedes one of its flow in the open NTB
+ * takes that one's place (ncm-ack.h). Only single-vector frames: producers
+ * hand ACKs over in one piece (lwIP builds them in one pbuf, TAP reads one
+ * frame per read).
+ */
+static gboolean
+merge_ack_locked(NcmDevice *self, const GOutputVector *vectors, guint n_vectors, gsize len,
+		 NcmAckInfo *info)
+{
+	info->tcp = FALSE;
+	if (self->options.no_ack_merge || n_vectors != 1 || !is_open_locked(self) ||
+	    !ncm_ack_classify(vectors[0].buffer, len, info) ||
+	    !ncm_ack_merge(&self->tx_acks, self->packer.buf, self->packer.tail, vectors[0].buffer, len, info))
+		return FALSE;
+	NCM_STAT_ADD(self, tx_acks_merged, 1);
+	return TRUE;
+}
+
 NcmSendResult
 ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors, guint n_vectors)
 {
 	NcmSendResult ret = NCM_SEND_OK;
+	NcmAckInfo ack;
 	gsize len = 0;
 	guint8 *p;
 
@@ -218,6 +239,10 @@ ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors, guint n_vectors)
 		ncm_mutex_unlock(&self->tx_lock);
 		return NCM_SEND_CLOSED;
 	}
+	if (merge_ack_locked(self, vectors, n_vectors, len, &ack)) {
+		ncm_mutex_unlock(&self->tx_lock);
+		return NCM_SEND_OK;
+	}
 	p = reserve_locked(self, len, &ret);
 	if (p) {
 		guint8 *frame = p;
@@ -231,6 +256,9 @@ ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors, guint n_vectors)
 		if (ncm_nudge_learn_tx(&self->nudge_tx, frame, len))
 			self->nudge_tx.asked_at = g_get_monotonic_time();
 		self->tx[ncm_ntb_sched_open_slot(&self->sched)].bytes += (guint32)len;
+		if (ack.tcp)
+			ncm_ack_track(&self->tx_acks, self->packer.buf, self->packer.tail,
+				      (guint32)(frame - self->packer.buf), len, &ack);
 		if (ncm_ntb_packer_count(&self->packer) >= self->packer.limit)
 			close_ntb_locked(self, NCM_FLUSH_LIMIT);
 	}

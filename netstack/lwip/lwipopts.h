@@ -206,6 +206,12 @@ void ncm_lwip_assert_core_locked(const char *function);
  * millisecond-scale RTT that NTB batching and USB scheduling add. */
 #define TCP_WND (4 * 1024 * 1024)
 
+/* A window update of its own only when reading opened a quarter window
+ * (lwIP's default: 4 MSS, which with a 4 MiB window meant one pure ACK to
+ * the peer for nearly every read). The ACKs that data gets carry the
+ * window anyway; this is for a reader that let the window close. */
+#define TCP_WND_UPDATE_THRESHOLD (TCP_WND / 4)
+
 /* Windows above 64 KiB need RFC 7323 window scaling. */
 #define LWIP_WND_SCALE 1
 
@@ -246,6 +252,14 @@ void ncm_lwip_assert_core_locked(const char *function);
  * without bound (walked linearly under the core lock the USB thread needs);
  * with it each listener keeps at most its backlog (255) in SYN_RCVD. */
 #define TCP_LISTEN_BACKLOG 1
+
+/* ... and when a listener's backlog is full, a new SYN drops its oldest
+ * half-open connection instead of being dropped itself, so that a spoofed
+ * SYN flood does not shut real clients out for the 20 s a half-open
+ * connection lives (ncm-lwip-backlog.c). */
+#define LWIP_HOOK_FILENAME "ncm-lwip-hooks.h"
+#define LWIP_HOOK_TCP_INPACKET_PCB(pcb, hdr, optlen, opt1len, opt2, p) \
+	ncm_lwip_tcp_inpacket(pcb, hdr, optlen, opt1len, opt2, p)
 
 /* Tell the sender what we hold (SACK) so it resends only the holes. */
 #define LWIP_TCP_SACK_OUT 1

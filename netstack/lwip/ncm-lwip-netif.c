@@ -24,8 +24,9 @@
 #define TX_MAX_VECTORS 16
 
 struct _NcmLwipNetif {
+	GObject parent;
 	struct netif netif;
-	NcmLink *link;
+	NcmLink *link; /* NULL once removed */
 	gboolean started;
 
 	/* Core lock: output since the last ncm_link_flush(). */
@@ -48,6 +49,8 @@ struct _NcmLwipNetif {
 
 /* Core lock: every netif we added. */
 static GList *netifs;
+
+G_DEFINE_TYPE(NcmLwipNetif, ncm_lwip_netif, G_TYPE_OBJECT)
 
 /* ---- Output ---------------------------------------------------------------- */
 
@@ -385,22 +388,30 @@ bad:
 	return FALSE;
 }
 
+/* @config's IPv4 settings as lwIP wants them (zeros for none). */
+static void
+config_ipv4(const NcmLwipNetifConfig *config, ip_addr_t *addr, ip_addr_t *mask, ip_addr_t *gw)
+{
+	guint prefix = config->ipv4_prefix ? config->ipv4_prefix : 24;
+
+	ip_addr_set_zero_ip4(addr);
+	ip_addr_set_zero_ip4(mask);
+	ip_addr_set_zero_ip4(gw);
+	if (config->ipv4 != NULL) {
+		nlw_addr_from_gio(config->ipv4, addr);
+		ip_2_ip4(mask)->addr = lwip_htonl(0xFFFFFFFFu << (32 - prefix));
+	}
+	if (config->ipv4_gateway != NULL)
+		nlw_addr_from_gio(config->ipv4_gateway, gw);
+}
+
 /* Core lock held. */
 static gboolean
 netif_add_locked(NcmLwipNetif *n, const NcmLwipNetifConfig *config)
 {
 	ip_addr_t addr, mask, gw;
-	guint prefix = config->ipv4_prefix ? config->ipv4_prefix : 24;
 
-	ip_addr_set_zero_ip4(&addr);
-	ip_addr_set_zero_ip4(&mask);
-	ip_addr_set_zero_ip4(&gw);
-	if (config->ipv4 != NULL) {
-		nlw_addr_from_gio(config->ipv4, &addr);
-		ip_2_ip4(&mask)->addr = prefix == 0 ? 0 : lwip_htonl(0xFFFFFFFFu << (32 - prefix));
-	}
-	if (config->ipv4_gateway != NULL)
-		nlw_addr_from_gio(config->ipv4_gateway, &gw);
+	config_ipv4(config, &addr, &mask, &gw);
 	if (netif_add(&n->netif, ip_2_ip4(&addr), ip_2_ip4(&mask), ip_2_ip4(&gw), n,
 		      netif_init_cb, tcpip_input) == NULL)
 		return FALSE;
@@ -430,26 +441,25 @@ ncm_lwip_netif_add(NcmLwipStack *stack, NcmLink *link, const NcmLwipNetifConfig 
 	gboolean added;
 
 	g_return_val_if_fail(NCM_LWIP_IS_STACK(stack), NULL);
-	if (!check_config(link, config, error))
+	if (!check_config(link, config, error)) {
+		ncm_link_free(link);
 		return NULL;
-	n = g_new0(NcmLwipNetif, 1);
+	}
+	n = g_object_new(NCM_LWIP_TYPE_NETIF, NULL);
 	n->link = link;
-	g_mutex_init(&n->peer_lock);
 	nlw_core_lock();
 	added = netif_add_locked(n, config);
 	nlw_core_unlock();
 	if (!added) {
 		g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_FAILED, "lwIP refused the netif");
-		n->link = NULL;
-		ncm_lwip_netif_remove(n);
-		ncm_link_free(link);
+		g_object_unref(n);
 		return NULL;
 	}
 	/* Frames may arrive as soon as the link starts: the netif exists, but
 	 * it is down and drops them until it is up below. */
 	link->ops->set_sink(link, &netif_sink, n);
 	if (!link->ops->start(link, error)) {
-		ncm_lwip_netif_remove(n);
+		g_object_unref(n);
 		return NULL;
 	}
 	n->started = TRUE;
@@ -459,10 +469,51 @@ ncm_lwip_netif_add(NcmLwipStack *stack, NcmLink *link, const NcmLwipNetifConfig 
 	return n;
 }
 
+NcmLwipNetif *
+ncm_lwip_stack_add_device(NcmLwipStack *self, NcmDevice *device, const NcmLwipNetifConfig *config,
+			  GError **error)
+{
+	NcmLwipNetifConfig defaults;
+
+	g_return_val_if_fail(NCM_LWIP_IS_STACK(self), NULL);
+	g_return_val_if_fail(NCM_IS_DEVICE(device), NULL);
+	if (config == NULL) {
+		ncm_lwip_netif_config_init(&defaults);
+		config = &defaults;
+	}
+	return ncm_lwip_netif_add(self, ncm_link_new_for_device(device), config, error);
+}
+
+gboolean
+ncm_lwip_netif_set_ipv4(NcmLwipNetif *netif, GInetAddress *address, guint prefix,
+			GInetAddress *gateway, GError **error)
+{
+	NcmLwipNetifConfig config;
+	ip_addr_t addr, mask, gw;
+
+	g_return_val_if_fail(NCM_LWIP_IS_NETIF(netif), FALSE);
+	ncm_lwip_netif_config_init(&config);
+	config.ipv4 = address;
+	config.ipv4_prefix = prefix;
+	config.ipv4_gateway = gateway;
+	if (netif->link == NULL) {
+		g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_CLOSED, "the netif was removed");
+		return FALSE;
+	}
+	if (!check_config(netif->link, &config, error))
+		return FALSE;
+	config_ipv4(&config, &addr, &mask, &gw);
+	nlw_core_lock();
+	netif_set_addr(&netif->netif, ip_2_ip4(&addr), ip_2_ip4(&mask), ip_2_ip4(&gw));
+	nlw_core_unlock();
+	return TRUE;
+}
+
 void
 ncm_lwip_netif_remove(NcmLwipNetif *n)
 {
-	if (n == NULL)
+	g_return_if_fail(NCM_LWIP_IS_NETIF(n));
+	if (n->link == NULL)
 		return;
 	/* No sink callback may run once the netif is gone, and no frame it
 	 * queued to the tcpip thread may wait there. */
@@ -487,9 +538,31 @@ ncm_lwip_netif_remove(NcmLwipNetif *n)
 	nlw_core_unlock();
 	for (guint i = 0; i < n->rx_len; i++)
 		pbuf_free(n->rx_batch[i]);
+	n->rx_len = 0;
 	ncm_link_free(n->link);
+	n->link = NULL;
+}
+
+static void
+netif_finalize(GObject *object)
+{
+	NcmLwipNetif *n = NCM_LWIP_NETIF(object);
+
+	ncm_lwip_netif_remove(n);
 	g_mutex_clear(&n->peer_lock);
-	g_free(n);
+	G_OBJECT_CLASS(ncm_lwip_netif_parent_class)->finalize(object);
+}
+
+static void
+ncm_lwip_netif_init(NcmLwipNetif *n)
+{
+	g_mutex_init(&n->peer_lock);
+}
+
+static void
+ncm_lwip_netif_class_init(NcmLwipNetifClass *klass)
+{
+	G_OBJECT_CLASS(klass)->finalize = netif_finalize;
 }
 
 guint

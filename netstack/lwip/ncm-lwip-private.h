@@ -5,6 +5,7 @@
 #include "lwip/ip_addr.h"
 #include "lwip/netif.h"
 
+#include "ncm-link-private.h"
 #include "ncm-lwip.h"
 #include "ncm-sync.h"
 
@@ -67,13 +68,14 @@ gboolean nlw_in_batch(void);
 /* Core lock held: posts one flush of all netifs to the tcpip thread. */
 void nlw_schedule_flush(void);
 /*
- * What a batch's end runs, stage by stage: the netifs' output is flushed
- * to the links, then the readers and writers that lwIP's callbacks made
+ * What a batch's end runs, stage by stage: window credit from readers is
+ * handed to lwIP, the netifs' output is flushed to the links, then the readers and writers that lwIP's callbacks made
  * ready are woken. The files owning that work (netif, tcp) register it,
  * core lock held, before they first leave any; so ncm-lwip-stack.c calls
  * neither of them (see the file graph above).
  */
 typedef enum {
+	NLW_BATCH_CREDIT, /* readers' window credit, before its output is flushed */
 	NLW_BATCH_FLUSH, /* also run by nlw_schedule_flush()'s callback */
 	NLW_BATCH_WAKE,
 	NLW_BATCH_N,

@@ -7,6 +7,7 @@
 #include "lwip/ip.h"
 #include "lwip/tcpip.h"
 
+#include "ncm-lwip-hooks.h"
 #include "ncm-lwip-private.h"
 
 struct _NcmLwipStack {
@@ -62,6 +63,7 @@ void
 nlw_batch_end(void)
 {
 	if (--batch_depth == 0) {
+		run_batch_hook(NLW_BATCH_CREDIT);
 		run_batch_hook(NLW_BATCH_FLUSH);
 		run_batch_hook(NLW_BATCH_WAKE);
 	}
@@ -92,6 +94,7 @@ static void
 flush_callback(void *arg)
 {
 	flush_scheduled = FALSE;
+	run_batch_hook(NLW_BATCH_CREDIT);
 	run_batch_hook(NLW_BATCH_FLUSH);
 }
 
@@ -220,6 +223,7 @@ ncm_lwip_stack_get_stats(NcmLwipStack *self, NcmLwipStats *ret_stats)
 		.window_posts = v[NLW_COUNT_WINDOW_POSTS],
 		.main_dispatches = v[NLW_COUNT_MAIN_DISPATCHES],
 		.rx_compacted = v[NLW_COUNT_RX_COMPACTED],
+		.syn_evicted = ncm_lwip_backlog_evictions(),
 	};
 }
 

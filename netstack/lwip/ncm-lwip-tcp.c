@@ -153,12 +153,24 @@ fail_locked(NlwConn *c, gint code)
 #define NLW_RX_SMALL 256
 #define NLW_RX_CHUNK 2048
 
-/* c->lock held: FALSE when @p is not small (the caller queues it as it is). */
+/* c->lock held: @p (one pbuf) becomes the queue's last. */
+static void
+link_tail_locked(NlwConn *c, struct pbuf *p)
+{
+	if (c->rx_tail != NULL)
+		c->rx_tail->next = p;
+	else
+		c->rx_head = p;
+	c->rx_tail = p;
+}
+
+/* c->lock held, @p one pbuf: FALSE when it is not small (the caller
+ * queues it as it is). */
 static gboolean
 append_small_locked(NlwConn *c, struct pbuf *p)
 {
 	struct pbuf *chunk = c->rx_chunk;
-	u16_t n = p->tot_len;
+	u16_t n = p->len;
 
 	if (n > NLW_RX_SMALL)
 		return FALSE;
@@ -167,14 +179,10 @@ append_small_locked(NlwConn *c, struct pbuf *p)
 		if (chunk == NULL)
 			return FALSE;
 		chunk->len = chunk->tot_len = 0;
-		if (c->rx_tail != NULL)
-			c->rx_tail->next = chunk;
-		else
-			c->rx_head = chunk;
-		c->rx_tail = chunk;
+		link_tail_locked(c, chunk);
 		c->rx_chunk = chunk;
 	}
-	pbuf_copy_partial(p, (u8_t *)chunk->payload + chunk->len, n, 0);
+	memcpy((u8_t *)chunk->payload + chunk->len, p->payload, n);
 	chunk->len = chunk->tot_len = (u16_t)(chunk->len + n);
 	c->rx_bytes += n;
 	nlw_count(NLW_COUNT_RX_COMPACTED, 1);
@@ -182,11 +190,42 @@ append_small_locked(NlwConn *c, struct pbuf *p)
 	return TRUE;
 }
 
+/* c->lock held: @p (one pbuf, not small) joins the queue as it is. */
+static void
+append_pbuf_locked(NlwConn *c, struct pbuf *p)
+{
+	link_tail_locked(c, p);
+	c->rx_chunk = NULL;
+	c->rx_bytes += p->len;
+}
+
+/*
+ * c->lock held. When a hole fills, lwIP hands over every segment that
+ * waited behind it as one chain: a window of 1-byte segments sent out of
+ * order arrives as one chain of 1-byte pbufs. Each pbuf is judged on its
+ * own. pbuf_cat() gave the chain each pbuf's only reference, so a pbuf
+ * taken off it is the caller's to keep or free.
+ */
+static void
+queue_chain_locked(NlwConn *c, struct pbuf *p)
+{
+	while (p != NULL) {
+		struct pbuf *next = p->next;
+
+		p->next = NULL;
+		p->tot_len = p->len;
+		if (p->len == 0)
+			pbuf_free(p);
+		else if (!append_small_locked(c, p))
+			append_pbuf_locked(c, p);
+		p = next;
+	}
+}
+
 static err_t
 conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 {
 	NlwConn *c = arg;
-	struct pbuf *last;
 
 	ncm_mutex_lock(&c->lock);
 	if (p == NULL) {
@@ -195,16 +234,8 @@ conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 		/* Nobody reads any more: keep the window open. */
 		ncm_lwip_recved_chunked(pcb, p->tot_len);
 		pbuf_free(p);
-	} else if (!append_small_locked(c, p)) {
-		for (last = p; last->next != NULL; last = last->next)
-			;
-		if (c->rx_tail != NULL)
-			c->rx_tail->next = p;
-		else
-			c->rx_head = p;
-		c->rx_tail = last;
-		c->rx_chunk = NULL;
-		c->rx_bytes += p->tot_len;
+	} else {
+		queue_chain_locked(c, p);
 	}
 	wake_soon_locked(c, WAKE_RX);
 	ncm_mutex_unlock(&c->lock);
@@ -254,9 +285,14 @@ conn_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 	return ERR_OK;
 }
 
+static void credit_batch(void);
+
+/* Core lock held. */
 void
 nlw_conn_attach(NlwConn *c, struct tcp_pcb *pcb)
 {
+	/* Before any reader can leave credit waiting for a batch. */
+	nlw_batch_on_end(NLW_BATCH_CREDIT, credit_batch);
 	c->pcb = pcb;
 	nlw_conn_ref(c);
 	tcp_arg(pcb, c);
@@ -277,7 +313,7 @@ credit_apply(NlwConn *c)
 	ncm_mutex_lock(&c->lock);
 	n = c->credit;
 	c->credit = 0;
-	c->credit_posted = FALSE;
+	c->credit_state = NLW_CREDIT_NONE;
 	ncm_mutex_unlock(&c->lock);
 	if (c->pcb != NULL && n > 0)
 		ncm_lwip_recved_chunked(c->pcb, n);
@@ -320,12 +356,55 @@ credit_callback(void *arg)
 	nlw_conn_unref(c);
 }
 
-/* Posted, not waited for: a reader never makes a round trip to the tcpip
- * thread. At most one post per connection is in flight; it carries all
- * credit accumulated until it runs. */
+/*
+ * Credit too small to wake the tcpip thread for waits here, one reference
+ * each, for the next batch (almost always the next received NTB's) to
+ * hand to lwIP. Its own lock: readers add without the core lock.
+ */
+static GMutex credit_lock;
+static GPtrArray *credit_waiting;
+
+/* Core lock held: the NLW_BATCH_CREDIT stage. */
 static void
-post_credit(NlwConn *c)
+credit_batch(void)
 {
+	GPtrArray *waiting;
+
+	ncm_mutex_lock(&credit_lock);
+	waiting = credit_waiting;
+	credit_waiting = NULL;
+	ncm_mutex_unlock(&credit_lock);
+	for (guint i = 0; waiting != NULL && i < waiting->len; i++) {
+		NlwConn *c = g_ptr_array_index(waiting, i);
+
+		credit_apply(c);
+		nlw_conn_unref(c);
+	}
+	if (waiting != NULL)
+		g_ptr_array_unref(waiting);
+}
+
+/*
+ * Posted, not waited for: a reader never makes a round trip to the tcpip
+ * thread. At most one post or wait per connection is pending; it carries
+ * all credit accumulated until it runs. Under NLW_CREDIT_POST the credit
+ * waits for the next batch instead: while data streams in, one comes with
+ * every NTB, and a thread wake-up per read cost more than the read. Past
+ * it, the window may be what holds the peer back, so it goes now.
+ */
+#define NLW_CREDIT_POST (TCP_WND / 4)
+
+static void
+post_credit(NlwConn *c, NlwCredit how)
+{
+	if (how == NLW_CREDIT_WAITING) {
+		ncm_mutex_lock(&credit_lock);
+		if (credit_waiting == NULL)
+			credit_waiting = g_ptr_array_new();
+		g_ptr_array_add(credit_waiting, nlw_conn_ref(c));
+		ncm_mutex_unlock(&credit_lock);
+		return;
+	}
 	nlw_conn_ref(c);
 	if (tcpip_try_callback(credit_callback, c) == ERR_OK) {
 		nlw_count(NLW_COUNT_WINDOW_POSTS, 1);
@@ -405,8 +484,8 @@ gssize
 nlw_conn_read(NlwConn *c, void *buf, gsize count, gboolean blocking, GCancellable *cancellable,
 	      GError **error)
 {
+	NlwCredit how = NLW_CREDIT_NONE;
 	gulong handler = 0;
-	gboolean post;
 	gssize n;
 
 	if (count == 0)
@@ -415,14 +494,19 @@ nlw_conn_read(NlwConn *c, void *buf, gsize count, gboolean blocking, GCancellabl
 		handler = g_cancellable_connect(cancellable, G_CALLBACK(cancel_wake), c, NULL);
 	ncm_mutex_lock(&c->lock);
 	n = read_locked(c, buf, count, blocking, cancellable, error);
-	post = n > 0 && !c->credit_posted;
-	if (post)
-		c->credit_posted = TRUE;
+	if (n > 0 && c->credit_state != NLW_CREDIT_POSTED) {
+		how = c->credit >= NLW_CREDIT_POST ? NLW_CREDIT_POSTED : NLW_CREDIT_WAITING;
+		/* Already waiting: only growing past the threshold changes anything. */
+		if (how == c->credit_state)
+			how = NLW_CREDIT_NONE;
+		else
+			c->credit_state = how;
+	}
 	ncm_mutex_unlock(&c->lock);
 	if (handler != 0)
 		g_cancellable_disconnect(cancellable, handler);
-	if (post)
-		post_credit(c);
+	if (how != NLW_CREDIT_NONE)
+		post_credit(c, how);
 	return n;
 }
 

@@ -12,6 +12,13 @@
  * posted to the tcpip thread. Freeing one never needs the core lock, so
  * the last reference may go on any thread.
  */
+/* Where a connection's unapplied window credit is (ncm-lwip-tcp.c). */
+typedef enum {
+	NLW_CREDIT_NONE,    /* nothing pending */
+	NLW_CREDIT_WAITING, /* waits for the next batch */
+	NLW_CREDIT_POSTED,  /* a callback is queued on the tcpip thread */
+} NlwCredit;
+
 typedef struct {
 	gint refs; /* atomic */
 
@@ -40,7 +47,7 @@ typedef struct {
 
 	/* Window credit for bytes read, returned by a posted callback. */
 	gsize credit;
-	gboolean credit_posted;
+	NlwCredit credit_state;
 
 	/* tcp_sndbuf() as of the last lwIP event, for writability. */
 	gsize snd_room;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-lwip.h: the in-process lwIP netstack: netifs over NcmLinks, TCP and UDP as GIO objects. */
+/* ncm-lwip.h: the in-process lwIP netstack (libncm-lwip): netifs over NcmLinks, TCP and UDP as GIO objects. */
 #pragma once
 
 /*
@@ -14,7 +14,12 @@
  *
  * Memory, per TCP connection: the receive queue holds at most TCP_WND
  * (4 MiB) of payload, since window credit is returned only as the
- * application reads; lwIP's send queue holds at most TCP_SND_BUF (4 MiB).
+ * application reads; segments of up to 256 bytes (also those lwIP hands
+ * over as one chain when a hole fills) are copied into 2 KiB chunks, so
+ * the queue costs about what it carries. Out of order, lwIP holds at most
+ * 4096 pbufs. lwIP's send queue holds at most TCP_SND_BUF (4 MiB). Per
+ * listener: at most 255 half-open connections; a SYN beyond them drops
+ * the oldest (NcmLwipStats.syn_evicted).
  * Per UDP socket: at most NCM_LWIP_UDP_MAX_QUEUED datagrams and
  * NCM_LWIP_UDP_MAX_BYTES bytes wait to be received; more are dropped.
  * Per netif: at most NCM_LWIP_TXQ_LEN frames wait for link room (after
@@ -29,8 +34,24 @@
 
 G_BEGIN_DECLS
 
+/**
+ * NCM_LWIP_UDP_MAX_QUEUED:
+ *
+ * Datagrams that may wait in one #NcmLwipUdpSocket's receive queue; more
+ * are dropped and counted (ncm_lwip_udp_socket_get_drops()).
+ */
 #define NCM_LWIP_UDP_MAX_QUEUED 1024
+/**
+ * NCM_LWIP_UDP_MAX_BYTES:
+ *
+ * Bytes that may wait in one #NcmLwipUdpSocket's receive queue.
+ */
 #define NCM_LWIP_UDP_MAX_BYTES (4 * 1024 * 1024)
+/**
+ * NCM_LWIP_TXQ_LEN:
+ *
+ * Frames one netif holds back while its link has no room.
+ */
 #define NCM_LWIP_TXQ_LEN 4096
 
 /**
@@ -39,6 +60,8 @@ G_BEGIN_DECLS
  *   lock, once per received batch (default: measured fastest).
  * @NCM_LWIP_INPUT_QUEUED: the link thread queues each frame to the tcpip
  *   thread (tcpip_input) and never waits for the core lock.
+ *
+ * Where received frames enter lwIP.
  */
 typedef enum {
 	NCM_LWIP_INPUT_LOCKED,
@@ -47,192 +70,659 @@ typedef enum {
 
 /**
  * NcmLwipStats:
+ * @rx_frames: frames received from the links.
+ * @rx_drops: received frames dropped: no pbuf, or the tcpip mailbox was full.
+ * @tx_frames: frames handed to a link.
+ * @tx_queued: frames held back by %NCM_SEND_WOULD_BLOCK, sent on writable.
+ * @tx_drops: frames dropped: queue full, link closed or frame invalid.
+ * @tx_flushes: link flushes, one per batch.
+ * @window_posts: receive-window updates posted to the tcpip thread.
+ * @main_dispatches: callbacks and wake-ups the stack caused on main contexts.
+ * @rx_compacted: small TCP segments copied into shared chunks.
+ * @syn_evicted: half-open connections dropped for a newer SYN (full backlog).
  *
  * Counters since the stack started, over all netifs.
  */
 typedef struct {
 	guint64 rx_frames;
-	guint64 rx_drops;        /* no pbuf, or the tcpip mailbox was full */
-	guint64 tx_frames;       /* handed to a link */
-	guint64 tx_queued;       /* held back by NCM_SEND_WOULD_BLOCK, sent on writable */
-	guint64 tx_drops;        /* queue full, link closed or frame invalid */
-	guint64 tx_flushes;      /* ncm_link_flush() calls: one per batch */
-	guint64 window_posts;    /* receive-window updates posted to the tcpip thread */
-	guint64 main_dispatches; /* callbacks and wake-ups the stack caused on main contexts */
-	guint64 rx_compacted;    /* small TCP segments copied into shared chunks */
+	guint64 rx_drops;
+	guint64 tx_frames;
+	guint64 tx_queued;
+	guint64 tx_drops;
+	guint64 tx_flushes;
+	guint64 window_posts;
+	guint64 main_dispatches;
+	guint64 rx_compacted;
+	guint64 syn_evicted;
 } NcmLwipStats;
 
+/**
+ * NcmLwipStack:
+ *
+ * The process's lwIP instance: its netifs, TCP connections and listeners,
+ * UDP sockets. lwIP keeps its state in globals, so there is one, from
+ * ncm_lwip_stack_get_default(). Its tcpip thread runs lwIP's timers.
+ */
 #define NCM_LWIP_TYPE_STACK (ncm_lwip_stack_get_type())
 G_DECLARE_FINAL_TYPE(NcmLwipStack, ncm_lwip_stack, NCM_LWIP, STACK, GObject)
 
-/* Starts lwIP on first use. Returns a new reference. Thread: any. */
+/**
+ * ncm_lwip_stack_get_default:
+ *
+ * The process's stack. The first call starts lwIP and its tcpip thread.
+ *
+ * Thread: any.
+ *
+ * Returns: (transfer full): a new reference to the stack.
+ */
 NcmLwipStack *ncm_lwip_stack_get_default(void);
+
+/**
+ * ncm_lwip_stack_get_stats:
+ * @self: the #NcmLwipStack.
+ * @ret_stats: (out caller-allocates): the counters since lwIP started.
+ *
+ * Each counter is read atomically; the set is not one instant's snapshot.
+ * Thread: any.
+ */
 void ncm_lwip_stack_get_stats(NcmLwipStack *self, NcmLwipStats *ret_stats);
-/* Takes effect for the next received frame. Thread: any. */
+
+/**
+ * ncm_lwip_stack_set_input_mode:
+ * @self: the #NcmLwipStack.
+ * @mode: where received frames enter lwIP.
+ *
+ * Takes effect for the next received frame.
+ * Thread: any.
+ */
 void ncm_lwip_stack_set_input_mode(NcmLwipStack *self, NcmLwipInputMode mode);
 
 /* ---- Netifs ------------------------------------------------------------- */
 
-typedef struct _NcmLwipNetif NcmLwipNetif;
+/**
+ * NcmLwipNetif:
+ *
+ * One lwIP Ethernet interface over an #NcmLink. It runs from
+ * ncm_lwip_netif_add() until ncm_lwip_netif_remove() or its last unref.
+ */
+#define NCM_LWIP_TYPE_NETIF (ncm_lwip_netif_get_type())
+G_DECLARE_FINAL_TYPE(NcmLwipNetif, ncm_lwip_netif, NCM_LWIP, NETIF, GObject)
 
 /**
  * NcmLwipNetifConfig:
+ * @ipv4: (nullable): a static IPv4 address, or %NULL.
+ * @ipv4_prefix: its prefix length; 0 means 24.
+ * @ipv4_gateway: (nullable): the IPv4 gateway, or %NULL.
+ * @dhcp: lease IPv4 by DHCP (when @ipv4 is %NULL).
+ * @ipv6_link_local: give the netif fe80::EUI-64(MAC); %TRUE by default.
+ * @ipv6_dad: probe for duplicates before using IPv6 addresses; %TRUE by default.
+ * @ipv6_slaac: take addresses from router advertisements; %TRUE by default.
+ * @ipv6: (nullable): a static IPv6 address (/64), or %NULL.
+ * @make_default: route everything off-link through this netif.
  *
- * Initialise with ncm_lwip_netif_config_init(). Addresses are borrowed.
+ * How ncm_lwip_netif_add() sets a netif up. Initialise it with
+ * ncm_lwip_netif_config_init(), then change what you need. The addresses
+ * are borrowed for the call. From another language, leave them %NULL and
+ * call ncm_lwip_netif_set_ipv4() on the netif.
  */
 typedef struct {
-	GInetAddress *ipv4;          /* static IPv4, or NULL */
-	guint ipv4_prefix;           /* 0 = 24 */
-	GInetAddress *ipv4_gateway;  /* or NULL */
-	gboolean dhcp;               /* lease IPv4 by DHCP (when ipv4 is NULL) */
-	gboolean ipv6_link_local;    /* fe80::EUI-64(mac); TRUE */
-	gboolean ipv6_dad;           /* probe before using IPv6 addresses; TRUE */
-	gboolean ipv6_slaac;         /* addresses from router advertisements; TRUE */
-	GInetAddress *ipv6;          /* static /64 IPv6, or NULL */
-	gboolean make_default;       /* route everything off-link through this netif */
+	GInetAddress *ipv4;
+	guint ipv4_prefix;
+	GInetAddress *ipv4_gateway;
+	gboolean dhcp;
+	gboolean ipv6_link_local;
+	gboolean ipv6_dad;
+	gboolean ipv6_slaac;
+	GInetAddress *ipv6;
+	gboolean make_default;
 } NcmLwipNetifConfig;
 
+/**
+ * ncm_lwip_netif_config_init:
+ * @config: (out caller-allocates): the configuration to fill.
+ *
+ * Sets the defaults: link-local IPv6 with duplicate detection and SLAAC,
+ * no IPv4, not the default route.
+ * Thread: any.
+ */
 void ncm_lwip_netif_config_init(NcmLwipNetifConfig *config);
 
-/*
- * Adds a netif over @link (MAC link->mac, MTU link->max_frame - 14), takes
- * the link, and starts it. Thread: any but the link's thread.
+/**
+ * ncm_lwip_netif_add: (skip)
+ * @stack: the #NcmLwipStack.
+ * @link: (transfer full): the link to run over; taken, also on failure.
+ * @config: how to set the netif up.
+ * @error: return location for a #GError: %G_IO_ERROR_INVALID_ARGUMENT for
+ *   a bad @config or a link too small for IP, %G_IO_ERROR_FAILED when lwIP
+ *   refuses, or why the link could not start (for an #NcmDevice, its
+ *   %NCM_ERROR).
+ *
+ * Adds an Ethernet netif over @link (MAC and MTU from the link), sets the
+ * link's sink and starts it. The link's data thread (for an #NcmDevice,
+ * the libusb event thread) then runs lwIP's input.
+ *
+ * Thread: any but the link's data thread.
+ *
+ * Returns: (transfer full) (nullable): the running netif, or %NULL with
+ *   @error set.
  */
 NcmLwipNetif *ncm_lwip_netif_add(NcmLwipStack *stack, NcmLink *link,
 				 const NcmLwipNetifConfig *config, GError **error);
-/* Stops and frees the link, then removes the netif. Thread: any but the link's. */
+
+/**
+ * ncm_lwip_stack_add_device:
+ * @self: the #NcmLwipStack.
+ * @device: an open #NcmDevice, not started (ncm_device_open()).
+ * @config: (nullable): how to set the netif up; %NULL for the defaults of
+ *   ncm_lwip_netif_config_init().
+ * @error: return location for a #GError, as for ncm_lwip_netif_add().
+ *
+ * Runs ncm_lwip_netif_add() over ncm_link_new_for_device(@device): starts the
+ * device with the stack as its sink. The netif holds a reference to
+ * @device and closes it when removed.
+ *
+ * Thread: any but the libusb event thread.
+ *
+ * Returns: (transfer full) (nullable): the running netif, or %NULL with
+ *   @error set.
+ */
+NcmLwipNetif *ncm_lwip_stack_add_device(NcmLwipStack *self, NcmDevice *device,
+					const NcmLwipNetifConfig *config, GError **error);
+
+/**
+ * ncm_lwip_netif_remove:
+ * @netif: an #NcmLwipNetif.
+ *
+ * Stops the link (for an #NcmDevice: ncm_device_close()), waits until no
+ * frame of it is left in lwIP, removes the netif and frees the link.
+ * Connections through it then time out or fail. Idempotent; the last
+ * unref removes too.
+ * Thread: any but the link's data thread.
+ */
 void ncm_lwip_netif_remove(NcmLwipNetif *netif);
-/* lwIP's netif index: the scope id of link-local addresses on this netif. */
+
+/**
+ * ncm_lwip_netif_set_ipv4:
+ * @netif: an #NcmLwipNetif.
+ * @address: (nullable): the new IPv4 address; %NULL removes it.
+ * @prefix: its prefix length, 1 to 32; 0 means 24.
+ * @gateway: (nullable): the IPv4 gateway, or %NULL for none.
+ * @error: return location for a #GError: %G_IO_ERROR_INVALID_ARGUMENT when
+ *   an address is not IPv4 or @prefix is over 32, %G_IO_ERROR_CLOSED after
+ *   ncm_lwip_netif_remove().
+ *
+ * Replaces the netif's static IPv4 address, as #NcmLwipNetifConfig.ipv4
+ * does at ncm_lwip_netif_add(). Connections on the old address break.
+ *
+ * Thread: any.
+ *
+ * Returns: %TRUE when set.
+ */
+gboolean ncm_lwip_netif_set_ipv4(NcmLwipNetif *netif, GInetAddress *address, guint prefix,
+				 GInetAddress *gateway, GError **error);
+
+/**
+ * ncm_lwip_netif_get_index:
+ * @netif: an #NcmLwipNetif.
+ *
+ * Thread: any.
+ *
+ * Returns: lwIP's index of the netif: the scope id that selects it for
+ *   link-local IPv6 addresses.
+ */
 guint ncm_lwip_netif_get_index(NcmLwipNetif *netif);
-/* The usable (not tentative) addresses: a list of GInetAddress, free with
- * g_list_free_full(list, g_object_unref). Thread: any. */
+
+/**
+ * ncm_lwip_netif_get_addresses:
+ * @netif: an #NcmLwipNetif.
+ *
+ * Thread: any.
+ *
+ * Returns: (transfer full) (element-type GInetAddress): the usable (not
+ *   tentative) addresses, IPv4 first. Free with
+ *   `g_list_free_full (list, g_object_unref)`.
+ */
 GList *ncm_lwip_netif_get_addresses(NcmLwipNetif *netif);
-/*
- * The peer as learnt from its ARP (IPv4) or neighbour discovery (IPv6)
- * frames: its latest address of @family and that frame's source MAC.
- * FALSE while none was seen. Thread: any.
+
+/**
+ * ncm_lwip_netif_get_peer:
+ * @netif: an #NcmLwipNetif.
+ * @family: %G_SOCKET_FAMILY_IPV4 or %G_SOCKET_FAMILY_IPV6.
+ * @ret_address: (out) (transfer full) (optional) (nullable): the peer's
+ *   latest address of @family.
+ * @ret_mac: (out caller-allocates) (array fixed-size=6) (optional): the
+ *   source MAC of the frame that taught it.
+ *
+ * The peer (the device's side) as learnt from its ARP (IPv4) or neighbour
+ * discovery (IPv6) frames.
+ *
+ * Thread: any.
+ *
+ * Returns: %FALSE while none was seen; the outputs are then untouched.
  */
 gboolean ncm_lwip_netif_get_peer(NcmLwipNetif *netif, GSocketFamily family,
 				 GInetAddress **ret_address, guint8 ret_mac[6]);
 
 /* ---- TCP ------------------------------------------------------------------ */
 
-/*
- * A TCP connection. Its streams are GPollableInputStream and
- * GPollableOutputStream; g_io_stream_close() sends FIN (RST when unread
+/**
+ * NcmLwipConnection:
+ *
+ * A TCP connection. Its streams are #GPollableInputStream and
+ * #GPollableOutputStream; g_io_stream_close() sends FIN (RST when unread
  * data is left, as sockets do). Closing only the output stream sends FIN
- * and keeps receiving. Errors: G_IO_ERROR_CONNECTION_CLOSED after a reset
- * on reads, G_IO_ERROR_BROKEN_PIPE on writes, G_IO_ERROR_TIMED_OUT when
- * lwIP gave up retransmitting, G_IO_ERROR_CLOSED after close.
+ * and keeps receiving. Errors: %G_IO_ERROR_CONNECTION_CLOSED after a reset
+ * on reads, %G_IO_ERROR_BROKEN_PIPE on writes, %G_IO_ERROR_TIMED_OUT when
+ * lwIP gave up retransmitting, %G_IO_ERROR_CLOSED after close.
+ *
+ * Blocking reads and writes may come from any thread, one reader and one
+ * writer at a time; the async and pollable ones complete on the caller's
+ * thread-default main context.
  */
 #define NCM_LWIP_TYPE_CONNECTION (ncm_lwip_connection_get_type())
 G_DECLARE_FINAL_TYPE(NcmLwipConnection, ncm_lwip_connection, NCM_LWIP, CONNECTION, GIOStream)
 
-/*
- * Connects to @address. @timeout_ms 0 leaves it to lwIP's SYN retries.
- * Link-local IPv6 without a scope id goes out of the default netif, or the
- * first one. Errors: CONNECTION_REFUSED, TIMED_OUT, NETWORK_UNREACHABLE (no
- * route: off-link without a gateway), CANCELLED. Thread: any; blocks.
+/**
+ * ncm_lwip_stack_connect:
+ * @self: the #NcmLwipStack.
+ * @address: where to connect. A link-local IPv6 address without a scope
+ *   id goes out of the default netif, or the first one.
+ * @timeout_ms: give up after this long; 0 leaves it to lwIP's SYN retries.
+ * @cancellable: (nullable): a #GCancellable.
+ * @error: return location for a #GError in %G_IO_ERROR:
+ *   %G_IO_ERROR_CONNECTION_REFUSED, %G_IO_ERROR_TIMED_OUT,
+ *   %G_IO_ERROR_NETWORK_UNREACHABLE (no route: no netif, or off-link
+ *   without a gateway), %G_IO_ERROR_CANCELLED.
+ *
+ * Opens a TCP connection, blocking until the handshake ends.
+ *
+ * Thread: any; blocks.
+ *
+ * Returns: (transfer full) (nullable): the connection, or %NULL with
+ *   @error set.
  */
 NcmLwipConnection *ncm_lwip_stack_connect(NcmLwipStack *self, GInetSocketAddress *address,
 					  guint timeout_ms, GCancellable *cancellable,
 					  GError **error);
-/* The same, completing on the caller's thread-default main context. */
+
+/**
+ * ncm_lwip_stack_connect_async:
+ * @self: the #NcmLwipStack.
+ * @address: as for ncm_lwip_stack_connect().
+ * @timeout_ms: as for ncm_lwip_stack_connect().
+ * @cancellable: (nullable): a #GCancellable.
+ * @callback: (scope async): called once with the result.
+ * @user_data: (closure): passed to @callback.
+ *
+ * Connects like ncm_lwip_stack_connect(), without blocking the caller. It runs the
+ * blocking connect on a thread of its own per call, not on GLib's pool:
+ * the pool caps its threads, so a few long connects or accepts could
+ * starve each other. Connecting is control plane: one short-lived thread
+ * per connection costs little beside a TCP handshake.
+ *
+ * Thread: any. @callback runs on the caller's thread-default
+ *   #GMainContext, which must be iterated.
+ */
 void ncm_lwip_stack_connect_async(NcmLwipStack *self, GInetSocketAddress *address,
 				  guint timeout_ms, GCancellable *cancellable,
 				  GAsyncReadyCallback callback, gpointer user_data);
+
+/**
+ * ncm_lwip_stack_connect_finish:
+ * @self: the #NcmLwipStack.
+ * @result: the #GAsyncResult given to the callback.
+ * @error: return location for a #GError, as for ncm_lwip_stack_connect().
+ *
+ * Thread: the callback's (the caller's of ncm_lwip_stack_connect_async()).
+ *
+ * Returns: (transfer full) (nullable): the connection, or %NULL with
+ *   @error set.
+ */
 NcmLwipConnection *ncm_lwip_stack_connect_finish(NcmLwipStack *self, GAsyncResult *result,
 						 GError **error);
 
+/**
+ * ncm_lwip_connection_get_local_address:
+ * @self: an #NcmLwipConnection.
+ *
+ * Thread: any.
+ *
+ * Returns: (transfer none): this side's address and port.
+ */
 GInetSocketAddress *ncm_lwip_connection_get_local_address(NcmLwipConnection *self);
+
+/**
+ * ncm_lwip_connection_get_remote_address:
+ * @self: an #NcmLwipConnection.
+ *
+ * Thread: any.
+ *
+ * Returns: (transfer none): the peer's address and port.
+ */
 GInetSocketAddress *ncm_lwip_connection_get_remote_address(NcmLwipConnection *self);
-/*
+
+/**
+ * ncm_lwip_connection_set_no_delay:
+ * @self: an #NcmLwipConnection.
+ * @no_delay: %TRUE turns Nagle's algorithm off (TCP_NODELAY).
+ *
  * Nagle's algorithm is on by default, as in lwIP and in kernel sockets;
- * TRUE turns it off (TCP_NODELAY), for request/response and paced streams
- * where a small segment must not wait for the previous one's ACK.
+ * turn it off for request/response and paced streams, where a small
+ * segment must not wait for the previous one's ACK.
  * Thread: any.
  */
 void ncm_lwip_connection_set_no_delay(NcmLwipConnection *self, gboolean no_delay);
 
+/**
+ * NcmLwipListener:
+ *
+ * A listening TCP socket; ncm_lwip_listener_accept() hands out its
+ * connections.
+ */
 #define NCM_LWIP_TYPE_LISTENER (ncm_lwip_listener_get_type())
 G_DECLARE_FINAL_TYPE(NcmLwipListener, ncm_lwip_listener, NCM_LWIP, LISTENER, GObject)
 
-/*
- * Listens on @address (NULL or an any-address: every address of both
- * families; port 0: an ephemeral port). At most @backlog (0 = 64)
- * connections wait for accept; more are reset. Thread: any.
+/**
+ * ncm_lwip_stack_listen:
+ * @self: the #NcmLwipStack.
+ * @address: (nullable): where to listen: %NULL or an any-address listens
+ *   on every address of both families; port 0 picks an ephemeral port.
+ * @backlog: connections that may wait for accept (0 = 64); more are reset.
+ * @error: return location for a #GError in %G_IO_ERROR
+ *   (%G_IO_ERROR_ADDRESS_IN_USE, ...).
+ *
+ * Thread: any.
+ *
+ * Returns: (transfer full) (nullable): the listener, or %NULL with @error set.
  */
 NcmLwipListener *ncm_lwip_stack_listen(NcmLwipStack *self, GInetSocketAddress *address,
 				       guint backlog, GError **error);
+
+/**
+ * ncm_lwip_listener_get_port:
+ * @self: an #NcmLwipListener.
+ *
+ * Thread: any.
+ *
+ * Returns: the port it listens on (the ephemeral one chosen for port 0).
+ */
 guint16 ncm_lwip_listener_get_port(NcmLwipListener *self);
-/* Thread: any; blocks. */
+
+/**
+ * ncm_lwip_listener_accept:
+ * @self: an #NcmLwipListener.
+ * @cancellable: (nullable): a #GCancellable.
+ * @error: return location for a #GError: %G_IO_ERROR_CLOSED once the
+ *   listener is closed, %G_IO_ERROR_CANCELLED.
+ *
+ * Waits for the next connection.
+ *
+ * Thread: any; blocks.
+ *
+ * Returns: (transfer full) (nullable): the connection, or %NULL with @error set.
+ */
 NcmLwipConnection *ncm_lwip_listener_accept(NcmLwipListener *self, GCancellable *cancellable,
 					    GError **error);
+
+/**
+ * ncm_lwip_listener_accept_async:
+ * @self: an #NcmLwipListener.
+ * @cancellable: (nullable): a #GCancellable.
+ * @callback: (scope async): called once with the result.
+ * @user_data: (closure): passed to @callback.
+ *
+ * Accepts like ncm_lwip_listener_accept(), without blocking the caller: a thread of its
+ * own per call, for the reason ncm_lwip_stack_connect_async() gives.
+ *
+ * Thread: any. @callback runs on the caller's thread-default
+ *   #GMainContext.
+ */
 void ncm_lwip_listener_accept_async(NcmLwipListener *self, GCancellable *cancellable,
 				    GAsyncReadyCallback callback, gpointer user_data);
+
+/**
+ * ncm_lwip_listener_accept_finish:
+ * @self: an #NcmLwipListener.
+ * @result: the #GAsyncResult given to the callback.
+ * @error: return location for a #GError, as for ncm_lwip_listener_accept().
+ *
+ * Thread: the callback's.
+ *
+ * Returns: (transfer full) (nullable): the connection, or %NULL with @error set.
+ */
 NcmLwipConnection *ncm_lwip_listener_accept_finish(NcmLwipListener *self,
 						   GAsyncResult *result, GError **error);
-/* Stops listening; pending and future accepts fail with G_IO_ERROR_CLOSED. */
+
+/**
+ * ncm_lwip_listener_close:
+ * @self: an #NcmLwipListener.
+ *
+ * Stops listening and resets the connections nobody accepted; pending and
+ * future accepts fail with %G_IO_ERROR_CLOSED. Idempotent; the last unref
+ * closes too.
+ * Thread: any.
+ */
 void ncm_lwip_listener_close(NcmLwipListener *self);
 
 /* ---- Names ---------------------------------------------------------------- */
 
-/*
- * lwIP's DNS client, asking through the netifs. Its servers come from DHCP
- * (option 6) and router advertisements (RDNSS), or from
- * ncm_lwip_stack_set_dns_server(), whose servers take precedence: they are
- * written back before every query.
+/**
+ * NCM_LWIP_DNS_MAX_SERVERS:
+ *
+ * How many DNS servers the stack asks, in order: lwIP's DNS client, asking
+ * through the netifs. Its servers come from DHCP (option 6) and router
+ * advertisements (RDNSS), or from ncm_lwip_stack_set_dns_server(), whose
+ * servers take precedence: they are written back before every query.
  */
 #define NCM_LWIP_DNS_MAX_SERVERS 2
 
-/* Sets (or with NULL clears) server @index (< NCM_LWIP_DNS_MAX_SERVERS). Thread: any. */
+/**
+ * ncm_lwip_stack_set_dns_server:
+ * @self: the #NcmLwipStack.
+ * @index: which server, below %NCM_LWIP_DNS_MAX_SERVERS; a larger one is
+ *   ignored with a critical warning.
+ * @address: (nullable): the server (port 53), or %NULL to clear the
+ *   slot, which the next DHCP lease or router advertisement may fill.
+ *
+ * Sets a DNS server that DHCP and router advertisements cannot overwrite.
+ *
+ * Thread: any.
+ */
 void ncm_lwip_stack_set_dns_server(NcmLwipStack *self, guint index, GInetAddress *address);
-/* The servers in use now: a list of GInetAddress, free with
- * g_list_free_full(list, g_object_unref). Thread: any. */
+
+/**
+ * ncm_lwip_stack_get_dns_servers:
+ * @self: the #NcmLwipStack.
+ *
+ * The servers in use now, whether set, leased by DHCP or announced by RDNSS.
+ *
+ * Thread: any.
+ *
+ * Returns: (transfer full) (element-type GInetAddress): the servers, in the
+ *   order they are asked; free with `g_list_free_full(list, g_object_unref)`.
+ */
 GList *ncm_lwip_stack_get_dns_servers(NcmLwipStack *self);
-/*
- * Resolves @name to one address (an address literal is returned as is):
- * @family G_SOCKET_FAMILY_IPV4 or _IPV6 for that family only, INVALID for
- * IPv4 and, when there is none, IPv6. Answers are cached for their TTL.
- * Errors: G_RESOLVER_ERROR_NOT_FOUND (no such name, no answer after lwIP's
- * retries: ~15 s), _TEMPORARY_FAILURE (no server, too many lookups at
- * once), G_IO_ERROR_CANCELLED. Thread: any; blocks.
+
+/**
+ * ncm_lwip_stack_resolve:
+ * @self: the #NcmLwipStack.
+ * @name: a host name, or an address literal, which is returned as is.
+ * @family: %G_SOCKET_FAMILY_IPV4 or %G_SOCKET_FAMILY_IPV6 for that family
+ *   only; %G_SOCKET_FAMILY_INVALID for IPv4 and, when there is none, IPv6.
+ * @cancellable: (nullable): a #GCancellable.
+ * @error: return location for a #GError: %G_RESOLVER_ERROR_NOT_FOUND (no
+ *   such name, or no answer after lwIP's retries: ~15 s),
+ *   %G_RESOLVER_ERROR_TEMPORARY_FAILURE (no server, too many lookups at
+ *   once), %G_IO_ERROR_CANCELLED.
+ *
+ * Resolves @name to one address through the device, with the servers of
+ * ncm_lwip_stack_get_dns_servers(). Answers are cached for their TTL.
+ *
+ * Thread: any; blocks.
+ *
+ * Returns: (transfer full) (nullable): the address, or %NULL with @error set.
  */
 GInetAddress *ncm_lwip_stack_resolve(NcmLwipStack *self, const gchar *name, GSocketFamily family,
 				     GCancellable *cancellable, GError **error);
-/* The same, completing on the caller's thread-default main context. */
+
+/**
+ * ncm_lwip_stack_resolve_async:
+ * @self: the #NcmLwipStack.
+ * @name: as for ncm_lwip_stack_resolve().
+ * @family: as for ncm_lwip_stack_resolve().
+ * @cancellable: (nullable): a #GCancellable.
+ * @callback: (scope async): called once with the result.
+ * @user_data: (closure): passed to @callback.
+ *
+ * Resolves like ncm_lwip_stack_resolve(), without blocking the caller.
+ *
+ * Thread: any. @callback runs on the caller's thread-default
+ *   #GMainContext.
+ */
 void ncm_lwip_stack_resolve_async(NcmLwipStack *self, const gchar *name, GSocketFamily family,
 				  GCancellable *cancellable, GAsyncReadyCallback callback,
 				  gpointer user_data);
+
+/**
+ * ncm_lwip_stack_resolve_finish:
+ * @self: the #NcmLwipStack.
+ * @result: the #GAsyncResult given to the callback.
+ * @error: return location for a #GError, as for ncm_lwip_stack_resolve().
+ *
+ * Thread: the callback's.
+ *
+ * Returns: (transfer full) (nullable): the address, or %NULL with @error set.
+ */
 GInetAddress *ncm_lwip_stack_resolve_finish(NcmLwipStack *self, GAsyncResult *result,
 					    GError **error);
 
 /* ---- UDP ------------------------------------------------------------------ */
 
+/**
+ * NcmLwipUdpSocket:
+ *
+ * A bound UDP socket with a bounded receive queue
+ * (%NCM_LWIP_UDP_MAX_QUEUED datagrams, %NCM_LWIP_UDP_MAX_BYTES bytes).
+ */
 #define NCM_LWIP_TYPE_UDP_SOCKET (ncm_lwip_udp_socket_get_type())
 G_DECLARE_FINAL_TYPE(NcmLwipUdpSocket, ncm_lwip_udp_socket, NCM_LWIP, UDP_SOCKET, GObject)
 
-/* Binds like ncm_lwip_stack_listen(). Thread: any. */
+/**
+ * ncm_lwip_stack_udp_bind:
+ * @self: the #NcmLwipStack.
+ * @address: (nullable): as for ncm_lwip_stack_listen().
+ * @error: return location for a #GError in %G_IO_ERROR.
+ *
+ * Thread: any.
+ *
+ * Returns: (transfer full) (nullable): the socket, or %NULL with @error set.
+ */
 NcmLwipUdpSocket *ncm_lwip_stack_udp_bind(NcmLwipStack *self, GInetSocketAddress *address,
 					  GError **error);
+
+/**
+ * ncm_lwip_udp_socket_get_port:
+ * @self: an #NcmLwipUdpSocket.
+ *
+ * Thread: any.
+ *
+ * Returns: the local port (the ephemeral one chosen for port 0).
+ */
 guint16 ncm_lwip_udp_socket_get_port(NcmLwipUdpSocket *self);
-/* Sends one datagram (IP fragments above the MTU). Thread: any. */
+
+/**
+ * ncm_lwip_udp_socket_send_to:
+ * @self: an #NcmLwipUdpSocket.
+ * @to: the destination.
+ * @data: (array length=len) (element-type guint8): the payload.
+ * @len: its length, at most 65527 bytes; lwIP fragments above the MTU.
+ * @error: return location for a #GError: %G_IO_ERROR_MESSAGE_TOO_LARGE,
+ *   %G_IO_ERROR_CLOSED, or lwIP's reason (no route, no memory).
+ *
+ * Sends one datagram.
+ *
+ * Thread: any.
+ *
+ * Returns: %TRUE when lwIP took it.
+ */
 gboolean ncm_lwip_udp_socket_send_to(NcmLwipUdpSocket *self, GInetSocketAddress *to,
 				     const void *data, gsize len, GError **error);
-/*
- * Receives one datagram, truncated to @len (the full length is returned).
- * @timeout_ms 0 waits forever. Thread: any; blocks.
+
+/**
+ * ncm_lwip_udp_socket_receive_from:
+ * @self: an #NcmLwipUdpSocket.
+ * @ret_from: (out) (transfer full) (optional): the sender.
+ * @buf: (out caller-allocates) (array length=len) (element-type guint8):
+ *   where the datagram goes, truncated to @len.
+ * @len: the size of @buf.
+ * @timeout_ms: give up after this long; 0 waits forever.
+ * @cancellable: (nullable): a #GCancellable.
+ * @error: return location for a #GError: %G_IO_ERROR_TIMED_OUT,
+ *   %G_IO_ERROR_CLOSED, %G_IO_ERROR_CANCELLED.
+ *
+ * Receives one datagram.
+ *
+ * Thread: any; blocks.
+ *
+ * Returns: the datagram's full length (more than @len when truncated), or
+ *   -1 with @error set.
  */
 gssize ncm_lwip_udp_socket_receive_from(NcmLwipUdpSocket *self, GInetSocketAddress **ret_from,
 					void *buf, gsize len, guint timeout_ms,
 					GCancellable *cancellable, GError **error);
-/* A datagram as GBytes, completing on the caller's thread-default main context. */
+
+/**
+ * ncm_lwip_udp_socket_receive_async:
+ * @self: an #NcmLwipUdpSocket.
+ * @cancellable: (nullable): a #GCancellable.
+ * @callback: (scope async): called once with the result.
+ * @user_data: (closure): passed to @callback.
+ *
+ * Receives one datagram without blocking the caller: a thread of its own
+ * per call, for the reason ncm_lwip_stack_connect_async() gives. For a
+ * steady stream of datagrams, a thread calling
+ * ncm_lwip_udp_socket_receive_from() in a loop costs less.
+ *
+ * Thread: any. @callback runs on the caller's thread-default
+ *   #GMainContext.
+ */
 void ncm_lwip_udp_socket_receive_async(NcmLwipUdpSocket *self, GCancellable *cancellable,
 				       GAsyncReadyCallback callback, gpointer user_data);
+
+/**
+ * ncm_lwip_udp_socket_receive_finish:
+ * @self: an #NcmLwipUdpSocket.
+ * @result: the #GAsyncResult given to the callback.
+ * @ret_from: (out) (transfer full) (optional): the sender.
+ * @error: return location for a #GError: %G_IO_ERROR_CLOSED,
+ *   %G_IO_ERROR_CANCELLED.
+ *
+ * Thread: the callback's.
+ *
+ * Returns: (transfer full) (nullable): the whole datagram, or %NULL with
+ *   @error set.
+ */
 GBytes *ncm_lwip_udp_socket_receive_finish(NcmLwipUdpSocket *self, GAsyncResult *result,
 					   GInetSocketAddress **ret_from, GError **error);
-/* Datagrams dropped because the receive queue was full. */
+
+/**
+ * ncm_lwip_udp_socket_get_drops:
+ * @self: an #NcmLwipUdpSocket.
+ *
+ * Thread: any.
+ *
+ * Returns: datagrams dropped because the receive queue was full.
+ */
 guint64 ncm_lwip_udp_socket_get_drops(NcmLwipUdpSocket *self);
+
+/**
+ * ncm_lwip_udp_socket_close:
+ * @self: an #NcmLwipUdpSocket.
+ *
+ * Unbinds; waiting and later receives fail with %G_IO_ERROR_CLOSED.
+ * Idempotent; the last unref closes too.
+ * Thread: any.
+ */
 void ncm_lwip_udp_socket_close(NcmLwipUdpSocket *self);
 
 G_END_DECLS

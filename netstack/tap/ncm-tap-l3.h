@@ -5,7 +5,7 @@
 #include <glib.h>
 
 #include "ncm-eth.h"
-#include "ncm-link.h"
+#include "ncm-link-private.h"
 #include "ncm-pcap.h"
 
 G_BEGIN_DECLS

@@ -415,12 +415,6 @@ ncm_tap_new_for_fd(int fd, NcmTapMode mode, const gchar *name)
 	return tap_new(fd, mode, name, FALSE);
 }
 
-NcmTapMode
-ncm_tap_get_mode(NcmTap *tap)
-{
-	return tap->mode;
-}
-
 static gboolean
 tap_open_error(GError **error, int err, const gchar *name)
 {
@@ -525,12 +519,6 @@ gboolean
 ncm_tap_has_offload(NcmTap *tap)
 {
 	return tap->vnet;
-}
-
-int
-ncm_tap_get_fd(NcmTap *tap)
-{
-	return tap->fd;
 }
 
 gboolean

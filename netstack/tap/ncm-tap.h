@@ -4,7 +4,7 @@
 
 #include <glib.h>
 
-#include "ncm-link.h"
+#include "ncm-link-private.h"
 #include "ncm-pcap.h"
 
 G_BEGIN_DECLS
@@ -87,12 +87,10 @@ gboolean ncm_tap_has_offload(NcmTap *tap);
 
 /* Wraps an fd that carries one packet per read/write (tests: a socketpair). Takes @fd. */
 NcmTap *ncm_tap_new_for_fd(int fd, NcmTapMode mode, const gchar *name);
-NcmTapMode ncm_tap_get_mode(NcmTap *tap);
 
 const gchar *ncm_tap_get_name(NcmTap *tap);
 /* The interface index, 0 when the fd is not a TAP interface. */
 int ncm_tap_get_ifindex(NcmTap *tap);
-int ncm_tap_get_fd(NcmTap *tap);
 /* TRUE when the interface was made persistent (pre-created): it outlives us. */
 gboolean ncm_tap_is_persistent(NcmTap *tap);
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# check-symbols.py: libncm.so exports exactly libncm/libncm.symbols, each under a LIBNCM_ version node of libncm.map.
-"""Usage: check-symbols.py NM LIBRARY SYMBOLS_FILE. Prints TAP."""
+# check-symbols.py: a library (libncm.so, libncm-lwip.so) exports exactly its .symbols list, each under its version node, nothing without the ncm_ prefix.
+"""Usage: check-symbols.py NM LIBRARY SYMBOLS_FILE NODE_PREFIX. Prints TAP."""
+import os
 import subprocess
 import sys
 
-nm, library, symbols_file = sys.argv[1:4]
+nm, library, symbols_file, node = sys.argv[1:5]
+lst = os.path.basename(symbols_file)
 results = []
 
 
@@ -36,18 +38,21 @@ listed = read_list(symbols_file)
 found = exports(library)
 
 check(listed == sorted(set(listed), key=lambda s: s.encode()),
-      'libncm.symbols is sorted (LC_ALL=C) without duplicates')
+      '%s is sorted (LC_ALL=C) without duplicates' % lst)
 added = sorted(set(found) - set(listed))
-check(not added, 'every exported symbol is listed in libncm.symbols',
-      ''.join('exported but not in libncm.symbols: %s (an ABI addition: list it)\n' % s
+check(not added, 'every exported symbol is listed in %s' % lst,
+      ''.join('exported but not in %s: %s (an ABI addition: list it)\n' % (lst, s)
               for s in added))
 removed = sorted(set(listed) - set(found))
-check(not removed, 'every symbol in libncm.symbols is exported',
-      ''.join('listed in libncm.symbols but not exported: %s (an ABI break)\n' % s
+check(not removed, 'every symbol in %s is exported' % lst,
+      ''.join('listed in %s but not exported: %s (an ABI break)\n' % (lst, s)
               for s in removed))
-unversioned = sorted(s for s, v in found.items() if not v.startswith('LIBNCM_'))
-check(not unversioned, 'every exported symbol has a LIBNCM_ version node (libncm.map)',
-      ''.join('no LIBNCM_ version: %s@%s\n' % (s, found[s]) for s in unversioned))
+unversioned = sorted(s for s, v in found.items() if not v.startswith(node))
+check(not unversioned, 'every exported symbol has a %s version node' % node,
+      ''.join('no %s version: %s@%s\n' % (node, s, found[s]) for s in unversioned))
+foreign = sorted(s for s in found if not s.startswith('ncm_'))
+check(not foreign, 'nothing but ncm_ symbols is exported (lwIP and helpers stay hidden)',
+      ''.join('exported without our prefix: %s\n' % s for s in foreign))
 check(len(found) > 0, 'the library exports something (nm could read it)')
 
 print('TAP version 13')

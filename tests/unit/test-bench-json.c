@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-bench-json.c: ncm-bench's JSON shape, parsed back with json-glib, and a loopback run end to end. */
+/* test-bench-json.c: ncm-bench's JSON shape, parsed back with json-glib, a loopback run end to end, and the raw path over a TAP. */
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>
@@ -22,39 +24,17 @@ parse_file(const char *file)
 	return json_node_copy(json_parser_get_root(p));
 }
 
-static BenchResult *
-result_new(const char *path, const char *test)
-{
-	BenchResult *r = g_new0(BenchResult, 1);
-
-	r->path = g_strdup(path);
-	r->test = g_strdup(test);
-	r->json = g_string_new(NULL);
-	return r;
-}
-
-static void
-result_free(gpointer data)
-{
-	BenchResult *r = data;
-
-	g_free(r->path);
-	g_free(r->test);
-	g_string_free(r->json, TRUE);
-	g_free(r);
-}
-
 static void
 test_shape_and_escaping(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("bench-json-XXXXXX", NULL);
 	g_autofree char *out = g_build_filename(dir, "out.json", NULL);
 	g_autofree char *extra = g_build_filename(dir, "env.json", NULL);
-	g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func(result_free);
+	g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)bench_result_free);
 	g_autoptr(GString) env = g_string_new(NULL);
 	g_autoptr(GError) error = NULL;
 	g_autoptr(JsonNode) root = NULL;
-	BenchResult *r = result_new("we\"ird\\path\n", "tcp_down");
+	BenchResult *r = bench_result_new("we\"ird\\path\n", "tcp_down");
 	double v[] = {30, 10, 20};
 	BenchSummary sum;
 	JsonObject *o, *e, *m;
@@ -64,7 +44,7 @@ test_shape_and_escaping(void)
 	bench_json_summary(r->json, "mbit_s", &sum, FALSE);
 	bench_json_num(r->json, "nan", 0.0 / 0.0);
 	g_ptr_array_add(results, r);
-	r = result_new("lo", "udp_rtt_64_10hz");
+	r = bench_result_new("lo", "udp_rtt_64_10hz");
 	bench_json_summary(r->json, "rtt_ms", &sum, TRUE);
 	g_ptr_array_add(results, r);
 	bench_json_str(env, "kernel", "Linux x");
@@ -132,19 +112,60 @@ wait_listening(guint16 port)
 	g_assert_not_reached();
 }
 
+/*
+ * Runs an ncm-bench --server (on @bind only, when not NULL) and a client
+ * with @args against it; returns the client's table. Both must succeed.
+ */
+static char *
+bench_run(const char *bind, const char *const *args)
+{
+	g_autofree char *port = g_strdup_printf("%u", free_port());
+	const char *server[] = {NCM_BENCH_EXE, "--server", "--port", port, bind ? "--bind" : NULL, bind, NULL};
+	g_autoptr(GPtrArray) client = g_ptr_array_new();
+	g_autoptr(GError) error = NULL;
+	char *table = NULL;
+	GPid pid;
+	int status;
+
+	g_ptr_array_add(client, (gpointer)NCM_BENCH_EXE);
+	g_ptr_array_add(client, (gpointer)"--port");
+	g_ptr_array_add(client, port);
+	for (const char *const *a = args; *a; a++)
+		g_ptr_array_add(client, (gpointer)*a);
+	g_ptr_array_add(client, NULL);
+	g_assert_true(g_spawn_async(NULL, (char **)server, NULL, G_SPAWN_DO_NOT_REAP_CHILD |
+				    G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &pid, &error));
+	wait_listening((guint16)atoi(port));
+	g_assert_true(g_spawn_sync(NULL, (char **)client->pdata, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL,
+				   NULL, &table, NULL, &status, &error));
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	g_assert_no_error(error);
+	g_test_message("%s", table);
+	g_assert_true(g_spawn_check_wait_status(status, NULL));
+	return table;
+}
+
+/* @path's result of @test, which must have no error. */
 static JsonObject *
-result_object(JsonArray *a, const char *test)
+result_of(JsonArray *a, const char *path, const char *test)
 {
 	for (guint i = 0; i < json_array_get_length(a); i++) {
 		JsonObject *o = json_array_get_object_element(a, i);
 
-		if (g_str_equal(json_object_get_string_member(o, "test"), test)) {
-			g_assert_cmpstr(json_object_get_string_member(o, "path"), ==, "lo");
+		if (g_str_equal(json_object_get_string_member(o, "test"), test) &&
+		    g_str_equal(json_object_get_string_member(o, "path"), path)) {
 			g_assert_false(json_object_has_member(o, "error"));
 			return o;
 		}
 	}
 	g_assert_not_reached();
+}
+
+static JsonObject *
+result_object(JsonArray *a, const char *test)
+{
+	return result_of(a, "lo", test);
 }
 
 static double
@@ -189,28 +210,13 @@ test_loopback_run(void)
 	g_autofree char *dir = g_dir_make_tmp("bench-run-XXXXXX", NULL);
 	g_autofree char *out = g_build_filename(dir, "out.json", NULL);
 	g_autofree char *svg = g_build_filename(dir, "out.svg", NULL);
-	g_autofree char *port = g_strdup_printf("%u", free_port());
-	const char *server[] = {NCM_BENCH_EXE, "--server", "--bind", "127.0.0.1", "--port", port, NULL};
-	const char *client[] = {NCM_BENCH_EXE, "--port", port, "--path", "lo=127.0.0.1", "--quick",
-				"--secs", "2", "--tests", "tcp_down,tcp_up,tcp_bidir,udp_rtt_64_10hz",
-				"--json", out, "--plot", svg, NULL};
-	g_autofree char *table = NULL, *plot = NULL;
-	g_autoptr(GError) error = NULL;
+	const char *args[] = {"--path", "lo=127.0.0.1", "--quick", "--secs", "2",
+			      "--tests", "tcp_down,tcp_up,tcp_bidir,udp_rtt_64_10hz",
+			      "--json", out, "--plot", svg, NULL};
+	g_autofree char *table = bench_run("127.0.0.1", args), *plot = NULL;
 	g_autoptr(JsonNode) root = NULL;
 	JsonArray *a;
-	GPid pid;
-	int status;
 
-	g_assert_true(g_spawn_async(NULL, (char **)server, NULL, G_SPAWN_DO_NOT_REAP_CHILD |
-				    G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &pid, &error));
-	wait_listening((guint16)atoi(port));
-	g_assert_true(g_spawn_sync(NULL, (char **)client, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
-				   &table, NULL, &status, &error));
-	kill(pid, SIGTERM);
-	waitpid(pid, NULL, 0);
-	g_assert_no_error(error);
-	g_assert_true(g_spawn_check_wait_status(status, NULL));
-	g_test_message("%s", table);
 	g_assert_nonnull(strstr(table, "tcp_down"));
 
 	root = parse_file(out);
@@ -235,10 +241,119 @@ test_loopback_run(void)
 	/* Bars for Mbit/s and CPU per MB: one per throughput test each. */
 	g_assert_nonnull(strstr(plot, "Whole-system CPU per MB"));
 	g_assert_nonnull(strstr(plot, "<path d=\"M"));
+	/* No raw path, no ceiling: no fraction anywhere. */
+	g_assert_false(json_object_has_member(result_object(a, "tcp_down"), "ceiling_fraction"));
+	g_assert_null(strstr(table, "of ceiling"));
 	g_remove(out);
 	g_remove(svg);
 	g_rmdir(dir);
 }
+
+#ifdef NCM_BENCH_RAW
+#define RAW_TAP "nbraw0"
+
+static gboolean
+ip(const char *args)
+{
+	g_autofree char *cmd = g_strconcat("ip ", args, NULL);
+	int status;
+
+	return g_spawn_command_line_sync(cmd, NULL, NULL, &status, NULL) &&
+	       g_spawn_check_wait_status(status, NULL);
+}
+
+/*
+ * This thread, and the processes it starts, into a network namespace of
+ * their own with lo up and a TAP whose kernel side (192.168.79.1) plays
+ * the gadget's netdev. NULL, or why not.
+ */
+static const char *
+raw_network(void)
+{
+	if (geteuid() != 0)
+		return "needs root for a network namespace and a TAP device";
+	if (unshare(CLONE_NEWNET) < 0)
+		return "unshare(CLONE_NEWNET) failed";
+	if (!ip("link set lo up") || !ip("tuntap add dev " RAW_TAP " mode tap") ||
+	    !ip("addr add 192.168.79.1/24 dev " RAW_TAP) || !ip("link set " RAW_TAP " up"))
+		return "ip(8) could not set up a TAP device";
+	return NULL;
+}
+
+/* A TCP test's fraction: its Mbit/s over the raw test's median, which the JSON names. */
+static void
+check_fraction(JsonArray *a, const char *test, const char *raw_test)
+{
+	JsonObject *t = result_of(a, "lo", test);
+	JsonObject *m = json_object_get_object_member(t, "mbit_s");
+	JsonObject *f = json_object_get_object_member(t, "ceiling_fraction");
+	double c = json_object_get_double_member(json_object_get_object_member(result_of(a, "raw", raw_test),
+									       "mbit_s"), "median");
+
+	g_assert_nonnull(f);
+	g_assert_cmpfloat(json_object_get_double_member(t, "ceiling_mbit_s"), ==, c);
+	for (const char *const *k = (const char *const[]){"median", "min", "max", NULL}; *k; k++)
+		g_assert_cmpfloat_with_epsilon(json_object_get_double_member(f, *k),
+					       json_object_get_double_member(m, *k) / c, 1e-6);
+}
+
+/*
+ * The raw path with a TAP in place of the USB gadget: the server's flood
+ * reaches the raw link's count past lwIP, the frames it sends the TAP's
+ * kernel side, which counts them, and each TCP test of the loopback path
+ * gets its fraction of that ceiling. 5 Mbit/s is far above what the
+ * control connections alone would carry (a few frames a second).
+ */
+static void
+test_raw_over_tap(void)
+{
+	const char *why = raw_network();
+	g_autofree char *dir = g_dir_make_tmp("bench-raw-XXXXXX", NULL);
+	g_autofree char *out = g_build_filename(dir, "out.json", NULL);
+	g_autofree char *svg = g_build_filename(dir, "out.svg", NULL);
+	const char *args[] = {"--path", "lo=127.0.0.1", "--path",
+			      "raw=192.168.79.1,ipv4=192.168.79.2/24,tap=" RAW_TAP, "--quick", "--secs", "2",
+			      "--tests", "tcp_down,tcp_up,tcp_bidir,raw", "--json", out, "--plot", svg, NULL};
+	g_autofree char *table = NULL, *plot = NULL;
+	g_auto(GStrv) raw_colour = NULL;
+	g_autoptr(JsonNode) root = NULL;
+	JsonArray *a;
+
+	if (why) {
+		if (g_strcmp0(g_getenv("CI"), "true") == 0)
+			g_test_fail_printf("CI=true but no TAP test network: %s", why);
+		else
+			g_test_skip(why);
+		g_rmdir(dir);
+		return;
+	}
+	table = bench_run(NULL, args);
+	root = parse_file(out);
+	a = json_object_get_array_member(json_node_get_object(root), "results");
+	/* The raw path runs its own tests only. */
+	g_assert_cmpuint(json_array_get_length(a), ==, 6);
+	for (const char *const *t = (const char *const[]){"raw_down", "raw_up", "raw_bidir", NULL}; *t; t++) {
+		JsonObject *o = result_of(a, "raw", *t);
+
+		g_assert_cmpfloat(json_object_get_double_member(json_object_get_object_member(o, "mbit_s"),
+								"median"), >, 5);
+		g_assert_true(json_object_has_member(o, "system_cpu_s_per_mb"));
+		g_assert_false(json_object_has_member(o, "ceiling_fraction"));
+	}
+	check_fraction(a, "tcp_down", "raw_down");
+	check_fraction(a, "tcp_up", "raw_up");
+	check_fraction(a, "tcp_bidir", "raw_bidir");
+	g_assert_nonnull(strstr(table, "tcp_bidir of ceiling"));
+	/* The raw path's colour (the second path's): its legend, and in each TCP test's
+	 * group a bar of the ceiling for that direction, Mbit/s and CPU per MB. */
+	g_assert_true(g_file_get_contents(svg, &plot, NULL, NULL));
+	raw_colour = g_strsplit(plot, "fill=\"#d62728\"", -1);
+	g_assert_cmpuint(g_strv_length(raw_colour) - 1, ==, 1 + 2 * 3);
+	g_remove(out);
+	g_remove(svg);
+	g_rmdir(dir);
+}
+#endif
 #endif
 
 int
@@ -248,6 +363,10 @@ main(int argc, char **argv)
 	g_test_add_func("/bench-json/shape", test_shape_and_escaping);
 #ifdef NCM_BENCH_EXE
 	g_test_add_func("/bench-json/loopback-run", test_loopback_run);
+#endif
+#ifdef NCM_BENCH_RAW
+	/* Last: it moves the test into a network namespace of its own. */
+	g_test_add_func("/bench-json/raw-over-tap", test_raw_over_tap);
 #endif
 	return g_test_run();
 }

@@ -1,13 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# test-install.sh: `meson install` of this build into a temporary DESTDIR, then a program outside the tree built with `pkg-config --cflags --libs libncm` alone runs.
-# Usage: test-install.sh MESON BUILD_ROOT SANITIZE CC [CC ARGS...]. Prints TAP.
+# test-install.sh: `meson install` of this build into a temporary DESTDIR, then programs outside the tree built with `pkg-config --cflags --libs libncm` (and libncm-lwip) alone run.
+# Usage: test-install.sh MESON BUILD_ROOT SANITIZE HAVE_LWIP CC [CC ARGS...]. Prints TAP.
 # SANITIZE is the build's b_sanitize: an instrumented libncm.so needs its
 # runtime in the program too, so the program is built with the same flags.
 set -eu
 
-meson=$1 build=$2 sanitize=$3
-shift 3
+meson=$1 build=$2 sanitize=$3 have_lwip=$4
+shift 4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0
@@ -26,7 +26,7 @@ ok "libncm.pc installed"
 # prefix there, as unpacking a package elsewhere would. (--define-variable
 # would move glib's prefix too.)
 prefix=$(PKG_CONFIG_PATH= pkg-config --variable=prefix "$pc")
-sed -i "s|^prefix=.*|prefix=$tmp/root$prefix|" "$pc"
+sed -i "s|^prefix=.*|prefix=$tmp/root$prefix|" "$(dirname "$pc")"/libncm*.pc
 export PKG_CONFIG_PATH="$(dirname "$pc")"
 pc_flags() { pkg-config "$@" libncm; }
 libdir=$(pc_flags --variable=libdir)
@@ -83,4 +83,49 @@ grep -Eq '^libncm: ([0-9]+ NCM functions|no USB here: .+|cannot enumerate: .+)$'
 	not_ok "it enumerates, or says clearly why not" "$tmp/run.log"
 sed 's/^/# /' "$tmp/run.log"
 ok "the program runs and exits 0, enumerating or saying why not"
+
+# The netstack: libncm-lwip.pc pulls in libncm; lwIP itself stays inside.
+if [ "$have_lwip" != true ]; then
+	echo "1..$n"
+	exit 0
+fi
+lw_flags() { pkg-config "$@" libncm-lwip; }
+[ -e "$(lw_flags --variable=libdir)/libncm-lwip.so" ] &&
+	[ -e "$(lw_flags --variable=includedir)/libncm/ncm-lwip.h" ] ||
+	not_ok "libncm-lwip.pc points at the installed netstack and its headers"
+ok "libncm-lwip.pc points at the installed netstack and its headers"
+cat >"$tmp/app/net.c" <<'EOF'
+/* An application of the netstack's, outside its tree: no netif, so no route. */
+#include <ncm-lwip.h>
+#include <stdio.h>
+
+int
+main(void)
+{
+	g_autoptr(NcmLwipStack) stack = ncm_lwip_stack_get_default();
+	g_autoptr(GSocketAddress) to = g_inet_socket_address_new_from_string("192.0.2.1", 7);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(NcmLwipConnection) conn =
+		ncm_lwip_stack_connect(stack, G_INET_SOCKET_ADDRESS(to), 1000, NULL, &error);
+
+	if (conn != NULL || !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_NETWORK_UNREACHABLE)) {
+		printf("libncm-lwip: expected no route, got %s\n", error ? error->message : "a connection");
+		return 1;
+	}
+	printf("libncm-lwip: %s\n", error->message);
+	return 0;
+}
+EOF
+# shellcheck disable=SC2046,SC2086  # word splitting of the flags is meant
+(cd "$tmp/app" && "$@" $san -o net net.c $(lw_flags --cflags --libs)) >"$tmp/cc.log" 2>&1 ||
+	not_ok "an outside program builds with pkg-config --cflags --libs libncm-lwip alone" "$tmp/cc.log"
+ok "an outside program builds with pkg-config --cflags --libs libncm-lwip alone"
+nm -D --defined-only "$(lw_flags --variable=libdir)/libncm-lwip.so" |
+	grep -E ' T (lwip_|tcp_|pbuf_|netif_|sys_)' >"$tmp/nm.log" &&
+	not_ok "the installed libncm-lwip.so exports none of lwIP's functions" "$tmp/nm.log"
+ok "the installed libncm-lwip.so exports none of lwIP's functions"
+LD_LIBRARY_PATH="$libdir" "$tmp/app/net" >"$tmp/net.log" 2>&1 ||
+	not_ok "the netstack program runs: a connect without a netif fails with no route" "$tmp/net.log"
+sed 's/^/# /' "$tmp/net.log"
+ok "the netstack program runs: a connect without a netif fails with no route"
 echo "1..$n"

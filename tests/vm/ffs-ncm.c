@@ -10,9 +10,11 @@
  * status 3 at SIGTERM. tests/vm/README.md, "The programmable device".
  *
  * Threads: main reads ep0 (events, class requests); "rx" reads bulk OUT
- * and writes the TAP; "tx" reads the TAP and writes bulk IN; "notify"
- * writes the interrupt endpoint; "signals" prints the summary. Shared
- * state is under `lock`.
+ * and writes the TAP (through "drain" with --hold); "tx" reads the TAP and
+ * writes bulk IN (and, after each NTB, what ffs-ncm-hostile.c adds);
+ * "notify" and "late" write the interrupt endpoint (ffs-ncm-notify.c);
+ * "signals" prints the summary. Shared state is under `lock` (ffs-ncm.h).
+ * --apple-modes is another device altogether (ffs-ncm-apple.c).
  *
  * Plain C on purpose: the device links libncm's pure NTB codec for its
  * data path (packing IN, parsing OUT) but checks the wire rules itself,
@@ -37,50 +39,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ffs-ncm.h"
 #include "ncm-le.h"
 #include "ncm-ntb.h"
 
-#define NTB_BUF_MAX 65536u
-#define IN_BUF_MAX 131072u         /* the largest IN NTB it sends (NTB32 above 64 KiB) */
-#define IN_MAX_ADVERTISED (4u << 20) /* --in-max may promise more than it sends */
-#define FRAME_MAX 1514u
-#define HS_BULK_MPS 512u
-#define FS_BULK_MPS 64u
-#define INTR_MPS 16u
-#define MAX_PRINTED_VIOLATIONS 20u
-#define TX_MAX_DATAGRAMS 32u
-#define TX_MAX_DATAGRAMS_BATCHED 128u
-#define HALT_REPEAT_US 5000u
-
-/* ---- the profile ------------------------------------------------------- */
-
-typedef struct {
-	const char *name;
-	unsigned formats;          /* NCM_NTB_FORMAT_BIT_* */
-	uint32_t in_max;           /* dwNtbInMaxSize */
-	uint16_t in_div, in_rem, in_align;
-	uint32_t out_max;          /* dwNtbOutMaxSize */
-	uint16_t out_div, out_rem, out_align;
-	uint16_t out_max_datagrams;
-	uint8_t caps;              /* bmNetworkCapabilities (answered requests) */
-	bool intr;                 /* interrupt IN endpoint */
-	bool cs_desc;              /* CDC functional descriptors (f_fs 6.1 rejects them) */
-	bool alt1;                 /* data alt 0 empty, bulk pair in alt 1 (6.1 stalls alt 1) */
-	bool mac;                  /* iMACAddress string (with cs_desc) */
-	uint8_t mac_addr[6];
-	unsigned flood_s;          /* NETWORK_CONNECTION on every poll for this long */
-	unsigned stall_in_at;      /* STALL bulk IN once, before this IN NTB (0 = never) */
-	unsigned stall_in_always;  /* ... and keep it halted from this IN NTB on */
-	unsigned stall_out_at;     /* STALL bulk OUT once, before reading this OUT NTB */
-	unsigned stall_out_always; /* ... and keep it halted from this OUT NTB on */
-	bool no_out_read;          /* never read bulk OUT */
-	bool refuse_input_size;    /* STALL SET_NTB_INPUT_SIZE */
-	bool ignore_input_size;    /* accept it, keep dwNtbInMaxSize */
-	int max_datagram_reply;    /* GET_MAX_DATAGRAM_SIZE answers this (-1: what was set) */
-	unsigned in_batch_ms;      /* collect TAP frames this long into one IN NTB */
-} Profile;
-
-static Profile prof = {
+Profile prof = {
 	.name = "basic",
 	.formats = NCM_NTB_FORMAT_BIT_16 | NCM_NTB_FORMAT_BIT_32,
 	.in_max = 16384, .in_div = 4, .in_rem = 0, .in_align = 4,
@@ -91,6 +54,8 @@ static Profile prof = {
 	.mac = true,
 	.mac_addr = { 0x02, 0x4e, 0x43, 0x4d, 0x00, 0x02 },
 	.max_datagram_reply = -1,
+	.flap_ms = 300,
+	.udc_fd = -1,
 };
 
 /* Named starting points; single options given after --profile adjust them. */
@@ -119,35 +84,31 @@ profile_select(const char *name)
 
 /* ---- shared state -------------------------------------------------------- */
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;  /* guards the block below */
-static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
-static unsigned enable_gen;       /* bumped on every FUNCTIONFS_ENABLE */
-static bool enabled;
-static NcmNtbFormat format = NCM_NTB_FORMAT_16;
-static uint32_t input_size;       /* SET_NTB_INPUT_SIZE, else in_max */
+pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;  /* guards the block below */
+pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
+unsigned enable_gen;
+bool enabled;
+NcmNtbFormat format = NCM_NTB_FORMAT_16;
+uint32_t input_size;
 static uint16_t max_datagram = FRAME_MAX;
 static uint16_t filter;
 static uint16_t crc_mode;
-static unsigned in_since_nego;    /* IN NTBs since the host's last SET_NTB_INPUT_SIZE */
-static bool host_negotiated;      /* a SET_NTB_INPUT_SIZE came (even a refused one) */
+unsigned in_since_nego;
+bool host_negotiated;
 static bool stalled_once;
 static bool stalled_out_once;     /* rx thread only */
+static unsigned vanished;         /* ep0 thread only: bit i = vanish_on[i] done */
 
-/* Counters: atomics, read by the summary. */
-static unsigned long st_ntbs_out, st_dgrams_out, st_ntbs_in, st_dgrams_in, st_tap_errors,
+unsigned long st_ntbs_out, st_dgrams_out, st_ntbs_in, st_dgrams_in, st_tap_errors,
 	st_in_errors, st_out_errors, st_violations, st_notifications, st_stalls, st_requests,
-	st_stalled_requests, st_max_ntb_in;
+	st_stalled_requests, st_max_ntb_in, st_hostile, st_zlps, st_runts, st_holds,
+	st_hold_drops;
 
-static int ep0 = -1, ep_intr = -1, ep_in = -1, ep_out = -1, tap = -1;
+int ep0 = -1, ep_intr = -1, ep_in = -1, ep_out = -1, tap = -1;
 
-#define COUNT(c, n) __atomic_add_fetch(&(c), (n), __ATOMIC_RELAXED)
-#define READ(c) __atomic_load_n(&(c), __ATOMIC_RELAXED)
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void violation(unsigned long ntb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static void
+void
 say(const char *fmt, ...)
 {
 	va_list ap;
@@ -160,7 +121,7 @@ say(const char *fmt, ...)
 	fflush(stdout);
 }
 
-static void
+void
 die(const char *fmt, ...)
 {
 	va_list ap;
@@ -192,15 +153,23 @@ violation(unsigned long ntb, const char *fmt, ...)
 static void
 summary(void)
 {
+	bool n32;
+	uint32_t isize;
+
+	pthread_mutex_lock(&lock);
+	n32 = format == NCM_NTB_FORMAT_32;
+	isize = input_size;
+	pthread_mutex_unlock(&lock);
 	say("summary: profile=%s ntbs_out=%lu datagrams_out=%lu ntbs_in=%lu datagrams_in=%lu "
 	    "violations=%lu notifications=%lu stalls=%lu requests=%lu stalled_requests=%lu "
 	    "in_errors=%lu out_errors=%lu tap_errors=%lu format=NTB%s input_size=%u "
-	    "max_ntb_in=%lu",
+	    "max_ntb_in=%lu crafted=%lu runts=%lu zlps=%lu holds=%lu hold_drops=%lu",
 	    prof.name, READ(st_ntbs_out), READ(st_dgrams_out), READ(st_ntbs_in),
 	    READ(st_dgrams_in), READ(st_violations), READ(st_notifications), READ(st_stalls),
 	    READ(st_requests), READ(st_stalled_requests), READ(st_in_errors),
 	    READ(st_out_errors), READ(st_tap_errors),
-	    format == NCM_NTB_FORMAT_32 ? "32" : "16", input_size, READ(st_max_ntb_in));
+	    n32 ? "32" : "16", isize, READ(st_max_ntb_in),
+	    READ(st_hostile), READ(st_runts), READ(st_zlps), READ(st_holds), READ(st_hold_drops));
 }
 
 /* ---- descriptors --------------------------------------------------------- */
@@ -248,7 +217,7 @@ speed_descs(Blob *d, bool hs)
 	 * The bulk pair sits in data alt 0 unless --data-alt1: f_fs has no
 	 * get_alt(), so the composite layer stalls SET_INTERFACE to any alt but 0.
 	 */
-	const uint8_t iad[] = { 8, 0x0b, 0, 2, 0x02, 0x0d, 0x00, 0 };
+	const uint8_t iad[] = { 8, 0x0b, prof.iad_first, 2, 0x02, 0x0d, 0x00, 0 };
 	const uint8_t comm[] = { 9, 0x04, 0, 0, n_if_eps, 0x02, 0x0d, 0x00, 0 };
 	const uint8_t header[] = { 5, 0x24, 0x00, 0x10, 0x01 };
 	const uint8_t uni[] = { 5, 0x24, 0x06, 0, 1 };
@@ -328,14 +297,14 @@ write_descriptors(void)
 
 /* ---- ep0: class requests ------------------------------------------------- */
 
-static void
+void
 put16(uint8_t *b, size_t len, size_t off, uint16_t v)
 {
 	if (ncm_le_fits(len, off, 2))
 		b[off] = (uint8_t)v, b[off + 1] = (uint8_t)(v >> 8);
 }
 
-static void
+void
 put32(uint8_t *b, size_t len, size_t off, uint32_t v)
 {
 	put16(b, len, off, (uint16_t)v);
@@ -457,6 +426,7 @@ class_out(const struct usb_ctrlrequest *rq)
 			return false;
 		pthread_mutex_lock(&lock);
 		host_negotiated = true;
+		pthread_cond_broadcast(&changed);
 		pthread_mutex_unlock(&lock);
 		if (prof.refuse_input_size) {
 			say("refusing SET_NTB_INPUT_SIZE: keeping %u", prof.in_max);
@@ -507,12 +477,36 @@ class_out(const struct usb_ctrlrequest *rq)
 	return false;
 }
 
+/*
+ * --vanish-on: the device goes away with the request pending, as a cable
+ * pulled mid-open. Unbinding the UDC disconnects it from dummy_hcd; ep0 is
+ * not touched until the unbind is over (a read would answer the request).
+ * Each listed request vanishes once; the caller rebinds the UDC.
+ */
+static bool
+vanish(const struct usb_ctrlrequest *rq)
+{
+	for (unsigned i = 0; i < prof.n_vanish; i++) {
+		if (prof.vanish_on[i] != rq->bRequest || (vanished & (1u << i)))
+			continue;
+		vanished |= 1u << i;
+		say("vanishing during request 0x%02x: unbinding the UDC", rq->bRequest);
+		if (pwrite(prof.udc_fd, "\n", 1, 0) != 1)
+			die("unbinding the UDC: %s", strerror(errno));
+		say("vanished");
+		return true;
+	}
+	return false;
+}
+
 static void
 on_setup(const struct usb_ctrlrequest *rq)
 {
 	bool done = false;
 
 	COUNT(st_requests, 1);
+	if (vanish(rq))
+		return;
 	/* f_fs hands over the requests addressed to our interfaces; wIndex is ours (0 = comm). */
 	if (rq->bRequestType == 0xA1 && (rq->wIndex & 0xff) == 0)
 		done = class_in(rq);
@@ -536,6 +530,11 @@ ep0_loop(void)
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
+			/* A request cancelled by an unbind (--vanish-on) is reported once. */
+			if (errno == EIDRM || errno == ESHUTDOWN || errno == ENODEV) {
+				usleep(10000);
+				continue;
+			}
 			die("reading ep0 events: %s", strerror(errno));
 		}
 		for (size_t i = 0; i < (size_t)n / sizeof(ev[0]); i++) {
@@ -564,48 +563,6 @@ ep0_loop(void)
 	}
 }
 
-/* ---- notifications ------------------------------------------------------- */
-
-static bool
-notify(const uint8_t *b, size_t n)
-{
-	if (write(ep_intr, b, n) != (ssize_t)n)
-		return false;  /* disabled under us (SET_INTERFACE, unplug): wait for the next ENABLE */
-	COUNT(st_notifications, 1);
-	return true;
-}
-
-static void *
-notify_thread(void *arg)
-{
-	const uint8_t up[8] = { 0xA1, 0x00, 1, 0, 0, 0, 0, 0 };
-	uint8_t speed[16] = { 0xA1, 0x2A, 0, 0, 0, 0, 8, 0 };
-	unsigned seen = 0;
-
-	put32(speed, sizeof(speed), 8, 480000000u);
-	put32(speed, sizeof(speed), 12, 480000000u);
-	for (;;) {
-		pthread_mutex_lock(&lock);
-		while (!enabled || enable_gen == seen)
-			pthread_cond_wait(&changed, &lock);
-		seen = enable_gen;
-		pthread_mutex_unlock(&lock);
-		if (!notify(up, sizeof(up)) || !notify(speed, sizeof(speed)))
-			continue;
-		if (prof.flood_s) {
-			struct timespec t0, t;
-
-			clock_gettime(CLOCK_MONOTONIC, &t0);
-			do {
-				if (!notify(up, sizeof(up)))
-					break;
-				clock_gettime(CLOCK_MONOTONIC, &t);
-			} while (t.tv_sec - t0.tv_sec < (time_t)prof.flood_s);
-		}
-	}
-	return arg;
-}
-
 /* ---- host -> device: check, parse, bridge -------------------------------- */
 
 typedef struct {
@@ -614,11 +571,20 @@ typedef struct {
 	unsigned datagrams;
 } OutCheck;
 
+void
+tap_write(const uint8_t *frame, size_t len)
+{
+	if (write(tap, frame, len) != (ssize_t)len)
+		COUNT(st_tap_errors, 1);
+}
+
 static bool
 to_tap(void *user_data, const uint8_t *d, size_t len)
 {
-	if (write(tap, d, len) != (ssize_t)len)
-		COUNT(st_tap_errors, 1);
+	if (prof.drain_kbit)
+		hold_push(d, len);
+	else
+		tap_write(d, len);
 	COUNT(st_dgrams_out, 1);
 	return true;
 }
@@ -674,11 +640,20 @@ check_out_ntb(OutCheck *c, const uint8_t *b, size_t len)
 			  prof.out_max_datagrams);
 }
 
-static void
+void
 wait_enabled(void)
 {
 	pthread_mutex_lock(&lock);
 	while (!enabled)
+		pthread_cond_wait(&changed, &lock);
+	pthread_mutex_unlock(&lock);
+}
+
+void
+wait_host_session(void)
+{
+	pthread_mutex_lock(&lock);
+	while (!host_negotiated)
 		pthread_cond_wait(&changed, &lock);
 	pthread_mutex_unlock(&lock);
 }
@@ -971,17 +946,20 @@ tx_thread(void *arg)
 		halt = prof.stall_in_at && !stalled_once && in_since_nego == prof.stall_in_at;
 		stalled_once |= halt;
 		bool for_good = prof.stall_in_always && in_since_nego >= prof.stall_in_always;
+		unsigned in_session = in_since_nego;
 		pthread_mutex_unlock(&lock);
 		if (for_good)
 			stall_in_for_good();
 		if (halt)
 			stall_in_once();
+		hostile_in_gate(in_session);
 		if (write(ep_in, ntb, len) != (ssize_t)len) {
 			COUNT(st_in_errors, 1);
 		} else {
 			COUNT(st_dgrams_in, count);
 			if (len > READ(st_max_ntb_in))
 				__atomic_store_n(&st_max_ntb_in, len, __ATOMIC_RELAXED);
+			hostile_after_ntb(&seq);
 		}
 	}
 	return arg;
@@ -1025,7 +1003,13 @@ signal_thread(void *arg)
 	for (;;) {
 		if (sigwait(set, &sig))
 			continue;
+		if (sig == SIGUSR2)
+			hostile_quiesce();
+		if (prof.hostile_one_in || prof.runt_one_in || prof.zlp_after_ntb)
+			hostile_summary();
 		summary();
+		if (sig == SIGUSR2)
+			continue;
 		if (sig != SIGUSR1)
 			_exit(READ(st_violations) ? 3 : 0);
 	}
@@ -1070,6 +1054,8 @@ static const char usage_text[] =
 	"  --caps N                 bmNetworkCapabilities: which optional requests are answered\n"
 	"  --no-intr                no interrupt endpoint (as Apple's functions)\n"
 	"  --notify-flood S         send NETWORK_CONNECTION on every interrupt poll for S seconds\n"
+	"  --stall-intr             after the first notifications, keep the interrupt endpoint\n"
+	"                           halted (halted again every 5 ms)\n"
 	"  --stall-in-once N        halt bulk IN once, before the Nth IN NTB after the host's\n"
 	"                           SET_NTB_INPUT_SIZE (that is, in its session)\n"
 	"  --stall-in-always N      halt bulk IN before the Nth IN NTB of the host's session and\n"
@@ -1089,8 +1075,69 @@ static const char usage_text[] =
 	"  --data-alt1              data alt 0 without endpoints, bulk pair in alt 1 (the spec's\n"
 	"                           layout; Linux 6.1's composite layer stalls SET_INTERFACE alt 1\n"
 	"                           for FunctionFS, so the default puts the pair in alt 0)\n"
-	"  --self-test              check the NTB checker on packed NTBs, without a device\n"
-	"SIGUSR1 prints the counters; SIGTERM prints them and exits 3 if a host NTB broke a rule.\n";
+	"  --hostile-one-in N       one IN transfer in N is a crafted, malformed NTB (classes in\n"
+	"                           turn; SIGUSR2 stops them and prints what a host must count)\n"
+	"  --zlp-after-ntb          a zero-length packet after every IN NTB\n"
+	"  --runt-one-in N          after one IN NTB in N, a transfer of 1..11 bytes\n"
+	"  --in-stop-after N        after N IN NTBs of the host's session, complete no IN transfer\n"
+	"  1 s into the host's session, once, on the interrupt endpoint (in this order):\n"
+	"  --stall-intr-once        halt it (the host must clear the halt)\n"
+	"  --speed DOWN/UP          send CONNECTION_SPEED_CHANGE with these bit/s ...\n"
+	"  --speed-split            ... as two transfers, header then data\n"
+	"  --notify-overlong        notifications with 8-24 bytes past what their header says\n"
+	"                           (the speed above, then link down and up)\n"
+	"  --link-flap N            NETWORK_CONNECTION down then up, N times ...\n"
+	"  --link-flap-ms MS        ... each state held MS ms (default 300)\n"
+	"  --hold FRAMES,MS,KBIT    frames toward the peer drain at KBIT kbit/s; one arriving with\n"
+	"                           more than FRAMES queued is held MS ms (the holding gadget)\n"
+	"  --vanish-on REQ,...      unbind the UDC while one of these class requests (0x80 ...)\n"
+	"                           is pending, once each; needs --udc-fd\n"
+	"  --udc-fd FD              the gadget's configfs UDC file, open for writing\n"
+	"  --iad-first N            the IAD's bFirstInterface: f_fs renumbers interfaces but not\n"
+	"                           the IAD, so a function behind others names its real number\n"
+	"  --apple-modes            no NCM: serve an Apple device's PTP and usbmux interfaces and\n"
+	"                           answer its mode switch (GET_MODE 0x45, SET_MODE 0x52); link\n"
+	"                           it into every configuration, NCM (--profile apple) into the 5th\n"
+	"  --self-test              check the NTB checker on packed NTBs and each crafted class\n"
+	"                           against libncm's parser, without a device\n"
+	"SIGUSR1 prints the counters; SIGUSR2 stops crafted transfers and prints them; SIGTERM prints\n"
+	"them and exits 3 if a host NTB broke a rule.\n";
+
+static void
+parse_speed(const char *s)
+{
+	unsigned long d, u;
+	char c;
+
+	if (sscanf(s, "%lu/%lu%c", &d, &u, &c) != 2 || d > UINT32_MAX || u > UINT32_MAX || !(d | u))
+		die("--speed takes DOWN/UP in bit/s, not '%s'", s);
+	prof.speed_down = (uint32_t)d, prof.speed_up = (uint32_t)u;
+}
+
+static void
+parse_hold(const char *s)
+{
+	unsigned k, ms, kbit;
+	char c;
+
+	if (sscanf(s, "%u,%u,%u%c", &k, &ms, &kbit, &c) != 3 || !kbit || ms > 600000)
+		die("--hold takes FRAMES,MS,KBIT (hold for MS ms past FRAMES queued; drain at "
+		    "KBIT kbit/s), not '%s'", s);
+	prof.hold_after = k, prof.hold_ms = ms, prof.drain_kbit = kbit;
+}
+
+static void
+parse_vanish(const char *s)
+{
+	char *copy = strdup(s), *save = NULL;
+
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (prof.n_vanish == MAX_VANISH)
+			die("--vanish-on takes at most %u requests", MAX_VANISH);
+		prof.vanish_on[prof.n_vanish++] = (uint8_t)num("vanish-on", t, 0xff);
+	}
+	free(copy);
+}
 
 static void
 parse_ndp(const char *opt, const char *s, uint16_t *d, uint16_t *r, uint16_t *a)
@@ -1109,7 +1156,10 @@ main(int argc, char **argv)
 	enum { O_FORMATS = 256, O_IN_MAX, O_OUT_MAX, O_IN_NDP, O_OUT_NDP, O_OUT_MAXDG, O_CAPS,
 	       O_NO_INTR, O_FLOOD, O_STALL, O_CS, O_MAC, O_NO_MAC, O_READY, O_TAP, O_FFS,
 	       O_PROFILE, O_ALT1, O_SELF, O_STALL_IN_ALWAYS, O_STALL_OUT_ONCE, O_STALL_OUT_ALWAYS,
-	       O_NO_OUT_READ, O_REFUSE_INPUT, O_IGNORE_INPUT, O_MAXDG_REPLY, O_IN_BATCH };
+	       O_NO_OUT_READ, O_REFUSE_INPUT, O_IGNORE_INPUT, O_MAXDG_REPLY, O_IN_BATCH,
+	       O_STALL_INTR, O_HOSTILE, O_ZLP, O_RUNT, O_IN_STOP, O_STALL_INTR_ONCE, O_SPEED,
+	       O_SPEED_SPLIT, O_OVERLONG, O_FLAP, O_FLAP_MS, O_HOLD, O_VANISH, O_UDC_FD,
+	       O_APPLE_MODES, O_IAD_FIRST };
 	static const struct option opts[] = {
 		{ "ffs", required_argument, NULL, O_FFS },
 		{ "tap", required_argument, NULL, O_TAP },
@@ -1124,6 +1174,7 @@ main(int argc, char **argv)
 		{ "caps", required_argument, NULL, O_CAPS },
 		{ "no-intr", no_argument, NULL, O_NO_INTR },
 		{ "notify-flood", required_argument, NULL, O_FLOOD },
+		{ "stall-intr", no_argument, NULL, O_STALL_INTR },
 		{ "stall-in-once", required_argument, NULL, O_STALL },
 		{ "stall-in-always", required_argument, NULL, O_STALL_IN_ALWAYS },
 		{ "stall-out-once", required_argument, NULL, O_STALL_OUT_ONCE },
@@ -1133,6 +1184,21 @@ main(int argc, char **argv)
 		{ "ignore-input-size", no_argument, NULL, O_IGNORE_INPUT },
 		{ "max-datagram-reply", required_argument, NULL, O_MAXDG_REPLY },
 		{ "in-batch", required_argument, NULL, O_IN_BATCH },
+		{ "hostile-one-in", required_argument, NULL, O_HOSTILE },
+		{ "zlp-after-ntb", no_argument, NULL, O_ZLP },
+		{ "runt-one-in", required_argument, NULL, O_RUNT },
+		{ "in-stop-after", required_argument, NULL, O_IN_STOP },
+		{ "stall-intr-once", no_argument, NULL, O_STALL_INTR_ONCE },
+		{ "speed", required_argument, NULL, O_SPEED },
+		{ "speed-split", no_argument, NULL, O_SPEED_SPLIT },
+		{ "notify-overlong", no_argument, NULL, O_OVERLONG },
+		{ "link-flap", required_argument, NULL, O_FLAP },
+		{ "link-flap-ms", required_argument, NULL, O_FLAP_MS },
+		{ "hold", required_argument, NULL, O_HOLD },
+		{ "vanish-on", required_argument, NULL, O_VANISH },
+		{ "udc-fd", required_argument, NULL, O_UDC_FD },
+		{ "apple-modes", no_argument, NULL, O_APPLE_MODES },
+		{ "iad-first", required_argument, NULL, O_IAD_FIRST },
 		{ "cs-desc", no_argument, NULL, O_CS },
 		{ "data-alt1", no_argument, NULL, O_ALT1 },
 		{ "self-test", no_argument, NULL, O_SELF },
@@ -1142,6 +1208,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dir = NULL, *tap_name = "ffs0", *ready = NULL;
+	bool apple = false;
 	pthread_t th;
 	sigset_t set;
 	int c;
@@ -1174,6 +1241,7 @@ main(int argc, char **argv)
 		case O_CAPS: prof.caps = (uint8_t)num("caps", optarg, 0xff); break;
 		case O_NO_INTR: prof.intr = false; break;
 		case O_FLOOD: prof.flood_s = (unsigned)num("notify-flood", optarg, 3600); break;
+		case O_STALL_INTR: prof.stall_intr = true; break;
 		case O_STALL: prof.stall_in_at = (unsigned)num("stall-in-once", optarg, 1000000); break;
 		case O_STALL_IN_ALWAYS:
 			prof.stall_in_always = (unsigned)num("stall-in-always", optarg, 1000000);
@@ -1191,9 +1259,29 @@ main(int argc, char **argv)
 			prof.max_datagram_reply = (int)num("max-datagram-reply", optarg, 0xffff);
 			break;
 		case O_IN_BATCH: prof.in_batch_ms = (unsigned)num("in-batch", optarg, 10000); break;
+		case O_HOSTILE:
+			prof.hostile_one_in = (unsigned)num("hostile-one-in", optarg, 1000000);
+			if (prof.hostile_one_in < 2)
+				die("--hostile-one-in takes 2 or more: one crafted transfer after N - 1 "
+				    "valid NTBs");
+			break;
+		case O_ZLP: prof.zlp_after_ntb = true; break;
+		case O_RUNT: prof.runt_one_in = (unsigned)num("runt-one-in", optarg, 1000000); break;
+		case O_IN_STOP: prof.in_stop_after = (unsigned)num("in-stop-after", optarg, 1000000); break;
+		case O_STALL_INTR_ONCE: prof.stall_intr_once = true; break;
+		case O_SPEED: parse_speed(optarg); break;
+		case O_SPEED_SPLIT: prof.speed_split = true; break;
+		case O_OVERLONG: prof.notify_overlong = true; break;
+		case O_FLAP: prof.link_flaps = (unsigned)num("link-flap", optarg, 10000); break;
+		case O_FLAP_MS: prof.flap_ms = (unsigned)num("link-flap-ms", optarg, 60000); break;
+		case O_HOLD: parse_hold(optarg); break;
+		case O_VANISH: parse_vanish(optarg); break;
+		case O_UDC_FD: prof.udc_fd = (int)num("udc-fd", optarg, 1000); break;
+		case O_APPLE_MODES: apple = true; break;
+		case O_IAD_FIRST: prof.iad_first = (uint8_t)num("iad-first", optarg, 0xff); break;
 		case O_CS: prof.cs_desc = true; break;
 		case O_ALT1: prof.alt1 = true; break;
-		case O_SELF: return self_test();
+		case O_SELF: return self_test() | (hostile_self_test() ? 0 : 1);
 		case O_MAC:
 			if (!parse_mac(optarg, prof.mac_addr))
 				die("--mac takes XX:XX:XX:XX:XX:XX");
@@ -1208,6 +1296,8 @@ main(int argc, char **argv)
 		fputs(usage_text, stderr);
 		return 2;
 	}
+	if (apple)
+		return apple_main(dir, ready);
 	if (prof.in_max < 2048 || prof.out_max < 2048)
 		die("NTB sizes below 2048 cannot carry a frame");
 	if (!prof.out_div || !prof.out_align)
@@ -1215,8 +1305,16 @@ main(int argc, char **argv)
 	if (prof.max_datagram_reply >= 0 && !(prof.caps & 0x08))
 		die("--max-datagram-reply needs --caps with bit 3 (0x08): without it the host "
 		    "never asks");
+	if (prof.stall_intr && !prof.intr)
+		die("--stall-intr needs the interrupt endpoint (no --no-intr)");
 	if (prof.refuse_input_size && prof.ignore_input_size)
 		die("--refuse-input-size and --ignore-input-size exclude each other");
+	if (prof.n_vanish && prof.udc_fd < 0)
+		die("--vanish-on needs --udc-fd: the gadget's configfs UDC file, opened for writing "
+		    "(ffs-ncm runs in another network namespace, whose /sys has no configfs)");
+	if ((prof.stall_intr_once || prof.speed_split || prof.notify_overlong || prof.link_flaps ||
+	     prof.speed_down || prof.speed_up) && !prof.intr)
+		die("the interrupt options need the interrupt endpoint (no --no-intr)");
 	input_size = prof.in_max;
 
 	/* Every thread inherits the mask; one thread takes the signals. */
@@ -1224,6 +1322,7 @@ main(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	pthread_create(&th, NULL, signal_thread, &set);
 
@@ -1251,6 +1350,14 @@ main(int argc, char **argv)
 	pthread_create(&th, NULL, tx_thread, NULL);
 	if (prof.intr)
 		pthread_create(&th, NULL, notify_thread, NULL);
+	if (prof.stall_intr_once || prof.speed_down || prof.speed_up || prof.notify_overlong ||
+	    prof.link_flaps) {
+		/* It ends on its own; nobody joins it. */
+		pthread_create(&th, NULL, notify_late_thread, NULL);
+		pthread_detach(th);
+	}
+	if (prof.drain_kbit)
+		hold_start();
 	ep0_loop();
 	return 0;
 }

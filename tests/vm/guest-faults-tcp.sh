@@ -73,5 +73,9 @@ grep 'rx reject' "$TUN_LOG" | sed 's/^ */reject: /'
 datagrams=$(grep 'usb rx:' "$TUN_LOG" | tail -n 1 | sed -n 's/.* NTBs, \([0-9]*\) datagrams.*/\1/p')
 tap=$(grep 'tap rx:' "$TUN_LOG" | tail -n 1 |
 	sed -n 's/.*tap rx: \([0-9]*\) frames, \([0-9]*\) rx-drops.*/\1 + \2/p')
-check "every datagram parsed went to $TUN or was counted as dropped" [ "$datagrams" = $(($tap)) ]
+# ... less the pure ACKs a later one in the same NTB superseded (libncm's
+# ACK thinning), which are counted instead of delivered.
+thinned=$(grep 'usb rx:' "$TUN_LOG" | tail -n 1 | sed -n 's/.* \([0-9]*\) ACKs thinned.*/\1/p')
+check "every datagram parsed went to $TUN, was counted as dropped or as a thinned ACK" \
+	[ "$datagrams" = $(($tap + ${thinned:-0})) ]
 vm_info

@@ -3,8 +3,9 @@
 # tests/vm/guest-ffs.sh: libncm against ffs-ncm, the programmable device; VM_FFS_TEST picks the case.
 # Cases (tests/vm/README.md, "The programmable device (FunctionFS)"):
 #   basic, apple, ntb16-only, ntb32-only, divisors, max-datagrams,
-#   notify-flood, no-mac, stall-in-once, stall-in-always, stall-out,
-#   out-stuck, input-size, max-datagram
+#   notify-flood, no-mac, stall-in-once, stall-in-always, stall-intr, stall-out,
+#   out-stuck, input-size, max-datagram, persist-mtu, hostile, zlp, in-stuck,
+#   intr-stall, notify-split, link-flap, vanish, hold, apple-modes
 # VM_COUNT frames each way (default 10000 in basic, 2000 elsewhere),
 # VM_PEER_RATE the peer's frames/s (4000).
 set -eu
@@ -46,14 +47,17 @@ tx() {
 }
 
 # rx N [options]: the peer's stack sends N datagrams; libncm must see each once.
+# With RX_QUIESCE set, the device's odd transfers stop (HOSTILE_LINE says
+# what libncm must have counted) before vmtest-driver prints its counters.
 rx() {
-	local n=$1 rc=0 mac
+	local n=$1 rc=0 mac wait=
 	shift
 	peer_run $IP link set dev "$FFS_TAP" txqueuelen $((n + 1000))
 	# The last case's file must not answer the wait below before the shell
 	# has truncated it for this one.
-	rm -f "$VM_OUT/rx.txt"
-	vmtest-driver rx -c "$n" -t 60 "$@" >"$VM_OUT/rx.txt" 2>&1 &
+	rm -f "$VM_OUT/rx.txt" /run/rx-go
+	[ -z "${RX_QUIESCE:-}" ] || wait="--wait-file /run/rx-go --allow-bad"
+	vmtest-driver rx -c "$n" -t 60 $wait "$@" >"$VM_OUT/rx.txt" 2>&1 &
 	rxpid=$!
 	wait_for 30 "libncm receiver ready" grep -q '^ready' "$VM_OUT/rx.txt" ||
 		{ cat "$VM_OUT/rx.txt"; fail "vmtest-driver rx did not start"; }
@@ -62,10 +66,24 @@ rx() {
 	mac=$(sed -n 's/^mac: //p' "$VM_OUT/rx.txt" | head -n 1)
 	peer_run $IP neigh replace "$(host_ip4)" lladdr "$mac" dev "$FFS_TAP" nud permanent
 	peer_run vmtest-driver peer-send -c "$n" -r "$rate" -s "${RX_SIZE:-64}"
+	if [ -n "${RX_QUIESCE:-}" ]; then
+		HOSTILE_LINE=$(hostile_expectations)
+		echo "device: $HOSTILE_LINE"
+		touch /run/rx-go
+	fi
 	wait $rxpid || rc=$?
 	cat "$VM_OUT/rx.txt"
 	[ $rc = 0 ] || fail "libncm did not receive every frame exactly once"
 	ok "received $n frames exactly once"
+}
+
+# ffs_holds: frames the holding gadget has held so far (SIGUSR1 summary).
+ffs_holds() {
+	local n
+	n=$(grep -c 'summary:' "$FFS_LOG" || true)
+	kill -USR1 "$FFS_PID"
+	wait_for 10 "ffs-ncm's summary" sh -c "[ \$(grep -c 'summary:' '$FFS_LOG') -gt $n ]"
+	grep 'summary:' "$FFS_LOG" | tail -n 1 | tr ' ' '\n' | sed -n 's/^holds=//p'
 }
 
 stat_of() { # FILE NAME: a counter from vmtest-driver's stats line
@@ -92,6 +110,155 @@ check_closed() { # the driver exited 0 and its close took at most 5 s
 	ms=$(close_ms)
 	check "vmtest-driver exited cleanly (status $DRIVER_RC)" [ "$DRIVER_RC" = 0 ]
 	check "close finished in ${ms:-?} ms (<= 5000)" in_range "$ms" 0 5000
+}
+
+# ---- ncm-tun over ffs-ncm: the kernel's stack as the host's --------------
+
+TUN=ncmf0
+TUN_LOG=$VM_OUT/ncm-tun.log
+TUN_PID=
+tun_iface() { [ -e "/sys/class/net/$TUN" ]; }
+tun_carrier() { host_carrier "$TUN"; }
+
+tun_start() { # ncm-tun options: up, with carrier and a path to the peer
+	ncm-tun --device "serial=$VM_SERIAL" --name "$TUN" --ipv4 "$(host_ip4)/24" "$@" \
+		>"$TUN_LOG" 2>&1 &
+	TUN_PID=$!
+	wait_for "$VM_WAIT" "interface $TUN" tun_iface || { cat "$TUN_LOG"; fail "ncm-tun made no $TUN"; }
+	wait_for "$VM_WAIT" "carrier on $TUN" tun_carrier || { cat "$TUN_LOG"; fail "no carrier on $TUN"; }
+	wait_for "$VM_WAIT" "reply from $(peer_ip4)" ping -c 1 -W 1 "$(peer_ip4)" ||
+		{ cat "$TUN_LOG"; fail "no path through ncm-tun"; }
+}
+
+tun_stop() { # SIGTERM: exit 0 and no sanitizer report
+	local rc=0
+	kill -TERM "$TUN_PID"
+	wait "$TUN_PID" || rc=$?
+	TUN_PID=
+	cat "$TUN_LOG"
+	# Before the status: LeakSanitizer's own exit status would hide its report.
+	check "no sanitizer report from ncm-tun" sh -c "! grep -q -E 'Sanitizer|runtime error:' '$TUN_LOG'"
+	check "ncm-tun exited 0 on SIGTERM" [ "$rc" = 0 ]
+}
+
+tun_stats() { # SIGUSR1: ncm-tun prints its counters; returns once they are in the log
+	local n
+	n=$(grep -c 'usb rx:' "$TUN_LOG" || true)
+	kill -USR1 "$TUN_PID"
+	wait_for 10 "ncm-tun statistics" sh -c "[ \$(grep -c 'usb rx:' '$TUN_LOG') -gt $n ]"
+}
+
+# The last statistics block's count of reject NAME (0 when not printed),
+# and the sum of all its rejects.
+tun_reject() {
+	awk -v r="$1" '/usb rx:/ { v = 0 } $1 == "rx" && $2 == "reject" && $3 == r { v = $4 }
+		END { print v + 0 }' "$TUN_LOG"
+}
+tun_rejects_total() {
+	awk '/usb rx:/ { v = 0 } $1 == "rx" && $2 == "reject" { v += $4 } END { print v + 0 }' "$TUN_LOG"
+}
+tun_bad_ntbs() { grep 'usb rx:' "$TUN_LOG" | tail -n 1 | sed -n 's/.* \([0-9]*\) bad NTBs.*/\1/p'; }
+
+# tcp_verified DIR BYTES: a TCP stream whose every byte the receiver checks
+# (vmtest-driver tcp-send/-recv; iperf3 -F corrupts files over slow links).
+tcp_verified() {
+	local dir=$1 bytes=$2 out=$VM_OUT/tcp-$1.txt rpid rc=0
+	rm -f "$out"
+	if [ "$dir" = up ]; then
+		peer_run vmtest-driver tcp-recv --port 5401 --bytes "$bytes" >"$out" 2>&1 &
+		rpid=$!
+		wait_for "$VM_WAIT" "receiver in $PEER_NS" peer_listening 5401 || fail "no receiver"
+		timeout 90 vmtest-driver tcp-send --to "$(peer_ip4)" --port 5401 --bytes "$bytes" ||
+			fail "tcp $dir: sending failed"
+	else
+		vmtest-driver tcp-recv --port 5402 --bytes "$bytes" >"$out" 2>&1 &
+		rpid=$!
+		wait_for "$VM_WAIT" "receiver on the host" grep -q '^listening' "$out" || fail "no receiver"
+		timeout 90 $IP netns exec "$PEER_NS" vmtest-driver tcp-send --to "$(host_ip4)" \
+			--port 5402 --bytes "$bytes" || fail "tcp $dir: sending failed"
+	fi
+	wait "$rpid" || rc=$?
+	cat "$out"
+	check "tcp $dir: $bytes bytes, each as sent" [ "$rc" = 0 ]
+}
+
+iperf3_run() { # DIR: 3 s of iperf3 (TCP), the receiver got data
+	local flag= json=$VM_OUT/iperf3-$1.json
+	[ "$1" = down ] && flag=-R
+	timeout 60 iperf3 -c "$(peer_ip4)" -t 3 -J $flag >"$json" || fail "iperf3 $1 failed"
+	echo "iperf3 $1: $(iperf3_mbits "$json") Mbit/s"
+	check "iperf3 $1 moved data" [ "$(iperf3_mbits "$json")" -gt 0 ]
+}
+
+# ffs-ncm stops its crafted transfers (SIGUSR2) and prints what a host
+# parsing as libncm does must have counted: "hostile: ... expect NAME=N ...".
+hostile_expectations() {
+	local n
+	n=$(grep -c 'crafted IN transfers stopped' "$FFS_LOG" || true)
+	kill -USR2 "$FFS_PID"
+	wait_for 10 "ffs-ncm stopping its crafted NTBs" \
+		sh -c "[ \$(grep -c 'crafted IN transfers stopped' '$FFS_LOG') -gt $n ]"
+	grep 'hostile: ' "$FFS_LOG" | tail -n 1
+}
+
+# driver_counted_as_expected FILE: vmtest-driver's last counters hold
+# HOSTILE_LINE's expectations: each reason, nothing else, the bad NTBs.
+driver_counted_as_expected() {
+	local line kv want=0 got total
+	line=$(grep '^rejects:' "$1" | tail -n 1)
+	for kv in ${HOSTILE_LINE#* expect }; do
+		[ "$kv" != none ] || continue
+		got=$(echo "$line" | tr ' ' '\n' | sed -n "s/^${kv%%=*}=//p")
+		[ "${got:-0}" = "${kv#*=}" ] || return 1
+		want=$((want + ${kv#*=}))
+	done
+	total=$(echo "$line" | tr ' ' '\n' | awk -F= 'NF == 2 { s += $2 } END { print s + 0 }')
+	[ "$total" = "$want" ] &&
+		[ "$(stat_of "$1" rx_bad_ntbs)" = "$(echo "$HOSTILE_LINE" | sed -n 's/.* bad=\([0-9]*\).*/\1/p')" ]
+}
+
+# HOSTILE_LINE's expectations, as ncm-tun counted them: each reason, the
+# total (nothing else rejected) and the bad NTBs.
+tun_counted_as_expected() {
+	local kv want=0
+	tun_stats
+	for kv in ${HOSTILE_LINE#* expect }; do
+		[ "$(tun_reject "${kv%%=*}")" = "${kv#*=}" ] || return 1
+		want=$((want + ${kv#*=}))
+	done
+	[ "$(tun_rejects_total)" = "$want" ] &&
+		[ "$(tun_bad_ntbs)" = "$(echo "$HOSTILE_LINE" | sed -n 's/.* bad=\([0-9]*\).*/\1/p')" ]
+}
+
+# hostile_round NTB: ncm-tun over a device that crafts one IN transfer in
+# 10; ping and checksummed iperf3 both ways; then every reject as predicted.
+hostile_round() {
+	local fmt=$1 opt=
+	[ "$fmt" = 32 ] && opt=--ntb32
+	log "== crafted NTBs, NTB$fmt"
+	setup --hostile-one-in 10
+	tun_start $opt
+	check "NTB$fmt: ping x20 answered" ping -c 20 -i 0.2 -W 2 "$(peer_ip4)"
+	tcp_verified down 2097152
+	tcp_verified up 2097152
+	if [ "$fmt" = 16 ]; then
+		peer_iperf3_server
+		iperf3_run down
+		iperf3_run up
+	fi
+	HOSTILE_LINE=$(hostile_expectations)
+	echo "device: $HOSTILE_LINE"
+	crafted=$(echo "$HOSTILE_LINE" | sed -n 's/.*crafted=\([0-9]*\).*/\1/p')
+	# Classes go in turn: 23 crafted NTBs are one of each.
+	check "NTB$fmt: the device sent every crafted class ($crafted NTBs)" [ "${crafted:-0}" -ge 23 ]
+	if ! wait_for 10 "libncm's counts" tun_counted_as_expected; then
+		grep -A30 'usb rx:' "$TUN_LOG" | tail -n 30
+		fail "NTB$fmt: libncm's rejects differ from the device's crafting"
+	fi
+	ok "NTB$fmt: every crafted NTB counted by reason, as predicted ($(tun_bad_ntbs) bad NTBs)"
+	grep 'rx reject' "$TUN_LOG" | tail -n 20
+	tun_stop
+	ffs_gadget_teardown
 }
 
 case $test_case in
@@ -243,6 +410,22 @@ stall-in-always)
 	ffs_gadget_stop
 	check "the device halted bulk IN again and again" [ "$(ffs_stat stalls)" -ge 2 ]
 	;;
+stall-intr)
+	# After its first notifications the device keeps the interrupt
+	# endpoint halted: libncm gives the pipe up after 64 failures in a
+	# row, with a warning, and no more (no spin); the link stays as it
+	# was reported and data flows both ways meanwhile.
+	n=${VM_COUNT:-2000}
+	setup --stall-intr
+	rx "$n"
+	check "libncm warned that it gave the interrupt pipe up" \
+		grep -q '64 interrupt transfers in a row failed: no more link notifications' "$VM_OUT/rx.txt"
+	fails=$(stat_of "$VM_OUT/rx.txt" intr_malformed)
+	check "exactly 64 interrupt transfers failed (intr_malformed ${fails:-?})" [ "${fails:-0}" = 64 ]
+	tx "$n"
+	ffs_gadget_stop
+	check "the device halted its interrupt endpoint ($(ffs_stat stalls) times)" [ "$(ffs_stat stalls)" -ge 1 ]
+	;;
 stall-out)
 	# Once: the device halts bulk OUT before the 5th host NTB. The NTBs
 	# in flight are lost and counted (tx_errors), libncm clears the halt,
@@ -332,6 +515,244 @@ max-datagram)
 	check "libncm warned about its OUT NTBs (${room:-?} bytes)" [ -n "$room" ]
 	check "the MTU is $((room - 14))" grep -q "^mtu: $((room - 14))\$" "$VM_OUT/frames2.txt"
 	tx "$n" -s $((room - 42))
+	ffs_gadget_stop
+	;;
+persist-mtu)
+	# ncm-tun --persist over a device whose second plug carries smaller
+	# OUT NTBs (2048 bytes, datagrams on 1024-byte boundaries): the
+	# interface follows the MTU libncm derives (not only the MAC), and
+	# frames of the new maximum reach the peer within the device's rules.
+	command -v ncm-tun >/dev/null || fail "ncm-tun is not on PATH (run-vm.sh --bin)"
+	tun=ncmp0
+	setup --profile basic
+	ncm-tun --device "serial=$VM_SERIAL" --name $tun --persist --ipv4 "$(host_ip4)/24" \
+		>"$VM_OUT/ncm-tun.log" 2>&1 &
+	tun_pid=$!
+	tun_mtu() { cat "/sys/class/net/$tun/mtu" 2>/dev/null; }
+	tun_mtu_is() { [ "$(tun_mtu)" = "$1" ]; }
+	wait_for 30 "MTU 1500 on $tun" tun_mtu_is 1500 || { cat "$VM_OUT/ncm-tun.log"; fail "no $tun"; }
+	wait_for 30 "ping through $tun" ping -c 1 -W 1 "$(peer_ip4)" ||
+		{ cat "$VM_OUT/ncm-tun.log"; fail "no path through $tun"; }
+	ffs_gadget_teardown
+	setup --out-max 2048 --out-ndp 1024/0/4
+	# The room an OUT NTB leaves, as vm-ffs-max-datagram found it: 1008.
+	wait_for 30 "MTU 994 on $tun" tun_mtu_is 994 || true
+	check "$tun follows the device's MTU on reattach ($(tun_mtu), want 994)" tun_mtu_is 994
+	check "ncm-tun said so" grep -q "$tun: MTU 994 (was 1500), as the device that came back" \
+		"$VM_OUT/ncm-tun.log"
+	wait_for 30 "ping through $tun after the reattach" ping -c 1 -W 1 "$(peer_ip4)" ||
+		{ cat "$VM_OUT/ncm-tun.log"; fail "no path through $tun after the reattach"; }
+	check "pings of the new MTU (994-byte packets) reach the peer" \
+		ping -c 3 -W 2 -s $((994 - 28)) "$(peer_ip4)"
+	kill -TERM "$tun_pid"
+	wait "$tun_pid" || fail "ncm-tun exited $?"
+	cat "$VM_OUT/ncm-tun.log"
+	ffs_gadget_stop
+	;;
+hostile)
+	# One IN transfer in 10 is crafted and malformed (ffs-ncm-hostile.c:
+	# bad signatures, lengths past the block, NDP index out of range,
+	# unaligned, zero or looping, the CVE-2026-23447/23448 NDP overrun,
+	# datagrams past the end, short, long or overlapping, the other NTB
+	# format, sequence jumps, a zero-length entry, a truncated NTH), between
+	# valid NTBs. Valid traffic flows (ping; TCP streams checked byte by
+	# byte each way; iperf3) and libncm counts every reject by reason as the
+	# device predicts.
+	hostile_round 16
+	hostile_round 32
+	;;
+zlp)
+	# A zero-length packet after every IN NTB, and after one NTB in 7 a
+	# runt of 1 to 11 bytes (an NTH cut short). libncm takes the ZLPs for
+	# USB framing (no NTB, no reject), counts each runt as one truncated
+	# NTB and nothing else, and receives every frame exactly once.
+	n=${VM_COUNT:-2000}
+	setup --zlp-after-ntb --runt-one-in 7
+	RX_QUIESCE=1 rx "$n"
+	if ! driver_counted_as_expected "$VM_OUT/rx.txt"; then
+		grep -E '^(stats|rejects):' "$VM_OUT/rx.txt"
+		fail "libncm's rejects differ from the runts the device sent"
+	fi
+	ok "every runt counted as truncated, no ZLP counted"
+	ffs_gadget_stop
+	zlps=$(ffs_stat zlps) runts=$(ffs_stat runts) ntbs=$(stat_of "$VM_OUT/rx.txt" rx_ntbs)
+	echo "device: $zlps ZLPs, $runts runts; libncm: $ntbs NTBs"
+	check "the device sent ZLPs ($zlps) and runts ($runts)" \
+		sh -c "[ $zlps -ge 50 ] && [ $runts -ge 5 ]"
+	# One ZLP followed each NTB: counted, they would double the NTBs.
+	check "no ZLP became an NTB ($ntbs NTBs <= $zlps NTBs with ZLPs + $runts runts)" \
+		[ "$ntbs" -le $((zlps + runts)) ]
+	;;
+in-stuck)
+	# After 5 IN NTBs of libncm's session the device completes no IN
+	# transfer again. vmtest-driver asks for the peer by ARP every 100 ms:
+	# after 10 s of those going unanswered, NcmDevice::error says receiving
+	# stopped; the process and close still end.
+	setup --in-stop-after 5
+	driver watch.txt 60 watch -t 40
+	check "NcmDevice::error: receiving stopped" grep -q \
+		"^event: error: receiving stopped: [0-9a-f]*:[0-9a-f]* has sent nothing for 10 s while the host asked for $(peer_ip4) [0-9]* times (ARP)" \
+		"$DRIVER_OUT"
+	ms=$(sed -n 's/^watch: error signal after \([0-9]*\) ms$/\1/p' "$DRIVER_OUT")
+	check "it came 10 s after IN stopped (${ms:-?} ms after open)" in_range "$ms" 10000 25000
+	check_closed
+	ffs_gadget_stop
+	check "the device had stopped IN" grep -q 'bulk IN stopped after 5 NTBs' "$FFS_LOG"
+	;;
+intr-stall)
+	# 1 s into libncm's session the device halts its interrupt endpoint,
+	# then flaps the link twice: libncm clears the halt and hears every
+	# change (up at open, down, up, down, up); traffic flows after.
+	setup --stall-intr-once --link-flap 2
+	driver link.txt 60 link --links 5 -t 30
+	check "libncm heard every link change" [ "$DRIVER_RC" = 0 ]
+	check "up at open, then two flaps, ending up" \
+		grep -q '^link: 5 changes (3 up, 2 down), now up' "$DRIVER_OUT"
+	check "ARP answered after the flaps" grep -q '^after: ARP answered' "$DRIVER_OUT"
+	check "libncm met the stall" [ "$(stat_of "$DRIVER_OUT" intr_malformed)" -ge 1 ]
+	check_closed
+	ffs_gadget_stop
+	check "the device halted its interrupt endpoint once" [ "$(ffs_stat stalls)" = 1 ]
+	check "its notifications after the halt all went out" grep -q 'late notifications done' "$FFS_LOG"
+	;;
+notify-split)
+	# CONNECTION_SPEED_CHANGE in two transfers, header then data: libncm
+	# joins them into one speed change.
+	setup --speed 100000000/20000000 --speed-split
+	driver split.txt 60 link --links 1 --expect-speed 100000000/20000000 -t 20
+	check "the split speed change arrived whole" [ "$DRIVER_RC" = 0 ]
+	check "nothing was malformed" [ "$(stat_of "$DRIVER_OUT" intr_malformed)" = 0 ]
+	ffs_gadget_teardown
+	check "the device split it" grep -q 'sent in two transfers' "$FFS_LOG"
+	# Notifications longer than their header says (a speed change, link
+	# down, link up, each with 8 to 24 more bytes): the host's 16-byte
+	# transfers cut them; libncm reads each header's own bytes, counts each
+	# trailing piece as malformed, and the link follows the headers.
+	setup --speed 200000000/30000000 --notify-overlong
+	driver overlong.txt 60 link --links 3 --expect-speed 200000000/30000000 -t 20
+	check "the overlong notifications were read by their headers" [ "$DRIVER_RC" = 0 ]
+	check "the link followed them: down, then up" \
+		grep -q '^link: 3 changes (2 up, 1 down), now up' "$DRIVER_OUT"
+	malformed=$(stat_of "$DRIVER_OUT" intr_malformed)
+	check "each trailing piece counted as malformed ($malformed)" [ "$malformed" = 3 ]
+	ffs_gadget_stop
+	;;
+link-flap)
+	# NETWORK_CONNECTION down and up 10 times, 400 ms each, under ncm-tun:
+	# libncm posts each change, the TAP's carrier follows each one, and
+	# traffic resumes after.
+	setup --link-flap 10 --link-flap-ms 400
+	tun_start
+	wait_for 30 "the device's flaps" grep -q 'late notifications done' "$FFS_LOG" ||
+		fail "the device did not finish flapping"
+	wait_for 10 "carrier on $TUN" tun_carrier || fail "no carrier after the flaps"
+	downs=$(grep -c "$TUN: link down" "$TUN_LOG" || true)
+	changes=$(cat "/sys/class/net/$TUN/carrier_changes")
+	echo "ncm-tun heard $downs link downs; $TUN's carrier changed $changes times"
+	check "every down reached ncm-tun" [ "$downs" = 10 ]
+	check "the carrier followed each change" [ "$changes" -ge 20 ]
+	check "traffic resumed: ping x5" ping -c 5 -W 2 "$(peer_ip4)"
+	tun_stop
+	ffs_gadget_stop
+	;;
+vanish)
+	# The device vanishes (ffs-ncm unbinds its UDC) while each class
+	# request of libncm's open is pending: GET_NTB_PARAMETERS (0x80),
+	# SET_NTB_FORMAT (0x84), SET_NTB_INPUT_SIZE (0x86), GET_NTB_INPUT_SIZE
+	# (0x85). Each open fails within 5 s with NCM_ERROR_GONE's message, and
+	# the process exits without a leak; after a replug the device opens.
+	setup --udc-fd 9 --vanish-on 0x80,0x84,0x86,0x85
+	for req in 0x80 0x84 0x86 0x85; do
+		log "== vanishing during request $req"
+		t0=$(uptime_cs)
+		driver "open-$req.txt" 30 frames -t 5
+		took=$(( ($(uptime_cs) - t0) * 10 ))
+		check "$req: the device vanished during it" \
+			grep -q "vanishing during request $req" "$FFS_LOG"
+		check "$req: the open failed (status $DRIVER_RC) in $took ms (<= 5000)" \
+			sh -c "[ $DRIVER_RC = 1 ] && [ $took -le 5000 ]"
+		check "$req: the error says the device is gone" \
+			grep -q '^FAIL: .* is gone: it was unplugged or reset; replug it' "$DRIVER_OUT"
+		check "$req: no sanitizer report" sh -c "! grep -q -E 'Sanitizer|runtime error:' '$DRIVER_OUT'"
+		wait_for "$VM_WAIT" "the host to drop it" usb_gone || fail "the device stayed"
+		gadget_replug
+	done
+	frames after.txt
+	ffs_gadget_stop
+	;;
+hold)
+	# The holding gadget: frames toward the peer drain at 8 Mbit/s, and
+	# one that arrives with more than 48 queued is held 1.5 s. ncm-bench's
+	# 1 MB bursts host -> device over ncm-tun: unpaced, TCP outruns the
+	# line and the bursts meet the holds; with --pace at 90% of the line
+	# (7.2 Mbit/s) the queue stays short (an NTB or two) and none is held.
+	# (256 KB bursts stay within the peer's first receive window, whose
+	# ~40 frames are too close to what two paced NTBs queue.)
+	setup --hold 48,1500,8000
+	peer_run ncm-bench --server --bind "$(peer_ip4)" >"$VM_OUT/bench-server.log" 2>&1 &
+	wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "no ncm-bench server"
+	path="ncm-tun=$(peer_ip4),ipv4=$(host_ip4)/24,dev=serial=$VM_SERIAL,name=$TUN"
+	for pace in 0 7.2; do
+		holds=$(ffs_holds)
+		opt=
+		[ "$pace" = 0 ] || opt="--pace $pace"
+		timeout 120 ncm-bench --quick --tests burst_1m --path "$path" $opt \
+			--json "$VM_OUT/burst-$pace.json" >"$VM_OUT/burst-$pace.txt" 2>&1 ||
+			{ cat "$VM_OUT/burst-$pace.txt"; fail "ncm-bench (pace $pace) failed"; }
+		cat "$VM_OUT/burst-$pace.txt"
+		p50=$(sed -n 's/.*"completion_ms":{"p50":\([0-9]*\).*/\1/p' "$VM_OUT/burst-$pace.json")
+		held=$(( $(ffs_holds) - holds ))
+		echo "burst_1m, pace ${pace} Mbit/s: p50 ${p50:-?} ms, $held frames held"
+		if [ "$pace" = 0 ]; then
+			unpaced_p50=${p50:-0} unpaced_held=$held
+		else
+			paced_p50=${p50:-0} paced_held=$held
+		fi
+	done
+	echo "burst_1m p50: unpaced $unpaced_p50 ms ($unpaced_held frames held), paced at 7.2 Mbit/s $paced_p50 ms ($paced_held held)"
+	check "unpaced, the gadget held frames" [ "$unpaced_held" -gt 0 ]
+	check "unpaced, the bursts waited out the hold (p50 $unpaced_p50 >= 2500 ms)" \
+		[ "$unpaced_p50" -ge 2500 ]
+	check "paced, nothing was held" [ "$paced_held" = 0 ]
+	check "paced, no burst waited (p50 $paced_p50 < 2000 ms)" [ "$paced_p50" -lt 2000 ]
+	ffs_gadget_stop
+	;;
+apple-modes)
+	# An iPhone before the NCM mode switch: configurations 1-3 hold PTP and
+	# usbmux, no NCM (Linux picks configuration 1, PTP being no vendor
+	# class). libncm asks every Apple device for NCM: GET_MODE says 3:3:3:0,
+	# so SET_MODE 3. The device comes back with configuration 5 holding
+	# NCM (no interrupt endpoint) behind PTP and usbmux; libncm opens it
+	# there (SET_CONFIGURATION 5) and ARP and NDP flow. Asked again, the
+	# device says 5:3:3:0 and nothing more is sent.
+	VM_VID=0x05ac VM_PID=0x12a8
+	# f_fs renumbers interface descriptors, not the IAD: NCM is at 2 and 3.
+	ffs_apple_setup --profile apple --iad-first 2
+	host_use_userspace
+	usb_interfaces | tee "$VM_OUT/interfaces-before.txt"
+	check "before the switch: 3 configurations, no NCM" sh -c \
+		"grep -q '^config=3 ' '$VM_OUT/interfaces-before.txt' &&
+		 ! grep -q -e '^config=4 ' -e 'class=02 subclass=0d' '$VM_OUT/interfaces-before.txt'"
+	vmtest-driver apple --switch-config -t 30 >"$VM_OUT/apple.txt" 2>&1 &
+	pid=$!
+	wait_for 30 "SET_MODE from libncm" grep -q 'SET_MODE 3' "$VM_OUT/ffs-apple.log" ||
+		{ cat "$VM_OUT/apple.txt" "$VM_OUT/ffs-apple.log"; fail "libncm asked for no NCM mode"; }
+	ffs_apple_switch
+	rc=0
+	wait "$pid" || rc=$?
+	cat "$VM_OUT/apple.txt" "$VM_OUT/ffs-apple.log"
+	usb_interfaces | tee "$VM_OUT/interfaces-after.txt"
+	check "after it: NCM in configuration 5 of 5, behind PTP and usbmux" \
+		grep -q '^config=5 iface=2 alt=0 class=02 subclass=0d' "$VM_OUT/interfaces-after.txt"
+	check "libncm asked once (GET_MODE 3:3:3:0, SET_MODE 3)" sh -c \
+		"grep -q 'GET_MODE: 3:3:3:0' '$VM_OUT/ffs-apple.log' &&
+		 [ \$(grep -c 'SET_MODE 3:' '$VM_OUT/ffs-apple.log') = 1 ]"
+	check "libncm opened NCM in configuration 5 and ARP/NDP flowed (status $rc)" sh -c \
+		"[ $rc = 0 ] && grep -q '^apple: NCM function in configuration 5, interfaces 2 and 3' '$VM_OUT/apple.txt'"
+	check "the host now uses configuration 5" [ "$(usb_active_config)" = 5 ]
+	check "asked again, the device said 5:3:3:0 and nothing was sent" sh -c \
+		"grep -q 'GET_MODE: 5:3:3:0' '$VM_OUT/ffs-apple.log' &&
+		 grep -q '^apple: asked again, NCM mode requested of 0 device' '$VM_OUT/apple.txt'"
 	ffs_gadget_stop
 	;;
 *)

@@ -258,6 +258,14 @@ peer_iperf3_server() {
 		fail "iperf3 server did not start"
 }
 
+# lwip_peer_start: vmtest-lwip's peer servers (a --bin) in namespace peer,
+# kernel sockets for the lwIP host to talk to; listening when this returns.
+lwip_peer_start() {
+	peer_run vmtest-lwip peer >"$VM_OUT/peer.txt" 2>&1 &
+	wait_for 30 "peer servers listening" grep -q '^ready' "$VM_OUT/peer.txt" ||
+		{ cat "$VM_OUT/peer.txt"; fail "vmtest-lwip peer did not start"; }
+}
+
 # ---- the host side (where libncm or cdc_ncm runs) --------------------------
 
 usb_find_dev() { # prints the sysfs path of our gadget as the host sees it
@@ -488,10 +496,24 @@ ffs_settled() { # ready, or dead: either way the wait is over
 # served through FunctionFS (configfs function ffs.ncm) instead of f_ncm.
 # ARGS go to ffs-ncm (--profile NAME, single options). It runs in netns
 # peer with TAP $FFS_TAP (192.168.77.1, fd77::1, MAC $VM_DEV_MAC) as the
-# peer's interface, and logs to $VM_OUT/ffs-ncm.log. The UDC is bound once
+# peer's interface, and logs to $VM_OUT/ffs-ncm.log. Its fd 9 is the
+# gadget's UDC file (ARGS --udc-fd 9 --vanish-on ...). The UDC is bound once
 # it wrote its descriptors; returns when the host configured the device.
 # Sets FFS_PID; ffs_gadget_stop collects its verdict.
 ffs_gadget_setup() {
+	ffs_gadget_make ffs.ncm
+	gadget_config 1 NCM ffs.ncm
+	ffs_ncm_start "$@"
+	GADGET_PROFILE="ffs $*"
+	echo "$VM_UDC" >"$GADGET/UDC" || fail "cannot bind the gadget to $VM_UDC"
+	wait_usb_configured
+	vm_info
+}
+
+# ffs_gadget_make FUNCTION...: the gadget's IDs and strings, and its
+# FunctionFS instances (configfs functions ffs.NAME), without configurations.
+ffs_gadget_make() {
+	local f
 	[ ! -d "$GADGET" ] || fail "ffs_gadget_setup: a gadget exists"
 	dummy_hcd_speed hs
 	modprobe usb_f_fs || fail "cannot load usb_f_fs"
@@ -506,17 +528,23 @@ ffs_gadget_setup() {
 	echo "$VM_SERIAL" >"$GADGET/strings/0x409/serialnumber"
 	echo libncm >"$GADGET/strings/0x409/manufacturer"
 	echo "libncm programmable NCM device (ffs-ncm)" >"$GADGET/strings/0x409/product"
-	mkdir "$GADGET/functions/ffs.ncm"
-	gadget_config 1 NCM ffs.ncm
+	for f in "$@"; do
+		mkdir "$GADGET/functions/$f"
+	done
+}
+
+# ffs_ncm_start ARGS...: mounts FunctionFS instance ncm, starts ffs-ncm on
+# it in netns peer and gives its TAP the peer's addresses.
+ffs_ncm_start() {
 	mkdir -p "$FFS_DIR"
 	mount -t functionfs ncm "$FFS_DIR" || fail "cannot mount functionfs"
-
 	[ -e "/run/netns/$PEER_NS" ] || $IP netns add "$PEER_NS"
 	$IP -n "$PEER_NS" link set lo up
 	rm -f /run/ffs-ncm.ready
 	FFS_LOG=$VM_OUT/ffs-ncm.log
+	# fd 9: the UDC file, for --vanish-on (the netns' /sys has no configfs).
 	$IP netns exec "$PEER_NS" ffs-ncm --ffs "$FFS_DIR" --tap "$FFS_TAP" \
-		--ready /run/ffs-ncm.ready "$@" >"$FFS_LOG" 2>&1 &
+		--ready /run/ffs-ncm.ready "$@" >"$FFS_LOG" 2>&1 9<>"$GADGET/UDC" &
 	FFS_PID=$!
 	wait_for "$VM_WAIT" "ffs-ncm descriptors" ffs_settled
 	[ -e /run/ffs-ncm.ready ] || { cat "$FFS_LOG"; fail "ffs-ncm did not start"; }
@@ -525,10 +553,42 @@ ffs_gadget_setup() {
 	$IP -n "$PEER_NS" link set "$FFS_TAP" up
 	$IP -n "$PEER_NS" addr replace "$(peer_ip6 0)/64" dev "$FFS_TAP" nodad
 	PEER_IFNAMES=$FFS_TAP
-	GADGET_PROFILE="ffs $*"
+}
+
+# ffs_apple_setup ARGS...: an iPhone before the NCM mode switch (set
+# VM_VID=0x05ac first): configurations 1-3 hold a PTP and a usbmux
+# interface (ffs-ncm --apple-modes on FunctionFS instance apple, log
+# $VM_OUT/ffs-apple.log) and no NCM. ffs-ncm ARGS serve the NCM function
+# (instance ncm), which only ffs_apple_switch links, into configuration 5.
+FFS_APPLE_DIR=/dev/ffs-apple
+ffs_apple_setup() {
+	local c
+	ffs_gadget_make ffs.apple ffs.ncm
+	for c in 1 2 3; do
+		gadget_config "$c" "Apple mode $c" ffs.apple
+	done
+	mkdir -p "$FFS_APPLE_DIR"
+	mount -t functionfs apple "$FFS_APPLE_DIR" || fail "cannot mount functionfs"
+	rm -f /run/ffs-apple.ready
+	ffs-ncm --ffs "$FFS_APPLE_DIR" --apple-modes --ready /run/ffs-apple.ready \
+		>"$VM_OUT/ffs-apple.log" 2>&1 &
+	wait_for "$VM_WAIT" "ffs-ncm --apple-modes" test -e /run/ffs-apple.ready ||
+		{ cat "$VM_OUT/ffs-apple.log"; fail "ffs-ncm --apple-modes did not start"; }
+	ffs_ncm_start "$@"
+	GADGET_PROFILE="ffs apple modes, NCM: $*"
 	echo "$VM_UDC" >"$GADGET/UDC" || fail "cannot bind the gadget to $VM_UDC"
 	wait_usb_configured
 	vm_info
+}
+
+# ffs_apple_switch: what the iPhone does after SET_MODE(3): it leaves the
+# bus and comes back with configuration 4 (PTP, usbmux) and 5 (PTP, usbmux
+# and NCM), which the host does not select.
+ffs_apple_switch() {
+	gadget_unplug
+	gadget_config 4 "Apple mode 4" ffs.apple
+	gadget_config 5 "Apple NCM" ffs.apple ffs.ncm
+	gadget_replug
 }
 
 # ffs_gadget_stop: stops ffs-ncm, prints its log and keeps its last counters

@@ -17,9 +17,7 @@ ifn=$(gadget_ifname 0)
 peer_run $IP link set dev "$ifn" txqueuelen 10000
 
 # Kernel sockets in the gadget's namespace answer; lwIP in this process is the host.
-peer_run vmtest-lwip peer >"$VM_OUT/peer.txt" 2>&1 &
-wait_for 30 "peer servers listening" grep -q '^ready' "$VM_OUT/peer.txt" ||
-	{ cat "$VM_OUT/peer.txt"; fail "vmtest-lwip peer did not start"; }
+lwip_peer_start
 
 # When vmtest-lwip's watchdog sees USB go quiet it dumps its threads; the
 # peer's side of the story (socket queues, retransmit timers, drops) is

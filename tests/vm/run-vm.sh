@@ -34,6 +34,7 @@ smp=2
 cmdline_extra=
 bins=()
 files=()
+cpios=()
 envs=()
 
 usage() {
@@ -46,6 +47,8 @@ usage: $0 --script FILE [options]
   --bin PATH         host executable to copy in with its shared libraries; on the
                      guest PATH by its base name (repeatable)
   --file SRC:DEST    host file to copy to guest path DEST (repeatable)
+  --cpio FILE        a newc cpio archive laid over the guest's root (repeatable;
+                     tests/vm/py-closure.py makes one with python3 and gi)
   --env NAME=VALUE   variable for the guest script (repeatable)
   --timeout S        hard limit for the whole VM in seconds (default $timeout_s)
   --cache DIR        kernel and base image cache (default <source root>/.cache/vm)
@@ -62,6 +65,7 @@ while [ $# -gt 0 ]; do
 	--profile) profile=$2; shift 2 ;;
 	--bin) bins+=("$2"); shift 2 ;;
 	--file) files+=("$2"); shift 2 ;;
+	--cpio) cpios+=("$2"); shift 2 ;;
 	--env) envs+=("$2"); shift 2 ;;
 	--timeout) timeout_s=$2; shift 2 ;;
 	--cache) cache=$2; shift 2 ;;
@@ -283,7 +287,11 @@ done
 	done
 } >"$stage/vm/env"
 make_cpio "$stage" "$work/run.cpio"
-cat "$base" "$work/run.cpio" >"$work/initrd.cpio"
+for c in "${cpios[@]+"${cpios[@]}"}"; do
+	[ -f "$c" ] || harness_fail "--cpio $c is not a file"
+done
+# The kernel unpacks concatenated archives in order: later files win.
+cat "$base" "$work/run.cpio" "${cpios[@]+"${cpios[@]}"}" >"$work/initrd.cpio"
 
 # ---- the output directory -------------------------------------------------
 

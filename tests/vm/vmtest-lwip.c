@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <gio/gio.h>
+#include <glib-unix.h>
 #include <ncm.h>
 
 #include "lwip/priv/tcp_priv.h"
@@ -21,10 +22,12 @@
 
 #include "ncm-link.h"
 #include "ncm-lwip.h"
+#include "tcp-raw-peer.h"
+#include "vmtest-heap.h"
 #include "vmtest-tsan.h"
 
 /*
- * Three modes. "peer" runs in the gadget's namespace on kernel sockets:
+ * Four modes. "peer" runs in the gadget's namespace on kernel sockets:
  * TCP port 5000 reads a command byte per connection ('E' echo to EOF,
  * 'S' sink to EOF then answer count + hash, 'G' + size + seed: generate
  * that many bytes and close), UDP port 5001 echoes. "host" opens the NCM
@@ -32,6 +35,9 @@
  * the peer, printing "ok:"/"FAIL:" lines and throughput. "replug"
  * reacquires the function after each unplug and streams to the sink
  * until the device goes, --cycles times, printing one line per session.
+ * "serve" is the target of tcp-raw-peer (issue 16, item 2): a listener
+ * whose connections are read slowly, and echo rounds to the peer beside
+ * it (see run_serve).
  */
 
 #define TCP_PORT 5000
@@ -46,6 +52,8 @@ static gint opt_timeout = 60;
 static gint opt_cycles = 100;
 static gint opt_duration;
 static gint opt_echo_rounds = 1;
+static gint opt_listen_port = 6000;
+static gint opt_echo_kib = 64;
 static gchar *opt_peer4 = (gchar *)"192.168.77.1";
 static gchar *opt_peer6 = (gchar *)"fd77::1";
 static gchar *opt_host4 = (gchar *)"192.168.77.2";
@@ -60,6 +68,8 @@ static const GOptionEntry entries[] = {
 	 "rounds of the 2-connection echo before the bulk tests (1); more hunt end-of-burst stalls", "N"},
 	{"cycles", 0, 0, G_OPTION_ARG_INT, &opt_cycles, "replug: sessions to run (100)", "N"},
 	{"duration", 0, 0, G_OPTION_ARG_INT, &opt_duration, "replug: overall limit, 0 = none", "S"},
+	{"listen-port", 0, 0, G_OPTION_ARG_INT, &opt_listen_port, "serve: the port to listen on (6000)", "P"},
+	{"echo-kib", 0, 0, G_OPTION_ARG_INT, &opt_echo_kib, "serve: KiB per echo round (64)", "N"},
 	{"peer4", 0, 0, G_OPTION_ARG_STRING, &opt_peer4, "the peer's IPv4 address", "ADDR"},
 	{"peer6", 0, 0, G_OPTION_ARG_STRING, &opt_peer6, "the peer's IPv6 address", "ADDR"},
 	{"host4", 0, 0, G_OPTION_ARG_STRING, &opt_host4, "our IPv4 address (/24)", "ADDR"},
@@ -470,6 +480,18 @@ udp_echo(const char *ip, guint count, gsize max)
 
 static NcmDevice *device; /* for the watchdog's counters */
 static gint stop_watchdog;
+static gsize heap_peak; /* atomic: the most heap in use the watchdog saw */
+
+/* The watchdog's 100 ms tick: memory an attack makes the stack hold stays
+ * held, so sampling this often sees its peak. */
+static void
+heap_sample(void)
+{
+	gsize now = vmtest_heap_in_use();
+
+	if (now > __atomic_load_n(&heap_peak, __ATOMIC_RELAXED))
+		__atomic_store_n(&heap_peak, now, __ATOMIC_RELAXED);
+}
 
 /* SIGURG: the receiving thread prints its own stack (raw addresses; resolve
  * them with addr2line against the same build). */
@@ -485,6 +507,17 @@ dump_stack_handler(int sig)
 	if (write(STDOUT_FILENO, line, (size_t)len) < 0)
 		return;
 	backtrace_symbols_fd(frames, n, STDOUT_FILENO);
+}
+
+/* The watchdog's dump_threads() asks each thread for its stack with SIGURG. */
+static void
+install_stack_dumper(void)
+{
+	void *warm[2];
+
+	/* backtrace() loads its unwinder on first use: not in a signal handler. */
+	backtrace(warm, 2);
+	signal(SIGURG, dump_stack_handler);
 }
 
 static void
@@ -557,6 +590,18 @@ dump_threads(void)
 	fflush(stdout);
 }
 
+static guint64
+rss_kb(void)
+{
+	g_autofree gchar *text = NULL;
+	const gchar *p;
+
+	if (!g_file_get_contents("/proc/self/status", &text, NULL, NULL) ||
+	    (p = strstr(text, "VmRSS:")) == NULL)
+		return 0;
+	return g_ascii_strtoull(p + 6, NULL, 10);
+}
+
 /* Every 10 s: where data is, so a stall in the VM can be told apart from
  * a slow guest (the script's output is all that survives a timeout). */
 static gpointer
@@ -570,8 +615,10 @@ watchdog(gpointer data)
 		NcmStats ds;
 		guint32 xmit, recv, drop, rterr, chkerr, memerr, ipdrop, ip6drop, linkdrop;
 
-		for (guint i = 0; i < 100 && !g_atomic_int_get(&stop_watchdog); i++)
+		for (guint i = 0; i < 100 && !g_atomic_int_get(&stop_watchdog); i++) {
 			g_usleep(100 * 1000);
+			heap_sample();
+		}
 		ncm_lwip_stack_get_stats(stack, &ls);
 		ncm_device_get_stats(device, &ds);
 		LOCK_TCPIP_CORE();
@@ -592,10 +639,13 @@ watchdog(gpointer data)
 		       " rx_bad %" G_GUINT64_FORMAT " rx_overflows %" G_GUINT64_FORMAT
 		       " tx_ntbs %" G_GUINT64_FORMAT " tx_would_block %" G_GUINT64_FORMAT
 		       " tx_errors %" G_GUINT64_FORMAT " nudges %" G_GUINT64_FORMAT
-		       " (freed %" G_GUINT64_FORMAT ")\n",
+		       " (freed %" G_GUINT64_FORMAT "); heap %zu kB (peak %zu kB), rss %"
+		       G_GUINT64_FORMAT " kB\n",
 		       ls.rx_frames, ls.tx_frames, ls.tx_queued, ls.tx_drops, xmit, recv, drop,
 		       rterr, chkerr, memerr, ipdrop, ip6drop, linkdrop, ds.rx_ntbs, ds.rx_bad_ntbs, ds.rx_overflows, ds.tx_ntbs,
-		       ds.tx_would_block, ds.tx_errors, ds.rx_nudges, ds.rx_nudge_freed);
+		       ds.tx_would_block, ds.tx_errors, ds.rx_nudges, ds.rx_nudge_freed,
+		       vmtest_heap_in_use() / 1024,
+		       __atomic_load_n(&heap_peak, __ATOMIC_RELAXED) / 1024, rss_kb());
 		fflush(stdout);
 		/* Data moving, or an idle test between steps, both change these;
 		 * a stalled TCP peer keeps retransmitting, which would too. */
@@ -662,18 +712,15 @@ wait_reachable(const char *ip)
 	return FALSE;
 }
 
-static int
-run_host(void)
+/* The first NCM function as an lwIP netif with --host4 and --host6. */
+static NcmLwipNetif *
+attach_first(NcmContext **ret_ctx)
 {
 	g_autoptr(GInetAddress) v4 = g_inet_address_new_from_string(opt_host4);
 	g_autoptr(GInetAddress) v6 = g_inet_address_new_from_string(opt_host6);
-	g_autoptr(NcmContext) ctx = NULL;
 	g_autoptr(GError) error = NULL;
-	guint64 size = (guint64)opt_size_mib * 1024 * 1024;
 	NcmLwipNetifConfig config;
 	NcmLwipNetif *netif = NULL;
-	NcmLwipStats stats;
-	GThread *dog;
 	NcmLink *link;
 
 	ncm_lwip_netif_config_init(&config);
@@ -681,21 +728,27 @@ run_host(void)
 	config.ipv6 = v6;
 	config.ipv6_dad = FALSE;
 	stack = ncm_lwip_stack_get_default();
-	ctx = ncm_context_new(&error);
-	link = ctx ? open_link(ctx, &error) : NULL;
+	*ret_ctx = ncm_context_new(&error);
+	link = *ret_ctx ? open_link(*ret_ctx, &error) : NULL;
 	if (link != NULL)
 		netif = ncm_lwip_netif_add(stack, link, &config, &error);
-	if (netif == NULL) {
+	if (netif == NULL)
 		printf("FAIL: setup: %s\n", error->message);
-		return 1;
-	}
-	{
-		void *warm[2];
+	return netif;
+}
 
-		/* backtrace() loads its unwinder on first use: not in a signal handler. */
-		backtrace(warm, 2);
-		signal(SIGURG, dump_stack_handler);
-	}
+static int
+run_host(void)
+{
+	g_autoptr(NcmContext) ctx = NULL;
+	guint64 size = (guint64)opt_size_mib * 1024 * 1024;
+	NcmLwipNetif *netif = attach_first(&ctx);
+	NcmLwipStats stats;
+	GThread *dog;
+
+	if (netif == NULL)
+		return 1;
+	install_stack_dumper();
 	dog = g_thread_new("watchdog", watchdog, NULL);
 	report(wait_reachable(opt_peer4) && wait_reachable(opt_peer6), "peer reachable over both families");
 	for (gint i = 0; i < opt_echo_rounds; i++)
@@ -726,9 +779,169 @@ run_host(void)
 	}
 	g_atomic_int_set(&stop_watchdog, 1);
 	g_thread_join(dog);
-	ncm_lwip_netif_remove(netif);
+	g_clear_object(&netif);
 	g_clear_object(&device);
 	return failures ? 1 : 0;
+}
+
+/* ---- Serve mode: the target of tcp-raw-peer ------------------------------------------ */
+
+/*
+ * A listener on --listen-port whose connections are read one byte every
+ * 100 ms, as a slow application would, until SIGUSR1 makes the readers
+ * drain at full speed; each checks its bytes against tcp_raw_pattern()
+ * and prints "conn N: B bytes, W wrong, eof". Beside it, echo rounds of
+ * --echo-kib to the peer's kernel run all the time, each checked and
+ * printed ("echo: N ok, M bad"): the connections an attack must not
+ * disturb. SIGUSR2 prints "heap: N kB now, peak M kB" (the peak since the
+ * last SIGUSR2, sampled every 100 ms) and starts a new peak. SIGTERM ends
+ * it; the status is 1 when any check failed.
+ */
+
+static gint serve_fast;     /* atomic: readers drain at full speed */
+static gint serve_stop;     /* atomic */
+static gint serve_bad;      /* atomic: failed checks */
+
+typedef struct {
+	NcmLwipConnection *conn;
+	guint id;
+} Reader;
+
+static gpointer
+reader_run(gpointer data)
+{
+	Reader *r = data;
+	GInputStream *in = g_io_stream_get_input_stream(G_IO_STREAM(r->conn));
+	g_autofree guint8 *buf = g_malloc(CHUNK);
+	g_autoptr(GError) error = NULL;
+	guint64 bytes = 0, wrong = 0;
+	gssize n;
+
+	for (;;) {
+		gboolean fast = g_atomic_int_get(&serve_fast);
+
+		n = g_input_stream_read(in, buf, fast ? CHUNK : 1, NULL, &error);
+		if (n <= 0)
+			break;
+		for (gssize i = 0; i < n; i++)
+			wrong += buf[i] != tcp_raw_pattern(bytes + (guint64)i);
+		bytes += (guint64)n;
+		if (!fast)
+			g_usleep(100 * 1000);
+	}
+	if (error != NULL || wrong != 0)
+		g_atomic_int_inc(&serve_bad);
+	printf("conn %u: %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " wrong, %s\n", r->id,
+	       bytes, wrong, error ? error->message : "eof");
+	fflush(stdout);
+	g_object_unref(r->conn);
+	g_free(r);
+	return NULL;
+}
+
+static gpointer
+acceptor_run(gpointer data)
+{
+	NcmLwipListener *listener = data;
+	guint id = 0;
+
+	for (;;) {
+		NcmLwipConnection *conn = ncm_lwip_listener_accept(listener, NULL, NULL);
+		Reader *r;
+
+		if (conn == NULL)
+			return NULL;  /* closed */
+		r = g_new0(Reader, 1);
+		r->conn = conn;
+		r->id = ++id;
+		printf("conn %u: accepted\n", r->id);
+		fflush(stdout);
+		g_thread_unref(g_thread_new("reader", reader_run, r));
+	}
+}
+
+static gpointer
+echo_loop(gpointer data)
+{
+	guint ok = 0, bad = 0;
+
+	for (guint32 seed = 1; !g_atomic_int_get(&serve_stop); seed++) {
+		Echo e = {opt_peer4, (gsize)opt_echo_kib * 1024, seed, FALSE};
+
+		echo_run(&e);
+		ok += e.ok;
+		bad += !e.ok;
+		printf("echo: %u ok, %u bad\n", ok, bad);
+		fflush(stdout);
+	}
+	if (bad > 0 || ok == 0)
+		g_atomic_int_inc(&serve_bad);
+	return NULL;
+}
+
+static gboolean
+on_heap_signal(gpointer data)
+{
+	gsize now = vmtest_heap_in_use();
+
+	heap_sample();
+	printf("heap: %zu kB now, peak %zu kB\n", now / 1024,
+	       __atomic_exchange_n(&heap_peak, now, __ATOMIC_RELAXED) / 1024);
+	fflush(stdout);
+	return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+on_serve_signal(gpointer data)
+{
+	if (data == NULL) {
+		g_atomic_int_set(&serve_fast, 1);
+		printf("draining\n");
+		fflush(stdout);
+		return G_SOURCE_CONTINUE;
+	}
+	g_main_loop_quit(data);
+	return G_SOURCE_REMOVE;
+}
+
+static int
+run_serve(void)
+{
+	g_autoptr(NcmContext) ctx = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
+	g_autoptr(GSocketAddress) any = g_inet_socket_address_new_from_string("0.0.0.0",
+									     (guint)opt_listen_port);
+	NcmLwipNetif *netif = attach_first(&ctx);
+	NcmLwipListener *listener;
+	GThread *acceptor, *echo, *dog;
+
+	if (netif == NULL)
+		return 1;
+	listener = ncm_lwip_stack_listen(stack, G_INET_SOCKET_ADDRESS(any), 16, &error);
+	if (listener == NULL || !wait_reachable(opt_peer4)) {
+		printf("FAIL: serve: %s\n", error ? error->message : "the peer is unreachable");
+		return 1;
+	}
+	install_stack_dumper();
+	dog = g_thread_new("watchdog", watchdog, NULL);
+	acceptor = g_thread_new("acceptor", acceptor_run, listener);
+	echo = g_thread_new("echo", echo_loop, NULL);
+	g_unix_signal_add(SIGUSR1, on_serve_signal, NULL);
+	g_unix_signal_add(SIGUSR2, on_heap_signal, NULL);
+	g_unix_signal_add(SIGTERM, on_serve_signal, loop);
+	printf("ready: listening on port %u\n", ncm_lwip_listener_get_port(listener));
+	fflush(stdout);
+	g_main_loop_run(loop);
+	g_atomic_int_set(&serve_stop, 1);
+	g_thread_join(echo);
+	g_atomic_int_set(&stop_watchdog, 1);
+	g_thread_join(dog);
+	ncm_lwip_listener_close(listener);
+	g_thread_join(acceptor);
+	g_object_unref(listener);
+	printf("serve: %s\n", g_atomic_int_get(&serve_bad) ? "FAIL" : "ok");
+	return g_atomic_int_get(&serve_bad) ? 1 : 0;
 }
 
 /* ---- Replug mode --------------------------------------------------------------------- */
@@ -835,18 +1048,6 @@ count_fds(void)
 	return min;
 }
 
-static guint64
-rss_kb(void)
-{
-	g_autofree gchar *text = NULL;
-	const gchar *p;
-
-	if (!g_file_get_contents("/proc/self/status", &text, NULL, NULL) ||
-	    (p = strstr(text, "VmRSS:")) == NULL)
-		return 0;
-	return g_ascii_strtoull(p + 6, NULL, 10);
-}
-
 static int
 run_replug(void)
 {
@@ -901,7 +1102,7 @@ run_replug(void)
 		g_cancellable_cancel(s.cancel);
 		g_thread_join(writer);
 		g_signal_handler_disconnect(device, handler);
-		ncm_lwip_netif_remove(netif);
+		g_clear_object(&netif);
 		g_clear_object(&device);
 		/* Late idles of this session must not outlive its loop. */
 		while (g_main_context_iteration(NULL, FALSE))
@@ -924,17 +1125,19 @@ run_replug(void)
 int
 main(int argc, char **argv)
 {
-	g_autoptr(GOptionContext) oc = g_option_context_new("peer|host|replug");
+	g_autoptr(GOptionContext) oc = g_option_context_new("peer|host|replug|serve");
 	g_autoptr(GError) error = NULL;
 
 	g_option_context_add_main_entries(oc, entries, NULL);
 	if (!g_option_context_parse(oc, &argc, &argv, &error) || argc != 2) {
-		g_printerr("usage: vmtest-lwip [OPTIONS] peer|host|replug\n");
+		g_printerr("usage: vmtest-lwip [OPTIONS] peer|host|replug|serve\n");
 		return 2;
 	}
 	if (g_str_equal(argv[1], "peer"))
 		return run_peer();
 	if (g_str_equal(argv[1], "replug"))
 		return run_replug();
+	if (g_str_equal(argv[1], "serve"))
+		return run_serve();
 	return run_host();
 }

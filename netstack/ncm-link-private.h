@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-link-private.h: NcmLink's insides, for the links and the stacks of this tree (not installed). */
+#pragma once
+
+/*
+ * A link moves Ethernet frames; a stack (lwIP, the TAP backend) consumes
+ * them. The stack hands the link an NcmLinkSink (receive, receive_done,
+ * writable), which the link calls on its own data thread (for an
+ * NcmDevice: the libusb event thread). The stack sends through the ops
+ * below from any thread. Nothing here goes through a GMainContext.
+ * The installed ncm-link.h keeps NcmLink opaque, so that these ops are
+ * no ABI.
+ */
+
+#include "ncm-link.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+	/* Any thread. Same contract as ncm_device_sendv(). */
+	NcmSendResult (*sendv)(NcmLink *link, const GOutputVector *vectors, guint n_vectors);
+	/* Any thread: the producer has nothing more queued. */
+	void (*flush)(NcmLink *link);
+	/* Attaches the stack's sink; call before start. */
+	void (*set_sink)(NcmLink *link, const NcmLinkSink *sink, gpointer user_data);
+	/* Starts delivering frames to the sink. */
+	gboolean (*start)(NcmLink *link, GError **error);
+	/* Stops delivery and waits until no sink callback runs. Not from the data thread. */
+	void (*stop)(NcmLink *link);
+	void (*free)(NcmLink *link);
+} NcmLinkOps;
+
+struct _NcmLink {
+	const NcmLinkOps *ops;
+	guint8 mac[6];      /* the MAC this side uses as its own (iMACAddress for NCM) */
+	guint max_frame;    /* largest Ethernet frame, no FCS (MTU + 14) */
+};
+
+static inline NcmSendResult
+ncm_link_sendv(NcmLink *link, const GOutputVector *vectors, guint n_vectors)
+{
+	return link->ops->sendv(link, vectors, n_vectors);
+}
+
+static inline void
+ncm_link_flush(NcmLink *link)
+{
+	link->ops->flush(link);
+}
+
+G_END_DECLS

@@ -1,0 +1,113 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/bench/guest-perf.sh: inside the VM, perf over each path's TCP tests in one boot.
+# For every path (cdc_ncm, ncm-tun, lwip) and test (PERF_TESTS), one ncm-bench run
+# under a system-wide perf record (cpu-clock, call graphs, CLOCK_MONOTONIC), cut to
+# the interval ncm-bench measured (NCM_BENCH_SPANS) and folded into
+# $VM_OUT/perf-PATH-TEST.folded ("pid;comm;frame;...;leaf count", root first), with
+# the interval's bytes in $VM_OUT/perf-PATH-TEST.spans. tests/bench/perf-stages.py
+# groups them by stage on the host.
+set -eu
+. "$VM_LIB"
+
+TUN=ncmbench0
+HZ=${PERF_HZ:-499}
+SECS=${PERF_SECS:-6}
+
+gadget_setup ncm
+host_use_kernel
+host_addr_setup 0
+wait_for "$VM_WAIT" "IPv4 path" ping -c 1 -W 1 "$(peer_ip4)" || fail "no IPv4 path over cdc_ncm"
+peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
+echo $! >"$VM_OUT/perf-peer.pid"
+wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
+carrier_keeper "$TUN" &
+keeper=$!
+
+# fold SPANS: perf script's samples (leaf first) into root-first folded stacks,
+# counting only samples inside one of the measured intervals.
+fold() {
+	awk -v spans="$1" '
+	BEGIN {
+		n = 0
+		while ((getline line < spans) > 0) {
+			split(line, f, " ")
+			n++; lo[n] = f[3] / 1e6; hi[n] = f[4] / 1e6
+		}
+	}
+	function flush(   i, s, keep) {
+		if (head == "") return
+		keep = 0
+		for (i = 1; i <= n; i++) if (t >= lo[i] && t <= hi[i]) keep = 1
+		if (keep) {
+			s = head
+			for (i = nf; i >= 1; i--) s = s ";" fr[i]
+			count[s]++
+		}
+		head = ""; nf = 0
+	}
+	/^[^ \t]/ {
+		flush()
+		# "COMM PID TIME:" where COMM may hold spaces
+		t = $NF; sub(":$", "", t); pid = $(NF - 1)
+		comm = $0; sub("[ \t]+[0-9]+[ \t]+[0-9.]+:[ \t]*$", "", comm); gsub("[ ;]", "_", comm)
+		head = pid ";" comm; nf = 0
+		next
+	}
+	/^[ \t]+[0-9a-f]+ / {
+		sym = $2; dso = $NF; gsub("[()]", "", dso); sub(".*/", "", dso)
+		if (sym == "[unknown]" || sym == "") sym = "?"
+		fr[++nf] = sym " [" dso "]"
+		next
+	}
+	/^$/ { flush() }
+	END { flush(); for (s in count) print s, count[s] }'
+}
+
+# bench PATHSPEC TEST BASE [perf record options]: one ncm-bench run, under perf
+# when options are given; the measured intervals go to BASE.spans.
+bench() {
+	local spec=$1 test=$2 base=$3
+	shift 3
+	rm -f /tmp/spans
+	if [ $# -gt 0 ]; then
+		NCM_BENCH_SPANS=/tmp/spans perf record -q -a -k mono -o /tmp/perf.data "$@" -- \
+			ncm-bench --reps 1 --secs "$SECS" --tests "$test" --path "$spec" \
+			>"$base.txt" 2>"$base.log"
+	else
+		NCM_BENCH_SPANS=/tmp/spans ncm-bench --reps 1 --secs "$SECS" --tests "$test" --path "$spec" \
+			>"$base.txt" 2>"$base.log"
+	fi || return 1
+	[ -s /tmp/spans ] || { echo "perf: $base measured nothing (see $base.log)"; return 1; }
+	cp /tmp/spans "$base.spans"
+}
+
+rc=0
+for path in $(echo "${PERF_PATHS:-cdc_ncm,ncm-tun,lwip}" | tr , ' '); do
+	case $path in
+	cdc_ncm) spec="cdc_ncm=$(peer_ip4)%$(host_netdev 0)" ;;
+	ncm-tun) spec="ncm-tun=$(peer_ip4),ipv4=192.168.77.4/24,dev=serial=$VM_SERIAL,name=$TUN" ;;
+	lwip) spec="lwip=$(peer_ip4),ipv4=192.168.77.3/24,dev=serial=$VM_SERIAL" ;;
+	# libncm's TX ACK merging off, for a before/after in the same boot
+	ncm-tun-allacks) spec="ncm-tun-allacks=$(peer_ip4),ipv4=192.168.77.4/24,dev=serial=$VM_SERIAL,name=$TUN,acks=all" ;;
+	lwip-allacks) spec="lwip-allacks=$(peer_ip4),ipv4=192.168.77.3/24,dev=serial=$VM_SERIAL,acks=all" ;;
+	*) fail "unknown path $path" ;;
+	esac
+	for test in $(echo "${PERF_TESTS:-tcp_down,tcp_up,tcp_bidir}" | tr , ' '); do
+		base=$VM_OUT/perf-$path-$test
+		# The same run without perf first: perf's own cost slows some paths
+		# more than others, and the report shows both rates.
+		log "bench: $path $test"
+		bench "$spec" "$test" "$base-noperf" || rc=1
+		log "perf: $path $test"
+		rm -f /tmp/perf.data
+		# shellcheck disable=SC2086
+		bench "$spec" "$test" "$base" -e cpu-clock -F "$HZ" ${PERF_RECORD_ARGS:--g} || { rc=1; continue; }
+		perf script -i /tmp/perf.data -F comm,pid,time,ip,sym,dso 2>"$base.script.log" |
+			fold /tmp/spans >"$base.folded"
+		echo "perf: $path $test: $(awk '{ s += $NF } END { print s + 0 }' "$base.folded") samples in $(cat "$base.spans")"
+	done
+done
+kill "$keeper" 2>/dev/null || true
+echo "$HZ" >"$VM_OUT/perf-hz"
+[ "$rc" = 0 ] || fail "a profiled run failed"
