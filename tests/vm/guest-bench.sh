@@ -110,7 +110,7 @@ for t in raw_down raw_up; do
 	check "raw $t has USB transfers per MB" has raw "$t" '"usb_rx_ntbs_per_mb":{"median":'
 	tcp=tcp_${t#raw_}
 	selected "$tcp" || continue
-	for p in cdc_ncm ncm-tun lwip; do
+	for p in cdc_ncm ncm-tun lwip ncm-proxy; do
 		check "$p $tcp is a fraction of the ceiling" has "$p" "$tcp" '"ceiling_fraction":{"median":'
 	done
 	check "the table shows $tcp of ceiling" grep -q "^$tcp of ceiling" "$VM_OUT/bench.txt"
