@@ -262,6 +262,9 @@ task_completed(GObject *task, GParamSpec *pspec, gpointer data)
 {
 	(void)pspec;
 	(void)data;
+	/* The result may die with the task here, unread by a callback that
+	 * never called its _finish(): take nlw_task_return()'s release. */
+	ncm_tsan_acquire(task);
 	g_object_unref(task);
 }
 
