@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# examples/vm-demo-guest.sh: inside the VM, ncm-bench over cdc_ncm, ncm-tun and lwIP in turn, side by side, and the usbfs ceiling (raw).
+# examples/vm-demo-guest.sh: inside the VM, ncm-bench over cdc_ncm, ncm-tun, lwIP and ncm-proxy in turn, side by side, and the usbfs ceiling (raw).
 # DEMO_TESTS picks ncm-bench's tests; DEMO_ARGS adds options.
 set -eu
 . "$VM_LIB"
@@ -18,8 +18,9 @@ printf '{"vm":"QEMU TCG","guest_kernel":"%s","usb_speed_mbit_s":%s,"gadget":"f_n
 carrier_keeper "$TUN" &
 keeper=$!
 
-# One function, three drivers in turn: cdc_ncm (.2), then ncm-tun (.4), which
-# detaches cdc_ncm and gives it back on exit, then lwIP in ncm-bench (.3).
+# One function, four drivers in turn: cdc_ncm (.2), then ncm-tun (.4), which
+# detaches cdc_ncm and gives it back on exit, then lwIP in ncm-bench (.3),
+# then ncm-proxy (.6), reached over loopback sockets.
 # Last the raw path (.5 for its control connections): frames with no
 # netstack each way, the ceiling every TCP test is a fraction of.
 # Five 3 s runs per TCP test: one run alone swings by 2x between reps in
@@ -30,6 +31,7 @@ ncm-bench --quick --reps 5 --tests "${DEMO_TESTS:-tcp_down,tcp_up,tcp_bidir,udp_
 	--path "cdc_ncm=$(peer_ip4)%$(host_netdev 0)" \
 	--path "ncm-tun=$(peer_ip4),ipv4=192.168.77.4/24,dev=serial=$VM_SERIAL,name=$TUN" \
 	--path "lwip=$(peer_ip4),ipv4=192.168.77.3/24,dev=serial=$VM_SERIAL" \
+	--path "ncm-proxy=$(peer_ip4),ipv4=192.168.77.6/24,dev=serial=$VM_SERIAL" \
 	--path "raw=$(peer_ip4),ipv4=192.168.77.5/24,dev=serial=$VM_SERIAL" \
 	--env-json "$VM_OUT/env.json" --json "$VM_OUT/bench.json" --plot "$VM_OUT/bench.svg" \
 	>"$VM_OUT/bench.txt" 2>"$VM_OUT/bench.log" || rc=$?

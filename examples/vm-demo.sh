@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # examples/vm-demo.sh: the main job on a machine without an NCM device: install, build, boot
-# the VM with the kernel's f_ncm gadget and run ncm-bench over cdc_ncm, ncm-tun and lwIP side by side,
+# the VM with the kernel's f_ncm gadget and run ncm-bench over cdc_ncm, ncm-tun, lwIP and ncm-proxy side by side,
 # each TCP test also as a fraction of the usbfs ceiling (the raw path) measured in the same boot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,10 +17,11 @@ ninja -C "$build" >/dev/null
 
 out=$build/demo
 rm -rf "$out"
-echo "vm-demo: booting the VM (QEMU TCG; about 5 minutes: boot, then 3 paths x 4 tests, 5 runs per TCP test, and the raw ceiling)..." >&2
+echo "vm-demo: booting the VM (QEMU TCG; about 6 minutes: boot, then 4 paths x 4 tests, 5 runs per TCP test, and the raw ceiling)..." >&2
 status=0
-tests/vm/run-vm.sh --script examples/vm-demo-guest.sh --out "$out" --timeout 540 \
-	--bin "$build/examples/ncm-bench/ncm-bench" --bin "$build/examples/ncm-tun/ncm-tun" >"$out.log" 2>&1 || status=$?
+tests/vm/run-vm.sh --script examples/vm-demo-guest.sh --out "$out" --timeout 660 \
+	--bin "$build/examples/ncm-bench/ncm-bench" --bin "$build/examples/ncm-tun/ncm-tun" \
+	--bin "$build/examples/ncm-proxy/ncm-proxy" >"$out.log" 2>&1 || status=$?
 if [ ! -s "$out/table.txt" ]; then
 	tail -30 "$out.log"
 	echo "vm-demo: the VM run failed; full log: $out.log" >&2

@@ -156,6 +156,9 @@ NCM_EXPORT G_DECLARE_FINAL_TYPE(NcmContext, ncm_context, NCM, CONTEXT, GObject)
  * Creates a libusb context and starts its event thread. Control-plane
  * signals ("function-added", "device-removed") are emitted on the
  * thread-default main context of the calling thread (the owner's).
+ * Where libusb cannot list devices at all (an Android app), the context
+ * starts without device discovery: enumeration then finds nothing, and
+ * only ncm_context_enumerate_fd() finds devices.
  *
  * Thread: any thread; the caller's thread-default context becomes the owner's.
  *
@@ -185,6 +188,34 @@ NCM_EXPORT NcmContext *ncm_context_new(GError **error);
  */
 NCM_EXPORT GPtrArray *ncm_context_enumerate(NcmContext *self, const NcmMatch *match,
 					    GError **error);
+
+/**
+ * ncm_context_enumerate_fd:
+ * @self: an #NcmContext.
+ * @fd: an open, read-write file descriptor of one USB device's usbfs node,
+ *   as Android's UsbManager, Termux's termux-usb or a privileged helper
+ *   hands one over. It stays the caller's: libncm keeps duplicates of it.
+ * @match: (nullable): which of its functions; %NULL for all. Its vid and
+ *   pid are checked against the device, serial and mac as usual.
+ * @error: return location for a #GError: @fd is not open, or not a USB
+ *   device (%NCM_ERROR_UNSUPPORTED where libusb cannot wrap fds).
+ *
+ * Lists the NCM functions of the device behind @fd, read through @fd
+ * alone: no access to /dev/bus/usb and no device discovery is needed.
+ * Each #NcmFunctionInfo holds its own duplicate of @fd, and
+ * ncm_device_open() on it opens the device through that, never by its
+ * node. Such functions are not reported by ncm_context_watch(); when the
+ * device goes away, #NcmDevice::removed says so, and a new fd is needed.
+ *
+ * Thread: any thread but the libusb event thread (it does control I/O).
+ *
+ * Returns: (transfer container) (element-type NcmFunctionInfo) (nullable):
+ *   the functions found, possibly none; %NULL with @error set on failure.
+ *   As for ncm_context_enumerate(), g_ptr_array_unref() frees the array
+ *   and its elements.
+ */
+NCM_EXPORT GPtrArray *ncm_context_enumerate_fd(NcmContext *self, int fd, const NcmMatch *match,
+					       GError **error);
 
 /**
  * ncm_context_watch:

@@ -116,6 +116,20 @@ BenchTransport *bench_transport_lwip_new(const char *name, const char *spec, gui
 BenchTransport *bench_transport_tun_new(const char *name, const char *spec, guint16 port,
 					double pace_mbit, GError **error);
 
+/*
+ * ncm-proxy as a child, as ncm-tun above: @spec is
+ * SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR...][,exec=PATH][,lport=PORT].
+ * ncm-proxy forwards 127.0.0.1:PORT (default 15288) to the server's port
+ * (-L) and serves SOCKS5 on PORT + 1 for UDP ASSOCIATE; the tests run over
+ * kernel loopback sockets through it: sockets -> ncm-proxy -> lwIP -> device.
+ */
+BenchTransport *bench_transport_proxy_new(const char *name, const char *spec, guint16 port,
+					  double pace_mbit, GError **error);
+
+/* UDP to @server:@port through a SOCKS5 server's UDP ASSOCIATE (ncm-proxy's). */
+BenchUdp *bench_socks_udp_open(GInetSocketAddress *socks, GInetAddress *server, guint16 port,
+			       GError **error);
+
 void bench_transport_free(BenchTransport *t);
 
 G_END_DECLS

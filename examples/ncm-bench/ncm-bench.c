@@ -53,7 +53,10 @@ static const GOptionEntry entries[] = {
 	 "ncm-tun=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR...][,exec=PATH][,name=IFNAME][,acks=all] through an "
 	 "ncm-tun that ncm-bench starts and stops (interface ncmbench0 by default; any NAME "
 	 "starting with ncm-tun); lwip=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR][,tap=IF][,acks=all] through "
-	 "libncm and the in-process lwIP stack (any NAME starting with lwip); or raw=SERVER,"
+	 "libncm and the in-process lwIP stack (any NAME starting with lwip); "
+	 "ncm-proxy=SERVER,ipv4=ADDR/PREFIX[,dev=SELECTOR...][,exec=PATH][,lport=PORT][,acks=all] "
+	 "through an ncm-proxy that ncm-bench starts: loopback sockets to its -L forward (TCP) and "
+	 "its SOCKS5 UDP ASSOCIATE (any NAME starting with ncm-proxy); or raw=SERVER,"
 	 "ipv4=ADDR/PREFIX[,dev=SELECTOR][,tap=IF]: the usbfs ceiling, frames with no netstack "
 	 "(lwIP carries only the control connections; any NAME starting with raw; runs only the "
 	 "raw_ tests). acks=all turns off libncm's ACK merging. Repeatable; the paths run in the "
@@ -154,7 +157,7 @@ bench_test_selected(const BenchOptions *opt, const char *test)
 	return FALSE;
 }
 
-/* NAME=SERVER[%IFACE], ncm-tun...=SPEC, lwip...=SPEC or raw...=SPEC. */
+/* NAME=SERVER[%IFACE], ncm-tun...=SPEC, ncm-proxy...=SPEC, lwip...=SPEC or raw...=SPEC. */
 static BenchTransport *
 path_parse(const char *spec, GError **error)
 {
@@ -170,6 +173,8 @@ path_parse(const char *spec, GError **error)
 	}
 	if (g_str_has_prefix(kv[0], "ncm-tun"))
 		return bench_transport_tun_new(kv[0], kv[1], (guint16)opt_port, opt_pace, error);
+	if (g_str_has_prefix(kv[0], "ncm-proxy"))
+		return bench_transport_proxy_new(kv[0], kv[1], (guint16)opt_port, opt_pace, error);
 	if (g_str_has_prefix(kv[0], "lwip") || g_str_has_prefix(kv[0], "raw"))
 		return bench_transport_lwip_new(kv[0], kv[1], (guint16)opt_port, opt_pace,
 						g_str_has_prefix(kv[0], "raw"), error);

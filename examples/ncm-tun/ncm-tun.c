@@ -13,6 +13,7 @@
 
 #include <ncm.h>
 
+#include "ncm-cli.h"
 #include "ncm-link.h"
 #include "ncm-pcap.h"
 #include "ncm-rtnl.h"
@@ -24,29 +25,21 @@ enum {
 	EXIT_SETUP = 2,    /* bad options, no device, no permission */
 };
 
-static gchar **opt_device;
 static gchar *opt_name;
 static gint opt_mtu;
 static gchar **opt_ipv4;
 static gchar **opt_ipv6;
 static gboolean opt_persist;
-static gchar *opt_pace;
 static gchar *opt_pcap;
 static gchar *opt_pcap_max;
 /* A capture left running must not fill the disk. */
 #define NCM_TUN_PCAP_MAX (256u * 1024 * 1024)
 static gchar *opt_user;
-static gboolean opt_ntb32;
 static gboolean opt_no_up;
 static gboolean opt_tun;
 static gboolean opt_no_offload;
-static gint opt_nudge_ms;
-static gboolean opt_no_ack_merge;
 
 static const GOptionEntry entries[] = {
-	{ "device", 'd', 0, G_OPTION_ARG_STRING_ARRAY, &opt_device,
-	  "Select the function: VID:PID, serial=S, path=BUS-PORT.., mac=aa:bb:.. (repeat to combine)",
-	  "SEL" },
 	{ "name", 'n', 0, G_OPTION_ARG_STRING, &opt_name,
 	  "Interface name; %d is numbered by the kernel (default ncm%d)", "NAME" },
 	{ "mtu", 'm', 0, G_OPTION_ARG_INT, &opt_mtu,
@@ -57,8 +50,6 @@ static const GOptionEntry entries[] = {
 	  "Add an IPv6 address, e.g. fd79::1/64 (repeatable)", "ADDR/PREFIX" },
 	{ "persist", 'p', 0, G_OPTION_ARG_NONE, &opt_persist,
 	  "Keep the interface through unplug and replug; resume when the device is back", NULL },
-	{ "pace", 0, 0, G_OPTION_ARG_STRING, &opt_pace,
-	  "Cap transmission at RATE bytes/s (suffix k, M, G: powers of 1000)", "RATE" },
 	{ "pcap", 0, 0, G_OPTION_ARG_FILENAME, &opt_pcap,
 	  "Record every datagram, both directions, to FILE (classic pcap), a new file", "FILE" },
 	{ "pcap-max", 0, 0, G_OPTION_ARG_STRING, &opt_pcap_max,
@@ -66,20 +57,12 @@ static const GOptionEntry entries[] = {
 	  "SIZE" },
 	{ "user", 'u', 0, G_OPTION_ARG_STRING, &opt_user,
 	  "Drop privileges to USER after opening the interface and the device", "USER" },
-	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32,
-	  "Use NTB32 when the device supports it", NULL },
 	{ "tun", 0, 0, G_OPTION_ARG_NONE, &opt_tun,
 	  "A TUN (IP only) interface instead of TAP; ncm-tun answers ARP and NDP itself", NULL },
 	{ "no-offload", 0, 0, G_OPTION_ARG_NONE, &opt_no_offload,
 	  "One frame per TAP read and write (no TSO, checksum offload or coalescing)", NULL },
 	{ "no-up", 0, 0, G_OPTION_ARG_NONE, &opt_no_up,
 	  "Leave the interface's addresses and up/down state alone", NULL },
-	{ "nudge-ms", 0, 0, G_OPTION_ARG_INT, &opt_nudge_ms,
-	  "Quiet time after a stream before the tail nudge, for gadgets (Linux f_ncm) that "
-	  "hold their last NTB; 0 = 100, -1 = never", "MS" },
-	{ "no-ack-merge", 0, 0, G_OPTION_ARG_NONE, &opt_no_ack_merge,
-	  "Send every pure TCP ACK (by default a newer ACK of a connection replaces an older one "
-	  "still waiting in the same NTB)", NULL },
 	G_OPTION_ENTRY_NULL
 };
 
@@ -149,7 +132,8 @@ typedef struct {
 	guint8 mac[6];           /* the interface's MAC, from the first device */
 	NcmStats past;           /* summed over devices already closed */
 	guint sessions;
-	guint retry_id;
+	CliPersist persist;
+	CliSignals signals;
 	gboolean setup_left_to_root;
 	int status;
 } Tun;
@@ -157,30 +141,6 @@ typedef struct {
 static void tun_detach(Tun *tun, const gchar *why);
 
 /* ---- statistics --------------------------------------------------------- */
-
-/* NcmStats is all guint64 counters: sum them field by field. */
-static void
-stats_add(NcmStats *sum, const NcmStats *add)
-{
-	guint64 *s = (guint64 *)sum;
-	const guint64 *a = (const guint64 *)add;
-
-	G_STATIC_ASSERT(sizeof(NcmStats) % sizeof(guint64) == 0);
-	for (gsize i = 0; i < sizeof(NcmStats) / sizeof(guint64); i++)
-		s[i] += a[i];
-}
-
-static void
-print_rejects(const NcmStats *st)
-{
-	for (guint i = 0; i < G_N_ELEMENTS(st->rx_rejects); i++) {
-		const gchar *name = ncm_stats_reject_name(i);
-
-		if (name && st->rx_rejects[i])
-			fprintf(stderr, "  rx reject %-24s %" G_GUINT64_FORMAT "\n", name,
-				st->rx_rejects[i]);
-	}
-}
 
 /* The kernel's own drop counter: a TAP write never fails when the backlog is full. */
 static guint64
@@ -196,8 +156,9 @@ kernel_counter(Tun *tun, const gchar *name)
 }
 
 static void
-print_stats(Tun *tun)
+print_stats(gpointer data)
 {
+	Tun *tun = data;
 	NcmStats st = tun->past;
 	NcmTapStats ts;
 
@@ -205,25 +166,12 @@ print_stats(Tun *tun)
 		NcmStats now;
 
 		ncm_device_get_stats(tun->device, &now);
-		stats_add(&st, &now);
+		cli_stats_add(&st, &now);
 	}
 	ncm_tap_get_stats(tun->tap, &ts);
 	fprintf(stderr, "ncm-tun: %s, %u device session(s)\n", ncm_tap_get_name(tun->tap),
 		tun->sessions);
-	fprintf(stderr, "  usb rx: %" G_GUINT64_FORMAT " NTBs, %" G_GUINT64_FORMAT
-		" datagrams, %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " bad NTBs, %"
-		G_GUINT64_FORMAT " errors, %" G_GUINT64_FORMAT " ACKs thinned, %" G_GUINT64_FORMAT
-		" bursts\n", st.rx_ntbs, st.rx_datagrams, st.rx_bytes, st.rx_bad_ntbs,
-		st.rx_errors + st.rx_overflows + st.rx_stalls, st.rx_acks_thinned, st.rx_batches);
-	print_rejects(&st);
-	if (st.rx_nudges)
-		fprintf(stderr, "  tail nudges: %" G_GUINT64_FORMAT " sent, %" G_GUINT64_FORMAT
-			" followed by held frames\n", st.rx_nudges, st.rx_nudge_freed);
-	fprintf(stderr, "  usb tx: %" G_GUINT64_FORMAT " NTBs, %" G_GUINT64_FORMAT
-		" datagrams, %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " would-block, %"
-		G_GUINT64_FORMAT " errors, %" G_GUINT64_FORMAT " paced waits, %" G_GUINT64_FORMAT
-		" ACKs merged\n", st.tx_ntbs, st.tx_datagrams, st.tx_bytes, st.tx_would_block,
-		st.tx_errors, st.tx_paced_waits, st.tx_acks_merged);
+	cli_print_usb_stats(stderr, &st);
 	fprintf(stderr, "  tap rx: %" G_GUINT64_FORMAT " frames, %" G_GUINT64_FORMAT
 		" rx-drops (interface full), %" G_GUINT64_FORMAT " write errors\n", ts.rx_frames,
 		ts.rx_drops_full, ts.rx_errors);
@@ -250,36 +198,12 @@ print_stats(Tun *tun)
 
 /* ---- option parsing ----------------------------------------------------- */
 
-/* A byte count or rate such as 500k, 20M or 1.5G, for --@option. */
-static gboolean
-parse_size(const gchar *option, const gchar *text, guint64 *ret_rate, GError **error)
-{
-	gchar *end = NULL;
-	gdouble v = g_ascii_strtod(text, &end);
-	gdouble mult = 1;
-
-	if (end && (*end == 'k' || *end == 'K'))
-		mult = 1e3;
-	else if (end && (*end == 'm' || *end == 'M'))
-		mult = 1e6;
-	else if (end && (*end == 'g' || *end == 'G'))
-		mult = 1e9;
-	if (mult > 1)
-		end++;
-	if (end == text || !end || *end || !(v > 0) || v * mult > 1e15) {
-		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-			    "--%s %s: expected bytes such as 500k, 20M or 1.5G", option, text);
-		return FALSE;
-	}
-	*ret_rate = (guint64)(v * mult);
-	return TRUE;
-}
-
 static gboolean
 parse_options(Tun *tun, int *argc, char ***argv, GError **error)
 {
 	g_autoptr(GOptionContext) oc = g_option_context_new("- a USB CDC-NCM function as a network interface");
 
+	g_option_context_add_main_entries(oc, cli_device_entries(), NULL);
 	g_option_context_add_main_entries(oc, entries, NULL);
 	g_option_context_set_description(oc, description);
 	if (!g_option_context_parse(oc, argc, argv, error))
@@ -289,23 +213,16 @@ parse_options(Tun *tun, int *argc, char ***argv, GError **error)
 			    "unexpected argument %s (see --help)", (*argv)[1]);
 		return FALSE;
 	}
-	for (guint i = 0; opt_device && opt_device[i]; i++)
-		if (!ncm_match_parse(&tun->match, opt_device[i], error))
-			return FALSE;
-	ncm_device_options_init(&tun->options);
-	tun->options.ntb32 = opt_ntb32;
-	if (opt_pace && !parse_size("pace", opt_pace, &tun->options.pace_bytes_per_sec, error))
+	if (!cli_device_parse(&tun->match, &tun->options, error))
 		return FALSE;
 	tun->pcap_max = NCM_TUN_PCAP_MAX;
-	if (opt_pcap_max && !parse_size("pcap-max", opt_pcap_max, &tun->pcap_max, error))
+	if (opt_pcap_max && !cli_parse_size("pcap-max", opt_pcap_max, &tun->pcap_max, error))
 		return FALSE;
 	if (opt_mtu < 0 || (opt_mtu > 0 && opt_mtu < 68)) {
 		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
 			    "--mtu %d: expected at least 68", opt_mtu);
 		return FALSE;
 	}
-	tun->options.nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
-	tun->options.no_ack_merge = opt_no_ack_merge;
 	return TRUE;
 }
 
@@ -336,34 +253,6 @@ parse_prefixes(GError **error)
 }
 
 /* ---- the device ---------------------------------------------------------- */
-
-/* The one function the filters select; several is an error, not a guess. */
-static NcmFunctionInfo *
-select_function(Tun *tun, GError **error)
-{
-	g_autoptr(GPtrArray) all = ncm_context_enumerate(tun->ctx, &tun->match, error);
-	g_autoptr(GString) list = g_string_new(NULL);
-
-	if (!all)
-		return NULL;
-	if (all->len == 1)
-		return ncm_function_info_ref(all->pdata[0]);
-	if (all->len == 0) {
-		g_set_error(error, NCM_ERROR, NCM_ERROR_NOT_FOUND,
-			    "no USB CDC-NCM function matches%s (ncm-probe lists them)",
-			    opt_device ? " the --device filters" : "");
-		return NULL;
-	}
-	for (guint i = 0; i < all->len; i++) {
-		const NcmFunctionInfo *info = all->pdata[i];
-
-		g_string_append_printf(list, "\n  path=%s  %04x:%04x  serial=%s", info->port_path,
-				       info->vid, info->pid, info->serial ? info->serial : "?");
-	}
-	g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
-		    "%u functions match; pick one with --device:%s", all->len, list->str);
-	return NULL;
-}
 
 static void
 on_link_changed(NcmDevice *device, gboolean up, Tun *tun)
@@ -443,7 +332,7 @@ tun_detach(Tun *tun, const gchar *why)
 	else
 		ncm_device_close(tun->device);  /* setup failed before the data path started */
 	ncm_device_get_stats(tun->device, &st);
-	stats_add(&tun->past, &st);
+	cli_stats_add(&tun->past, &st);
 	ncm_link_free(g_steal_pointer(&tun->link));
 	g_clear_object(&tun->device);
 	if (!why)
@@ -568,64 +457,42 @@ follow_mtu(Tun *tun)
 
 /* ---- --persist: replug ------------------------------------------------------ */
 
-static void
-try_reattach(Tun *tun, const NcmFunctionInfo *info)
+static NcmDevice *
+persist_current(gpointer data)
 {
-	g_autoptr(GError) error = NULL;
-
-	if (tun->device || !ncm_match_test(&tun->match, info))
-		return;
-	if (!tun_open(tun, info, &error) || !tun_start(tun, &error)) {
-		/* It may still be settling (busy, strings unreadable): the retry timer tries again. */
-		g_message("reattach %s: %s", info->port_path, error->message);
-		return;
-	}
-	follow_mac(tun);
-	follow_mtu(tun);
+	return ((Tun *)data)->device;
 }
 
-static void
-on_function_added(NcmContext *ctx, NcmFunctionInfo *info, Tun *tun)
-{
-	try_reattach(tun, info);
-}
-
-static void
-on_device_removed(NcmContext *ctx, guint bus, guint address, Tun *tun)
-{
-	const NcmFunctionInfo *info;
-
-	if (!tun->device)
-		return;
-	info = ncm_device_get_info(tun->device);
-	if (info->bus == bus && info->address == address)
-		tun_detach(tun, "the device went away");
-}
-
-/* Covers what no arrival announces: an error on a device that stayed plugged in. */
 static gboolean
-on_retry(gpointer data)
+persist_reopen(gpointer data, const NcmFunctionInfo *info, GError **error)
 {
 	Tun *tun = data;
-	g_autoptr(GPtrArray) all = NULL;
 
-	if (tun->device)
-		return G_SOURCE_CONTINUE;
-	all = ncm_context_enumerate(tun->ctx, &tun->match, NULL);
-	for (guint i = 0; all && i < all->len && !tun->device; i++)
-		try_reattach(tun, all->pdata[i]);
-	return G_SOURCE_CONTINUE;
+	if (!tun_open(tun, info, error) || !tun_start(tun, error))
+		return FALSE;
+	follow_mac(tun);
+	follow_mtu(tun);
+	return TRUE;
+}
+
+static void
+persist_removed(gpointer data)
+{
+	tun_detach(data, "the device went away");
 }
 
 static gboolean
 start_persist(Tun *tun, GError **error)
 {
-	g_signal_connect(tun->ctx, "function-added", G_CALLBACK(on_function_added), tun);
-	g_signal_connect(tun->ctx, "device-removed", G_CALLBACK(on_device_removed), tun);
-	if (!ncm_context_watch(tun->ctx, &tun->match, 0, error))
-		return FALSE;
-	tun->retry_id = g_timeout_add_seconds(2, on_retry, tun);
-	return TRUE;
+	tun->persist = (CliPersist){
+		.ctx = tun->ctx,
+		.match = &tun->match,
+		.current = persist_current,
+		.reopen = persist_reopen,
+		.removed = persist_removed,
+		.data = tun,
+	};
+	return cli_persist_start(&tun->persist, error);
 }
 
 /* ---- privileges, signals, main ----------------------------------------------- */
@@ -658,22 +525,6 @@ drop_privileges(const gchar *user, GError **error)
 	return TRUE;
 }
 
-static gboolean
-on_quit_signal(gpointer data)
-{
-	Tun *tun = data;
-
-	g_main_loop_quit(tun->loop);
-	return G_SOURCE_CONTINUE;
-}
-
-static gboolean
-on_stats_signal(gpointer data)
-{
-	print_stats(data);
-	return G_SOURCE_CONTINUE;
-}
-
 /* Everything up to the running data path; errors here exit with EXIT_SETUP. */
 static gboolean
 tun_setup(Tun *tun, GArray *prefixes, GError **error)
@@ -686,7 +537,7 @@ tun_setup(Tun *tun, GArray *prefixes, GError **error)
 		return FALSE;
 	}
 	tun->ctx = ncm_context_new(error);
-	if (!tun->ctx || !(info = select_function(tun, error)))
+	if (!tun->ctx || !(info = cli_select_function(tun->ctx, &tun->match, -1, error)))
 		return FALSE;
 	tun->tap = ncm_tap_open_full(opt_name, opt_tun ? NCM_TAP_MODE_TUN : NCM_TAP_MODE_TAP,
 				     opt_no_offload ? 0 : NCM_TAP_OFFLOAD, error);
@@ -708,8 +559,7 @@ tun_setup(Tun *tun, GArray *prefixes, GError **error)
 static void
 tun_cleanup(Tun *tun)
 {
-	if (tun->retry_id)
-		g_source_remove(tun->retry_id);
+	cli_persist_stop(&tun->persist);
 	if (tun->device)
 		tun_detach(tun, NULL);
 	if (tun->sessions)
@@ -741,9 +591,8 @@ main(int argc, char **argv)
 	 */
 	g_main_context_acquire(NULL);
 	/* Before setup: a signal then must still give the device back to cdc_ncm. */
-	g_unix_signal_add(SIGINT, on_quit_signal, &tun);
-	g_unix_signal_add(SIGTERM, on_quit_signal, &tun);
-	g_unix_signal_add(SIGUSR1, on_stats_signal, &tun);
+	tun.signals = (CliSignals){ tun.loop, print_stats, &tun };
+	cli_signals_add(&tun.signals);
 	if (!tun_setup(&tun, prefixes, &error)) {
 		fprintf(stderr, "ncm-tun: %s\n", error->message);
 		tun.status = EXIT_SETUP;

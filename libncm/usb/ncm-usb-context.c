@@ -86,6 +86,20 @@ ncm_context_initable_init(GInitable *initable, GCancellable *cancellable, GError
 	NcmContext *self = NCM_CONTEXT(initable);
 	int r = libusb_init(&self->usb);
 
+#if LIBUSB_API_VERSION >= 0x01000108
+	/*
+	 * Where devices cannot be listed at all (Android apps: no sysfs or
+	 * usbfs access) libusb_init() fails on the scan. Devices handed over
+	 * as fds (ncm_context_enumerate_fd()) need no scan: start without one.
+	 * The option is process-wide, but so is the reason it is needed.
+	 */
+	if (r < 0 && libusb_set_option(NULL, LIBUSB_OPTION_NO_DEVICE_DISCOVERY) == 0) {
+		r = libusb_init(&self->usb);
+		if (r == 0)
+			g_message("USB devices cannot be listed here: only devices passed as file "
+				  "descriptors can be used");
+	}
+#endif
 	if (r < 0) {
 		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
 			    "libusb could not start (%s): is /dev/bus/usb present "

@@ -30,13 +30,22 @@ ncm_stats_reject_name(guint index)
 
 /* ---- Life cycle ----------------------------------------------------- */
 
+/*
+ * A function found in a passed fd is opened through a duplicate of it, so
+ * that closing the device leaves the info (and a later open) its own.
+ * Otherwise by its node: found by a fresh scan, it has no libusb_device.
+ */
 static gboolean
 open_node(NcmDevice *self, GError **error)
 {
 	g_autofree gchar *node = ncm_function_info_dup_usbfs_path(self->info);
+	int passed = ncm_function_info_get_fd(self->info);
 	int saved, r;
 
-	self->fd = open(node, O_RDWR | O_CLOEXEC);
+	if (passed >= 0)
+		self->fd = fcntl(passed, F_DUPFD_CLOEXEC, 3);
+	else
+		self->fd = open(node, O_RDWR | O_CLOEXEC);
 	if (self->fd < 0) {
 		saved = errno;
 		ncm_set_usb_error(error, saved == EACCES || saved == EPERM ? LIBUSB_ERROR_ACCESS

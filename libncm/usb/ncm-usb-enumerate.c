@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-usb-enumerate.c: finding NCM functions in every configuration of every device. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ncm-cdc.h"
 #include "ncm-le.h"
@@ -147,12 +150,16 @@ typedef struct {
 	struct libusb_device_descriptor desc;
 	gchar *path;
 	guint8 active;
+	int fd;                        /* the passed fd the handle wraps, or -1 */
 } DeviceScan;
 
 static NcmFunctionInfo *
 info_new(DeviceScan *scan, const NcmCdcFunction *f)
 {
 	NcmFunctionInfo *info = ncm_function_info_new(scan->keep_dev ? scan->dev : NULL);
+
+	if (scan->fd >= 0)
+		ncm_function_info_take_fd(info, fcntl(scan->fd, F_DUPFD_CLOEXEC, 3));
 
 	info->bus = libusb_get_bus_number(scan->dev);
 	info->address = libusb_get_device_address(scan->dev);
@@ -229,28 +236,36 @@ scan_config(DeviceScan *scan, guint8 index, const NcmMatch *match, GPtrArray *ou
 	}
 }
 
+/* Adds @scan's functions to @out; the handle, if any, stays the caller's. */
+static void
+scan_functions(DeviceScan *scan, const NcmMatch *match, GPtrArray *out)
+{
+	struct libusb_config_descriptor *active;
+
+	if (libusb_get_device_descriptor(scan->dev, &scan->desc) < 0)
+		return;
+	if (match && ((match->vid && match->vid != scan->desc.idVendor) ||
+		      (match->pid && match->pid != scan->desc.idProduct)))
+		return;
+	scan->path = port_path(scan->dev);
+	if (libusb_get_active_config_descriptor(scan->dev, &active) == 0) {
+		scan->active = active->bConfigurationValue;
+		libusb_free_config_descriptor(active);
+	}
+	for (guint8 c = 0; c < scan->desc.bNumConfigurations; c++)
+		scan_config(scan, c, match, out);
+	g_free(scan->open_error);
+	g_free(scan->path);
+}
+
 static void
 scan_device(libusb_device *dev, gboolean keep_dev, const NcmMatch *match, GPtrArray *out)
 {
-	DeviceScan scan = { .dev = dev, .keep_dev = keep_dev };
-	struct libusb_config_descriptor *active;
+	DeviceScan scan = { .dev = dev, .keep_dev = keep_dev, .fd = -1 };
 
-	if (libusb_get_device_descriptor(dev, &scan.desc) < 0)
-		return;
-	if (match && ((match->vid && match->vid != scan.desc.idVendor) ||
-		      (match->pid && match->pid != scan.desc.idProduct)))
-		return;
-	scan.path = port_path(dev);
-	if (libusb_get_active_config_descriptor(dev, &active) == 0) {
-		scan.active = active->bConfigurationValue;
-		libusb_free_config_descriptor(active);
-	}
-	for (guint8 c = 0; c < scan.desc.bNumConfigurations; c++)
-		scan_config(&scan, c, match, out);
+	scan_functions(&scan, match, out);
 	if (scan.handle)
 		libusb_close(scan.handle);
-	g_free(scan.open_error);
-	g_free(scan.path);
 }
 
 GPtrArray *
@@ -288,6 +303,40 @@ ncm_context_enumerate(NcmContext *self, const NcmMatch *match, GError **error)
 	libusb_free_device_list(list, 1);
 	if (usb != ncm_context_get_usb(self))
 		libusb_exit(usb);
+	return out;
+}
+
+GPtrArray *
+ncm_context_enumerate_fd(NcmContext *self, int fd, const NcmMatch *match, GError **error)
+{
+	DeviceScan scan = { .fd = -1 };
+	GPtrArray *out;
+	int r;
+
+	g_return_val_if_fail(NCM_IS_CONTEXT(self), NULL);
+	/* Our own duplicate: the caller may close theirs, and libusb_close()
+	 * of a wrapped handle leaves the fd open for us to close. */
+	scan.fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (scan.fd < 0) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
+			    "fd %d is not an open file (%s): pass the fd of an open "
+			    "/dev/bus/usb/BBB/DDD node", fd, g_strerror(errno));
+		return NULL;
+	}
+	r = libusb_wrap_sys_device(ncm_context_get_usb(self), scan.fd, &scan.handle);
+	if (r < 0) {
+		close(scan.fd);
+		g_set_error(error, NCM_ERROR, r == LIBUSB_ERROR_NOT_SUPPORTED ? NCM_ERROR_UNSUPPORTED
+						: NCM_ERROR_FAILED,
+			    "fd %d is not a USB device libusb can use (%s): pass the fd of a "
+			    "/dev/bus/usb/BBB/DDD node opened read-write", fd, libusb_strerror(r));
+		return NULL;
+	}
+	scan.dev = libusb_get_device(scan.handle);
+	out = g_ptr_array_new_with_free_func((GDestroyNotify)ncm_function_info_unref);
+	scan_functions(&scan, match, out);
+	libusb_close(scan.handle);
+	close(scan.fd);
 	return out;
 }
 

@@ -2,6 +2,7 @@
 /* ncm-usb-function.c: NcmFunctionInfo (a found function, refcounted), NcmMatch selectors, actionable libusb errors. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ncm-error.h"
 #include "ncm-usb-function.h"
@@ -11,6 +12,7 @@ G_DEFINE_QUARK(ncm-error-quark, ncm_error)
 typedef struct {
 	NcmFunctionInfo pub;
 	libusb_device *dev;   /* from the context's own list; NULL if found by a fresh scan */
+	int fd;               /* a duplicate of a passed usbfs fd, or -1 */
 } NcmFunctionInfoPriv;
 
 /* Spelled out: G_DEFINE_BOXED_TYPE trips -Wpedantic with GLib 2.74's headers. */
@@ -47,6 +49,8 @@ function_info_clear(gpointer data)
 	g_free(priv->pub.access_error);
 	if (priv->dev)
 		libusb_unref_device(priv->dev);
+	if (priv->fd >= 0)
+		close(priv->fd);
 }
 
 void
@@ -62,7 +66,20 @@ ncm_function_info_new(libusb_device *dev)
 	NcmFunctionInfoPriv *priv = g_atomic_rc_box_new0(NcmFunctionInfoPriv);
 
 	priv->dev = dev ? libusb_ref_device(dev) : NULL;
+	priv->fd = -1;
 	return &priv->pub;
+}
+
+void
+ncm_function_info_take_fd(NcmFunctionInfo *info, int fd)
+{
+	((NcmFunctionInfoPriv *)info)->fd = fd;
+}
+
+int
+ncm_function_info_get_fd(const NcmFunctionInfo *info)
+{
+	return ((const NcmFunctionInfoPriv *)info)->fd;
 }
 
 libusb_device *

@@ -9,8 +9,13 @@
 /* A new, zeroed info holding a reference to @dev (may be NULL: found by a
  * fresh scan, opened by its usbfs node). */
 NcmFunctionInfo *ncm_function_info_new(libusb_device *dev);
-/* NULL when found by a fresh scan (open by node). */
+/* NULL when found by a fresh scan (open by node) or in a passed fd. */
 libusb_device *ncm_function_info_get_usb_device(const NcmFunctionInfo *info);
+/* Found in a usbfs fd the application passed (ncm_context_enumerate_fd()):
+ * the info keeps its own duplicate (@fd is taken), which open wraps. */
+void ncm_function_info_take_fd(NcmFunctionInfo *info, int fd);
+/* That fd, or -1. */
+int ncm_function_info_get_fd(const NcmFunctionInfo *info);
 
 /* Maps a libusb error from an operation on @info to an actionable GError. */
 void ncm_set_usb_error(GError **error, int usb_err, const NcmFunctionInfo *info,

@@ -151,8 +151,15 @@ void ncm_lwip_assert_core_locked(const char *function);
 /* No raw IP sockets. */
 #define LWIP_RAW 0
 
-/* Name resolution belongs to the application. */
-#define LWIP_DNS 0
+/* Names resolve through the device (ncm-lwip-dns.c): a program behind the
+ * device (ncm-proxy's SOCKS clients) must reach the device's DNS server, not
+ * the host's. lwIP's client takes its servers from DHCP and RDNSS too. */
+#define LWIP_DNS 1
+
+/* Names cached and looked up at once; each outstanding lookup also holds a
+ * random source port (LWIP_DNS_SECURE's default). More at once are refused
+ * with ERR_MEM, which the caller reports as a temporary failure. */
+#define DNS_TABLE_SIZE 32
 
 /* ---- IPv6 ---------------------------------------------------------------- */
 
@@ -175,6 +182,10 @@ void ncm_lwip_assert_core_locked(const char *function);
 
 /* Link-local plus a SLAAC address per advertised prefix. */
 #define LWIP_IPV6_NUM_ADDRESSES 3
+
+/* DNS servers from router advertisements (RFC 8106 RDNSS), as many as
+ * lwIP's DNS client holds. */
+#define LWIP_ND6_RDNSS_MAX_DNS_SERVERS 2
 
 /* Stateless configuration covers NCM devices; no DHCPv6 client. */
 #define LWIP_IPV6_DHCP6 0

@@ -51,10 +51,7 @@ connect_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *c
 
 	d = task_data;
 	conn = ncm_lwip_stack_connect(source, d->address, d->timeout_ms, cancellable, &error);
-	if (conn != NULL)
-		g_task_return_pointer(task, conn, g_object_unref);
-	else
-		g_task_return_error(task, error);
+	nlw_task_return(task, conn, g_object_unref, error);
 }
 
 /* GTask source tag (ISO C has no function-to-object pointer cast). */
@@ -79,5 +76,5 @@ NcmLwipConnection *
 ncm_lwip_stack_connect_finish(NcmLwipStack *self, GAsyncResult *result, GError **error)
 {
 	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
-	return g_task_propagate_pointer(G_TASK(result), error);
+	return nlw_task_propagate(result, error);
 }

@@ -179,10 +179,7 @@ accept_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *ca
 	GError *error = NULL;
 
 	conn = ncm_lwip_listener_accept(source, cancellable, &error);
-	if (conn != NULL)
-		g_task_return_pointer(task, conn, g_object_unref);
-	else
-		g_task_return_error(task, error);
+	nlw_task_return(task, conn, g_object_unref, error);
 }
 
 /* GTask source tag (ISO C has no function-to-object pointer cast). */
@@ -202,7 +199,7 @@ NcmLwipConnection *
 ncm_lwip_listener_accept_finish(NcmLwipListener *self, GAsyncResult *result, GError **error)
 {
 	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
-	return g_task_propagate_pointer(G_TASK(result), error);
+	return nlw_task_propagate(result, error);
 }
 
 static void

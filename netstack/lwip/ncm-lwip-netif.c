@@ -549,6 +549,8 @@ ncm_lwip_netif_remove(NcmLwipNetif *n)
 	nlw_core_lock();
 	if (g_list_find(netifs, n) != NULL) {
 		dhcp_stop(&n->netif);
+		/* dhcp_stop() keeps the client's state for a restart; free it. */
+		dhcp_cleanup(&n->netif);
 		netif_set_down(&n->netif);
 		netif_remove(&n->netif);
 		netifs = g_list_remove(netifs, n);

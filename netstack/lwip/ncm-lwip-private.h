@@ -27,6 +27,7 @@
  *   ncm-lwip-tcp.c       -> stack
  *   ncm-lwip-netif.c     -> stack
  *   ncm-lwip-udp.c       -> stack
+ *   ncm-lwip-dns.c       -> stack
  *   ncm-lwip-stack.c     -> none (netif and tcp register batch hooks)
  */
 
@@ -119,3 +120,12 @@ gint nlw_err_to_io(err_t err);
  * Counts one main-context dispatch. Takes @task.
  */
 void nlw_task_run_in_thread(GTask *task, GTaskThreadFunc func);
+/*
+ * The thread's result (@error, or else @result with @destroy) and its
+ * pickup in the _finish call. The result crosses to the caller's context
+ * through GLib's main-context lock, which ThreadSanitizer cannot see: these
+ * mark that hand-over, so what the thread built is seen as written before
+ * the caller reads or frees it.
+ */
+void nlw_task_return(GTask *task, gpointer result, GDestroyNotify destroy, GError *error);
+gpointer nlw_task_propagate(GAsyncResult *result, GError **error);

@@ -224,10 +224,7 @@ receive_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *c
 	Datagram *d;
 
 	d = receive_datagram(source, 0, cancellable, &error);
-	if (d != NULL)
-		g_task_return_pointer(task, d, g_free);
-	else
-		g_task_return_error(task, error);
+	nlw_task_return(task, d, g_free, error);
 }
 
 /* GTask source tag (ISO C has no function-to-object pointer cast). */
@@ -251,7 +248,7 @@ ncm_lwip_udp_socket_receive_finish(NcmLwipUdpSocket *self, GAsyncResult *result,
 	GBytes *bytes;
 
 	g_return_val_if_fail(g_task_is_valid(result, self), NULL);
-	d = g_task_propagate_pointer(G_TASK(result), error);
+	d = nlw_task_propagate(result, error);
 	if (d == NULL)
 		return NULL;
 	bytes = g_bytes_new(d->data, d->len);

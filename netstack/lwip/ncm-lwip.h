@@ -510,6 +510,98 @@ NcmLwipConnection *ncm_lwip_listener_accept_finish(NcmLwipListener *self,
  */
 void ncm_lwip_listener_close(NcmLwipListener *self);
 
+/* ---- Names ---------------------------------------------------------------- */
+
+/**
+ * NCM_LWIP_DNS_MAX_SERVERS:
+ *
+ * How many DNS servers the stack asks, in order: lwIP's DNS client, asking
+ * through the netifs. Its servers come from DHCP (option 6) and router
+ * advertisements (RDNSS), or from ncm_lwip_stack_set_dns_server(), whose
+ * servers take precedence: they are written back before every query.
+ */
+#define NCM_LWIP_DNS_MAX_SERVERS 2
+
+/**
+ * ncm_lwip_stack_set_dns_server:
+ * @self: the #NcmLwipStack.
+ * @index: which server, below %NCM_LWIP_DNS_MAX_SERVERS; a larger one is
+ *   ignored with a critical warning.
+ * @address: (nullable): the server (port 53), or %NULL to clear the
+ *   slot, which the next DHCP lease or router advertisement may fill.
+ *
+ * Sets a DNS server that DHCP and router advertisements cannot overwrite.
+ *
+ * Thread: any.
+ */
+void ncm_lwip_stack_set_dns_server(NcmLwipStack *self, guint index, GInetAddress *address);
+
+/**
+ * ncm_lwip_stack_get_dns_servers:
+ * @self: the #NcmLwipStack.
+ *
+ * The servers in use now, whether set, leased by DHCP or announced by RDNSS.
+ *
+ * Thread: any.
+ *
+ * Returns: (transfer full) (element-type GInetAddress): the servers, in the
+ *   order they are asked; free with `g_list_free_full(list, g_object_unref)`.
+ */
+GList *ncm_lwip_stack_get_dns_servers(NcmLwipStack *self);
+
+/**
+ * ncm_lwip_stack_resolve:
+ * @self: the #NcmLwipStack.
+ * @name: a host name, or an address literal, which is returned as is.
+ * @family: %G_SOCKET_FAMILY_IPV4 or %G_SOCKET_FAMILY_IPV6 for that family
+ *   only; %G_SOCKET_FAMILY_INVALID for IPv4 and, when there is none, IPv6.
+ * @cancellable: (nullable): a #GCancellable.
+ * @error: return location for a #GError: %G_RESOLVER_ERROR_NOT_FOUND (no
+ *   such name, or no answer after lwIP's retries: ~15 s),
+ *   %G_RESOLVER_ERROR_TEMPORARY_FAILURE (no server, too many lookups at
+ *   once), %G_IO_ERROR_CANCELLED.
+ *
+ * Resolves @name to one address through the device, with the servers of
+ * ncm_lwip_stack_get_dns_servers(). Answers are cached for their TTL.
+ *
+ * Thread: any; blocks.
+ *
+ * Returns: (transfer full) (nullable): the address, or %NULL with @error set.
+ */
+GInetAddress *ncm_lwip_stack_resolve(NcmLwipStack *self, const gchar *name, GSocketFamily family,
+				     GCancellable *cancellable, GError **error);
+
+/**
+ * ncm_lwip_stack_resolve_async:
+ * @self: the #NcmLwipStack.
+ * @name: as for ncm_lwip_stack_resolve().
+ * @family: as for ncm_lwip_stack_resolve().
+ * @cancellable: (nullable): a #GCancellable.
+ * @callback: (scope async): called once with the result.
+ * @user_data: (closure): passed to @callback.
+ *
+ * Resolves like ncm_lwip_stack_resolve(), without blocking the caller.
+ *
+ * Thread: any. @callback runs on the caller's thread-default
+ *   #GMainContext.
+ */
+void ncm_lwip_stack_resolve_async(NcmLwipStack *self, const gchar *name, GSocketFamily family,
+				  GCancellable *cancellable, GAsyncReadyCallback callback,
+				  gpointer user_data);
+
+/**
+ * ncm_lwip_stack_resolve_finish:
+ * @self: the #NcmLwipStack.
+ * @result: the #GAsyncResult given to the callback.
+ * @error: return location for a #GError, as for ncm_lwip_stack_resolve().
+ *
+ * Thread: the callback's.
+ *
+ * Returns: (transfer full) (nullable): the address, or %NULL with @error set.
+ */
+GInetAddress *ncm_lwip_stack_resolve_finish(NcmLwipStack *self, GAsyncResult *result,
+					    GError **error);
+
 /* ---- UDP ------------------------------------------------------------------ */
 
 /**

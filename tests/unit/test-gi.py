@@ -79,6 +79,31 @@ check(outcome and outcome[0] is not None and
       outcome[0].matches(Gio.io_error_quark(), Gio.IOErrorEnum.NETWORK_UNREACHABLE),
       'connect_async() completes on the main loop with the same error', outcome)
 
+# Names: the server list is a list of Gio.InetAddress (element-type), a
+# literal resolves to itself with no server asked, also through the async pair.
+dns = Gio.InetAddress.new_from_string('192.0.2.53')
+stack.set_dns_server(0, dns)
+servers = stack.get_dns_servers()
+check([a.to_string() for a in servers] == ['192.0.2.53'],
+      'get_dns_servers() lists the server set_dns_server() set', servers)
+stack.set_dns_server(0, None)
+check(stack.get_dns_servers() == [], 'set_dns_server(0, None) clears it')
+addr = stack.resolve('2001:db8::7', Gio.SocketFamily.INVALID, None)
+check(addr is not None and addr.to_string() == '2001:db8::7', 'resolve() returns a literal', addr)
+resolved = []
+
+
+def on_resolved(source, result):
+    resolved.append(source.resolve_finish(result))
+    loop.quit()
+
+
+stack.resolve_async('192.0.2.9', Gio.SocketFamily.IPV4, None, on_resolved)
+GLib.timeout_add_seconds(10, loop.quit)
+loop.run()
+check(resolved and resolved[0].to_string() == '192.0.2.9',
+      'resolve_async() completes on the main loop with the literal', resolved)
+
 config = NcmLwip.NetifConfig.init()
 check(config.ipv6_link_local and config.ipv6_dad and config.ipv4 is None,
       'NcmLwip.NetifConfig.init() fills the defaults')

@@ -1,12 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# tests/vm/guest-bench.sh: a short ncm-bench over cdc_ncm, ncm-tun, lwIP and the raw path (the usbfs ceiling) in one boot; checks the JSON's shape and that each path moved data.
+# tests/vm/guest-bench.sh: a short ncm-bench over cdc_ncm, ncm-tun, lwIP, ncm-proxy and the raw path (the usbfs ceiling) in one boot; checks the JSON's shape and that each path moved data.
 # BENCH_TESTS picks the tests (default a quick subset); BENCH_ARGS adds options. No speed is asserted.
 set -eu
 . "$VM_LIB"
 
 command -v ncm-bench >/dev/null || fail "ncm-bench is not on PATH (run-vm.sh --bin)"
 command -v ncm-tun >/dev/null || fail "ncm-tun is not on PATH (run-vm.sh --bin)"
+command -v ncm-proxy >/dev/null || fail "ncm-proxy is not on PATH (run-vm.sh --bin)"
 TUN=ncmbench0
 JSON=$VM_OUT/bench.json
 tests=${BENCH_TESTS:-tcp_down,tcp_up,udp_rtt_64,raw_down,raw_up}
@@ -48,12 +49,13 @@ wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --
 carrier_keeper "$TUN" &
 keeper=$!
 
-# .2 is cdc_ncm's address; ncm-tun (.4), lwIP (.3) and the raw path's control (.5) follow it on the same function.
+# .2 is cdc_ncm's address; ncm-tun (.4), lwIP (.3), ncm-proxy (.6) and the raw path's control (.5) follow it on the same function.
 rc=0
 ncm-bench --quick --tests "$tests" ${BENCH_ARGS:-} \
 	--path "cdc_ncm=$(peer_ip4)%$(host_netdev 0)" \
 	--path "ncm-tun=$(peer_ip4),ipv4=192.168.77.4/24,dev=serial=$VM_SERIAL,name=$TUN" \
 	--path "lwip=$(peer_ip4),ipv4=192.168.77.3/24,dev=serial=$VM_SERIAL" \
+	--path "ncm-proxy=$(peer_ip4),ipv4=192.168.77.6/24,dev=serial=$VM_SERIAL" \
 	--path "raw=$(peer_ip4),ipv4=192.168.77.5/24,dev=serial=$VM_SERIAL" \
 	--json "$JSON" --plot "$VM_OUT/bench.svg" >"$VM_OUT/bench.txt" 2>"$VM_OUT/bench.log" || rc=$?
 kill "$keeper" 2>/dev/null || true
@@ -65,11 +67,12 @@ check "ncm-bench exited 0" [ "$rc" = 0 ]
 check "JSON starts with tool and env" grep -q '^{"tool":"ncm-bench","env":{' "$JSON"
 check "JSON has results" grep -q '"results":\[' "$JSON"
 check "JSON ends the results" grep -q '^\]}$' "$JSON"
-check "env lists the four paths" grep -q '"paths":\[{"name":"cdc_ncm".*{"name":"ncm-tun".*{"name":"lwip".*{"name":"raw"' "$JSON"
+check "env lists the five paths" grep -q '"paths":\[{"name":"cdc_ncm".*{"name":"ncm-tun".*{"name":"lwip".*{"name":"ncm-proxy".*{"name":"raw"' "$JSON"
 check "env describes ncm-tun" grep -q '"ncm_tun":{"exec":' "$JSON"
+check "env describes ncm-proxy" grep -q '"ncm_proxy":{"exec":' "$JSON"
 check "env says when ncm-tun first carried traffic" grep -q '"first_traffic_ms":[0-9]' "$JSON"
 check "no result has an error" sh -c "! grep -qF '\"error\":' '$JSON'"
-for p in cdc_ncm ncm-tun lwip; do
+for p in cdc_ncm ncm-tun lwip ncm-proxy; do
 	for t in tcp_down tcp_up; do
 		selected $t || continue
 		check "$p $t moved data (median $(median $p $t) Mbit/s)" moved "$p" "$t"
@@ -77,7 +80,7 @@ for p in cdc_ncm ncm-tun lwip; do
 	selected udp_rtt_64_10hz || continue
 	check "$p udp_rtt_64_10hz has rtt_ms" has "$p" udp_rtt_64_10hz '"rtt_ms":{"p50":'
 done
-for p in cdc_ncm ncm-tun lwip; do
+for p in cdc_ncm ncm-tun lwip ncm-proxy; do
 	for t in tcp_down tcp_up tcp_bidir; do
 		selected $t || continue
 		check "$p $t has whole-system CPU per MB" has "$p" "$t" '"system_cpu_s_per_mb":{"median":'
@@ -87,7 +90,8 @@ if selected tcp_down; then
 	check "ncm-tun reports its own CPU per MB" has ncm-tun tcp_down '"ncm_tun_cpu_s_per_mb":'
 	check "lwip reports main-context dispatches per MB" has lwip tcp_down '"main_dispatches_per_mb":'
 	# USB transfers per MB each way: libncm's counts, in process (lwip) or from ncm-tun's statistics.
-	for p in ncm-tun lwip; do
+	check "ncm-proxy reports its own CPU per MB" has ncm-proxy tcp_down '"ncm_tun_cpu_s_per_mb":'
+	for p in ncm-tun lwip ncm-proxy; do
 		check "$p tcp_down has USB IN transfers per MB" has "$p" tcp_down '"usb_rx_ntbs_per_mb":{"median":'
 		check "$p tcp_down has USB OUT transfers per MB" has "$p" tcp_down '"usb_tx_ntbs_per_mb":{"median":'
 	done
@@ -106,7 +110,7 @@ for t in raw_down raw_up; do
 	check "raw $t has USB transfers per MB" has raw "$t" '"usb_rx_ntbs_per_mb":{"median":'
 	tcp=tcp_${t#raw_}
 	selected "$tcp" || continue
-	for p in cdc_ncm ncm-tun lwip; do
+	for p in cdc_ncm ncm-tun lwip ncm-proxy; do
 		check "$p $tcp is a fraction of the ceiling" has "$p" "$tcp" '"ceiling_fraction":{"median":'
 	done
 	check "the table shows $tcp of ceiling" grep -q "^$tcp of ceiling" "$VM_OUT/bench.txt"

@@ -13,6 +13,11 @@
 #include <endian.h>
 #include <errno.h>
 #include <stdint.h>
+/* lwIP 2.1.3's nd6.c reads RDNSS lifetimes with htonl(), not lwip_htonl():
+ * with LWIP_DONT_PROVIDE_BYTEORDER_FUNCTIONS nothing would declare it, and
+ * an implicit declaration returns int (lifetimes above 2^31 s would then
+ * read as a removal). The C library's declaration is the one meant. */
+#include <arpa/inet.h>
 
 /* glibc's <endian.h> defines BYTE_ORDER, LITTLE_ENDIAN and BIG_ENDIAN with
  * the values lwIP compares against; lwIP would otherwise assume little. */

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-cli.c: sizes, choosing the one function, statistics lines and --persist for ncm-tun and ncm-proxy. */
+#include <glib-unix.h>
+#include <signal.h>
+
+#include "ncm-cli.h"
+
+static gchar **opt_device;
+static gchar *opt_pace;
+static gboolean opt_ntb32;
+static gint opt_nudge_ms;
+static gboolean opt_no_ack_merge;
+
+static const GOptionEntry device_entries[] = {
+	{ "device", 'd', 0, G_OPTION_ARG_STRING_ARRAY, &opt_device,
+	  "Select the function: VID:PID, serial=S, path=BUS-PORT.., mac=aa:bb:.. (repeat to combine)",
+	  "SEL" },
+	{ "pace", 0, 0, G_OPTION_ARG_STRING, &opt_pace,
+	  "Cap transmission at RATE bytes/s (suffix k, M, G: powers of 1000)", "RATE" },
+	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32,
+	  "Use NTB32 when the device supports it", NULL },
+	{ "nudge-ms", 0, 0, G_OPTION_ARG_INT, &opt_nudge_ms,
+	  "Quiet time after a stream before the tail nudge, for gadgets (Linux f_ncm) that "
+	  "hold their last NTB; 0 = 100, -1 = never", "MS" },
+	{ "no-ack-merge", 0, 0, G_OPTION_ARG_NONE, &opt_no_ack_merge,
+	  "Send every pure TCP ACK (by default a newer ACK of a connection replaces an older one "
+	  "still waiting in the same NTB)", NULL },
+	G_OPTION_ENTRY_NULL
+};
+
+const GOptionEntry *
+cli_device_entries(void)
+{
+	return device_entries;
+}
+
+gboolean
+cli_device_parse(NcmMatch *ret_match, NcmDeviceOptions *ret_options, GError **error)
+{
+	for (guint i = 0; opt_device && opt_device[i]; i++)
+		if (!ncm_match_parse(ret_match, opt_device[i], error))
+			return FALSE;
+	ncm_device_options_init(ret_options);
+	ret_options->ntb32 = opt_ntb32;
+	ret_options->nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
+	ret_options->no_ack_merge = opt_no_ack_merge;
+	return !opt_pace || cli_parse_size("pace", opt_pace, &ret_options->pace_bytes_per_sec, error);
+}
+
+gboolean
+cli_parse_size(const gchar *option, const gchar *text, guint64 *ret, GError **error)
+{
+	gchar *end = NULL;
+	gdouble v = g_ascii_strtod(text, &end);
+	gdouble mult = 1;
+
+	if (end && (*end == 'k' || *end == 'K'))
+		mult = 1e3;
+	else if (end && (*end == 'm' || *end == 'M'))
+		mult = 1e6;
+	else if (end && (*end == 'g' || *end == 'G'))
+		mult = 1e9;
+	if (mult > 1)
+		end++;
+	if (end == text || !end || *end || !(v > 0) || v * mult > 1e15) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--%s %s: expected bytes such as 500k, 20M or 1.5G", option, text);
+		return FALSE;
+	}
+	*ret = (guint64)(v * mult);
+	return TRUE;
+}
+
+/* ---- Choosing the function ------------------------------------------------------ */
+
+/*
+ * serial= and mac= are read from the device, which this user may not be
+ * allowed to open: then nothing matches, and the real problem is the
+ * permission. Says so for the first such function of the right VID:PID.
+ */
+static gboolean
+explain_unreadable(NcmContext *ctx, const NcmMatch *match, GError **error)
+{
+	NcmMatch ids = { .vid = match->vid, .pid = match->pid, .port_path = match->port_path };
+	g_autoptr(GPtrArray) all = NULL;
+
+	if (!match->serial && !match->have_mac)
+		return FALSE;
+	all = ncm_context_enumerate(ctx, &ids, NULL);
+	for (guint i = 0; all && i < all->len; i++) {
+		const NcmFunctionInfo *info = all->pdata[i];
+
+		if (!info->access_error)
+			continue;
+		g_set_error(error, NCM_ERROR, NCM_ERROR_PERMISSION,
+			    "no USB CDC-NCM function matches the --device filters, and the serial "
+			    "number and MAC of %04x:%04x at %s could not be read: %s. Give this user "
+			    "access with a udev rule such as SUBSYSTEM==\"usb\", "
+			    "ATTR{idVendor}==\"%04x\", ATTR{idProduct}==\"%04x\", MODE=\"0660\", "
+			    "GROUP=\"plugdev\" and replug the device",
+			    info->vid, info->pid, info->port_path, info->access_error, info->vid,
+			    info->pid);
+		return TRUE;
+	}
+	return FALSE;
+}
+
+static gboolean
+has_filters(const NcmMatch *m)
+{
+	return m->vid || m->pid || m->serial || m->port_path || m->have_mac;
+}
+
+NcmFunctionInfo *
+cli_select_function(NcmContext *ctx, const NcmMatch *match, int usb_fd, GError **error)
+{
+	g_autoptr(GPtrArray) all = usb_fd >= 0 ? ncm_context_enumerate_fd(ctx, usb_fd, match, error)
+					       : ncm_context_enumerate(ctx, match, error);
+	g_autoptr(GString) list = g_string_new(NULL);
+
+	if (!all)
+		return NULL;
+	if (all->len == 1)
+		return ncm_function_info_ref(all->pdata[0]);
+	if (all->len == 0) {
+		if (usb_fd < 0 && explain_unreadable(ctx, match, error))
+			return NULL;
+		if (usb_fd >= 0)
+			g_set_error(error, NCM_ERROR, NCM_ERROR_NOT_FOUND,
+				    "the device on fd %d has no USB CDC-NCM function%s", usb_fd,
+				    has_filters(match) ? " that the --device filters select" : "");
+		else
+			g_set_error(error, NCM_ERROR, NCM_ERROR_NOT_FOUND,
+				    "no USB CDC-NCM function matches%s (ncm-probe lists them)",
+				    has_filters(match) ? " the --device filters" : "");
+		return NULL;
+	}
+	for (guint i = 0; i < all->len; i++) {
+		const NcmFunctionInfo *info = all->pdata[i];
+
+		g_string_append_printf(list, "\n  path=%s  %04x:%04x  serial=%s  interface %u",
+				       info->port_path, info->vid, info->pid,
+				       info->serial ? info->serial : "?", info->comm_iface);
+	}
+	g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
+		    "%u functions match; pick one with --device:%s", all->len, list->str);
+	return NULL;
+}
+
+/* ---- Statistics ------------------------------------------------------------------ */
+
+void
+cli_stats_add(NcmStats *sum, const NcmStats *add)
+{
+	guint64 *s = (guint64 *)sum;
+	const guint64 *a = (const guint64 *)add;
+
+	G_STATIC_ASSERT(sizeof(NcmStats) % sizeof(guint64) == 0);
+	for (gsize i = 0; i < sizeof(NcmStats) / sizeof(guint64); i++)
+		s[i] += a[i];
+}
+
+void
+cli_print_usb_stats(FILE *out, const NcmStats *st)
+{
+	fprintf(out, "  usb rx: %" G_GUINT64_FORMAT " NTBs, %" G_GUINT64_FORMAT
+		" datagrams, %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " bad NTBs, %"
+		G_GUINT64_FORMAT " errors, %" G_GUINT64_FORMAT " ACKs thinned, %" G_GUINT64_FORMAT
+		" bursts\n", st->rx_ntbs, st->rx_datagrams, st->rx_bytes, st->rx_bad_ntbs,
+		st->rx_errors + st->rx_overflows + st->rx_stalls, st->rx_acks_thinned, st->rx_batches);
+	for (guint i = 0; i < G_N_ELEMENTS(st->rx_rejects); i++) {
+		const gchar *name = ncm_stats_reject_name(i);
+
+		if (name && st->rx_rejects[i])
+			fprintf(out, "  rx reject %-24s %" G_GUINT64_FORMAT "\n", name,
+				st->rx_rejects[i]);
+	}
+	if (st->rx_nudges)
+		fprintf(out, "  tail nudges: %" G_GUINT64_FORMAT " sent, %" G_GUINT64_FORMAT
+			" followed by held frames\n", st->rx_nudges, st->rx_nudge_freed);
+	fprintf(out, "  usb tx: %" G_GUINT64_FORMAT " NTBs, %" G_GUINT64_FORMAT
+		" datagrams, %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " would-block, %"
+		G_GUINT64_FORMAT " errors, %" G_GUINT64_FORMAT " paced waits, %" G_GUINT64_FORMAT
+		" ACKs merged\n", st->tx_ntbs, st->tx_datagrams, st->tx_bytes, st->tx_would_block,
+		st->tx_errors, st->tx_paced_waits, st->tx_acks_merged);
+}
+
+/* ---- --persist ---------------------------------------------------------------------- */
+
+static void
+try_reopen(CliPersist *p, const NcmFunctionInfo *info)
+{
+	g_autoptr(GError) error = NULL;
+
+	if (p->current(p->data) || !ncm_match_test(p->match, info))
+		return;
+	/* It may still be settling (busy, strings unreadable): the retry timer tries again. */
+	if (!p->reopen(p->data, info, &error))
+		g_message("reattach %s: %s", info->port_path, error->message);
+}
+
+static void
+on_function_added(NcmContext *ctx, NcmFunctionInfo *info, CliPersist *p)
+{
+	try_reopen(p, info);
+}
+
+static void
+on_device_removed(NcmContext *ctx, guint bus, guint address, CliPersist *p)
+{
+	NcmDevice *device = p->current(p->data);
+	const NcmFunctionInfo *info;
+
+	if (!device)
+		return;
+	info = ncm_device_get_info(device);
+	if (info->bus == bus && info->address == address)
+		p->removed(p->data);
+}
+
+static gboolean
+on_retry(gpointer data)
+{
+	CliPersist *p = data;
+	g_autoptr(GPtrArray) all = NULL;
+
+	if (p->current(p->data))
+		return G_SOURCE_CONTINUE;
+	all = ncm_context_enumerate(p->ctx, p->match, NULL);
+	for (guint i = 0; all && i < all->len && !p->current(p->data); i++)
+		try_reopen(p, all->pdata[i]);
+	return G_SOURCE_CONTINUE;
+}
+
+gboolean
+cli_persist_start(CliPersist *p, GError **error)
+{
+	g_signal_connect(p->ctx, "function-added", G_CALLBACK(on_function_added), p);
+	g_signal_connect(p->ctx, "device-removed", G_CALLBACK(on_device_removed), p);
+	if (!ncm_context_watch(p->ctx, p->match, 0, error))
+		return FALSE;
+	p->retry_id = g_timeout_add_seconds(2, on_retry, p);
+	return TRUE;
+}
+
+void
+cli_persist_stop(CliPersist *p)
+{
+	if (p->retry_id)
+		g_source_remove(p->retry_id);
+	p->retry_id = 0;
+	if (p->ctx)
+		g_signal_handlers_disconnect_by_data(p->ctx, p);
+}
+
+/* ---- Signals ------------------------------------------------------------------------- */
+
+static gboolean
+on_quit_signal(gpointer data)
+{
+	g_main_loop_quit(((CliSignals *)data)->loop);
+	return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+on_stats_signal(gpointer data)
+{
+	CliSignals *s = data;
+
+	s->print_stats(s->data);
+	return G_SOURCE_CONTINUE;
+}
+
+void
+cli_signals_add(CliSignals *signals)
+{
+	g_unix_signal_add(SIGINT, on_quit_signal, signals);
+	g_unix_signal_add(SIGTERM, on_quit_signal, signals);
+	g_unix_signal_add(SIGUSR1, on_stats_signal, signals);
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-cli.h: what the device-owning programs (ncm-tun, ncm-proxy) share: sizes, choosing the function, statistics, --persist. */
+#pragma once
+
+#include <stdio.h>
+
+#include <ncm.h>
+
+/*
+ * The options that choose and tune the device, the same in every program:
+ * --device (repeatable), --pace, --ntb32, --nudge-ms, --no-ack-merge. Add the entries to
+ * the main group, parse, then read them with cli_device_parse().
+ */
+const GOptionEntry *cli_device_entries(void);
+gboolean cli_device_parse(NcmMatch *ret_match, NcmDeviceOptions *ret_options, GError **error);
+
+/* A byte count or rate such as 500k, 20M or 1.5G (powers of 1000), for --@option. */
+gboolean cli_parse_size(const gchar *option, const gchar *text, guint64 *ret, GError **error);
+
+/*
+ * The one function @match selects, among all devices or (@usb_fd >= 0) the
+ * one behind that fd. None: an error that names the permission problem when
+ * a serial= or mac= selector could not be read for lack of it; several: an
+ * error listing them, never a guess. Thread: the owner's.
+ */
+NcmFunctionInfo *cli_select_function(NcmContext *ctx, const NcmMatch *match, int usb_fd,
+				     GError **error);
+
+/* NcmStats is all guint64 counters: @sum += @add, field by field. */
+void cli_stats_add(NcmStats *sum, const NcmStats *add);
+/* The "  usb rx: ..." and "  usb tx: ..." lines (ncm-bench reads their NTB counts),
+ * with rejects by reason and tail nudges between them when there were any. */
+void cli_print_usb_stats(FILE *out, const NcmStats *st);
+
+/*
+ * --persist: watches for the selected function to come back after it went
+ * away, and retries every 2 s for what no arrival announces (an error on a
+ * device that stayed plugged in). The owner's context only.
+ */
+typedef struct {
+	NcmContext *ctx;
+	const NcmMatch *match;
+	/* The device open now, or NULL while waiting for one. */
+	NcmDevice *(*current)(gpointer data);
+	/* Opens @info as the new device; FALSE (with @error) to try again later. */
+	gboolean (*reopen)(gpointer data, const NcmFunctionInfo *info, GError **error);
+	/* The current device was unplugged. */
+	void (*removed)(gpointer data);
+	gpointer data;
+	guint retry_id;
+} CliPersist;
+
+gboolean cli_persist_start(CliPersist *persist, GError **error);
+void cli_persist_stop(CliPersist *persist);
+
+/*
+ * SIGINT and SIGTERM quit @loop, SIGUSR1 calls @print_stats(@data): on the
+ * default main context, so whatever they touch is the main thread's.
+ * @signals must live as long as the process runs.
+ */
+typedef struct {
+	GMainLoop *loop;
+	void (*print_stats)(gpointer data);
+	gpointer data;
+} CliSignals;
+
+void cli_signals_add(CliSignals *signals);
