@@ -37,12 +37,13 @@ static bool configured;
 static uint8_t data_alt;
 
 /* dummy_udc's endpoints for the addresses ncm_descs() uses. Its bulk
- * endpoints also take interrupt transfers; "ep3out" takes any type. */
+ * endpoints also take interrupt transfers, and it routes the host's
+ * transfers by the descriptor's address, not by the endpoint's name. */
 static const struct {
 	uint8_t addr;
 	const char *name;
 } ep_names[] = {
-	{ 0x81, "ep1in-bulk" }, { 0x82, "ep2in-bulk" }, { 0x02, "ep2out-bulk" }, { 0x03, "ep3out" },
+	{ 0x81, "ep1in-bulk" }, { 0x82, "ep6in-bulk" }, { 0x02, "ep2out-bulk" }, { 0x03, "ep7out-bulk" },
 };
 
 static void

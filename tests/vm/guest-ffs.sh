@@ -780,20 +780,20 @@ crc-accept|crc-refuse)
 	opens=$(grep -c '^mac:' "$VM_OUT/frames.txt" "$VM_OUT/tx.txt" "$VM_OUT/rx.txt" |
 		awk -F: '{ s += $NF } END { print s }')
 	if [ -z "$refuse" ]; then
-		seen=$(grep -c '^SET_CRC_MODE 0 accepted' "$FFS_LOG" || true)
+		seen=$(grep -c '^ffs-ncm: SET_CRC_MODE 0 accepted' "$FFS_LOG" || true)
 		check "the device accepted SET_CRC_MODE(0) at each of libncm's $opens opens ($seen)" \
 			sh -c "[ '$seen' -ge '$opens' ] && [ '$seen' -ge 1 ]"
 		check "libncm did not warn about CRC" sh -c \
 			"! grep -q 'SET_CRC_MODE' '$VM_OUT/frames.txt' '$VM_OUT/rx.txt'"
 	else
-		seen=$(grep -c '^SET_CRC_MODE 0 stalled' "$FFS_LOG" || true)
+		seen=$(grep -c '^ffs-ncm: SET_CRC_MODE 0 stalled' "$FFS_LOG" || true)
 		check "the device stalled SET_CRC_MODE(0) at each of libncm's $opens opens ($seen)" \
 			sh -c "[ '$seen' -ge '$opens' ] && [ '$seen' -ge 1 ]"
 		check "the device counted the stalls" [ "$(ffs_stat stalled_requests)" -ge "$seen" ]
 		check "libncm warned that the device refused SET_CRC_MODE(0)" \
 			grep -q 'refused SET_CRC_MODE(0)' "$VM_OUT/frames.txt"
 	fi
-	check "libncm never asked for CRC" sh -c "! grep -q '^SET_CRC_MODE [^0]' '$FFS_LOG'"
+	check "libncm never asked for CRC" sh -c "! grep -q '^ffs-ncm: SET_CRC_MODE [^0]' '$FFS_LOG'"
 	check "the device checked $n datagrams" [ "$(ffs_stat datagrams_out)" -ge "$n" ]
 	gfs_gadget_teardown
 	;;
