@@ -81,7 +81,7 @@ config_desc(Blob *d, bool hs)
 }
 
 void
-gadgetfs_start(const char *dir, const GadgetfsIds *g, const char *ready)
+gadgetfs_start(const char *dir, const GadgetfsIds *g)
 {
 	Blob all = { 0 };
 	const uint8_t tag[4] = { 0 };
@@ -102,13 +102,6 @@ gadgetfs_start(const char *dir, const GadgetfsIds *g, const char *ready)
 	r = write(ep0, all.b, all.len);
 	if (r != (ssize_t)all.len)
 		die("writing the descriptors to gadgetfs: %s", r < 0 ? strerror(errno) : "short write");
-	if (ready) {
-		int fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-		if (fd < 0)
-			die("creating %s: %s", ready, strerror(errno));
-		close(fd);
-	}
 }
 
 /* ---- standard requests gadgetfs leaves to userspace ------------------------ */

@@ -1014,6 +1014,19 @@ open_ep(const char *dir, unsigned n, int flags)
 	return fd;
 }
 
+void
+touch_ready(const char *ready)
+{
+	int fd;
+
+	if (!ready)
+		return;
+	fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		die("creating %s: %s", ready, strerror(errno));
+	close(fd);
+}
+
 static void *
 signal_thread(void *arg)
 {
@@ -1379,7 +1392,8 @@ main(int argc, char **argv)
 
 	tap = open_tap(tap_name);
 	if (gfs_dir) {
-		gadgetfs_start(gfs_dir, &ids, ready);
+		gadgetfs_start(gfs_dir, &ids);
+		touch_ready(ready);
 		gadgetfs_until_configured();
 	} else {
 		ep0 = open_ep(dir, 0, O_RDWR);
@@ -1395,13 +1409,8 @@ main(int argc, char **argv)
 	    prof.in_align, prof.out_max, prof.out_div, prof.out_rem, prof.out_align,
 	    prof.out_max_datagrams, prof.caps, prof.intr ? "interrupt endpoint" : "no interrupt endpoint",
 	    tap_name);
-	if (ready && !gfs_dir) {
-		int fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-		if (fd < 0)
-			die("creating %s: %s", ready, strerror(errno));
-		close(fd);
-	}
+	if (!gfs_dir)
+		touch_ready(ready);
 	pthread_create(&th, NULL, rx_thread, NULL);
 	pthread_create(&th, NULL, tx_thread, NULL);
 	if (prof.intr)

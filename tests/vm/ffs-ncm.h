@@ -109,6 +109,8 @@ void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void put16(uint8_t *b, size_t len, size_t off, uint16_t v);
 void put32(uint8_t *b, size_t len, size_t off, uint32_t v);
 void wait_enabled(void);
+/* --ready: the descriptors are written (FunctionFS: bind the UDC now). */
+void touch_ready(const char *ready);
 /* Blocks until the host has sent SET_NTB_INPUT_SIZE (its session began). */
 void wait_host_session(void);
 /* A frame from the host, to the peer's TAP. */
@@ -141,9 +143,9 @@ typedef struct {
 	const char *serial;
 } GadgetfsIds;
 
-/* Writes the device and configuration descriptors to DIR's controller file
- * (the UDC binds, the host enumerates), then creates READY. */
-void gadgetfs_start(const char *dir, const GadgetfsIds *ids, const char *ready);
+/* Writes the device and configuration descriptors to DIR's controller file:
+ * the UDC binds, the host enumerates. */
+void gadgetfs_start(const char *dir, const GadgetfsIds *ids);
 /* Serves ep0 until the host set the configuration and the endpoints are open. */
 void gadgetfs_until_configured(void);
 void gadgetfs_loop(void) __attribute__((noreturn));
