@@ -8,6 +8,7 @@
 #include "ncm-cdc.h"
 #include "ncm-device.h"
 #include "ncm-error.h"
+#include "ncm-ntb-retry.h"
 #include "ncm-ntb-sched.h"
 #include "ncm-ntb.h"
 #include "ncm-nudge.h"
@@ -19,11 +20,12 @@
  * Who calls whom, so that no two files call each other:
  *
  *   ncm-usb-device.c   life cycle, getters ─┬─> open, rx, tx, notify, timers, halt
- *   ncm-usb-rx.c       bulk IN              ├─> timers (what RX saw), halt, fault
- *   ncm-usb-notify.c   interrupt IN         ├─> halt
- *   ncm-usb-timers.c   the one timeout      └─> tx (flush, pacing, nudge frames)
+ *   ncm-usb-rx.c       bulk IN              ├─> timers (what RX saw), halt, retry, fault
+ *   ncm-usb-notify.c   interrupt IN         ├─> halt, retry
+ *   ncm-usb-timers.c   the one timeout      └─> tx (flush, pacing, nudge frames), retry
  *   ncm-usb-tx.c       bulk OUT
- *   ncm-usb-halt.c     clearing a STALL
+ *   ncm-usb-halt.c     clearing a STALL     ──> retry
+ *   ncm-usb-retry.c    failed IN transfers back after their round
  *     ... all of them ─> ncm-usb-flight.c (submit/landed), ncm-usb-events.c
  *                        (signals to the owner), ncm-usb-buf.c, the context
  */
@@ -104,6 +106,10 @@ struct _NcmDevice {
 	NcmState state;
 	guint in_flight;
 	GPtrArray *stalled;       /* NcmSlot* waiting for the halt to clear */
+	/* ncm-usb-retry.c: failed IN transfers (bulk and the interrupt one)
+	 * waiting for their retry round; out of the flight count. */
+	struct libusb_transfer *parked[NCM_MAX_RX_TRANSFERS + 1];
+	guint n_parked;           /* written under flight_lock, read atomically */
 	GThread *clear_thread;    /* at most one, joined by close */
 	gboolean clear_done;      /* clear_thread has finished its work */
 	gboolean clear_out;       /* the bulk-OUT halt wants clearing */
@@ -125,8 +131,10 @@ struct _NcmDevice {
 
 	NcmSlot *rx;
 	guint n_rx;
-	guint rx_failures;        /* atomic: bulk-IN transfers failed in a row */
-	guint intr_failures;      /* event thread: interrupt transfers failed in a row */
+	/* Under libusb's event lock (every completion and the timeouts):
+	 * failures in a row and the retry rounds (ncm-ntb-retry.h). */
+	NcmRetry rx_retry;
+	NcmRetry intr_retry;
 	struct libusb_transfer *intr;
 	guint8 intr_buf[64];
 	NcmNotifyParser notify;   /* event thread only */
@@ -176,6 +184,8 @@ int ncm_device_submit(NcmDevice *self, struct libusb_transfer *xfer, gboolean co
 /* A transfer left the flight (not resubmitted). The caller's last use of
  * the device: close() may free it from here on. */
 void ncm_device_landed(NcmDevice *self);
+/* The same with flight_lock held (the caller's last use once it unlocks). */
+void ncm_device_landed_locked(NcmDevice *self);
 /* Waits until nothing is in flight or @deadline (monotonic); FALSE on timeout. */
 gboolean ncm_device_flight_wait(NcmDevice *self, gint64 deadline);
 
@@ -203,6 +213,15 @@ void ncm_device_halt_clear_out(NcmDevice *self);
 void ncm_device_halt_intr(NcmDevice *self);
 /* At close, once nothing resubmits: joins the clearing thread. */
 void ncm_device_halt_stop(NcmDevice *self);
+
+/* ncm-usb-retry.c: failed IN transfers wait for their round (ncm-ntb-retry.h). */
+/* A completion that failed parks its transfer and drops it from the
+ * flight count: the caller's last use of the device. */
+void ncm_device_retry_park(NcmDevice *self, struct libusb_transfer *xfer);
+/* The clearing thread: a transfer out of flight whose halt is cleared. */
+void ncm_device_retry_return(NcmDevice *self, struct libusb_transfer *xfer);
+/* Event thread: resubmits the transfers whose round is due; the next deadline. */
+gint64 ncm_device_retry_tick(NcmDevice *self, gint64 now);
 
 /* ncm-usb-tx.c */
 gboolean ncm_device_tx_setup(NcmDevice *self, GError **error);

@@ -17,11 +17,17 @@ ncm_device_submit(NcmDevice *self, struct libusb_transfer *xfer, gboolean counte
 }
 
 void
+ncm_device_landed_locked(NcmDevice *self)
+{
+	if (--self->in_flight == 0)
+		g_cond_broadcast(&self->flight_cond);
+}
+
+void
 ncm_device_landed(NcmDevice *self)
 {
 	ncm_mutex_lock(&self->flight_lock);
-	if (--self->in_flight == 0)
-		g_cond_broadcast(&self->flight_cond);
+	ncm_device_landed_locked(self);
 	ncm_mutex_unlock(&self->flight_lock);
 }
 

@@ -1,18 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-usb-halt.c: STALLed endpoints: CLEAR_FEATURE on a thread of its own, then the stalled IN transfers (bulk and interrupt) go back. */
+/* ncm-usb-halt.c: STALLed endpoints: CLEAR_FEATURE on a thread of its own, then the stalled IN transfers (bulk and interrupt) go back through their retry round. */
 #include "ncm-usb-device.h"
 
+/* Cleared, the stalled transfers wait out their retry round (ncm-usb-retry.c):
+ * a device that halts again at once is not cleared in a tight loop. */
 static void
 resubmit_stalled(NcmDevice *self, GPtrArray *slots)
 {
 	for (guint i = 0; i < slots->len; i++) {
 		NcmSlot *slot = g_ptr_array_index(slots, i);
-		int r = ncm_device_submit(self, slot->xfer, FALSE);
 
-		if (r < 0 && r != LIBUSB_ERROR_INTERRUPTED)
-			ncm_device_post_error(self, g_error_new(NCM_ERROR, NCM_ERROR_FAILED,
-						"receiving stopped: resubmitting after a stall "
-						"failed (%s); reopen the device", libusb_strerror(r)));
+		ncm_device_retry_return(self, slot->xfer);
 	}
 }
 
@@ -24,13 +22,7 @@ clear_intr(NcmDevice *self)
 
 	if (r < 0)
 		g_debug("clearing the interrupt halt: %s", libusb_strerror(r));
-	r = ncm_device_submit(self, self->intr, FALSE);
-	if (r == LIBUSB_ERROR_NO_DEVICE)
-		ncm_device_mark_gone(self);
-	else if (r < 0 && r != LIBUSB_ERROR_INTERRUPTED)
-		g_warning("%04x:%04x: resubmitting the interrupt transfer after a stall failed (%s): "
-			  "no more link notifications from it", self->info->vid, self->info->pid,
-			  libusb_strerror(r));
+	ncm_device_retry_return(self, self->intr);
 }
 
 /* Clears halts until none is asked for, then says it is done. */
@@ -90,8 +82,7 @@ ncm_device_halt_stalled(NcmDevice *self, NcmSlot *slot)
 	ncm_mutex_lock(&self->flight_lock);
 	g_ptr_array_add(self->stalled, slot);
 	start_clearing_locked(self);
-	if (--self->in_flight == 0)
-		g_cond_broadcast(&self->flight_cond);
+	ncm_device_landed_locked(self);
 	ncm_mutex_unlock(&self->flight_lock);
 }
 
@@ -113,8 +104,7 @@ ncm_device_halt_intr(NcmDevice *self)
 	ncm_mutex_lock(&self->flight_lock);
 	self->clear_intr = TRUE;
 	start_clearing_locked(self);
-	if (--self->in_flight == 0)
-		g_cond_broadcast(&self->flight_cond);
+	ncm_device_landed_locked(self);
 	ncm_mutex_unlock(&self->flight_lock);
 }
 

@@ -2,9 +2,6 @@
 /* ncm-usb-notify.c: the interrupt endpoint: link state and speed notifications. */
 #include "ncm-usb-device.h"
 
-/* Interrupt transfers that may fail in a row before the pipe is left alone. */
-#define NCM_INTR_FAILURE_LIMIT 64
-
 
 static void
 handle_notification(NcmDevice *self, const guint8 *buf, gsize len)
@@ -32,6 +29,38 @@ handle_notification(NcmDevice *self, const guint8 *buf, gsize len)
 	}
 }
 
+/*
+ * A flaky interrupt pipe must not take the data path down, nor spin: it
+ * is retried in rounds of growing delay (ncm-ntb-retry.h), and past
+ * NCM_RETRY_BUDGET failures in a row left alone, the link as it is.
+ */
+static void
+intr_failed(NcmDevice *self, struct libusb_transfer *xfer)
+{
+	gint64 now = g_get_monotonic_time();
+
+	NCM_STAT_ADD(self, intr_malformed, 1);
+	switch (ncm_retry_failed(&self->intr_retry, now)) {
+	case NCM_RETRY_GIVE_UP:
+		g_warning("%04x:%04x: %u interrupt transfers in a row failed over %.2f s: no more "
+			  "link notifications from it", self->info->vid, self->info->pid,
+			  NCM_RETRY_BUDGET,
+			  (double)(now - self->intr_retry.first_at) / G_USEC_PER_SEC);
+		ncm_device_landed(self);
+		break;
+	case NCM_RETRY_DROP:
+		ncm_device_landed(self);
+		break;
+	case NCM_RETRY_AGAIN:
+		/* A halted endpoint fails every transfer until the halt is cleared. */
+		if (xfer->status == LIBUSB_TRANSFER_STALL)
+			ncm_device_halt_intr(self);
+		else
+			ncm_device_retry_park(self, xfer);
+		break;
+	}
+}
+
 static void LIBUSB_CALL
 intr_complete(struct libusb_transfer *xfer)
 {
@@ -40,7 +69,7 @@ intr_complete(struct libusb_transfer *xfer)
 
 	switch (xfer->status) {
 	case LIBUSB_TRANSFER_COMPLETED:
-		self->intr_failures = 0;
+		ncm_retry_succeeded(&self->intr_retry);
 		handle_notification(self, xfer->buffer, (gsize)xfer->actual_length);
 		break;
 	case LIBUSB_TRANSFER_CANCELLED:
@@ -51,22 +80,8 @@ intr_complete(struct libusb_transfer *xfer)
 		ncm_device_landed(self);
 		return;
 	default:
-		/* A flaky interrupt pipe must not take the data path down, nor
-		 * spin: past a run of failures it is left alone, link as it is. */
-		NCM_STAT_ADD(self, intr_malformed, 1);
-		if (++self->intr_failures >= NCM_INTR_FAILURE_LIMIT) {
-			g_warning("%04x:%04x: %u interrupt transfers in a row failed: no more link "
-				  "notifications from it", self->info->vid, self->info->pid,
-				  self->intr_failures);
-			ncm_device_landed(self);
-			return;
-		}
-		/* A halted endpoint fails every transfer until the halt is cleared. */
-		if (xfer->status == LIBUSB_TRANSFER_STALL) {
-			ncm_device_halt_intr(self);
-			return;
-		}
-		break;
+		intr_failed(self, xfer);
+		return;
 	}
 	r = ncm_device_submit(self, xfer, TRUE);
 	if (r == LIBUSB_ERROR_NO_DEVICE)
@@ -86,6 +101,7 @@ ncm_device_intr_start(NcmDevice *self, GError **error)
 		ncm_device_post_link(self, TRUE);
 		return TRUE;
 	}
+	ncm_retry_init(&self->intr_retry);
 	self->intr = libusb_alloc_transfer(0);
 	libusb_fill_interrupt_transfer(self->intr, self->handle, info->intr_ep, self->intr_buf,
 				       (int)MIN(sizeof(self->intr_buf),

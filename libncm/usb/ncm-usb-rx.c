@@ -95,26 +95,26 @@ resubmit_failed(NcmDevice *self, int r)
 }
 
 /*
- * Bulk-IN transfers that failed in a row (STALL, overflow, other errors),
- * reset by any that completes. A device that fails every one would
- * otherwise be retried for ever, at full speed: past this, each failing
- * transfer is dropped, and the owner hears it once.
+ * A device that fails every bulk-IN transfer is retried in rounds of
+ * growing delay (ncm-ntb-retry.h), not at full speed; after
+ * NCM_RETRY_BUDGET failures in a row (within NCM_RETRY_WORST_US and the
+ * device's own time) each failing transfer is dropped, and the owner
+ * hears it once.
  */
-#define NCM_RX_FAILURE_LIMIT 64
-
-static gboolean
-rx_give_up(NcmDevice *self, const char *what)
+static NcmRetryVerdict
+rx_failed(NcmDevice *self, const char *what)
 {
-	guint n = __atomic_add_fetch(&self->rx_failures, 1, __ATOMIC_RELAXED);
+	gint64 now = g_get_monotonic_time();
+	NcmRetryVerdict v = ncm_retry_failed(&self->rx_retry, now);
 
-	if (n < NCM_RX_FAILURE_LIMIT)
-		return FALSE;
-	if (n == NCM_RX_FAILURE_LIMIT)
+	if (v == NCM_RETRY_GIVE_UP)
 		ncm_device_post_error(self, g_error_new(NCM_ERROR, NCM_ERROR_PROTOCOL,
 					"receiving stopped: %u bulk-IN transfers in a row failed "
-					"(the last: %s); the device sends nothing usable: replug "
-					"or reopen it", n, what));
-	return TRUE;
+					"over %.2f s (the last: %s); the device sends nothing "
+					"usable: replug or reopen it", NCM_RETRY_BUDGET,
+					(double)(now - self->rx_retry.first_at) / G_USEC_PER_SEC,
+					what));
+	return v;
 }
 
 /*
@@ -134,7 +134,7 @@ rx_completed(NcmDevice *self, NcmSlot *slot, struct libusb_transfer *xfer)
 	gsize len = (gsize)xfer->actual_length;
 	int r;
 
-	__atomic_store_n(&self->rx_failures, 0, __ATOMIC_RELAXED);
+	ncm_retry_succeeded(&self->rx_retry);
 	xfer->buffer = slot->spare;
 	slot->spare = filled;
 	/* Counted anew: this callback keeps its own count until the sink is
@@ -161,7 +161,6 @@ rx_complete(struct libusb_transfer *xfer)
 	NcmDevice *self = slot->device;
 	gboolean stall = FALSE;
 	const char *why;
-	int r;
 
 	switch (xfer->status) {
 	case LIBUSB_TRANSFER_COMPLETED:
@@ -187,21 +186,16 @@ rx_complete(struct libusb_transfer *xfer)
 		why = "a transfer error";
 		break;
 	}
-	if (rx_give_up(self, why)) {
+	if (rx_failed(self, why) != NCM_RETRY_AGAIN) {
 		if (stall)
 			NCM_STAT_ADD(self, rx_stalls, 1);
 		ncm_device_landed(self);
 		return;
 	}
-	if (stall) {
+	if (stall)
 		ncm_device_halt_stalled(self, slot);
-		return;
-	}
-	r = ncm_device_submit(self, xfer, TRUE);
-	if (r != 0) {
-		resubmit_failed(self, r);
-		ncm_device_landed(self);
-	}
+	else
+		ncm_device_retry_park(self, xfer);
 }
 
 gboolean
@@ -220,6 +214,7 @@ ncm_device_rx_setup(NcmDevice *self, GError **error)
 	};
 	self->n_rx = n->rx_transfers;
 	self->rx = g_new0(NcmSlot, self->n_rx);
+	ncm_retry_init(&self->rx_retry);
 	for (guint i = 0; i < self->n_rx; i++) {
 		NcmSlot *slot = &self->rx[i];
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-usb-timers.c: the device's one timeout on the libusb event thread: TX's last-resort flush and pacing, and the tail nudge. */
+/* ncm-usb-timers.c: the device's one timeout on the libusb event thread: TX's last-resort flush and pacing, the tail nudge, failed IN transfers' retry rounds. */
 #include <string.h>
 
 #include "ncm-usb-device.h"
@@ -133,6 +133,7 @@ device_tick(gpointer data, gint64 now)
 	ncm_device_tx_take_nudge(self, &tx);
 	quiet = rx_quiet_tick(self, &tx, now);
 	ncm_nudge_merge_tx(&self->nudge, &tx);
+	quiet = MIN(quiet, ncm_device_retry_tick(self, now));
 	return MIN(MIN(ncm_device_tx_tick(self, now), nudge_tick(self, now)), quiet);
 }
 

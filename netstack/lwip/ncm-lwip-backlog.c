@@ -47,8 +47,11 @@ ncm_lwip_tcp_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen, u1
 	struct tcp_pcb *victim;
 
 	(void)optlen, (void)opt1len, (void)opt2, (void)p;
-	if (pcb->state != LISTEN || (TCPH_FLAGS(hdr) & (TCP_SYN | TCP_ACK | TCP_RST)) != TCP_SYN ||
-	    lpcb->accepts_pending < lpcb->backlog)
+	if (pcb->state != LISTEN || (TCPH_FLAGS(hdr) & (TCP_SYN | TCP_ACK | TCP_RST)) != TCP_SYN)
+		return ERR_OK;
+	/* Every connection a peer opens passes here first. */
+	ncm_lwip_timewait_trim();
+	if (lpcb->accepts_pending < lpcb->backlog)
 		return ERR_OK;
 	victim = oldest_half_open(lpcb);
 	if (victim != NULL) {

@@ -12,4 +12,12 @@ err_t ncm_lwip_tcp_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optl
 /* Half-open connections dropped for a newer SYN since start. Thread: any. */
 u64_t ncm_lwip_backlog_evictions(void);
 
+/* Connections kept in TIME_WAIT at most (ncm-lwip-timewait.c): ~200 bytes each. */
+#define NCM_LWIP_TIME_WAIT_MAX 512
+/* Core lock held: a new connection is coming; drops the oldest TIME_WAIT
+ * connection when NCM_LWIP_TIME_WAIT_MAX are held. */
+void ncm_lwip_timewait_trim(void);
+/* TIME_WAIT connections dropped to stay under the cap since start. Thread: any. */
+u64_t ncm_lwip_timewait_evictions(void);
+
 #endif /* NCM_LWIP_HOOKS_H */

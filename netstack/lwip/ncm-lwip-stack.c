@@ -224,6 +224,7 @@ ncm_lwip_stack_get_stats(NcmLwipStack *self, NcmLwipStats *ret_stats)
 		.main_dispatches = v[NLW_COUNT_MAIN_DISPATCHES],
 		.rx_compacted = v[NLW_COUNT_RX_COMPACTED],
 		.syn_evicted = ncm_lwip_backlog_evictions(),
+		.time_wait_evicted = ncm_lwip_timewait_evictions(),
 	};
 }
 

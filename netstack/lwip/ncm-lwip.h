@@ -80,6 +80,8 @@ typedef enum {
  * @main_dispatches: callbacks and wake-ups the stack caused on main contexts.
  * @rx_compacted: small TCP segments copied into shared chunks.
  * @syn_evicted: half-open connections dropped for a newer SYN (full backlog).
+ * @time_wait_evicted: connections in TIME_WAIT dropped early for a new one
+ *   (512 are kept at most).
  *
  * Counters since the stack started, over all netifs.
  */
@@ -94,6 +96,7 @@ typedef struct {
 	guint64 main_dispatches;
 	guint64 rx_compacted;
 	guint64 syn_evicted;
+	guint64 time_wait_evicted;
 } NcmLwipStats;
 
 /**

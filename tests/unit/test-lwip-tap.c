@@ -506,6 +506,79 @@ test_server_v6(void)
 		run_server_transfer(LWIP_V6, 4 * 1024 * 1024);
 }
 
+/* ---- TIME_WAIT ------------------------------------------------------------------------ */
+
+/* NCM_LWIP_TIME_WAIT_MAX (ncm-lwip-hooks.h), as NcmLwipStats documents it. */
+#define TW_CAP 512
+#define TW_CONNS (TW_CAP + 200)
+
+typedef struct {
+	guint16 port;
+	guint done;            /* connections that ended in EOF */
+} TimeWaitPeer;
+
+/* Connects TW_CONNS times, reads each to the EOF of lwIP's close, then closes. */
+static gpointer
+time_wait_client(gpointer data)
+{
+	TimeWaitPeer *k = data;
+	struct sockaddr_storage ss;
+	socklen_t len = make_sockaddr(LWIP_V4, k->port, &ss);
+	guint8 b[16];
+
+	for (guint i = 0; i < TW_CONNS; i++) {
+		int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		set_timeouts(fd);
+		if (connect(fd, (struct sockaddr *)&ss, len) == 0 && read(fd, b, sizeof(b)) == 0)
+			k->done++;
+		close(fd);
+	}
+	return NULL;
+}
+
+/*
+ * Issue 16: a peer that connects to a server that hangs up first leaves
+ * each connection in TIME_WAIT on lwIP's side for 120 s, and lwIP's pool
+ * count bounds nothing with malloc-backed pools. Past TW_CAP a new
+ * connection drops the oldest (NcmLwipStats.time_wait_evicted).
+ */
+static void
+test_time_wait(void)
+{
+	g_autoptr(NcmLwipListener) listener = NULL;
+	g_autoptr(GError) error = NULL;
+	TimeWaitPeer k = {0};
+	NcmLwipStats before, after;
+	GThread *thread;
+	guint64 evicted;
+
+	if (!have_tap())
+		return;
+	listener = ncm_lwip_stack_listen(stack, NULL, 0, &error);
+	g_assert_no_error(error);
+	k.port = ncm_lwip_listener_get_port(listener);
+	ncm_lwip_stack_get_stats(stack, &before);
+	thread = g_thread_new("time-wait-client", time_wait_client, &k);
+	for (guint i = 0; i < TW_CONNS; i++) {
+		g_autoptr(NcmLwipConnection) conn = ncm_lwip_listener_accept(listener, NULL, &error);
+
+		g_assert_no_error(error);
+		/* Our side closes first: it is the one that waits in TIME_WAIT. */
+		g_assert_true(g_io_stream_close(G_IO_STREAM(conn), NULL, NULL));
+	}
+	g_thread_join(thread);
+	ncm_lwip_stack_get_stats(stack, &after);
+	evicted = after.time_wait_evicted - before.time_wait_evicted;
+	g_test_message("%u connections, %" G_GUINT64_FORMAT " TIME_WAIT connections dropped",
+		       k.done, evicted);
+	g_assert_cmpuint(k.done, ==, TW_CONNS);
+	/* All but TW_CAP of them, less the few whose peer's FIN lwIP had not
+	 * handled yet when the next SYN came. */
+	g_assert_cmpuint(evicted, >=, TW_CONNS - TW_CAP - 16);
+	g_assert_cmpuint(evicted, <=, TW_CONNS);
+}
+
 /* ---- Concurrent connections ---------------------------------------------------------- */
 
 #define N_CONCURRENT 16
@@ -1499,6 +1572,7 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-tap/tcp/timeout", test_timeout);
 	g_test_add_func("/lwip-tap/tcp/cancel", test_cancel);
 	g_test_add_func("/lwip-tap/tcp/async-echo", test_async_echo);
+	g_test_add_func("/lwip-tap/tcp/time-wait", test_time_wait);
 	g_test_add_func("/lwip-tap/udp/echo", test_udp_echo);
 	g_test_add_func("/lwip-tap/udp/receive-async", test_udp_receive_async);
 	g_test_add_func("/lwip-tap/netif/peer", test_peer);

@@ -48,6 +48,7 @@ tx() {
 }
 
 # rx N [options]: the peer's stack sends N datagrams; libncm must see each once.
+# With RX_UNTIL set, the final counters wait for vmtest-driver to print it.
 # With RX_QUIESCE set, the device's odd transfers stop (HOSTILE_LINE says
 # what libncm must have counted) before vmtest-driver prints its counters.
 rx() {
@@ -58,6 +59,7 @@ rx() {
 	# has truncated it for this one.
 	rm -f "$VM_OUT/rx.txt" /run/rx-go
 	[ -z "${RX_QUIESCE:-}" ] || wait="--wait-file /run/rx-go --allow-bad"
+	[ -z "${RX_UNTIL:-}" ] || wait="--wait-file /run/rx-go"
 	vmtest-driver rx -c "$n" -t 60 $wait "$@" >"$VM_OUT/rx.txt" 2>&1 &
 	rxpid=$!
 	wait_for 30 "libncm receiver ready" grep -q '^ready' "$VM_OUT/rx.txt" ||
@@ -70,6 +72,11 @@ rx() {
 	if [ -n "${RX_QUIESCE:-}" ]; then
 		HOSTILE_LINE=$(hostile_expectations)
 		echo "device: $HOSTILE_LINE"
+		touch /run/rx-go
+	fi
+	# RX_UNTIL: a line libncm must have printed before the final counters.
+	if [ -n "${RX_UNTIL:-}" ]; then
+		wait_for 45 "'$RX_UNTIL' from vmtest-driver" grep -q "$RX_UNTIL" "$VM_OUT/rx.txt"
 		touch /run/rx-go
 	fi
 	wait $rxpid || rc=$?
@@ -105,6 +112,10 @@ driver() {
 # close_ms: how long the last driver run's ncm_device_close() took.
 in_range() { [ -n "$1" ] && [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; } # V LO HI
 close_ms() { sed -n 's/^close: \([0-9]*\) ms$/\1/p' "$DRIVER_OUT" | tail -n 1; }
+
+# failed_over FILE: the seconds libncm's give-up message says the failures took.
+failed_over() { sed -n 's/.* in a row failed over \([0-9.]*\) s.*/\1/p' "$1" | tail -n 1; }
+secs_in() { [ -n "$1" ] && awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'; }
 
 check_closed() { # the driver exited 0 and its close took at most 5 s
 	local ms
@@ -399,28 +410,46 @@ stall-in-once)
 	;;
 stall-in-always)
 	# From the 2nd IN NTB on the device halts bulk IN again after every
-	# clear: after 64 failed transfers in a row libncm stops receiving and
-	# says so through NcmDevice::error; the process and close still end.
+	# clear: libncm retries in rounds of growing delay (1 ms doubling to
+	# 128 ms, ncm-ntb-retry.h), and after 64 failed transfers in a row
+	# stops receiving and says so through NcmDevice::error, with the time
+	# the failures took; the process and close still end.
 	setup --stall-in-always 2
+	# 16 transfers in flight: they fail together, in few rounds; the
+	# report must still come in bounded time.
 	driver watch.txt 60 watch -t 30
-	check "NcmDevice::error: receiving stopped after 64 failures" grep -q \
-		'^event: error: receiving stopped: 64 bulk-IN transfers in a row failed (the last: a STALL)' \
+	secs=$(failed_over "$DRIVER_OUT")
+	check "NcmDevice::error: receiving stopped after 64 failures (over ${secs:-?} s)" grep -q \
+		'^event: error: receiving stopped: 64 bulk-IN transfers in a row failed over [0-9.]* s (the last: a STALL)' \
 		"$DRIVER_OUT"
+	check "reported within 15 s of the first failure (${secs:-?} s)" secs_in "$secs" 0 15
 	check_closed
 	check "libncm counted the stalls" [ "$(stat_of "$DRIVER_OUT" rx_stalls)" -ge 64 ]
+	# One transfer: each failure is a round of its own, so the 64 are
+	# spread over at least the schedule's 7.295 s (without the backoff:
+	# 64 clears back to back, well under 2 s).
+	driver watch1.txt 60 watch -t 30 --rx-transfers 1
+	secs=$(failed_over "$DRIVER_OUT")
+	check "one transfer: 64 failures over ${secs:-?} s (>= 7.29, <= 15)" secs_in "$secs" 7.29 15
+	check_closed
+	check "one transfer: exactly 64 stalls ($(stat_of "$DRIVER_OUT" rx_stalls))" \
+		[ "$(stat_of "$DRIVER_OUT" rx_stalls)" = 64 ]
 	ffs_gadget_stop
 	check "the device halted bulk IN again and again" [ "$(ffs_stat stalls)" -ge 2 ]
 	;;
 stall-intr)
 	# After its first notifications the device keeps the interrupt
-	# endpoint halted: libncm gives the pipe up after 64 failures in a
-	# row, with a warning, and no more (no spin); the link stays as it
-	# was reported and data flows both ways meanwhile.
+	# endpoint halted: libncm retries in rounds of growing delay and gives
+	# the pipe up after 64 failures in a row, spread over at least the
+	# schedule's 7.295 s (no spin), with a warning, and no more; the link
+	# stays as it was reported and data flows both ways meanwhile.
 	n=${VM_COUNT:-2000}
 	setup --stall-intr
-	rx "$n"
+	RX_UNTIL='interrupt transfers in a row failed' rx "$n"
 	check "libncm warned that it gave the interrupt pipe up" \
-		grep -q '64 interrupt transfers in a row failed: no more link notifications' "$VM_OUT/rx.txt"
+		grep -q '64 interrupt transfers in a row failed over [0-9.]* s: no more link notifications' "$VM_OUT/rx.txt"
+	secs=$(failed_over "$VM_OUT/rx.txt")
+	check "64 interrupt failures over ${secs:-?} s (>= 7.29, <= 15)" secs_in "$secs" 7.29 15
 	fails=$(stat_of "$VM_OUT/rx.txt" intr_malformed)
 	check "exactly 64 interrupt transfers failed (intr_malformed ${fails:-?})" [ "${fails:-0}" = 64 ]
 	tx "$n"

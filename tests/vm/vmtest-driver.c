@@ -44,6 +44,7 @@ static gint opt_port = 5400;
 static gchar *opt_to;
 static gchar *opt_wait_file;
 static gboolean opt_allow_bad;
+static gint opt_rx_transfers;
 
 static const GOptionEntry entries[] = {
 	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32, "Ask for NTB32", NULL },
@@ -79,6 +80,8 @@ static const GOptionEntry entries[] = {
 	  "rx: once all came, wait for FILE to exist before the final counters", "FILE" },
 	{ "allow-bad", 0, 0, G_OPTION_ARG_NONE, &opt_allow_bad,
 	  "rx: bad NTBs are expected (the script checks their count)", NULL },
+	{ "rx-transfers", 0, 0, G_OPTION_ARG_INT, &opt_rx_transfers,
+	  "Bulk-IN transfers in flight (0 = by speed; 1 makes each failure a retry round)", "N" },
 	G_OPTION_ENTRY_NULL
 };
 
@@ -371,6 +374,7 @@ init_options(NcmDeviceOptions *opts)
 	opts->pace_bytes_per_sec = (guint64)MAX(opt_pace, 0);
 	opts->detach_kernel_driver = !opt_no_detach;
 	opts->nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
+	opts->rx_transfers = (guint)MAX(opt_rx_transfers, 0);
 }
 
 static gboolean
