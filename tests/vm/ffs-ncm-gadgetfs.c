@@ -237,6 +237,19 @@ on_gadgetfs_setup(const struct usb_ctrlrequest *rq)
 		}
 		if ((rq->wIndex & 0xff) == 1 && rq->wValue <= 1) {
 			data_alt = (uint8_t)rq->wValue;
+			/*
+			 * gadgetfs reports an OUT request with data after its
+			 * transfer completed, and drops that event if the host's
+			 * next request comes first: SET_NTB_INPUT_SIZE can go
+			 * unseen. Alt 1 ends the negotiation, so the host's
+			 * session starts here (input size: what was seen).
+			 */
+			if (data_alt == 1) {
+				pthread_mutex_lock(&lock);
+				host_negotiated = true;
+				in_since_nego = 0;
+				pthread_mutex_unlock(&lock);
+			}
 			set_enabled(data_alt == 1);
 			ack();
 			return;
