@@ -297,7 +297,17 @@ optional_request(NcmDevice *self, guint8 cap, guint8 request, guint16 value, con
 	r = class_out(self, request, value, NULL, 0);
 	if (device_gone(self, r))
 		return request_failed(self, r, what, error);
-	if (r < 0)
+	/*
+	 * CRC mode 0 is the reset default, so a refusal may be harmless; but a
+	 * device that stays in CRC mode marks its NDPs NCM1/ncm1, which libncm
+	 * (never in CRC mode) rejects one NTB at a time. The warning names the
+	 * counter to look at before anyone wonders why nothing arrives.
+	 */
+	if (r < 0 && request == NCM_REQ_SET_CRC_MODE)
+		g_warning("%04x:%04x offers CRC mode but refused SET_CRC_MODE(0) (%s): libncm takes "
+			  "no CRCs, so if it appends them anyway its NTBs are rejected and counted "
+			  "as ndp-crc", self->info->vid, self->info->pid, libusb_strerror(r));
+	else if (r < 0)
 		g_debug("%s refused: %s", what, libusb_strerror(r));
 	return TRUE;
 }

@@ -137,13 +137,7 @@ apple_main(const char *dir, const char *ready)
 	if (fd < 0)
 		die("opening %s: %s", path, strerror(errno));
 	apple_descriptors(fd);
-	if (ready) {
-		int r = open(ready, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-		if (r < 0)
-			die("creating %s: %s", ready, strerror(errno));
-		close(r);
-	}
+	touch_ready(ready);
 	say("Apple modes: PTP and usbmux; GET_MODE 0x45, SET_MODE 0x52");
 	for (;;) {
 		ssize_t n = read(fd, ev, sizeof(ev));

@@ -105,6 +105,7 @@ unsigned long st_ntbs_out, st_dgrams_out, st_ntbs_in, st_dgrams_in, st_tap_error
 	st_hold_drops;
 
 int ep0 = -1, ep_intr = -1, ep_in = -1, ep_out = -1, tap = -1;
+bool ep0_gadgetfs;
 
 static void violation(unsigned long ntb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -174,14 +175,8 @@ summary(void)
 
 /* ---- descriptors --------------------------------------------------------- */
 
-typedef struct {
-	uint8_t b[512];
-	size_t len;
-	unsigned count;
-} Blob;
-
-static void
-put(Blob *d, const uint8_t *p, size_t n)
+void
+blob_put(Blob *d, const uint8_t *p, size_t n)
 {
 	if (d->len + n > sizeof(d->b))
 		die("descriptor buffer overflow");
@@ -194,20 +189,20 @@ put_le32(Blob *d, uint32_t v)
 {
 	uint8_t b[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
 
-	put(d, b, 4);
+	blob_put(d, b, 4);
 }
 
 static void
 desc(Blob *d, const uint8_t *p, size_t n)
 {
-	put(d, p, n);
+	blob_put(d, p, n);
 	d->count++;
 }
 
 /* One speed's set. Endpoint order (interrupt, bulk IN, bulk OUT) gives the
- * ep1..epN file numbering. */
-static void
-speed_descs(Blob *d, bool hs)
+ * ep1..epN file numbering of FunctionFS. */
+void
+ncm_descs(Blob *d, bool hs)
 {
 	const uint8_t n_if_eps = prof.intr ? 1 : 0;
 	const uint8_t in_addr = prof.intr ? 0x82 : 0x81, out_addr = prof.intr ? 0x03 : 0x02;
@@ -264,23 +259,21 @@ static void
 write_descriptors(void)
 {
 	Blob fs = { 0 }, hs = { 0 }, all = { 0 }, str = { 0 };
-	char mac[13];
+	char mac[MAC_HEX_LEN];
 
-	speed_descs(&fs, false);
-	speed_descs(&hs, true);
+	ncm_descs(&fs, false);
+	ncm_descs(&hs, true);
 	put_le32(&all, FUNCTIONFS_DESCRIPTORS_MAGIC_V2);
 	put_le32(&all, (uint32_t)(12 + 8 + fs.len + hs.len));
 	put_le32(&all, FUNCTIONFS_HAS_FS_DESC | FUNCTIONFS_HAS_HS_DESC);
 	put_le32(&all, fs.count);
 	put_le32(&all, hs.count);
-	put(&all, fs.b, fs.len);
-	put(&all, hs.b, hs.len);
+	blob_put(&all, fs.b, fs.len);
+	blob_put(&all, hs.b, hs.len);
 	write_all(ep0, all.b, all.len, "descriptors");
 
 	/* Strings: only iMACAddress, and only with the functional descriptors. */
-	snprintf(mac, sizeof(mac), "%02X%02X%02X%02X%02X%02X", prof.mac_addr[0],
-		 prof.mac_addr[1], prof.mac_addr[2], prof.mac_addr[3], prof.mac_addr[4],
-		 prof.mac_addr[5]);
+	mac_hex(mac);
 	bool with_mac = prof.cs_desc && prof.mac;
 	put_le32(&str, FUNCTIONFS_STRINGS_MAGIC);
 	put_le32(&str, (uint32_t)(16 + (with_mac ? 2 + sizeof(mac) : 0)));
@@ -289,10 +282,19 @@ write_descriptors(void)
 	if (with_mac) {
 		const uint8_t lang[2] = { 0x09, 0x04 };
 
-		put(&str, lang, 2);
-		put(&str, (const uint8_t *)mac, sizeof(mac));
+		blob_put(&str, lang, 2);
+		blob_put(&str, (const uint8_t *)mac, sizeof(mac));
 	}
 	write_all(ep0, str.b, str.len, "strings");
+}
+
+/* iMACAddress's string: 12 hex digits, as CDC ECM 5.4 asks. */
+void
+mac_hex(char out[MAC_HEX_LEN])
+{
+	snprintf(out, MAC_HEX_LEN, "%02X%02X%02X%02X%02X%02X", prof.mac_addr[0],
+		 prof.mac_addr[1], prof.mac_addr[2], prof.mac_addr[3], prof.mac_addr[4],
+		 prof.mac_addr[5]);
 }
 
 /* ---- ep0: class requests ------------------------------------------------- */
@@ -329,13 +331,25 @@ ntb_parameters(uint8_t *b, size_t len)
 	return 28;
 }
 
-static void
+void
 stall(const struct usb_ctrlrequest *rq)
 {
-	uint8_t b[8];
+	uint8_t b[64];
 	ssize_t r;
 
-	/* f_fs stalls ep0 for I/O in the direction the request did not ask for. */
+	/*
+	 * gadgetfs has taken an OUT data stage before it reports the request,
+	 * and then cannot stall it (its ep0_write calls that "bogus"): the data
+	 * is read, which completes the request, and the refusal is only logged.
+	 */
+	if (ep0_gadgetfs && !(rq->bRequestType & 0x80) && rq->wLength) {
+		say("gadgetfs cannot stall request 0x%02x with %u data bytes: taken and ignored",
+		    rq->bRequest, rq->wLength);
+		r = read(ep0, b, rq->wLength < sizeof(b) ? rq->wLength : sizeof(b));
+		(void)r;
+		return;
+	}
+	/* Both stall ep0 for I/O in the direction the request did not ask for. */
 	COUNT(st_stalled_requests, 1);
 	if (rq->bRequestType & 0x80)
 		r = read(ep0, b, 0);
@@ -467,8 +481,10 @@ class_out(const struct usb_ctrlrequest *rq)
 		read_out(rq, b, 0);
 		say("SET_ETHERNET_PACKET_FILTER 0x%02x", filter);
 		return true;
-	case 0x8A: /* SET_CRC_MODE: this device has no CRC to offer */
-		if (!(prof.caps & 0x10) || rq->wValue != 0)
+	case 0x8A: /* SET_CRC_MODE: the device appends no CRC, so only mode 0 */
+		say("SET_CRC_MODE %u %s", rq->wValue,
+		    !(prof.caps & 0x10) || rq->wValue != 0 || prof.refuse_crc ? "stalled" : "accepted");
+		if (!(prof.caps & 0x10) || rq->wValue != 0 || prof.refuse_crc)
 			return false;
 		crc_mode = 0;
 		read_out(rq, b, 0);
@@ -499,7 +515,7 @@ vanish(const struct usb_ctrlrequest *rq)
 	return false;
 }
 
-static void
+void
 on_setup(const struct usb_ctrlrequest *rq)
 {
 	bool done = false;
@@ -517,6 +533,17 @@ on_setup(const struct usb_ctrlrequest *rq)
 		    rq->bRequestType, rq->bRequest, rq->wValue, rq->wIndex, rq->wLength);
 		stall(rq);
 	}
+}
+
+void
+set_enabled(bool on)
+{
+	pthread_mutex_lock(&lock);
+	enabled = on;
+	if (on)
+		enable_gen++;
+	pthread_cond_broadcast(&changed);
+	pthread_mutex_unlock(&lock);
 }
 
 static void
@@ -540,18 +567,11 @@ ep0_loop(void)
 		for (size_t i = 0; i < (size_t)n / sizeof(ev[0]); i++) {
 			switch (ev[i].type) {
 			case FUNCTIONFS_ENABLE:
-				pthread_mutex_lock(&lock);
-				enabled = true;
-				enable_gen++;
-				pthread_cond_broadcast(&changed);
-				pthread_mutex_unlock(&lock);
+				set_enabled(true);
 				break;
 			case FUNCTIONFS_DISABLE:
 			case FUNCTIONFS_UNBIND:
-				pthread_mutex_lock(&lock);
-				enabled = false;
-				pthread_cond_broadcast(&changed);
-				pthread_mutex_unlock(&lock);
+				set_enabled(false);
 				break;
 			case FUNCTIONFS_SETUP:
 				on_setup(&ev[i].u.setup);
@@ -994,6 +1014,19 @@ open_ep(const char *dir, unsigned n, int flags)
 	return fd;
 }
 
+void
+touch_ready(const char *ready)
+{
+	int fd;
+
+	if (!ready)
+		return;
+	fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		die("creating %s: %s", ready, strerror(errno));
+	close(fd);
+}
+
 static void *
 signal_thread(void *arg)
 {
@@ -1040,8 +1073,13 @@ num(const char *opt, const char *s, unsigned long max)
 }
 
 static const char usage_text[] =
-	"usage: ffs-ncm --ffs DIR [--tap NAME] [--ready FILE] [--profile NAME] [options]\n"
+	"usage: ffs-ncm --ffs DIR|--gadgetfs DIR [--tap NAME] [--ready FILE] [--profile NAME] [options]\n"
 	"  --ffs DIR                the mounted FunctionFS instance (mount -t functionfs NAME DIR)\n"
+	"  --gadgetfs DIR           the whole device through gadgetfs (mount -t gadgetfs gadgetfs\n"
+	"                           DIR, no gadget bound): with the CDC functional descriptors\n"
+	"                           and the spec's data alt 1; --vid N, --pid N, --serial S\n"
+	"  --refuse-crc             (gadgetfs) offer CRC mode, STALL SET_CRC_MODE\n"
+	"  --mac-string-missing     (gadgetfs) iMACAddress names string 1, which is STALLed\n"
 	"  --tap NAME               the TAP interface to bridge to (default ffs0)\n"
 	"  --ready FILE             created once the descriptors are written (bind the UDC then)\n"
 	"  --profile NAME           basic (f_ncm's figures), apple (no interrupt endpoint),\n"
@@ -1071,7 +1109,7 @@ static const char usage_text[] =
 	"  --in-batch MS            gather TAP frames for up to MS ms into one IN NTB (up to 128)\n"
 	"  --cs-desc                also write the CDC Header/Union/Ethernet/NCM descriptors\n"
 	"                           (Linux 6.1's f_fs rejects them: EINVAL)\n"
-	"  --mac XX:..:XX, --no-mac iMACAddress (only with --cs-desc)\n"
+	"  --mac XX:..:XX, --no-mac iMACAddress (with --cs-desc or --gadgetfs)\n"
 	"  --data-alt1              data alt 0 without endpoints, bulk pair in alt 1 (the spec's\n"
 	"                           layout; Linux 6.1's composite layer stalls SET_INTERFACE alt 1\n"
 	"                           for FunctionFS, so the default puts the pair in alt 0)\n"
@@ -1159,9 +1197,16 @@ main(int argc, char **argv)
 	       O_NO_OUT_READ, O_REFUSE_INPUT, O_IGNORE_INPUT, O_MAXDG_REPLY, O_IN_BATCH,
 	       O_STALL_INTR, O_HOSTILE, O_ZLP, O_RUNT, O_IN_STOP, O_STALL_INTR_ONCE, O_SPEED,
 	       O_SPEED_SPLIT, O_OVERLONG, O_FLAP, O_FLAP_MS, O_HOLD, O_VANISH, O_UDC_FD,
-	       O_APPLE_MODES, O_IAD_FIRST };
+	       O_APPLE_MODES, O_IAD_FIRST, O_GADGETFS, O_VID, O_PID, O_SERIAL, O_REFUSE_CRC,
+	       O_MAC_STRING_MISSING };
 	static const struct option opts[] = {
 		{ "ffs", required_argument, NULL, O_FFS },
+		{ "gadgetfs", required_argument, NULL, O_GADGETFS },
+		{ "vid", required_argument, NULL, O_VID },
+		{ "pid", required_argument, NULL, O_PID },
+		{ "serial", required_argument, NULL, O_SERIAL },
+		{ "refuse-crc", no_argument, NULL, O_REFUSE_CRC },
+		{ "mac-string-missing", no_argument, NULL, O_MAC_STRING_MISSING },
 		{ "tap", required_argument, NULL, O_TAP },
 		{ "ready", required_argument, NULL, O_READY },
 		{ "profile", required_argument, NULL, O_PROFILE },
@@ -1207,7 +1252,8 @@ main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *dir = NULL, *tap_name = "ffs0", *ready = NULL;
+	const char *dir = NULL, *gfs_dir = NULL, *tap_name = "ffs0", *ready = NULL;
+	GadgetfsIds ids = { .vid = 0x1d6b, .pid = 0x0104, .serial = "libncm-vm-0001" };
 	bool apple = false;
 	pthread_t th;
 	sigset_t set;
@@ -1217,6 +1263,12 @@ main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case O_FFS: dir = optarg; break;
+		case O_GADGETFS: gfs_dir = optarg; break;
+		case O_VID: ids.vid = (uint16_t)num("vid", optarg, 0xffff); break;
+		case O_PID: ids.pid = (uint16_t)num("pid", optarg, 0xffff); break;
+		case O_SERIAL: ids.serial = optarg; break;
+		case O_REFUSE_CRC: prof.refuse_crc = true; break;
+		case O_MAC_STRING_MISSING: prof.mac_string_missing = true; break;
 		case O_TAP: tap_name = optarg; break;
 		case O_READY: ready = optarg; break;
 		case O_PROFILE:
@@ -1292,12 +1344,24 @@ main(int argc, char **argv)
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
-	if (!dir || optind != argc) {
+	if (!dir == !gfs_dir || optind != argc) {
 		fputs(usage_text, stderr);
 		return 2;
 	}
-	if (apple)
+	if (apple && dir)
 		return apple_main(dir, ready);
+	if (gfs_dir) {
+		/* gadgetfs takes the CDC descriptors, and SET_INTERFACE is ours to answer. */
+		prof.cs_desc = true;
+		prof.alt1 = true;
+		if (apple || prof.n_vanish || prof.refuse_input_size || prof.iad_first)
+			die("--gadgetfs serves one NCM function as the whole device: no --apple-modes, "
+			    "--vanish-on, --iad-first, nor --refuse-input-size (gadgetfs cannot stall an "
+			    "OUT request with data)");
+	} else if (prof.refuse_crc || prof.mac_string_missing) {
+		die("--refuse-crc and --mac-string-missing need --gadgetfs: f_fs in Linux 6.1 takes "
+		    "no NCM functional descriptor, so the host never sees CRC mode or iMACAddress");
+	}
 	if (prof.in_max < 2048 || prof.out_max < 2048)
 		die("NTB sizes below 2048 cannot carry a frame");
 	if (!prof.out_div || !prof.out_align)
@@ -1327,25 +1391,26 @@ main(int argc, char **argv)
 	pthread_create(&th, NULL, signal_thread, &set);
 
 	tap = open_tap(tap_name);
-	ep0 = open_ep(dir, 0, O_RDWR);
-	write_descriptors();
-	unsigned n = 1;
-	if (prof.intr)
-		ep_intr = open_ep(dir, n++, O_RDWR);
-	ep_in = open_ep(dir, n++, O_RDWR);
-	ep_out = open_ep(dir, n++, O_RDWR);
+	if (gfs_dir) {
+		gadgetfs_start(gfs_dir, &ids);
+		touch_ready(ready);
+		gadgetfs_until_configured();
+	} else {
+		ep0 = open_ep(dir, 0, O_RDWR);
+		write_descriptors();
+		unsigned n = 1;
+		if (prof.intr)
+			ep_intr = open_ep(dir, n++, O_RDWR);
+		ep_in = open_ep(dir, n++, O_RDWR);
+		ep_out = open_ep(dir, n++, O_RDWR);
+	}
 	say("profile %s: formats 0x%x in %u %u/%u/%u out %u %u/%u/%u max datagrams %u caps 0x%02x "
 	    "%s, tap %s", prof.name, prof.formats, prof.in_max, prof.in_div, prof.in_rem,
 	    prof.in_align, prof.out_max, prof.out_div, prof.out_rem, prof.out_align,
 	    prof.out_max_datagrams, prof.caps, prof.intr ? "interrupt endpoint" : "no interrupt endpoint",
 	    tap_name);
-	if (ready) {
-		int fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-		if (fd < 0)
-			die("creating %s: %s", ready, strerror(errno));
-		close(fd);
-	}
+	if (!gfs_dir)
+		touch_ready(ready);
 	pthread_create(&th, NULL, rx_thread, NULL);
 	pthread_create(&th, NULL, tx_thread, NULL);
 	if (prof.intr)
@@ -1358,6 +1423,8 @@ main(int argc, char **argv)
 	}
 	if (prof.drain_kbit)
 		hold_start();
+	if (gfs_dir)
+		gadgetfs_loop();
 	ep0_loop();
 	return 0;
 }

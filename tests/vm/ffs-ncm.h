@@ -2,6 +2,7 @@
 /* ffs-ncm.h: what ffs-ncm's files share: the profile, the state under `lock`, the counters and the endpoint files. */
 #pragma once
 
+#include <linux/usb/ch9.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,6 +38,8 @@ typedef struct {
 	bool cs_desc;              /* CDC functional descriptors (f_fs 6.1 rejects them) */
 	bool alt1;                 /* data alt 0 empty, bulk pair in alt 1 (6.1 stalls alt 1) */
 	bool mac;                  /* iMACAddress string (with cs_desc) */
+	bool mac_string_missing;   /* gadgetfs: iMACAddress names a string that is STALLed */
+	bool refuse_crc;           /* STALL SET_CRC_MODE although bmNetworkCapabilities offers it */
 	uint8_t iad_first;         /* the IAD's bFirstInterface, which f_fs leaves as written */
 	uint8_t mac_addr[6];
 	unsigned flood_s;          /* NETWORK_CONNECTION on every poll for this long */
@@ -96,6 +99,7 @@ extern unsigned long st_ntbs_out, st_dgrams_out, st_ntbs_in, st_dgrams_in, st_ta
 	st_hold_drops;
 
 extern int ep0, ep_intr, ep_in, ep_out, tap;
+extern bool ep0_gadgetfs;         /* ep0 is gadgetfs's device file, not FunctionFS's ep0 */
 
 #define COUNT(c, n) __atomic_add_fetch(&(c), (n), __ATOMIC_RELAXED)
 #define READ(c) __atomic_load_n(&(c), __ATOMIC_RELAXED)
@@ -105,10 +109,46 @@ void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void put16(uint8_t *b, size_t len, size_t off, uint16_t v);
 void put32(uint8_t *b, size_t len, size_t off, uint32_t v);
 void wait_enabled(void);
+/* --ready: the descriptors are written (FunctionFS: bind the UDC now). */
+void touch_ready(const char *ready);
 /* Blocks until the host has sent SET_NTB_INPUT_SIZE (its session began). */
 void wait_host_session(void);
 /* A frame from the host, to the peer's TAP. */
 void tap_write(const uint8_t *frame, size_t len);
+
+/* ---- ep0, shared by FunctionFS (ffs-ncm.c) and gadgetfs (ffs-ncm-gadgetfs.c) -- */
+
+typedef struct {
+	uint8_t b[512];
+	size_t len;
+	unsigned count;
+} Blob;
+
+#define MAC_HEX_LEN 13u
+
+void blob_put(Blob *d, const uint8_t *p, size_t n);
+/* The function's interface, class and endpoint descriptors for one speed. */
+void ncm_descs(Blob *d, bool hs);
+void mac_hex(char out[MAC_HEX_LEN]);
+/* A request addressed to the function's interfaces: answered, or stalled. */
+void on_setup(const struct usb_ctrlrequest *rq);
+void stall(const struct usb_ctrlrequest *rq);
+/* The data path's endpoints are (not) usable: FUNCTIONFS_ENABLE, data alt 1. */
+void set_enabled(bool on);
+
+/* ---- ffs-ncm-gadgetfs.c: the whole device through gadgetfs --------------- */
+
+typedef struct {
+	uint16_t vid, pid;
+	const char *serial;
+} GadgetfsIds;
+
+/* Writes the device and configuration descriptors to DIR's controller file:
+ * the UDC binds, the host enumerates. */
+void gadgetfs_start(const char *dir, const GadgetfsIds *ids);
+/* Serves ep0 until the host set the configuration and the endpoints are open. */
+void gadgetfs_until_configured(void);
+void gadgetfs_loop(void) __attribute__((noreturn));
 
 /* ---- ffs-ncm-notify.c: the interrupt endpoint ---------------------------- */
 

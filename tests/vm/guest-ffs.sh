@@ -5,7 +5,8 @@
 #   basic, apple, ntb16-only, ntb32-only, divisors, max-datagrams,
 #   notify-flood, no-mac, stall-in-once, stall-in-always, stall-intr, stall-out,
 #   out-stuck, input-size, max-datagram, persist-mtu, hostile, zlp, in-stuck,
-#   intr-stall, notify-split, link-flap, vanish, hold, apple-modes
+#   intr-stall, notify-split, link-flap, vanish, hold, apple-modes,
+#   crc-accept, crc-refuse, mac-desc (these through gadgetfs: gfs_gadget_setup)
 # VM_COUNT frames each way (default 10000 in basic, 2000 elsewhere),
 # VM_PEER_RATE the peer's frames/s (4000).
 set -eu
@@ -783,6 +784,78 @@ apple-modes)
 		"grep -q 'GET_MODE: 5:3:3:0' '$VM_OUT/ffs-apple.log' &&
 		 grep -q '^apple: asked again, NCM mode requested of 0 device' '$VM_OUT/apple.txt'"
 	ffs_gadget_stop
+	;;
+crc-accept|crc-refuse)
+	# CRC mode offered (bmNetworkCapabilities 0x11, bit 4, in the NCM
+	# functional descriptor: gadgetfs carries it, f_fs cannot). libncm
+	# never enables CRC; with the capability it sends SET_CRC_MODE(0),
+	# which the device accepts, or STALLs (crc-refuse). Either way the
+	# link comes up and frames flow both ways; a refusal draws a warning.
+	n=${VM_COUNT:-1000}
+	refuse=
+	[ "$test_case" = crc-accept ] || refuse=--refuse-crc
+	gfs_gadget_setup --profile basic $refuse
+	host_use_userspace
+	usb_interfaces
+	check "the host read an NCM functional descriptor offering CRC mode (caps 0x11)" sh -c \
+		"od -An -tx1 -v '$USB_DEV/descriptors' | tr -s ' \n' '  ' | grep -q ' 06 24 1a 00 01 11 '"
+	frames frames.txt
+	check "libncm reports the link up" grep -q 'event: link up' "$VM_OUT/frames.txt"
+	check "libncm uses the device's iMACAddress" grep -q '^mac: 02:4e:43:4d:00:02' \
+		"$VM_OUT/frames.txt"
+	tx "$n"
+	rx "$n"
+	ffs_gadget_stop
+	opens=$(grep -c '^mac:' "$VM_OUT/frames.txt" "$VM_OUT/tx.txt" "$VM_OUT/rx.txt" |
+		awk -F: '{ s += $NF } END { print s }')
+	if [ -z "$refuse" ]; then
+		seen=$(grep -c '^ffs-ncm: SET_CRC_MODE 0 accepted' "$FFS_LOG" || true)
+		check "the device accepted SET_CRC_MODE(0) at each of libncm's $opens opens ($seen)" \
+			sh -c "[ '$seen' -ge '$opens' ] && [ '$seen' -ge 1 ]"
+		check "libncm did not warn about CRC" sh -c \
+			"! grep -q 'SET_CRC_MODE' '$VM_OUT/frames.txt' '$VM_OUT/rx.txt'"
+	else
+		seen=$(grep -c '^ffs-ncm: SET_CRC_MODE 0 stalled' "$FFS_LOG" || true)
+		check "the device stalled SET_CRC_MODE(0) at each of libncm's $opens opens ($seen)" \
+			sh -c "[ '$seen' -ge '$opens' ] && [ '$seen' -ge 1 ]"
+		check "the device counted the stalls" [ "$(ffs_stat stalled_requests)" -ge "$seen" ]
+		check "libncm warned that the device refused SET_CRC_MODE(0)" \
+			grep -q 'refused SET_CRC_MODE(0)' "$VM_OUT/frames.txt"
+	fi
+	check "libncm never asked for CRC" sh -c "! grep -q '^ffs-ncm: SET_CRC_MODE [^0]' '$FFS_LOG'"
+	check "the device checked $n datagrams" [ "$(ffs_stat datagrams_out)" -ge "$n" ]
+	gfs_gadget_teardown
+	;;
+mac-desc)
+	# iMACAddress as devices get it wrong, through gadgetfs (f_fs carries
+	# no Ethernet functional descriptor): a multicast address, then an
+	# index whose string the device STALLs. libncm warns and uses a
+	# unicast, locally administered MAC of its own, which the peer learns.
+	for variant in multicast missing; do
+		case $variant in
+		multicast) gfs_gadget_setup --profile basic --mac 03:4e:43:4d:00:02 ;;
+		missing) gfs_gadget_setup --profile basic --mac-string-missing ;;
+		esac
+		host_use_userspace
+		frames "frames-$variant.txt"
+		out=$VM_OUT/frames-$variant.txt
+		mac=$(sed -n 's/^mac: //p' "$out" | head -n 1)
+		first=$((0x${mac%%:*}))
+		echo "$variant iMACAddress: libncm's MAC $mac"
+		if [ $variant = multicast ]; then
+			check "libncm warned about the multicast iMACAddress" \
+				grep -q 'has an unusable (zero or multicast) iMACAddress' "$out"
+		else
+			check "the device stalled the iMACAddress string" \
+				grep -q 'stalling GET_DESCRIPTOR string 1' "$FFS_LOG"
+			check "libncm warned about the missing iMACAddress" grep -q 'has no iMACAddress' "$out"
+		fi
+		check "the MAC is unicast" [ $((first & 1)) = 0 ]
+		check "the MAC is locally administered" [ $((first & 2)) = 2 ]
+		check "the peer learned it from ARP" sh -c \
+			"$IP -n $PEER_NS neigh show $(host_ip4) | grep -qi '$mac'"
+		gfs_gadget_teardown
+	done
 	;;
 *)
 	fail "unknown VM_FFS_TEST '$test_case'"

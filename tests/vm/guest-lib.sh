@@ -656,13 +656,20 @@ ffs_gadget_make() {
 ffs_ncm_start() {
 	mkdir -p "$FFS_DIR"
 	mount -t functionfs ncm "$FFS_DIR" || fail "cannot mount functionfs"
+	ffs_ncm_run --ffs "$FFS_DIR" "$@" 9<>"$GADGET/UDC"
+}
+
+# ffs_ncm_run ARGS...: ffs-ncm in netns peer (fds open here are inherited),
+# waits for its --ready file, gives its TAP the peer's addresses.
+ffs_ncm_run() {
 	[ -e "/run/netns/$PEER_NS" ] || $IP netns add "$PEER_NS"
 	$IP -n "$PEER_NS" link set lo up
 	rm -f /run/ffs-ncm.ready
 	FFS_LOG=$VM_OUT/ffs-ncm.log
-	# fd 9: the UDC file, for --vanish-on (the netns' /sys has no configfs).
-	$IP netns exec "$PEER_NS" ffs-ncm --ffs "$FFS_DIR" --tap "$FFS_TAP" \
-		--ready /run/ffs-ncm.ready "$@" >"$FFS_LOG" 2>&1 9<>"$GADGET/UDC" &
+	# fd 9 (ffs_ncm_start): the UDC file, for --vanish-on (the netns' /sys
+	# has no configfs).
+	$IP netns exec "$PEER_NS" ffs-ncm --tap "$FFS_TAP" \
+		--ready /run/ffs-ncm.ready "$@" >"$FFS_LOG" 2>&1 &
 	FFS_PID=$!
 	wait_for "$VM_WAIT" "ffs-ncm descriptors" ffs_settled
 	[ -e /run/ffs-ncm.ready ] || { cat "$FFS_LOG"; fail "ffs-ncm did not start"; }
@@ -671,6 +678,35 @@ ffs_ncm_start() {
 	$IP -n "$PEER_NS" link set "$FFS_TAP" up
 	$IP -n "$PEER_NS" addr replace "$(peer_ip6 0)/64" dev "$FFS_TAP" nodad
 	PEER_IFNAMES=$FFS_TAP
+}
+
+# gfs_gadget_setup ARGS...: ffs-ncm as the whole device through gadgetfs
+# (ffs-ncm --gadgetfs), for what f_fs cannot carry: the CDC functional
+# descriptors (CRC mode, iMACAddress), the spec's data alt 1. No configfs
+# gadget: gadgetfs binds the free UDC itself once ffs-ncm wrote its
+# descriptors. cdc_ncm is unloaded first: it would bind to the NCM
+# descriptors and send its own class requests. Then as ffs_gadget_setup;
+# gfs_gadget_teardown lets another device follow in the same boot.
+GFS_DIR=/dev/gadget
+gfs_gadget_setup() {
+	dummy_hcd_speed hs
+	[ ! -d /sys/module/cdc_ncm ] || rmmod cdc_ncm || fail "cannot unload cdc_ncm"
+	modprobe gadgetfs || fail "cannot load gadgetfs"
+	mkdir -p "$GFS_DIR"
+	grep -q " $GFS_DIR gadgetfs " /proc/mounts || mount -t gadgetfs gadgetfs "$GFS_DIR" ||
+		fail "cannot mount gadgetfs"
+	ffs_ncm_run --gadgetfs "$GFS_DIR" --vid "$VM_VID" --pid "$VM_PID" --serial "$VM_SERIAL" "$@"
+	GADGET_PROFILE="gadgetfs $*"
+	wait_usb_configured
+	vm_info
+}
+
+gfs_gadget_teardown() {
+	[ -z "$FFS_PID" ] || ffs_gadget_stop
+	wait_for "$VM_WAIT" "the gadgetfs device to leave" usb_gone ||
+		fail "the device stayed after ffs-ncm exited"
+	$IP netns del "$PEER_NS" 2>/dev/null || true
+	GADGET_PROFILE= USB_DEV= PEER_IFNAMES=
 }
 
 # ffs_apple_setup ARGS...: an iPhone before the NCM mode switch (set
