@@ -11,9 +11,12 @@ static gboolean opt_ntb32;
 static gint opt_nudge_ms;
 static gboolean opt_no_ack_merge;
 
+static gboolean cli_device_parse_tuning(NcmDeviceOptions *ret_options, GError **error);
+
 static const GOptionEntry device_entries[] = {
 	{ "device", 'd', 0, G_OPTION_ARG_STRING_ARRAY, &opt_device,
-	  "Select the function: VID:PID, serial=S, path=BUS-PORT.., mac=aa:bb:.. (repeat to combine)",
+	  "Select the function: VID:PID, serial=S, path=BUS-PORT.., mac=aa:bb:.. (repeat to combine; "
+	  "in ncm-tun, a kind given again selects one more device)",
 	  "SEL" },
 	{ "pace", 0, 0, G_OPTION_ARG_STRING, &opt_pace,
 	  "Cap transmission at RATE bytes/s (suffix k, M, G: powers of 1000)", "RATE" },
@@ -34,12 +37,58 @@ cli_device_entries(void)
 	return device_entries;
 }
 
+/* Whether @b sets a field @a already has: then @b is about another device. */
+static gboolean
+match_overlaps(const NcmMatch *a, const NcmMatch *b)
+{
+	return ((a->vid || a->pid) && (b->vid || b->pid)) || (a->serial && b->serial) ||
+	       (a->port_path && b->port_path) || (a->have_mac && b->have_mac);
+}
+
+GArray *
+cli_device_parse_many(NcmDeviceOptions *ret_options, GError **error)
+{
+	g_autoptr(GArray) matches = g_array_new(FALSE, TRUE, sizeof(NcmMatch));
+	NcmMatch cur = { 0 };
+
+	for (guint i = 0; opt_device && opt_device[i]; i++) {
+		NcmMatch one = { 0 };
+
+		if (!ncm_match_parse(&one, opt_device[i], error))
+			return NULL;
+		if (match_overlaps(&cur, &one)) {
+			g_array_append_val(matches, cur);
+			cur = (NcmMatch){ 0 };
+		}
+		ncm_match_parse(&cur, opt_device[i], NULL);
+	}
+	g_array_append_val(matches, cur);
+	if (!cli_device_parse_tuning(ret_options, error))
+		return NULL;
+	return g_steal_pointer(&matches);
+}
+
 gboolean
 cli_device_parse(NcmMatch *ret_match, NcmDeviceOptions *ret_options, GError **error)
 {
-	for (guint i = 0; opt_device && opt_device[i]; i++)
-		if (!ncm_match_parse(ret_match, opt_device[i], error))
-			return FALSE;
+	g_autoptr(GArray) matches = cli_device_parse_many(ret_options, error);
+
+	if (!matches)
+		return FALSE;
+	if (matches->len > 1) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--device: one function only here, and a selector of the same kind "
+			    "was given twice (combine different kinds, such as VID:PID and "
+			    "serial=S)");
+		return FALSE;
+	}
+	*ret_match = g_array_index(matches, NcmMatch, 0);
+	return TRUE;
+}
+
+static gboolean
+cli_device_parse_tuning(NcmDeviceOptions *ret_options, GError **error)
+{
 	ncm_device_options_init(ret_options);
 	ret_options->ntb32 = opt_ntb32;
 	ret_options->nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
@@ -237,7 +286,7 @@ cli_persist_start(CliPersist *p, GError **error)
 {
 	g_signal_connect(p->ctx, "function-added", G_CALLBACK(on_function_added), p);
 	g_signal_connect(p->ctx, "device-removed", G_CALLBACK(on_device_removed), p);
-	if (!ncm_context_watch(p->ctx, p->match, 0, error))
+	if (!p->shared_watch && !ncm_context_watch(p->ctx, p->match, 0, error))
 		return FALSE;
 	p->retry_id = g_timeout_add_seconds(2, on_retry, p);
 	return TRUE;

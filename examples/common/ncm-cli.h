@@ -13,6 +13,13 @@
  */
 const GOptionEntry *cli_device_entries(void);
 gboolean cli_device_parse(NcmMatch *ret_match, NcmDeviceOptions *ret_options, GError **error);
+/*
+ * The same for programs that drive several devices: a selector of a kind the
+ * current device already has (serial=A, then serial=B) starts the next one.
+ * An array of NcmMatch, at least one (all zero without --device); they point
+ * into the parsed options, which live as long as the process.
+ */
+GArray *cli_device_parse_many(NcmDeviceOptions *ret_options, GError **error);
 
 /* A byte count or rate such as 500k, 20M or 1.5G (powers of 1000), for --@option. */
 gboolean cli_parse_size(const gchar *option, const gchar *text, guint64 *ret, GError **error);
@@ -47,6 +54,9 @@ typedef struct {
 	/* The current device was unplugged. */
 	void (*removed)(gpointer data);
 	gpointer data;
+	/* Several CliPersist on one context: the owner calls ncm_context_watch() once
+	 * (a second call replaces the first), after cli_persist_start(). */
+	gboolean shared_watch;
 	guint retry_id;
 } CliPersist;
 

@@ -38,10 +38,16 @@ static gchar *opt_user;
 static gboolean opt_no_up;
 static gboolean opt_tun;
 static gboolean opt_no_offload;
+static gboolean opt_all;
 
 static const GOptionEntry entries[] = {
 	{ "name", 'n', 0, G_OPTION_ARG_STRING, &opt_name,
 	  "Interface name; %d is numbered by the kernel (default ncm%d)", "NAME" },
+	{ "ifname", 0, 0, G_OPTION_ARG_STRING, &opt_name,
+	  "The same as --name", "NAME" },
+	{ "all", 'a', 0, G_OPTION_ARG_NONE, &opt_all,
+	  "Every function --device selects (all without it), an interface each; with --persist "
+	  "also those that arrive later", NULL },
 	{ "mtu", 'm', 0, G_OPTION_ARG_INT, &opt_mtu,
 	  "IP MTU (default: the device's, wMaxSegmentSize - 14)", "MTU" },
 	{ "ipv4", '4', 0, G_OPTION_ARG_STRING_ARRAY, &opt_ipv4,
@@ -89,6 +95,9 @@ static const gchar description[] =
 	"    ip link set ncm0 address <the function's MAC> mtu 1500 up\n"
 	"    ncm-tun --name ncm0            (as U)\n"
 	"  U also needs write access to the device's /dev/bus/usb node (a udev rule).\n"
+	"  Several devices in one process, an interface each (ncm0, ncm1, ...):\n"
+	"    ncm-tun --all --persist          (every function, also later ones)\n"
+	"    ncm-tun -d serial=A -d serial=B  (a selector kind given again: one more)\n"
 	"  Record a session for a bug report:\n"
 	"    ncm-tun --pcap /tmp/ncm.pcap ...; tcpdump -r /tmp/ncm.pcap\n"
 	"\n"
@@ -116,16 +125,24 @@ static const gchar description[] =
 	"  exist yet; it is created mode 0600 before privileges are dropped, and\n"
 	"  never through a symlink. Records past --pcap-max are counted, not written.\n"
 	"  With --user, a replugged device (--persist) is opened as USER: it needs\n"
-	"  access to the new /dev/bus/usb node.\n";
+	"  access to the new /dev/bus/usb node.\n"
+	"  Several devices (--all, or -d naming more than one): --name needs a %d;\n"
+	"  give each interface its addresses yourself (--ipv4, --ipv6 and --pcap are\n"
+	"  for one device). Under --all an interface belongs to a USB port: what\n"
+	"  comes back on that port gets it again, a new port gets a new interface\n"
+	"  (not after --user: creating one needs CAP_NET_ADMIN). One device\n"
+	"  leaving stops only its interface's traffic; without --persist, ncm-tun\n"
+	"  exits when the last one has gone. SIGUSR1 and exit print statistics\n"
+	"  per interface, then the total.\n";
 
+typedef struct App App;
+
+/* One interface and the device behind it. */
 typedef struct {
-	GMainLoop *loop;
-	NcmContext *ctx;
-	NcmMatch match;
-	NcmDeviceOptions options;
+	App *app;
+	NcmMatch match;          /* its device */
+	gchar *port_path;        /* --all: the USB port it serves (match.port_path) */
 	NcmTap *tap;
-	NcmPcap *pcap;
-	guint64 pcap_max;
 	guint mtu;               /* the interface's, as ncm-tun set it */
 	NcmDevice *device;       /* NULL while waiting for a replug */
 	NcmLink *link;
@@ -133,10 +150,23 @@ typedef struct {
 	NcmStats past;           /* summed over devices already closed */
 	guint sessions;
 	CliPersist persist;
-	CliSignals signals;
 	gboolean setup_left_to_root;
-	int status;
 } Tun;
+
+struct App {
+	GMainLoop *loop;
+	NcmContext *ctx;
+	GArray *matches;         /* NcmMatch: one per -d device, or --all's filters */
+	gboolean multi;          /* --all or several devices: interfaces come and go */
+	NcmDeviceOptions options;
+	GArray *prefixes;        /* NcmRtnlPrefix, for the one interface */
+	NcmPcap *pcap;
+	guint64 pcap_max;
+	GPtrArray *tuns;         /* Tun, in the order they were made */
+	gboolean watching;       /* --persist started: new Tuns persist too */
+	CliSignals signals;
+	int status;
+};
 
 static void tun_detach(Tun *tun, const gchar *why);
 
@@ -155,10 +185,10 @@ kernel_counter(Tun *tun, const gchar *name)
 	return g_ascii_strtoull(text, NULL, 10);
 }
 
+/* Prints one interface's statistics and adds them to the totals. */
 static void
-print_stats(gpointer data)
+print_tun_stats(Tun *tun, NcmStats *sum, NcmTapStats *tap_sum)
 {
-	Tun *tun = data;
 	NcmStats st = tun->past;
 	NcmTapStats ts;
 
@@ -169,8 +199,14 @@ print_stats(gpointer data)
 		cli_stats_add(&st, &now);
 	}
 	ncm_tap_get_stats(tun->tap, &ts);
-	fprintf(stderr, "ncm-tun: %s, %u device session(s)\n", ncm_tap_get_name(tun->tap),
-		tun->sessions);
+	cli_stats_add(sum, &st);
+	tap_sum->rx_frames += ts.rx_frames;
+	tap_sum->rx_drops_full += ts.rx_drops_full;
+	tap_sum->tx_frames += ts.tx_frames;
+	tap_sum->tx_drops_invalid += ts.tx_drops_invalid;
+	tap_sum->tx_drops_closed += ts.tx_drops_closed;
+	fprintf(stderr, "ncm-tun: %s, %u device session(s)%s\n", ncm_tap_get_name(tun->tap),
+		tun->sessions, tun->device ? "" : ", no device now");
 	cli_print_usb_stats(stderr, &st);
 	fprintf(stderr, "  tap rx: %" G_GUINT64_FORMAT " frames, %" G_GUINT64_FORMAT
 		" rx-drops (interface full), %" G_GUINT64_FORMAT " write errors\n", ts.rx_frames,
@@ -189,19 +225,78 @@ print_stats(gpointer data)
 		kernel_counter(tun, "tx_dropped"));
 	if (opt_tun)
 		fprintf(stderr, "  tun: %" G_GUINT64_FORMAT " ARP/NDP answers\n", ts.l3_answers);
-	if (tun->pcap)
+	if (tun->app->pcap)
 		fprintf(stderr, "  pcap: %" G_GUINT64_FORMAT " records, %" G_GUINT64_FORMAT
 			" lost, %" G_GUINT64_FORMAT " over --pcap-max\n",
-			ncm_pcap_get_records(tun->pcap), ncm_pcap_get_lost(tun->pcap),
-			ncm_pcap_get_over_max(tun->pcap));
+			ncm_pcap_get_records(tun->app->pcap), ncm_pcap_get_lost(tun->app->pcap),
+			ncm_pcap_get_over_max(tun->app->pcap));
+}
+
+/* Every interface that carried traffic, then (several devices) the sum. */
+static void
+print_stats(gpointer data)
+{
+	App *app = data;
+	NcmStats sum = { 0 };
+	NcmTapStats tap_sum = { 0 };
+	guint shown = 0, sessions = 0;
+
+	for (guint i = 0; i < app->tuns->len; i++) {
+		Tun *tun = app->tuns->pdata[i];
+
+		if (!tun->sessions)
+			continue;
+		print_tun_stats(tun, &sum, &tap_sum);
+		shown++;
+		sessions += tun->sessions;
+	}
+	if (!app->multi)
+		return;
+	fprintf(stderr, "ncm-tun: total over %u interface(s), %u device session(s)\n", shown,
+		sessions);
+	cli_print_usb_stats(stderr, &sum);
+	fprintf(stderr, "  tap rx: %" G_GUINT64_FORMAT " frames, %" G_GUINT64_FORMAT
+		" rx-drops; tap tx: %" G_GUINT64_FORMAT " frames, %" G_GUINT64_FORMAT
+		" dropped\n", tap_sum.rx_frames, tap_sum.rx_drops_full, tap_sum.tx_frames,
+		tap_sum.tx_drops_invalid + tap_sum.tx_drops_closed);
 }
 
 /* ---- option parsing ----------------------------------------------------- */
 
+/* What makes sense for one interface only, refused for several. */
 static gboolean
-parse_options(Tun *tun, int *argc, char ***argv, GError **error)
+check_multi_options(App *app, GError **error)
 {
-	g_autoptr(GOptionContext) oc = g_option_context_new("- a USB CDC-NCM function as a network interface");
+	const gchar *single = opt_ipv4 ? "--ipv4" : opt_ipv6 ? "--ipv6" : opt_pcap ? "--pcap" : NULL;
+
+	app->multi = opt_all || app->matches->len > 1;
+	if (opt_all && app->matches->len > 1) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--all takes the filters of one --device (such as a VID:PID), not "
+			    "several devices");
+		return FALSE;
+	}
+	if (!app->multi)
+		return TRUE;
+	if (single) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "%s is for one device; with several, give each interface its "
+			    "addresses with ip(8) (the interface has the device's MAC)", single);
+		return FALSE;
+	}
+	if (opt_name && !strstr(opt_name, "%d")) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--name %s: several devices need a name with %%d, such as ncm%%d",
+			    opt_name);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static gboolean
+parse_options(App *app, int *argc, char ***argv, GError **error)
+{
+	g_autoptr(GOptionContext) oc = g_option_context_new("- USB CDC-NCM functions as network interfaces");
 
 	g_option_context_add_main_entries(oc, cli_device_entries(), NULL);
 	g_option_context_add_main_entries(oc, entries, NULL);
@@ -213,10 +308,11 @@ parse_options(Tun *tun, int *argc, char ***argv, GError **error)
 			    "unexpected argument %s (see --help)", (*argv)[1]);
 		return FALSE;
 	}
-	if (!cli_device_parse(&tun->match, &tun->options, error))
+	if (!(app->matches = cli_device_parse_many(&app->options, error)) ||
+	    !check_multi_options(app, error))
 		return FALSE;
-	tun->pcap_max = NCM_TUN_PCAP_MAX;
-	if (opt_pcap_max && !cli_parse_size("pcap-max", opt_pcap_max, &tun->pcap_max, error))
+	app->pcap_max = NCM_TUN_PCAP_MAX;
+	if (opt_pcap_max && !cli_parse_size("pcap-max", opt_pcap_max, &app->pcap_max, error))
 		return FALSE;
 	if (opt_mtu < 0 || (opt_mtu > 0 && opt_mtu < 68)) {
 		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
@@ -225,7 +321,6 @@ parse_options(Tun *tun, int *argc, char ***argv, GError **error)
 	}
 	return TRUE;
 }
-
 /* Parses every --ipv4/--ipv6 up front so mistakes stop us before anything is claimed. */
 static GArray *
 parse_prefixes(GError **error)
@@ -281,7 +376,7 @@ on_device_error(NcmDevice *device, GError *error, Tun *tun)
 static gboolean
 tun_open(Tun *tun, const NcmFunctionInfo *info, GError **error)
 {
-	NcmDevice *device = ncm_device_open(tun->ctx, info, &tun->options, error);
+	NcmDevice *device = ncm_device_open(tun->app->ctx, info, &tun->app->options, error);
 
 	if (!device)
 		return FALSE;
@@ -316,7 +411,20 @@ tun_start(Tun *tun, GError **error)
 	return TRUE;
 }
 
-/* Ends the session; the interface stays. Exits unless --persist. */
+/* Whether any interface still has its device. */
+static gboolean
+app_has_device(App *app)
+{
+	for (guint i = 0; i < app->tuns->len; i++)
+		if (((Tun *)app->tuns->pdata[i])->device)
+			return TRUE;
+	return FALSE;
+}
+
+/*
+ * Ends the session; the interface stays. Without --persist, exits when the
+ * last device has gone: the others' traffic goes on meanwhile.
+ */
 static void
 tun_detach(Tun *tun, const gchar *why)
 {
@@ -341,9 +449,14 @@ tun_detach(Tun *tun, const gchar *why)
 		g_message("%s: %s; waiting for it to come back", ncm_tap_get_name(tun->tap), why);
 		return;
 	}
-	g_printerr("ncm-tun: %s\n", why);
-	tun->status = EXIT_RUNTIME;
-	g_main_loop_quit(tun->loop);
+	if (tun->app->multi)
+		g_printerr("ncm-tun: %s: %s\n", ncm_tap_get_name(tun->tap), why);
+	else
+		g_printerr("ncm-tun: %s\n", why);
+	if (app_has_device(tun->app))
+		return;
+	tun->app->status = EXIT_RUNTIME;
+	g_main_loop_quit(tun->app->loop);
 }
 
 /* Someone deleted our interface: nothing left to carry frames to. */
@@ -353,8 +466,8 @@ on_interface_gone(gpointer data)
 	Tun *tun = data;
 
 	g_printerr("ncm-tun: the interface %s was deleted\n", ncm_tap_get_name(tun->tap));
-	tun->status = EXIT_RUNTIME;
-	g_main_loop_quit(tun->loop);
+	tun->app->status = EXIT_RUNTIME;
+	g_main_loop_quit(tun->app->loop);
 	return G_SOURCE_REMOVE;
 }
 
@@ -383,8 +496,9 @@ setup_step(Tun *tun, gboolean ok, GError **error)
 }
 
 static gboolean
-setup_interface(Tun *tun, GArray *prefixes, GError **error)
+setup_interface(Tun *tun, GError **error)
 {
+	GArray *prefixes = tun->app->prefixes;
 	int idx = ncm_tap_get_ifindex(tun->tap);
 	guint mtu = ncm_device_get_mtu(tun->device);
 
@@ -485,12 +599,13 @@ static gboolean
 start_persist(Tun *tun, GError **error)
 {
 	tun->persist = (CliPersist){
-		.ctx = tun->ctx,
+		.ctx = tun->app->ctx,
 		.match = &tun->match,
 		.current = persist_current,
 		.reopen = persist_reopen,
 		.removed = persist_removed,
 		.data = tun,
+		.shared_watch = TRUE,
 	};
 	return cli_persist_start(&tun->persist, error);
 }
@@ -525,83 +640,227 @@ drop_privileges(const gchar *user, GError **error)
 	return TRUE;
 }
 
+/* ---- interfaces: one per device ---------------------------------------------- */
+
+static void
+tun_free(Tun *tun)
+{
+	cli_persist_stop(&tun->persist);
+	if (tun->device)
+		tun_detach(tun, NULL);
+	/* A non-persistent interface goes with its fd. */
+	if (tun->tap)
+		ncm_tap_free(tun->tap);
+	g_free(tun->port_path);
+	g_free(tun);
+}
+
+/* The interface for @info, running; NULL (nothing left behind) on failure. */
+static Tun *
+tun_add(App *app, const NcmFunctionInfo *info, const NcmMatch *match, GError **error)
+{
+	Tun *tun = g_new0(Tun, 1);
+
+	tun->app = app;
+	tun->match = *match;
+	/* Under --all the port is the interface's identity across replugs. */
+	if (opt_all) {
+		tun->port_path = g_strdup(info->port_path);
+		tun->match.port_path = tun->port_path;
+	}
+	tun->tap = ncm_tap_open_full(opt_name, opt_tun ? NCM_TAP_MODE_TUN : NCM_TAP_MODE_TAP,
+				     opt_no_offload ? 0 : NCM_TAP_OFFLOAD, error);
+	if (!tun->tap)
+		goto fail;
+	ncm_tap_set_pcap(tun->tap, app->pcap);
+	ncm_tap_set_gone_func(tun->tap, on_interface_gone, tun);
+	if (!tun_open(tun, info, error) || !setup_interface(tun, error) || !tun_start(tun, error))
+		goto fail;
+	if (app->watching && !start_persist(tun, error))
+		goto fail;
+	g_ptr_array_add(app->tuns, tun);
+	return tun;
+fail:
+	tun_free(tun);
+	return NULL;
+}
+
+static gboolean
+same_function(const NcmFunctionInfo *a, const NcmFunctionInfo *b)
+{
+	return a->bus == b->bus && a->address == b->address && a->comm_iface == b->comm_iface;
+}
+
+/*
+ * --all --persist: runs after every interface's own handler (connected
+ * after), so a function none of them took, on a port none waits for, is new.
+ */
+static void
+on_function_arrived(NcmContext *ctx, NcmFunctionInfo *info, App *app)
+{
+	g_autoptr(GError) error = NULL;
+	Tun *tun;
+
+	for (guint i = 0; i < app->tuns->len; i++) {
+		Tun *t = app->tuns->pdata[i];
+
+		if (t->device ? same_function(ncm_device_get_info(t->device), info)
+			      : ncm_match_test(&t->match, info))
+			return;
+	}
+	if (!(tun = tun_add(app, info, &g_array_index(app->matches, NcmMatch, 0), &error)))
+		g_warning("new device at %s: %s", info->port_path, error->message);
+	else
+		g_message("%s: running", ncm_tap_get_name(tun->tap));
+}
+
+/* The functions to start with: one per -d device, or everything --all selects. */
+static GPtrArray *
+select_functions(App *app, GError **error)
+{
+	g_autoptr(GPtrArray) infos = g_ptr_array_new_with_free_func((GDestroyNotify)ncm_function_info_unref);
+	const NcmMatch *base = &g_array_index(app->matches, NcmMatch, 0);
+
+	if (opt_all) {
+		g_autoptr(GPtrArray) all = ncm_context_enumerate(app->ctx, base, error);
+		NcmFunctionInfo *one;
+
+		if (!all)
+			return NULL;
+		if (all->len || opt_persist)
+			return g_steal_pointer(&all);
+		/* For its message: none found, or unreadable serials. */
+		if (!(one = cli_select_function(app->ctx, base, -1, error)))
+			return NULL;
+		g_ptr_array_add(infos, one);
+		return g_steal_pointer(&infos);
+	}
+	for (guint i = 0; i < app->matches->len; i++) {
+		NcmFunctionInfo *info = cli_select_function(
+			app->ctx, &g_array_index(app->matches, NcmMatch, i), -1, error);
+
+		if (!info)
+			return NULL;
+		g_ptr_array_add(infos, info);
+		for (guint j = 0; j < i; j++) {
+			if (!same_function(infos->pdata[j], info))
+				continue;
+			g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+				    "--device: devices %u and %u select the same function (%s)",
+				    j + 1, i + 1, info->port_path);
+			return NULL;
+		}
+	}
+	return g_steal_pointer(&infos);
+}
+
+/* --persist: every interface waits for its device, and (--all) new ones get one. */
+static gboolean
+start_watching(App *app, GError **error)
+{
+	for (guint i = 0; i < app->tuns->len; i++)
+		if (!start_persist(app->tuns->pdata[i], error))
+			return FALSE;
+	app->watching = TRUE;
+	if (opt_all)
+		g_signal_connect_after(app->ctx, "function-added", G_CALLBACK(on_function_arrived),
+				       app);
+	/* One watch per context: the filters all interfaces share, or each their own. */
+	return ncm_context_watch(app->ctx,
+				 opt_all || app->matches->len == 1
+					 ? &g_array_index(app->matches, NcmMatch, 0)
+					 : NULL,
+				 0, error);
+}
+
 /* Everything up to the running data path; errors here exit with EXIT_SETUP. */
 static gboolean
-tun_setup(Tun *tun, GArray *prefixes, GError **error)
+app_setup(App *app, GError **error)
 {
-	g_autoptr(NcmFunctionInfo) info = NULL;
+	g_autoptr(GPtrArray) infos = NULL;
 
 	if (opt_user && !getpwnam(opt_user)) {
 		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
 			    "--user %s: no such user", opt_user);
 		return FALSE;
 	}
-	tun->ctx = ncm_context_new(error);
-	if (!tun->ctx || !(info = cli_select_function(tun->ctx, &tun->match, -1, error)))
+	app->ctx = ncm_context_new(error);
+	if (!app->ctx || !(infos = select_functions(app, error)))
 		return FALSE;
-	tun->tap = ncm_tap_open_full(opt_name, opt_tun ? NCM_TAP_MODE_TUN : NCM_TAP_MODE_TAP,
-				     opt_no_offload ? 0 : NCM_TAP_OFFLOAD, error);
-	if (!tun->tap)
+	if (opt_pcap && !(app->pcap = ncm_pcap_open(opt_pcap, app->pcap_max, error)))
 		return FALSE;
-	if (opt_pcap && !(tun->pcap = ncm_pcap_open(opt_pcap, tun->pcap_max, error)))
-		return FALSE;
-	ncm_tap_set_pcap(tun->tap, tun->pcap);
-	ncm_tap_set_gone_func(tun->tap, on_interface_gone, tun);
-	if (!tun_open(tun, info, error))
-		return FALSE;
-	if (!setup_interface(tun, prefixes, error) || !tun_start(tun, error))
-		return FALSE;
+	for (guint i = 0; i < infos->len; i++) {
+		const NcmMatch *match = &g_array_index(app->matches, NcmMatch, opt_all ? 0 : i);
+
+		if (!tun_add(app, infos->pdata[i], match, error))
+			return FALSE;
+	}
 	if (opt_user && !drop_privileges(opt_user, error))
 		return FALSE;
-	return !opt_persist || start_persist(tun, error);
+	return !opt_persist || start_watching(app, error);
 }
 
 static void
-tun_cleanup(Tun *tun)
+app_cleanup(App *app)
 {
-	cli_persist_stop(&tun->persist);
-	if (tun->device)
-		tun_detach(tun, NULL);
-	if (tun->sessions)
-		print_stats(tun);
-	/* A non-persistent interface goes with its fd. */
-	ncm_tap_free(tun->tap);
-	ncm_pcap_close(tun->pcap);
-	g_clear_object(&tun->ctx);
+	if (app->ctx)
+		g_signal_handlers_disconnect_by_data(app->ctx, app);
+	for (guint i = 0; i < app->tuns->len; i++) {
+		Tun *tun = app->tuns->pdata[i];
+
+		cli_persist_stop(&tun->persist);
+		if (tun->device)
+			tun_detach(tun, NULL);
+	}
+	print_stats(app);
+	g_ptr_array_unref(app->tuns);
+	ncm_pcap_close(app->pcap);
+	g_clear_object(&app->ctx);
+	g_clear_pointer(&app->matches, g_array_unref);
+	g_clear_pointer(&app->prefixes, g_array_unref);
 	g_main_context_release(NULL);
-	g_main_loop_unref(tun->loop);
+	g_main_loop_unref(app->loop);
 }
 
 int
 main(int argc, char **argv)
 {
-	Tun tun = { .status = EXIT_OK };
+	App app = { .status = EXIT_OK };
 	g_autoptr(GError) error = NULL;
-	g_autoptr(GArray) prefixes = NULL;
 
-	if (!parse_options(&tun, &argc, &argv, &error) || !(prefixes = parse_prefixes(&error))) {
+	app.tuns = g_ptr_array_new_with_free_func((GDestroyNotify)tun_free);
+	if (!parse_options(&app, &argc, &argv, &error) ||
+	    !(app.prefixes = parse_prefixes(&error))) {
 		fprintf(stderr, "ncm-tun: %s\n", error->message);
+		g_ptr_array_unref(app.tuns);
+		g_clear_pointer(&app.matches, g_array_unref);
 		return EXIT_SETUP;
 	}
-	tun.loop = g_main_loop_new(NULL, FALSE);
+	app.loop = g_main_loop_new(NULL, FALSE);
 	/*
 	 * Held for the whole run: g_main_context_invoke() from the libusb thread
 	 * would otherwise acquire a free default context during setup and run
 	 * our signal handlers right there, on the libusb thread.
 	 */
 	g_main_context_acquire(NULL);
-	/* Before setup: a signal then must still give the device back to cdc_ncm. */
-	tun.signals = (CliSignals){ tun.loop, print_stats, &tun };
-	cli_signals_add(&tun.signals);
-	if (!tun_setup(&tun, prefixes, &error)) {
+	/* Before setup: a signal then must still give the devices back to cdc_ncm. */
+	app.signals = (CliSignals){ app.loop, print_stats, &app };
+	cli_signals_add(&app.signals);
+	if (!app_setup(&app, &error)) {
 		fprintf(stderr, "ncm-tun: %s\n", error->message);
-		tun.status = EXIT_SETUP;
-		tun_cleanup(&tun);
-		return tun.status;
+		app.status = EXIT_SETUP;
+		app_cleanup(&app);
+		return app.status;
 	}
-	g_message("%s: running (SIGUSR1 prints statistics, SIGINT/SIGTERM stop)",
-		  ncm_tap_get_name(tun.tap));
-	g_main_loop_run(tun.loop);
-	tun_cleanup(&tun);
-	return tun.status;
+	for (guint i = 0; app.multi && i < app.tuns->len; i++)
+		g_message("%s: running", ncm_tap_get_name(((Tun *)app.tuns->pdata[i])->tap));
+	if (app.multi)
+		g_message("%u interface(s) running (SIGUSR1 prints statistics, SIGINT/SIGTERM stop)",
+			  app.tuns->len);
+	else
+		g_message("%s: running (SIGUSR1 prints statistics, SIGINT/SIGTERM stop)",
+			  ncm_tap_get_name(((Tun *)app.tuns->pdata[0])->tap));
+	g_main_loop_run(app.loop);
+	app_cleanup(&app);
+	return app.status;
 }
