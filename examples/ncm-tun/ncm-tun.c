@@ -250,7 +250,7 @@ print_stats(gpointer data)
 		shown++;
 		sessions += tun->sessions;
 	}
-	if (!app->multi)
+	if (!app->multi || !shown)
 		return;
 	fprintf(stderr, "ncm-tun: total over %u interface(s), %u device session(s)\n", shown,
 		sessions);
