@@ -164,6 +164,7 @@ struct App {
 	guint64 pcap_max;
 	GPtrArray *tuns;         /* Tun, in the order they were made */
 	gboolean watching;       /* --persist started: new Tuns persist too */
+	gboolean stopping;       /* the devices were given back: the final statistics */
 	CliSignals signals;
 	int status;
 };
@@ -206,7 +207,7 @@ print_tun_stats(Tun *tun, NcmStats *sum, NcmTapStats *tap_sum)
 	tap_sum->tx_drops_invalid += ts.tx_drops_invalid;
 	tap_sum->tx_drops_closed += ts.tx_drops_closed;
 	fprintf(stderr, "ncm-tun: %s, %u device session(s)%s\n", ncm_tap_get_name(tun->tap),
-		tun->sessions, tun->device ? "" : ", no device now");
+		tun->sessions, tun->device || tun->app->stopping ? "" : ", no device now");
 	cli_print_usb_stats(stderr, &st);
 	fprintf(stderr, "  tap rx: %" G_GUINT64_FORMAT " frames, %" G_GUINT64_FORMAT
 		" rx-drops (interface full), %" G_GUINT64_FORMAT " write errors\n", ts.rx_frames,
@@ -805,6 +806,7 @@ app_cleanup(App *app)
 {
 	if (app->ctx)
 		g_signal_handlers_disconnect_by_data(app->ctx, app);
+	app->stopping = TRUE;
 	for (guint i = 0; i < app->tuns->len; i++) {
 		Tun *tun = app->tuns->pdata[i];
 
