@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# tests/vm/guest-multi-tun.sh: profile multi: one ncm-tun --all --persist drives VM_MULTI_N (4) gadgets, an interface each; ping and iperf3 through each, one unplugged while the others carry on, replugged and back on its own interface (issue 20).
+# tests/vm/guest-multi-tun.sh: profile multi: one ncm-tun --all --persist drives VM_MULTI_N gadgets (8 in vm-multi-tun), an interface each; ping and iperf3 through each, one unplugged while the others carry on, replugged and back on its own interface (issue 20).
 set -eu
 . "$VM_LIB"
 
