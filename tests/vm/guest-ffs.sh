@@ -296,6 +296,8 @@ apple)
 	check "the host sees no endpoint on the communication interface" \
 		[ "$(cat "$USB_DEV/${USB_DEV##*/}:1.0/bNumEndpoints")" = 00 ]
 	frames frames.txt
+	check "libncm's function info says: no interrupt endpoint" \
+		grep -q '^interrupt endpoint: none$' "$VM_OUT/frames.txt"
 	check "libncm reports the link up without a notification" \
 		grep -q 'event: link up' "$VM_OUT/frames.txt"
 	tx "$n"

@@ -615,6 +615,11 @@ cmd_frames(Test *t)
 	ncm_device_get_ntb_info(t->dev, &ntb);
 	printf("negotiated: %s rx %u tx %u\n", ntb.ntb32 ? "NTB32" : "NTB16", ntb.rx_ntb_size,
 	       ntb.tx_ntb_size);
+	/* What libncm tells its owner about link notifications (Apple has none). */
+	if (ncm_device_get_info(t->dev)->intr_ep)
+		printf("interrupt endpoint: 0x%02x\n", ncm_device_get_info(t->dev)->intr_ep);
+	else
+		printf("interrupt endpoint: none\n");
 	if (!resolve_peer(t)) {
 		printf("FAIL: no ARP reply from " PEER_IP4 "\n");
 		return 1;
