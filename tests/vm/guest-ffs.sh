@@ -499,24 +499,34 @@ out-stuck)
 	ffs_gadget_stop
 	;;
 input-size)
-	# The device keeps dwNtbInMaxSize 131072 (NTB32) whatever libncm asks
-	# (65536): refused, then ignored. libncm's receive buffers follow it, it
-	# warns, and 1472-byte datagrams gathered into NTBs over 64 KiB arrive
-	# exactly once without an overflow.
+	# dwNtbInMaxSize 1 MiB (NTB32). libncm asks for 65536: accepted, then
+	# refused, then ignored (GET_NTB_INPUT_SIZE says 1 MiB). Accepted, the
+	# device keeps to 64 KiB and libncm says nothing; else its receive
+	# buffers follow the device's 1 MiB, it warns, and 1472-byte datagrams
+	# gathered into NTBs over 64 KiB arrive exactly once without an overflow.
 	n=${VM_COUNT:-2000}
-	for how in refused ignored; do
-		log "== SET_NTB_INPUT_SIZE $how"
-		opt=--refuse-input-size
+	for how in accepted refused ignored; do
+		log "== dwNtbInMaxSize 1 MiB, SET_NTB_INPUT_SIZE $how"
+		opt=
+		[ "$how" = refused ] && opt=--refuse-input-size
 		[ "$how" = ignored ] && opt=--ignore-input-size
-		setup --in-max 131072 $opt --in-batch 100
+		setup --in-max 1048576 $opt --in-batch 100
 		RX_SIZE=1472 rx "$n" --ntb32
-		check "libncm warned ($how)" grep -q \
-			"$how an NTB input size of 65536 and uses 131072: receive buffers follow it" \
-			"$VM_OUT/rx.txt"
+		if [ "$how" = accepted ]; then
+			check "libncm did not warn" sh -c "! grep -q 'an NTB input size' '$VM_OUT/rx.txt'"
+		else
+			check "libncm warned ($how)" grep -q \
+				"$how an NTB input size of 65536 and uses 1048576: receive buffers follow it" \
+				"$VM_OUT/rx.txt"
+		fi
 		check "no overflow" [ "$(stat_of "$VM_OUT/rx.txt" rx_overflows)" = 0 ]
 		ffs_gadget_teardown
 		echo "largest IN NTB: $(ffs_stat max_ntb_in) bytes"
-		check "the device sent NTBs over 64 KiB" [ "$(ffs_stat max_ntb_in)" -gt 65536 ]
+		if [ "$how" = accepted ]; then
+			check "the device kept to 64 KiB" [ "$(ffs_stat max_ntb_in)" -le 65536 ]
+		else
+			check "the device sent NTBs over 64 KiB" [ "$(ffs_stat max_ntb_in)" -gt 65536 ]
+		fi
 	done
 	# Above 1 MiB: open fails, saying why.
 	setup --in-max 2097152 --refuse-input-size
