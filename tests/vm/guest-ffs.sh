@@ -504,6 +504,8 @@ input-size)
 	# device keeps to 64 KiB and libncm says nothing; else its receive
 	# buffers follow the device's 1 MiB, it warns, and 1472-byte datagrams
 	# gathered into NTBs over 64 KiB arrive exactly once without an overflow.
+	# Fails without the depth budget (ncm-usb-rx.c): "starting to receive ...
+	# failed: Insufficient memory".
 	n=${VM_COUNT:-2000}
 	for how in accepted refused ignored; do
 		log "== dwNtbInMaxSize 1 MiB, SET_NTB_INPUT_SIZE $how"
@@ -518,6 +520,9 @@ input-size)
 			check "libncm warned ($how)" grep -q \
 				"$how an NTB input size of 65536 and uses 1048576: receive buffers follow it" \
 				"$VM_OUT/rx.txt"
+			# 16 in flight would need 32 MiB of usbfs's 16 MiB.
+			check "libncm keeps 2 transfers of 1 MiB in flight, and says so" grep -q \
+				'2 receive transfers of 1048576 bytes in flight, not 16' "$VM_OUT/rx.txt"
 		fi
 		check "no overflow" [ "$(stat_of "$VM_OUT/rx.txt" rx_overflows)" = 0 ]
 		ffs_gadget_teardown
