@@ -805,6 +805,7 @@ typedef struct {
 	uint16_t div, rem, align, max_datagrams;
 	uint32_t out_max;
 	bool want;
+	uint32_t max_datagram;  /* what GET_MAX_DATAGRAM_SIZE or wMaxSegmentSize said (0: 1514) */
 } SelfCase;
 
 static bool
@@ -817,7 +818,8 @@ self_case(const SelfCase *t)
 		.remainder = t->host_rem, .alignment = t->host_align,
 	};
 	NcmNtbPacker pk;
-	OutCheck c = { .ntb = 1, .fmt = NCM_NTB_FORMAT_16 };
+	OutCheck c = { .ntb = 1, .fmt = NCM_NTB_FORMAT_16,
+		       .max_datagram = t->max_datagram ? t->max_datagram : FRAME_MAX };
 	unsigned long before = READ(st_violations);
 
 	prof.out_div = t->div, prof.out_rem = t->rem, prof.out_align = t->align;
@@ -837,19 +839,23 @@ self_test(void)
 {
 	static const SelfCase cases[] = {
 		{ "control: the advertised rules kept", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 10,
-		  4, 0, 4, 0, 16384, false },
+		  4, 0, 4, 0, 16384, false, 0 },
 		{ "control: 512/14/512 kept", NCM_NTB_FORMAT_16, 512, 14, 512, 16384, 10,
-		  512, 14, 512, 0, 16384, false },
+		  512, 14, 512, 0, 16384, false, 0 },
 		{ "datagram offsets off wNdpOutDivisor/remainder", NCM_NTB_FORMAT_16, 4, 0, 4,
-		  16384, 3, 8, 2, 4, 0, 16384, true },
+		  16384, 3, 8, 2, 4, 0, 16384, true, 0 },
 		{ "NDP off wNdpOutAlignment", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 3,
-		  4, 0, 512, 0, 16384, true },
+		  4, 0, 512, 0, 16384, true, 0 },
 		{ "more datagrams than wNtbOutMaxDatagrams", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 3,
-		  4, 0, 4, 1, 16384, true },
+		  4, 0, 4, 1, 16384, true, 0 },
 		{ "larger than dwNtbOutMaxSize", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 100,
-		  4, 0, 4, 0, 4096, true },
+		  4, 0, 4, 0, 4096, true, 0 },
 		{ "NTB32 while NTB16 was negotiated", NCM_NTB_FORMAT_32, 4, 0, 4, 16384, 3,
-		  4, 0, 4, 0, 16384, true },
+		  4, 0, 4, 0, 16384, true, 0 },
+		{ "control: datagrams of the maximum datagram size", NCM_NTB_FORMAT_16, 4, 0, 4,
+		  16384, 3, 4, 0, 4, 0, 16384, false, 60 },
+		{ "a datagram over the maximum datagram size", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 3,
+		  4, 0, 4, 0, 16384, true, 59 },
 	};
 	bool all = true;
 
