@@ -251,6 +251,41 @@ set_input_size(NcmDevice *self, GError **error)
 	return TRUE;
 }
 
+/*
+ * The device's answer after SET_MAX_DATAGRAM_SIZE(want) differs from want.
+ * Less: its limit rules, so the MTU follows it. More, or nothing usable: libncm
+ * keeps want, the most it ever sends, and its receive limit: a device that
+ * still sends longer datagrams has them rejected, one count each. Either way
+ * it is said, since the owner's MTU or a reject count depends on it.
+ */
+static void
+reconcile_datagram_size(NcmDevice *self, guint16 want, int r, const guint8 *buf)
+{
+	const NcmFunctionInfo *info = self->info;
+	guint16 got = r == 2 ? ncm_le16_at(buf, 2, 0) : 0;
+
+	if (got == want)
+		return;
+	if (got >= NCM_ETH_MIN_FRAME + 46 && got < want) {
+		g_warning("%04x:%04x takes datagrams of at most %u bytes, not %u: using an MTU of %u",
+			  info->vid, info->pid, got, want, got - 14u);
+		self->ntb.max_frame = got;
+	} else if (got > want) {
+		g_warning("%04x:%04x answers a maximum datagram size of %u after libncm set %u: "
+			  "libncm sends and accepts at most %u (MTU %u); longer datagrams from it "
+			  "are rejected and counted as datagram-long", info->vid, info->pid, got, want,
+			  want, want - 14u);
+	} else {
+		g_autofree gchar *why = r == 2 ? g_strdup_printf("it answered %u", got) :
+				       r < 0	? g_strdup(libusb_strerror(r)) :
+						  g_strdup_printf("a reply of %d bytes", r);
+
+		g_warning("%04x:%04x gave no usable maximum datagram size after libncm set %u "
+			  "(GET_MAX_DATAGRAM_SIZE: %s): assuming it takes %u", info->vid, info->pid,
+			  want, why, want);
+	}
+}
+
 static gboolean
 negotiate_datagram_size(NcmDevice *self, GError **error)
 {
@@ -273,16 +308,9 @@ negotiate_datagram_size(NcmDevice *self, GError **error)
 		g_debug("SET_MAX_DATAGRAM_SIZE(%u) refused", want);
 	/* What the device says it takes now is what it takes, if less. */
 	r = class_in(self, NCM_REQ_GET_MAX_DATAGRAM_SIZE, buf, sizeof(buf));
-	if (r == 2) {
-		guint16 got = ncm_le16_at(buf, (size_t)r, 0);
-
-		if (got >= NCM_ETH_MIN_FRAME + 46 && got < want) {
-			g_warning("%04x:%04x takes datagrams of at most %u bytes, not %u: using an "
-				  "MTU of %u", self->info->vid, self->info->pid, got, want,
-				  got - 14u);
-			self->ntb.max_frame = got;
-		}
-	}
+	if (device_gone(self, r))
+		return request_failed(self, r, "GET_MAX_DATAGRAM_SIZE", error);
+	reconcile_datagram_size(self, want, r, buf);
 	return TRUE;
 }
 

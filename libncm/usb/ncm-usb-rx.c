@@ -20,6 +20,33 @@ default_rx_transfers(guint speed_mbps)
 }
 
 /*
+ * usbfs caps the memory of all its transfers together (usbfs_memory_mb, 16
+ * MiB by default, shared by every device), and each slot holds two buffers.
+ * A device that sends NTBs of 1 MiB (it ignored SET_NTB_INPUT_SIZE) would
+ * need 32 MiB at 16 in flight, and the submits past the cap fail with
+ * "Insufficient memory": by default the depth keeps within a quarter of it.
+ */
+#define NCM_RX_BUFFER_BUDGET (4u << 20)
+
+static guint
+rx_depth(NcmDevice *self)
+{
+	const NcmNtbInfo *n = &self->ntb;
+	guint want, fit;
+
+	if (self->options.rx_transfers)
+		return MIN(self->options.rx_transfers, NCM_MAX_RX_TRANSFERS);
+	want = MIN(default_rx_transfers(self->info->speed_mbps), NCM_MAX_RX_TRANSFERS);
+	fit = MAX(2u, NCM_RX_BUFFER_BUDGET / (2u * n->rx_ntb_size));
+	if (want <= fit)
+		return want;
+	g_message("%04x:%04x: %u receive transfers of %u bytes in flight, not %u: usbfs's "
+		  "memory for transfers (usbfs_memory_mb) is shared by every device",
+		  self->info->vid, self->info->pid, fit, n->rx_ntb_size, want);
+	return fit;
+}
+
+/*
  * Hands the datagrams collected so far to the sink, less the pure ACKs a
  * later one of their flow in the same NTB supersedes (ncm-ack.h).
  */
@@ -203,9 +230,7 @@ ncm_device_rx_setup(NcmDevice *self, GError **error)
 {
 	NcmNtbInfo *n = &self->ntb;
 
-	n->rx_transfers = self->options.rx_transfers ? self->options.rx_transfers
-						      : default_rx_transfers(self->info->speed_mbps);
-	n->rx_transfers = MIN(n->rx_transfers, NCM_MAX_RX_TRANSFERS);
+	n->rx_transfers = rx_depth(self);
 	self->parse_config = (NcmNtbParseConfig){
 		.formats = n->ntb32 ? NCM_NTB_FORMAT_BIT_32 : NCM_NTB_FORMAT_BIT_16,
 		.crc = FALSE,

@@ -282,6 +282,17 @@ serve_events(bool until_configured)
 			/* EIDRM: the host gave up on a request (a reset); the next one comes. */
 			if (errno == EINTR || errno == EIDRM || errno == EAGAIN)
 				continue;
+			/*
+			 * EL2HLT: the host's next request, an IN one, came while
+			 * the last one's data stage was read (EIDRM above); gadgetfs
+			 * took this read as a STALL of it. Its event follows; the
+			 * reply to it then fails and the host sees the STALL.
+			 */
+			if (errno == EL2HLT) {
+				COUNT(st_stalled_requests, 1);
+				say("gadgetfs stalled an IN request that came during the last one's data stage");
+				continue;
+			}
 			die("reading gadgetfs events: %s", strerror(errno));
 		}
 		for (size_t i = 0; i < (size_t)n / sizeof(ev[0]); i++) {

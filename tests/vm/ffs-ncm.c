@@ -54,6 +54,7 @@ Profile prof = {
 	.mac = true,
 	.mac_addr = { 0x02, 0x4e, 0x43, 0x4d, 0x00, 0x02 },
 	.max_datagram_reply = -1,
+	.max_segment = FRAME_MAX,
 	.flap_ms = 300,
 	.udc_fd = -1,
 };
@@ -217,7 +218,7 @@ ncm_descs(Blob *d, bool hs)
 	const uint8_t header[] = { 5, 0x24, 0x00, 0x10, 0x01 };
 	const uint8_t uni[] = { 5, 0x24, 0x06, 0, 1 };
 	const uint8_t eth[] = { 13, 0x24, 0x0f, prof.mac ? 1 : 0, 0, 0, 0, 0,
-				(uint8_t)FRAME_MAX, FRAME_MAX >> 8, 0, 0, 0 };
+				(uint8_t)prof.max_segment, (uint8_t)(prof.max_segment >> 8), 0, 0, 0 };
 	const uint8_t ncm[] = { 6, 0x24, 0x1a, 0x00, 0x01, prof.caps };
 	const uint8_t intr[] = { 7, 0x05, 0x81, 0x03, INTR_MPS, 0, hs ? 9 : 32 };
 	const uint8_t data0[] = { 9, 0x04, 1, 0, prof.alt1 ? 0 : 2, 0x0a, 0x00, 0x01, 0 };
@@ -589,6 +590,7 @@ typedef struct {
 	unsigned long ntb;
 	NcmNtbFormat fmt;
 	unsigned datagrams;
+	uint32_t max_datagram;  /* the largest datagram the host was told of (0: none) */
 } OutCheck;
 
 void
@@ -596,6 +598,21 @@ tap_write(const uint8_t *frame, size_t len)
 {
 	if (write(tap, frame, len) != (ssize_t)len)
 		COUNT(st_tap_errors, 1);
+}
+
+/*
+ * What the host may send, as it can know it (under `lock`): the answer to
+ * GET_MAX_DATAGRAM_SIZE when it may ask, else wMaxSegmentSize; without the
+ * functional descriptors (f_fs), 1514.
+ */
+static uint32_t
+host_datagram_limit(void)
+{
+	if (!prof.cs_desc)
+		return FRAME_MAX;
+	if (prof.caps & 0x08)
+		return prof.max_datagram_reply >= 0 ? (uint32_t)prof.max_datagram_reply : max_datagram;
+	return prof.max_segment;
 }
 
 static bool
@@ -630,6 +647,10 @@ check_ndp(OutCheck *c, const uint8_t *b, size_t len, size_t ndp)
 		if (!idx || !dlen)
 			break;
 		c->datagrams++;
+		if (c->max_datagram && dlen > c->max_datagram)
+			violation(c->ntb, "datagram of %u bytes, over the %u the device %s", dlen,
+				  c->max_datagram, (prof.caps & 0x08) ? "answered to GET_MAX_DATAGRAM_SIZE" :
+									"named in wMaxSegmentSize");
 		if (prof.out_div && idx % prof.out_div != rem)
 			violation(c->ntb, "datagram at %u: %u %% wNdpOutDivisor %u != remainder %u",
 				  idx, idx, prof.out_div, rem);
@@ -747,12 +768,14 @@ rx_thread(void *arg)
 		if (n == 0)
 			continue;  /* a ZLP ending a max-packet-multiple NTB */
 		pthread_mutex_lock(&lock);
-		OutCheck c = { .ntb = COUNT(st_ntbs_out, 1), .fmt = format };
+		OutCheck c = { .ntb = COUNT(st_ntbs_out, 1), .fmt = format,
+			       .max_datagram = host_datagram_limit() };
 		NcmNtbParseConfig pc = {
 			.formats = format == NCM_NTB_FORMAT_32 ? NCM_NTB_FORMAT_BIT_32 :
 								 NCM_NTB_FORMAT_BIT_16,
 			.max_block = prof.out_max,
-			.max_datagram = max_datagram > FRAME_MAX ? max_datagram : FRAME_MAX,
+			/* Longer ones are the check's to report, by name. */
+			.max_datagram = 0,
 		};
 		pthread_mutex_unlock(&lock);
 		NcmNtbParseResult res;
@@ -782,6 +805,7 @@ typedef struct {
 	uint16_t div, rem, align, max_datagrams;
 	uint32_t out_max;
 	bool want;
+	uint32_t max_datagram;  /* what GET_MAX_DATAGRAM_SIZE or wMaxSegmentSize said (0: 1514) */
 } SelfCase;
 
 static bool
@@ -794,7 +818,8 @@ self_case(const SelfCase *t)
 		.remainder = t->host_rem, .alignment = t->host_align,
 	};
 	NcmNtbPacker pk;
-	OutCheck c = { .ntb = 1, .fmt = NCM_NTB_FORMAT_16 };
+	OutCheck c = { .ntb = 1, .fmt = NCM_NTB_FORMAT_16,
+		       .max_datagram = t->max_datagram ? t->max_datagram : FRAME_MAX };
 	unsigned long before = READ(st_violations);
 
 	prof.out_div = t->div, prof.out_rem = t->rem, prof.out_align = t->align;
@@ -814,19 +839,23 @@ self_test(void)
 {
 	static const SelfCase cases[] = {
 		{ "control: the advertised rules kept", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 10,
-		  4, 0, 4, 0, 16384, false },
+		  4, 0, 4, 0, 16384, false, 0 },
 		{ "control: 512/14/512 kept", NCM_NTB_FORMAT_16, 512, 14, 512, 16384, 10,
-		  512, 14, 512, 0, 16384, false },
+		  512, 14, 512, 0, 16384, false, 0 },
 		{ "datagram offsets off wNdpOutDivisor/remainder", NCM_NTB_FORMAT_16, 4, 0, 4,
-		  16384, 3, 8, 2, 4, 0, 16384, true },
+		  16384, 3, 8, 2, 4, 0, 16384, true, 0 },
 		{ "NDP off wNdpOutAlignment", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 3,
-		  4, 0, 512, 0, 16384, true },
+		  4, 0, 512, 0, 16384, true, 0 },
 		{ "more datagrams than wNtbOutMaxDatagrams", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 3,
-		  4, 0, 4, 1, 16384, true },
+		  4, 0, 4, 1, 16384, true, 0 },
 		{ "larger than dwNtbOutMaxSize", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 100,
-		  4, 0, 4, 0, 4096, true },
+		  4, 0, 4, 0, 4096, true, 0 },
 		{ "NTB32 while NTB16 was negotiated", NCM_NTB_FORMAT_32, 4, 0, 4, 16384, 3,
-		  4, 0, 4, 0, 16384, true },
+		  4, 0, 4, 0, 16384, true, 0 },
+		{ "control: datagrams of the maximum datagram size", NCM_NTB_FORMAT_16, 4, 0, 4,
+		  16384, 3, 4, 0, 4, 0, 16384, false, 60 },
+		{ "a datagram over the maximum datagram size", NCM_NTB_FORMAT_16, 4, 0, 4, 16384, 3,
+		  4, 0, 4, 0, 16384, true, 59 },
 	};
 	bool all = true;
 
@@ -1105,7 +1134,10 @@ static const char usage_text[] =
 	"  --ignore-input-size      accept SET_NTB_INPUT_SIZE but keep dwNtbInMaxSize, and say so\n"
 	"                           in GET_NTB_INPUT_SIZE\n"
 	"                           (IN NTBs are at most 131072 bytes, whatever --in-max says)\n"
-	"  --max-datagram-reply N   GET_MAX_DATAGRAM_SIZE answers N (needs --caps with 0x08)\n"
+	"  --max-datagram-reply N   GET_MAX_DATAGRAM_SIZE answers N (needs --caps with 0x08);\n"
+	"                           with --gadgetfs, a host datagram over N is a violation\n"
+	"  --max-segment N          (--gadgetfs) wMaxSegmentSize N (default 1514); host datagrams\n"
+	"                           over it are violations (unless --caps 0x08 negotiates)\n"
 	"  --in-batch MS            gather TAP frames for up to MS ms into one IN NTB (up to 128)\n"
 	"  --cs-desc                also write the CDC Header/Union/Ethernet/NCM descriptors\n"
 	"                           (Linux 6.1's f_fs rejects them: EINVAL)\n"
@@ -1198,7 +1230,7 @@ main(int argc, char **argv)
 	       O_STALL_INTR, O_HOSTILE, O_ZLP, O_RUNT, O_IN_STOP, O_STALL_INTR_ONCE, O_SPEED,
 	       O_SPEED_SPLIT, O_OVERLONG, O_FLAP, O_FLAP_MS, O_HOLD, O_VANISH, O_UDC_FD,
 	       O_APPLE_MODES, O_IAD_FIRST, O_GADGETFS, O_VID, O_PID, O_SERIAL, O_REFUSE_CRC,
-	       O_MAC_STRING_MISSING };
+	       O_MAC_STRING_MISSING, O_MAX_SEGMENT };
 	static const struct option opts[] = {
 		{ "ffs", required_argument, NULL, O_FFS },
 		{ "gadgetfs", required_argument, NULL, O_GADGETFS },
@@ -1207,6 +1239,7 @@ main(int argc, char **argv)
 		{ "serial", required_argument, NULL, O_SERIAL },
 		{ "refuse-crc", no_argument, NULL, O_REFUSE_CRC },
 		{ "mac-string-missing", no_argument, NULL, O_MAC_STRING_MISSING },
+		{ "max-segment", required_argument, NULL, O_MAX_SEGMENT },
 		{ "tap", required_argument, NULL, O_TAP },
 		{ "ready", required_argument, NULL, O_READY },
 		{ "profile", required_argument, NULL, O_PROFILE },
@@ -1269,6 +1302,11 @@ main(int argc, char **argv)
 		case O_SERIAL: ids.serial = optarg; break;
 		case O_REFUSE_CRC: prof.refuse_crc = true; break;
 		case O_MAC_STRING_MISSING: prof.mac_string_missing = true; break;
+		case O_MAX_SEGMENT:
+			prof.max_segment = (uint16_t)num("max-segment", optarg, 0xffff);
+			if (prof.max_segment < FRAME_MAX)
+				die("--max-segment takes 1514 or more (an Ethernet frame)");
+			break;
 		case O_TAP: tap_name = optarg; break;
 		case O_READY: ready = optarg; break;
 		case O_PROFILE:
@@ -1358,9 +1396,10 @@ main(int argc, char **argv)
 			die("--gadgetfs serves one NCM function as the whole device: no --apple-modes, "
 			    "--vanish-on, --iad-first, nor --refuse-input-size (gadgetfs cannot stall an "
 			    "OUT request with data)");
-	} else if (prof.refuse_crc || prof.mac_string_missing) {
-		die("--refuse-crc and --mac-string-missing need --gadgetfs: f_fs in Linux 6.1 takes "
-		    "no NCM functional descriptor, so the host never sees CRC mode or iMACAddress");
+	} else if (prof.refuse_crc || prof.mac_string_missing || prof.max_segment != FRAME_MAX) {
+		die("--refuse-crc, --mac-string-missing and --max-segment need --gadgetfs: f_fs in "
+		    "Linux 6.1 takes no CDC functional descriptor, so the host never sees CRC mode, "
+		    "iMACAddress or wMaxSegmentSize");
 	}
 	if (prof.in_max < 2048 || prof.out_max < 2048)
 		die("NTB sizes below 2048 cannot carry a frame");

@@ -52,6 +52,7 @@ typedef struct {
 	bool refuse_input_size;    /* STALL SET_NTB_INPUT_SIZE */
 	bool ignore_input_size;    /* accept it, keep dwNtbInMaxSize */
 	int max_datagram_reply;    /* GET_MAX_DATAGRAM_SIZE answers this (-1: what was set) */
+	uint16_t max_segment;      /* wMaxSegmentSize (with cs_desc) */
 	unsigned in_batch_ms;      /* collect TAP frames this long into one IN NTB */
 
 	/* Bulk IN beyond valid NTBs (ffs-ncm-hostile.c). */

@@ -6,7 +6,8 @@
 #   notify-flood, no-mac, stall-in-once, stall-in-always, stall-intr, stall-out,
 #   out-stuck, input-size, max-datagram, persist-mtu, hostile, zlp, in-stuck,
 #   intr-stall, notify-split, link-flap, vanish, hold, apple-modes,
-#   crc-accept, crc-refuse, mac-desc (these through gadgetfs: gfs_gadget_setup)
+#   crc-accept, crc-refuse, mac-desc, max-datagram-differs, segment-too-big
+#   (these through gadgetfs: gfs_gadget_setup)
 # VM_COUNT frames each way (default 10000 in basic, 2000 elsewhere),
 # VM_PEER_RATE the peer's frames/s (4000).
 set -eu
@@ -295,6 +296,8 @@ apple)
 	check "the host sees no endpoint on the communication interface" \
 		[ "$(cat "$USB_DEV/${USB_DEV##*/}:1.0/bNumEndpoints")" = 00 ]
 	frames frames.txt
+	check "libncm's function info says: no interrupt endpoint" \
+		grep -q '^interrupt endpoint: none$' "$VM_OUT/frames.txt"
 	check "libncm reports the link up without a notification" \
 		grep -q 'event: link up' "$VM_OUT/frames.txt"
 	tx "$n"
@@ -496,24 +499,39 @@ out-stuck)
 	ffs_gadget_stop
 	;;
 input-size)
-	# The device keeps dwNtbInMaxSize 131072 (NTB32) whatever libncm asks
-	# (65536): refused, then ignored. libncm's receive buffers follow it, it
-	# warns, and 1472-byte datagrams gathered into NTBs over 64 KiB arrive
-	# exactly once without an overflow.
+	# dwNtbInMaxSize 1 MiB (NTB32). libncm asks for 65536: accepted, then
+	# refused, then ignored (GET_NTB_INPUT_SIZE says 1 MiB). Accepted, the
+	# device keeps to 64 KiB and libncm says nothing; else its receive
+	# buffers follow the device's 1 MiB, it warns, and 1472-byte datagrams
+	# gathered into NTBs over 64 KiB arrive exactly once without an overflow.
+	# Fails without the depth budget (ncm-usb-rx.c): "starting to receive ...
+	# failed: Insufficient memory".
 	n=${VM_COUNT:-2000}
-	for how in refused ignored; do
-		log "== SET_NTB_INPUT_SIZE $how"
-		opt=--refuse-input-size
+	for how in accepted refused ignored; do
+		log "== dwNtbInMaxSize 1 MiB, SET_NTB_INPUT_SIZE $how"
+		opt=
+		[ "$how" = refused ] && opt=--refuse-input-size
 		[ "$how" = ignored ] && opt=--ignore-input-size
-		setup --in-max 131072 $opt --in-batch 100
+		setup --in-max 1048576 $opt --in-batch 100
 		RX_SIZE=1472 rx "$n" --ntb32
-		check "libncm warned ($how)" grep -q \
-			"$how an NTB input size of 65536 and uses 131072: receive buffers follow it" \
-			"$VM_OUT/rx.txt"
+		if [ "$how" = accepted ]; then
+			check "libncm did not warn" sh -c "! grep -q 'an NTB input size' '$VM_OUT/rx.txt'"
+		else
+			check "libncm warned ($how)" grep -q \
+				"$how an NTB input size of 65536 and uses 1048576: receive buffers follow it" \
+				"$VM_OUT/rx.txt"
+			# 16 in flight would need 32 MiB of usbfs's 16 MiB.
+			check "libncm keeps 2 transfers of 1 MiB in flight, and says so" grep -q \
+				'2 receive transfers of 1048576 bytes in flight, not 16' "$VM_OUT/rx.txt"
+		fi
 		check "no overflow" [ "$(stat_of "$VM_OUT/rx.txt" rx_overflows)" = 0 ]
 		ffs_gadget_teardown
 		echo "largest IN NTB: $(ffs_stat max_ntb_in) bytes"
-		check "the device sent NTBs over 64 KiB" [ "$(ffs_stat max_ntb_in)" -gt 65536 ]
+		if [ "$how" = accepted ]; then
+			check "the device kept to 64 KiB" [ "$(ffs_stat max_ntb_in)" -le 65536 ]
+		else
+			check "the device sent NTBs over 64 KiB" [ "$(ffs_stat max_ntb_in)" -gt 65536 ]
+		fi
 	done
 	# Above 1 MiB: open fails, saying why.
 	setup --in-max 2097152 --refuse-input-size
@@ -856,6 +874,75 @@ mac-desc)
 			"$IP -n $PEER_NS neigh show $(host_ip4) | grep -qi '$mac'"
 		gfs_gadget_teardown
 	done
+	;;
+max-datagram-differs)
+	# GET_MAX_DATAGRAM_SIZE (caps 0x19: bit 3, in the NCM functional
+	# descriptor, which gadgetfs carries) answers other than libncm set
+	# (1514). Less (1200): libncm's MTU follows it, with a warning; frames
+	# of 1200 bytes pass both ways, 1201 are refused on the spot and
+	# counted, and the device finds no host datagram over 1200. More
+	# (2000): libncm keeps 1514, says so, and sends frames of 1514.
+	n=${VM_COUNT:-500}
+	for reply in 1200 2000; do
+		log "== GET_MAX_DATAGRAM_SIZE answers $reply"
+		gfs_gadget_setup --profile basic --caps 0x19 --max-datagram-reply "$reply"
+		host_use_userspace
+		check "the host read an NCM functional descriptor with caps 0x19" sh -c \
+			"od -An -tx1 -v '$USB_DEV/descriptors' | tr -s ' \n' '  ' | grep -q ' 06 24 1a 00 01 19 '"
+		frames "frames-$reply.txt"
+		out=$VM_OUT/frames-$reply.txt
+		if [ "$reply" = 1200 ]; then
+			max=1200
+			check "libncm warned that the device takes 1200" grep -q \
+				'takes datagrams of at most 1200 bytes, not 1514: using an MTU of 1186' "$out"
+		else
+			max=1514
+			check "libncm warned that the device answered 2000 and kept 1514" grep -q \
+				'answers a maximum datagram size of 2000 after libncm set 1514: libncm sends and accepts at most 1514 (MTU 1500)' \
+				"$out"
+		fi
+		check "the MTU is $((max - 14))" grep -q "^mtu: $((max - 14))\$" "$out"
+		tx "$n" --max-size
+		check "frames of $max bytes sent" grep -q "^tx: frames of $max bytes" "$VM_OUT/tx.txt"
+		check "$((max + 1))-byte frames refused and counted" grep -q \
+			"^oversize: 10 frames of $((max + 1)) bytes refused, tx_invalid +10" "$VM_OUT/tx.txt"
+		RX_SIZE=$((max - 42)) rx "$n"
+		gfs_gadget_teardown
+		check "the device checked $n datagrams, none over $reply" \
+			[ "$(ffs_stat datagrams_out)" -ge "$n" ]
+		# wNtbOutMaxDatagrams 0 (basic): no limit, so NTBs carry several.
+		check "wNtbOutMaxDatagrams 0: more datagrams ($(ffs_stat datagrams_out)) than NTBs ($(ffs_stat ntbs_out))" \
+			[ "$(ffs_stat datagrams_out)" -gt "$(ffs_stat ntbs_out)" ]
+	done
+	;;
+segment-too-big)
+	# wMaxSegmentSize 4000 in the Ethernet functional descriptor, but OUT
+	# NTBs of 2048 bytes with datagrams on 1024-byte boundaries hold 1008:
+	# libncm lowers its MTU to what fits and says so; frames of 1008 bytes
+	# pass and 1009 are refused and counted. IN follows wMaxSegmentSize:
+	# 1514-byte frames from the peer arrive, in IN NTBs of at most 2048
+	# bytes (dwNtbInMaxSize 2048, the smallest allowed).
+	n=${VM_COUNT:-500}
+	gfs_gadget_setup --profile basic --max-segment 4000 --out-max 2048 --out-ndp 1024/0/4 \
+		--in-max 2048
+	host_use_userspace
+	check "the host read wMaxSegmentSize 4000 (0x0fa0)" sh -c \
+		"od -An -tx1 -v '$USB_DEV/descriptors' | tr -s ' \n' '  ' | grep -q ' 0d 24 0f 01 00 00 00 00 a0 0f '"
+	frames frames.txt
+	check "libncm warned that OUT NTBs hold 1008 of the 4000" grep -q \
+		'its OUT NTBs (2048 bytes, NTB16) hold frames of at most 1008 bytes, less than its maximum segment size 4000: using an MTU of 994' \
+		"$VM_OUT/frames.txt"
+	check "the MTU is 994" grep -q '^mtu: 994$' "$VM_OUT/frames.txt"
+	tx "$n" --max-size
+	check "frames of 1008 bytes sent" grep -q '^tx: frames of 1008 bytes' "$VM_OUT/tx.txt"
+	check "1009-byte frames refused and counted" grep -q \
+		'^oversize: 10 frames of 1009 bytes refused, tx_invalid +10' "$VM_OUT/tx.txt"
+	RX_SIZE=1472 rx "$n"
+	gfs_gadget_teardown
+	check "the device checked $n datagrams" [ "$(ffs_stat datagrams_out)" -ge "$n" ]
+	echo "largest IN NTB: $(ffs_stat max_ntb_in) bytes"
+	check "IN NTBs of one 1514-byte frame, at most 2048 bytes" \
+		in_range "$(ffs_stat max_ntb_in)" 1514 2048
 	;;
 *)
 	fail "unknown VM_FFS_TEST '$test_case'"

@@ -45,6 +45,7 @@ static gchar *opt_to;
 static gchar *opt_wait_file;
 static gboolean opt_allow_bad;
 static gint opt_rx_transfers;
+static gboolean opt_max_size;
 
 static const GOptionEntry entries[] = {
 	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32, "Ask for NTB32", NULL },
@@ -82,6 +83,9 @@ static const GOptionEntry entries[] = {
 	  "rx: bad NTBs are expected (the script checks their count)", NULL },
 	{ "rx-transfers", 0, 0, G_OPTION_ARG_INT, &opt_rx_transfers,
 	  "Bulk-IN transfers in flight (0 = by speed; 1 makes each failure a retry round)", "N" },
+	{ "max-size", 0, 0, G_OPTION_ARG_NONE, &opt_max_size,
+	  "tx: frames of the device's maximum (ncm_device_get_max_frame), then check that "
+	  "one byte more is refused and counted", NULL },
 	G_OPTION_ENTRY_NULL
 };
 
@@ -611,6 +615,11 @@ cmd_frames(Test *t)
 	ncm_device_get_ntb_info(t->dev, &ntb);
 	printf("negotiated: %s rx %u tx %u\n", ntb.ntb32 ? "NTB32" : "NTB16", ntb.rx_ntb_size,
 	       ntb.tx_ntb_size);
+	/* What libncm tells its owner about link notifications (Apple has none). */
+	if (ncm_device_get_info(t->dev)->intr_ep)
+		printf("interrupt endpoint: 0x%02x\n", ncm_device_get_info(t->dev)->intr_ep);
+	else
+		printf("interrupt endpoint: none\n");
 	if (!resolve_peer(t)) {
 		printf("FAIL: no ARP reply from " PEER_IP4 "\n");
 		return 1;
@@ -830,6 +839,46 @@ cmd_link(Test *t)
 	return 0;
 }
 
+/*
+ * --max-size: the stream's frames are the largest the device takes
+ * (ncm_device_get_max_frame), and first TX_OVERSIZE frames one byte longer
+ * must each be refused on the spot (NCM_SEND_INVALID) and counted.
+ */
+#define TX_OVERSIZE 10
+static gboolean
+tx_size_max(Test *t)
+{
+	guint8 f[1600] = { 0 };
+	guint max = ncm_device_get_max_frame(t->dev);
+	NcmStats before, after;
+
+	if (max + 1 > sizeof(f) || max < 64) {
+		printf("FAIL: max frame %u is outside what tx sends (64..%zu)\n", max, sizeof(f) - 1);
+		return FALSE;
+	}
+	opt_size = (gint)max - 42;
+	ncm_device_get_stats(t->dev, &before);
+	for (gint i = 0; i < TX_OVERSIZE; i++) {
+		opt_size++;
+		gsize len = build_udp(t, f, 0);
+
+		opt_size--;
+		if (ncm_device_send(t->dev, f, len) != NCM_SEND_INVALID) {
+			printf("FAIL: a frame of %zu bytes (max %u) was not refused\n", len, max);
+			return FALSE;
+		}
+	}
+	ncm_device_get_stats(t->dev, &after);
+	printf("oversize: %d frames of %u bytes refused, tx_invalid +%" G_GUINT64_FORMAT "\n",
+	       TX_OVERSIZE, max + 1, after.tx_invalid - before.tx_invalid);
+	if (after.tx_invalid - before.tx_invalid != TX_OVERSIZE) {
+		printf("FAIL: tx_invalid did not count them\n");
+		return FALSE;
+	}
+	printf("tx: frames of %u bytes\n", max);
+	return TRUE;
+}
+
 static int
 cmd_tx(Test *t)
 {
@@ -844,6 +893,8 @@ cmd_tx(Test *t)
 	}
 	if (opt_lossy)
 		return tx_lossy(t);
+	if (opt_max_size && !tx_size_max(t))
+		return 1;
 	start = g_get_monotonic_time();
 	for (gint i = 0; i < opt_count; i++) {
 		gsize len = build_udp(t, f, htonl((guint32)i));
