@@ -37,6 +37,25 @@ cli_device_entries(void)
 	return device_entries;
 }
 
+gboolean
+cli_parse_options(const gchar *summary, const GOptionEntry *entries, const gchar *description,
+		  int *argc, char ***argv, GError **error)
+{
+	g_autoptr(GOptionContext) oc = g_option_context_new(summary);
+
+	g_option_context_add_main_entries(oc, cli_device_entries(), NULL);
+	g_option_context_add_main_entries(oc, entries, NULL);
+	g_option_context_set_description(oc, description);
+	if (!g_option_context_parse(oc, argc, argv, error))
+		return FALSE;
+	if (*argc > 1) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+			    "unexpected argument %s (see --help)", (*argv)[1]);
+		return FALSE;
+	}
+	return TRUE;
+}
+
 /* Whether @b sets a field @a already has: then @b is about another device. */
 static gboolean
 match_overlaps(const NcmMatch *a, const NcmMatch *b)

@@ -21,6 +21,14 @@ gboolean cli_device_parse(NcmMatch *ret_match, NcmDeviceOptions *ret_options, GE
  */
 GArray *cli_device_parse_many(NcmDeviceOptions *ret_options, GError **error);
 
+/*
+ * Parses the command line with the device entries and the program's own
+ * @entries, @summary after the name and @description below the options in
+ * --help; a positional argument is an error (none of these programs takes one).
+ */
+gboolean cli_parse_options(const gchar *summary, const GOptionEntry *entries, const gchar *description,
+			   int *argc, char ***argv, GError **error);
+
 /* A byte count or rate such as 500k, 20M or 1.5G (powers of 1000), for --@option. */
 gboolean cli_parse_size(const gchar *option, const gchar *text, guint64 *ret, GError **error);
 

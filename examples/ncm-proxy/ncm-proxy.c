@@ -311,19 +311,9 @@ parse_device(Main *m, ProxyDeviceConfig *dev, GError **error)
 static gboolean
 parse_options(Main *m, ProxyDeviceConfig *dev, int *argc, char ***argv, GError **error)
 {
-	g_autoptr(GOptionContext) oc =
-		g_option_context_new("- SOCKS5 and port forwards into a USB CDC-NCM device, unprivileged");
-
-	g_option_context_add_main_entries(oc, cli_device_entries(), NULL);
-	g_option_context_add_main_entries(oc, entries, NULL);
-	g_option_context_set_description(oc, description);
-	if (!g_option_context_parse(oc, argc, argv, error))
+	if (!cli_parse_options("- SOCKS5 and port forwards into a USB CDC-NCM device, unprivileged", entries,
+			       description, argc, argv, error))
 		return FALSE;
-	if (*argc > 1) {
-		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
-			    "unexpected argument %s (see --help)", (*argv)[1]);
-		return FALSE;
-	}
 	if (opt_dns && g_strv_length(opt_dns) > NCM_LWIP_DNS_MAX_SERVERS) {
 		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
 			    "at most %d --dns servers", NCM_LWIP_DNS_MAX_SERVERS);

@@ -297,18 +297,9 @@ check_multi_options(App *app, GError **error)
 static gboolean
 parse_options(App *app, int *argc, char ***argv, GError **error)
 {
-	g_autoptr(GOptionContext) oc = g_option_context_new("- USB CDC-NCM functions as network interfaces");
-
-	g_option_context_add_main_entries(oc, cli_device_entries(), NULL);
-	g_option_context_add_main_entries(oc, entries, NULL);
-	g_option_context_set_description(oc, description);
-	if (!g_option_context_parse(oc, argc, argv, error))
+	if (!cli_parse_options("- USB CDC-NCM functions as network interfaces", entries, description, argc,
+			       argv, error))
 		return FALSE;
-	if (*argc > 1) {
-		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
-			    "unexpected argument %s (see --help)", (*argv)[1]);
-		return FALSE;
-	}
 	if (!(app->matches = cli_device_parse_many(&app->options, error)) ||
 	    !check_multi_options(app, error))
 		return FALSE;
