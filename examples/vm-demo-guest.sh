@@ -7,12 +7,7 @@ set -eu
 
 TUN=ncmbench0
 
-gadget_setup ncm
-host_use_kernel
-host_addr_setup 0
-wait_for "$VM_WAIT" "IPv4 path" ping -c 1 -W 1 "$(peer_ip4)" || fail "no IPv4 path over cdc_ncm"
-peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
-wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
+bench_setup
 printf '{"vm":"QEMU TCG","guest_kernel":"%s","usb_speed_mbit_s":%s,"gadget":"f_ncm over dummy_hcd"}\n' \
 	"$(uname -r)" "$(usb_speed)" >"$VM_OUT/env.json"
 carrier_keeper "$TUN" &

@@ -14,12 +14,7 @@ SECS=${AB_SECS:-5}
 REPS=${AB_REPS:-3}
 TESTS=${AB_TESTS:-tcp_down,tcp_up,tcp_bidir}
 
-gadget_setup ncm
-host_use_kernel
-host_addr_setup 0
-wait_for "$VM_WAIT" "IPv4 path" ping -c 1 -W 1 "$(peer_ip4)" || fail "no IPv4 path over cdc_ncm"
-peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
-wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
+bench_setup
 carrier_keeper "$TUN" &
 keeper=$!
 

@@ -14,13 +14,8 @@ TUN=ncmbench0
 HZ=${PERF_HZ:-499}
 SECS=${PERF_SECS:-6}
 
-gadget_setup ncm
-host_use_kernel
-host_addr_setup 0
-wait_for "$VM_WAIT" "IPv4 path" ping -c 1 -W 1 "$(peer_ip4)" || fail "no IPv4 path over cdc_ncm"
-peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
-echo $! >"$VM_OUT/perf-peer.pid"
-wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
+bench_setup
+echo "$BENCH_SERVER_PID" >"$VM_OUT/perf-peer.pid"
 carrier_keeper "$TUN" &
 keeper=$!
 

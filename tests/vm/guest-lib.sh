@@ -289,6 +289,19 @@ peer_iperf3_server() {
 
 # lwip_peer_start: vmtest-lwip's peer servers (a --bin) in namespace peer,
 # kernel sockets for the lwIP host to talk to; listening when this returns.
+# bench_setup: how every side-by-side ncm-bench run starts: f_ncm under
+# cdc_ncm with its address, a path to the peer, and ncm-bench's server in
+# namespace peer (its pid in BENCH_SERVER_PID).
+bench_setup() {
+	gadget_setup ncm
+	host_use_kernel
+	host_addr_setup 0
+	wait_for "$VM_WAIT" "IPv4 path" ping -c 1 -W 1 "$(peer_ip4)" || fail "no IPv4 path over cdc_ncm"
+	peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
+	BENCH_SERVER_PID=$!
+	wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
+}
+
 lwip_peer_start() {
 	peer_run vmtest-lwip peer >"$VM_OUT/peer.txt" 2>&1 &
 	wait_for 30 "peer servers listening" grep -q '^ready' "$VM_OUT/peer.txt" ||
