@@ -162,7 +162,10 @@ notify_late_thread(void *arg)
 		sleep_ms(prof.flap_ms);
 		if (!notify(link_up, sizeof(link_up)))
 			break;
-		sleep_ms(prof.flap_ms);
+		/* Not after the last: the host may be done, and the gadget
+		 * stopped, before a sleep here ends and "done" is said. */
+		if (i + 1 < prof.link_flaps)
+			sleep_ms(prof.flap_ms);
 	}
 	say("late notifications done");
 	return arg;
