@@ -6,7 +6,8 @@
 #   notify-flood, no-mac, stall-in-once, stall-in-always, stall-intr, stall-out,
 #   out-stuck, input-size, max-datagram, persist-mtu, hostile, zlp, in-stuck,
 #   intr-stall, notify-split, link-flap, vanish, hold, apple-modes,
-#   crc-accept, crc-refuse, mac-desc, max-datagram-differs, segment-too-big
+#   crc-accept, crc-refuse, mac-desc, max-datagram-differs, segment-too-big,
+#   vanish-optional
 #   (these through gadgetfs: gfs_gadget_setup)
 # VM_COUNT frames each way (default 10000 in basic, 2000 elsewhere),
 # VM_PEER_RATE the peer's frames/s (4000).
@@ -727,6 +728,48 @@ vanish)
 	done
 	frames after.txt
 	ffs_gadget_stop
+	;;
+vanish-optional)
+	# As vanish, for what a host sends only to a device with the CDC
+	# functional descriptors, so through gadgetfs (caps 0x19: packet
+	# filter, max datagram size, CRC mode; GET_MAX_DATAGRAM_SIZE answers
+	# 1200, so libncm also sets it): the iMACAddress string (GET_DESCRIPTOR
+	# 0x06 of string 1, read while libncm looks for NCM functions),
+	# GET_MAX_DATAGRAM_SIZE (0x87), SET_MAX_DATAGRAM_SIZE (0x88),
+	# SET_CRC_MODE (0x8a), SET_ETHERNET_PACKET_FILTER (0x43), in the order
+	# libncm sends them. gadgetfs has no configfs gadget to unbind: ffs-ncm
+	# pulls the UDC's soft_connect, and the script reconnects it. 0x88
+	# carries data, which gadgetfs takes before ffs-ncm sees the request:
+	# the device then vanishes during the request after it.
+	reqs="0x06 0x87 0x88 0x8a 0x43"
+	softc=/sys/class/udc/$VM_UDC/soft_connect
+	gfs_gadget_setup --profile basic --caps 0x19 --max-datagram-reply 1200 \
+		--udc-fd 9 --vanish-on "$(echo $reqs | tr ' ' ,)" 9>"$softc"
+	host_use_userspace
+	usb_interfaces
+	check "the host read an NCM functional descriptor with caps 0x19" sh -c \
+		"od -An -tx1 -v '$USB_DEV/descriptors' | tr -s ' \n' '  ' | grep -q ' 06 24 1a 00 01 19 '"
+	for req in $reqs; do
+		log "== vanishing during request $req"
+		t0=$(uptime_cs)
+		driver "open-$req.txt" 30 frames -t 5
+		took=$(( ($(uptime_cs) - t0) * 10 ))
+		check "$req: the device vanished during it" \
+			grep -q "vanishing during request $req" "$FFS_LOG"
+		check "$req: the open failed (status $DRIVER_RC) in $took ms (<= 5000)" \
+			sh -c "[ $DRIVER_RC = 1 ] && [ $took -le 5000 ]"
+		check "$req: the error says the device is gone" \
+			grep -q '^FAIL: .* is gone: it was unplugged or reset; replug it' "$DRIVER_OUT"
+		check "$req: no sanitizer report" sh -c "! grep -q -E 'Sanitizer|runtime error:' '$DRIVER_OUT'"
+		wait_for "$VM_WAIT" "the host to drop it" usb_gone || fail "the device stayed"
+		echo connect >"$softc" || fail "cannot reconnect $VM_UDC"
+		wait_usb_configured
+		host_use_userspace
+	done
+	frames after.txt
+	check "after the last reconnect, libncm opens with 1200-byte datagrams (MTU 1186)" \
+		grep -q '^mtu: 1186$' "$VM_OUT/after.txt"
+	gfs_gadget_teardown
 	;;
 hold)
 	# The holding gadget: frames toward the peer drain at 8 Mbit/s, and
