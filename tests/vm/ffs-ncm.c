@@ -508,9 +508,15 @@ vanish(const struct usb_ctrlrequest *rq)
 	const char *how = ep0_gadgetfs ? "disconnect" : "\n";
 	const size_t len = strlen(how);
 
+	/*
+	 * In list order: gadgetfs STALLs or drops some requests unseen (README,
+	 * "The gadgetfs backend"), and a later one must not take their turn.
+	 */
 	for (unsigned i = 0; i < prof.n_vanish; i++) {
-		if (prof.vanish_on[i] != rq->bRequest || (vanished & (1u << i)))
+		if (vanished & (1u << i))
 			continue;
+		if (prof.vanish_on[i] != rq->bRequest)
+			return false;
 		vanished |= 1u << i;
 		say("vanishing during request 0x%02x: %s", rq->bRequest,
 		    ep0_gadgetfs ? "soft-disconnecting the UDC" : "unbinding the UDC");
@@ -1168,8 +1174,8 @@ static const char usage_text[] =
 	"  --hold FRAMES,MS,KBIT    frames toward the peer drain at KBIT kbit/s; one arriving with\n"
 	"                           more than FRAMES queued is held MS ms (the holding gadget)\n"
 	"  --vanish-on REQ,...      unbind the UDC while one of these class requests (0x80 ...)\n"
-	"                           is pending, once each; needs --udc-fd (gadgetfs: 0x06 is\n"
-	"                           GET_DESCRIPTOR of the iMACAddress string)\n"
+	"                           is pending, once each, in order; needs --udc-fd\n"
+	"                           (gadgetfs: 0x06 is GET_DESCRIPTOR of the iMACAddress string)\n"
 	"  --udc-fd FD              the gadget's configfs UDC file, open for writing (gadgetfs:\n"
 	"                           the UDC's soft_connect, written \"disconnect\")\n"
 	"  --iad-first N            the IAD's bFirstInterface: f_fs renumbers interfaces but not\n"

@@ -75,7 +75,7 @@ typedef struct {
 	unsigned drain_kbit;       /* the queue's drain rate toward the peer */
 
 	/* ep0: the device vanishes (its UDC unbound) while a request is pending. */
-	uint8_t vanish_on[MAX_VANISH];  /* bRequest codes, each once, in any order */
+	uint8_t vanish_on[MAX_VANISH];  /* bRequest codes, each once, in this order */
 	unsigned n_vanish;
 	int udc_fd;                /* configfs UDC file, or (gadgetfs) soft_connect; the caller opens it */
 } Profile;
