@@ -119,6 +119,18 @@ close_ms() { sed -n 's/^close: \([0-9]*\) ms$/\1/p' "$DRIVER_OUT" | tail -n 1; }
 failed_over() { sed -n 's/.* in a row failed over \([0-9.]*\) s.*/\1/p' "$1" | tail -n 1; }
 secs_in() { [ -n "$1" ] && awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'; }
 
+# vanished_open REQ MS: the last driver run, during which the device
+# vanished at REQ, failed within 5 s with NCM_ERROR_GONE's message and no
+# sanitizer report; then the host dropped the device.
+vanished_open() {
+	check "$1: the open failed (status $DRIVER_RC) in $2 ms (<= 5000)" \
+		sh -c "[ $DRIVER_RC = 1 ] && [ $2 -le 5000 ]"
+	check "$1: the error says the device is gone" \
+		grep -q '^FAIL: .* is gone: it was unplugged or reset; replug it' "$DRIVER_OUT"
+	check "$1: no sanitizer report" sh -c "! grep -q -E 'Sanitizer|runtime error:' '$DRIVER_OUT'"
+	wait_for "$VM_WAIT" "the host to drop it" usb_gone || fail "the device stayed"
+}
+
 check_closed() { # the driver exited 0 and its close took at most 5 s
 	local ms
 	ms=$(close_ms)
@@ -718,12 +730,7 @@ vanish)
 		took=$(( ($(uptime_cs) - t0) * 10 ))
 		check "$req: the device vanished during it" \
 			grep -q "vanishing during request $req" "$FFS_LOG"
-		check "$req: the open failed (status $DRIVER_RC) in $took ms (<= 5000)" \
-			sh -c "[ $DRIVER_RC = 1 ] && [ $took -le 5000 ]"
-		check "$req: the error says the device is gone" \
-			grep -q '^FAIL: .* is gone: it was unplugged or reset; replug it' "$DRIVER_OUT"
-		check "$req: no sanitizer report" sh -c "! grep -q -E 'Sanitizer|runtime error:' '$DRIVER_OUT'"
-		wait_for "$VM_WAIT" "the host to drop it" usb_gone || fail "the device stayed"
+		vanished_open "$req" "$took"
 		gadget_replug
 	done
 	frames after.txt
@@ -764,12 +771,7 @@ vanish-optional)
 			[ "$try" -lt 3 ] || fail "$req: the device never saw it in 3 opens"
 			try=$((try + 1))
 		done
-		check "$req: the open failed (status $DRIVER_RC) in $took ms (<= 5000)" \
-			sh -c "[ $DRIVER_RC = 1 ] && [ $took -le 5000 ]"
-		check "$req: the error says the device is gone" \
-			grep -q '^FAIL: .* is gone: it was unplugged or reset; replug it' "$DRIVER_OUT"
-		check "$req: no sanitizer report" sh -c "! grep -q -E 'Sanitizer|runtime error:' '$DRIVER_OUT'"
-		wait_for "$VM_WAIT" "the host to drop it" usb_gone || fail "the device stayed"
+		vanished_open "$req" "$took"
 		echo connect >"$softc" || fail "cannot reconnect $VM_UDC"
 		wait_usb_configured
 		host_use_userspace
