@@ -132,6 +132,9 @@ string_desc(const struct usb_ctrlrequest *rq)
 	unsigned idx = rq->wValue & 0xff;
 	size_t n = 0;
 
+	/* libncm reads iMACAddress while it looks for NCM functions: --vanish-on 0x06. */
+	if (idx == STR_MAC && vanish(rq))
+		return;
 	mac_hex(mac);
 	switch (idx) {
 	case 0: /* the languages: en-US only */
@@ -282,6 +285,11 @@ serve_events(bool until_configured)
 			/* EIDRM: the host gave up on a request (a reset); the next one comes. */
 			if (errno == EINTR || errno == EIDRM || errno == EAGAIN)
 				continue;
+			/* A request cut by our soft-disconnect (--vanish-on), as on FunctionFS. */
+			if (errno == ESHUTDOWN || errno == ENODEV) {
+				usleep(10000);
+				continue;
+			}
 			/*
 			 * EL2HLT: the host's next request, an IN one, came while
 			 * the last one's data stage was read (EIDRM above); gadgetfs

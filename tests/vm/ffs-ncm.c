@@ -496,20 +496,33 @@ class_out(const struct usb_ctrlrequest *rq)
 
 /*
  * --vanish-on: the device goes away with the request pending, as a cable
- * pulled mid-open. Unbinding the UDC disconnects it from dummy_hcd; ep0 is
- * not touched until the unbind is over (a read would answer the request).
- * Each listed request vanishes once; the caller rebinds the UDC.
+ * pulled mid-open. Over FunctionFS, unbinding the UDC disconnects it from
+ * dummy_hcd; over gadgetfs, which has no configfs gadget, the UDC's
+ * soft_connect does (a pull-up off: the host sees the cable go). ep0 is
+ * not touched until that is over (a read would answer the request). Each
+ * listed request vanishes once; the caller rebinds or reconnects.
  */
-static bool
+bool
 vanish(const struct usb_ctrlrequest *rq)
 {
+	const char *how = ep0_gadgetfs ? "disconnect" : "\n";
+	const size_t len = strlen(how);
+
+	/*
+	 * In list order: gadgetfs STALLs or drops some requests unseen (README,
+	 * "The gadgetfs backend"), and a later one must not take their turn.
+	 */
 	for (unsigned i = 0; i < prof.n_vanish; i++) {
-		if (prof.vanish_on[i] != rq->bRequest || (vanished & (1u << i)))
+		if (vanished & (1u << i))
 			continue;
+		if (prof.vanish_on[i] != rq->bRequest)
+			return false;
 		vanished |= 1u << i;
-		say("vanishing during request 0x%02x: unbinding the UDC", rq->bRequest);
-		if (pwrite(prof.udc_fd, "\n", 1, 0) != 1)
-			die("unbinding the UDC: %s", strerror(errno));
+		say("vanishing during request 0x%02x: %s", rq->bRequest,
+		    ep0_gadgetfs ? "soft-disconnecting the UDC" : "unbinding the UDC");
+		if (pwrite(prof.udc_fd, how, len, 0) != (ssize_t)len)
+			die("%s the UDC: %s", ep0_gadgetfs ? "soft-disconnecting" : "unbinding",
+			    strerror(errno));
 		say("vanished");
 		return true;
 	}
@@ -1161,8 +1174,10 @@ static const char usage_text[] =
 	"  --hold FRAMES,MS,KBIT    frames toward the peer drain at KBIT kbit/s; one arriving with\n"
 	"                           more than FRAMES queued is held MS ms (the holding gadget)\n"
 	"  --vanish-on REQ,...      unbind the UDC while one of these class requests (0x80 ...)\n"
-	"                           is pending, once each; needs --udc-fd\n"
-	"  --udc-fd FD              the gadget's configfs UDC file, open for writing\n"
+	"                           is pending, once each, in order; needs --udc-fd\n"
+	"                           (gadgetfs: 0x06 is GET_DESCRIPTOR of the iMACAddress string)\n"
+	"  --udc-fd FD              the gadget's configfs UDC file, open for writing (gadgetfs:\n"
+	"                           the UDC's soft_connect, written \"disconnect\")\n"
 	"  --iad-first N            the IAD's bFirstInterface: f_fs renumbers interfaces but not\n"
 	"                           the IAD, so a function behind others names its real number\n"
 	"  --apple-modes            no NCM: serve an Apple device's PTP and usbmux interfaces and\n"
@@ -1392,10 +1407,10 @@ main(int argc, char **argv)
 		/* gadgetfs takes the CDC descriptors, and SET_INTERFACE is ours to answer. */
 		prof.cs_desc = true;
 		prof.alt1 = true;
-		if (apple || prof.n_vanish || prof.refuse_input_size || prof.iad_first)
+		if (apple || prof.refuse_input_size || prof.iad_first)
 			die("--gadgetfs serves one NCM function as the whole device: no --apple-modes, "
-			    "--vanish-on, --iad-first, nor --refuse-input-size (gadgetfs cannot stall an "
-			    "OUT request with data)");
+			    "--iad-first, nor --refuse-input-size (gadgetfs cannot stall an OUT request "
+			    "with data)");
 	} else if (prof.refuse_crc || prof.mac_string_missing || prof.max_segment != FRAME_MAX) {
 		die("--refuse-crc, --mac-string-missing and --max-segment need --gadgetfs: f_fs in "
 		    "Linux 6.1 takes no CDC functional descriptor, so the host never sees CRC mode, "
@@ -1413,8 +1428,9 @@ main(int argc, char **argv)
 	if (prof.refuse_input_size && prof.ignore_input_size)
 		die("--refuse-input-size and --ignore-input-size exclude each other");
 	if (prof.n_vanish && prof.udc_fd < 0)
-		die("--vanish-on needs --udc-fd: the gadget's configfs UDC file, opened for writing "
-		    "(ffs-ncm runs in another network namespace, whose /sys has no configfs)");
+		die("--vanish-on needs --udc-fd: the gadget's configfs UDC file (with --gadgetfs: "
+		    "the UDC's sysfs soft_connect), opened for writing (ffs-ncm runs in another "
+		    "network namespace, whose /sys has neither)");
 	if ((prof.stall_intr_once || prof.speed_split || prof.notify_overlong || prof.link_flaps ||
 	     prof.speed_down || prof.speed_up) && !prof.intr)
 		die("the interrupt options need the interrupt endpoint (no --no-intr)");

@@ -75,9 +75,9 @@ typedef struct {
 	unsigned drain_kbit;       /* the queue's drain rate toward the peer */
 
 	/* ep0: the device vanishes (its UDC unbound) while a request is pending. */
-	uint8_t vanish_on[MAX_VANISH];  /* bRequest codes, each once, in any order */
+	uint8_t vanish_on[MAX_VANISH];  /* bRequest codes, each once, in this order */
 	unsigned n_vanish;
-	int udc_fd;                /* the gadget's configfs UDC file, opened by the caller */
+	int udc_fd;                /* configfs UDC file, or (gadgetfs) soft_connect; the caller opens it */
 } Profile;
 
 extern Profile prof;
@@ -133,6 +133,8 @@ void ncm_descs(Blob *d, bool hs);
 void mac_hex(char out[MAC_HEX_LEN]);
 /* A request addressed to the function's interfaces: answered, or stalled. */
 void on_setup(const struct usb_ctrlrequest *rq);
+/* --vanish-on: true when the device went away instead of answering rq. */
+bool vanish(const struct usb_ctrlrequest *rq);
 void stall(const struct usb_ctrlrequest *rq);
 /* The data path's endpoints are (not) usable: FUNCTIONFS_ENABLE, data alt 1. */
 void set_enabled(bool on);

@@ -6,7 +6,8 @@
 #   notify-flood, no-mac, stall-in-once, stall-in-always, stall-intr, stall-out,
 #   out-stuck, input-size, max-datagram, persist-mtu, hostile, zlp, in-stuck,
 #   intr-stall, notify-split, link-flap, vanish, hold, apple-modes,
-#   crc-accept, crc-refuse, mac-desc, max-datagram-differs, segment-too-big
+#   crc-accept, crc-refuse, mac-desc, max-datagram-differs, segment-too-big,
+#   vanish-optional
 #   (these through gadgetfs: gfs_gadget_setup)
 # VM_COUNT frames each way (default 10000 in basic, 2000 elsewhere),
 # VM_PEER_RATE the peer's frames/s (4000).
@@ -117,6 +118,18 @@ close_ms() { sed -n 's/^close: \([0-9]*\) ms$/\1/p' "$DRIVER_OUT" | tail -n 1; }
 # failed_over FILE: the seconds libncm's give-up message says the failures took.
 failed_over() { sed -n 's/.* in a row failed over \([0-9.]*\) s.*/\1/p' "$1" | tail -n 1; }
 secs_in() { [ -n "$1" ] && awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'; }
+
+# vanished_open REQ MS: the last driver run, during which the device
+# vanished at REQ, failed within 5 s with NCM_ERROR_GONE's message and no
+# sanitizer report; then the host dropped the device.
+vanished_open() {
+	check "$1: the open failed (status $DRIVER_RC) in $2 ms (<= 5000)" \
+		sh -c "[ $DRIVER_RC = 1 ] && [ $2 -le 5000 ]"
+	check "$1: the error says the device is gone" \
+		grep -q '^FAIL: .* is gone: it was unplugged or reset; replug it' "$DRIVER_OUT"
+	check "$1: no sanitizer report" sh -c "! grep -q -E 'Sanitizer|runtime error:' '$DRIVER_OUT'"
+	wait_for "$VM_WAIT" "the host to drop it" usb_gone || fail "the device stayed"
+}
 
 check_closed() { # the driver exited 0 and its close took at most 5 s
 	local ms
@@ -717,16 +730,52 @@ vanish)
 		took=$(( ($(uptime_cs) - t0) * 10 ))
 		check "$req: the device vanished during it" \
 			grep -q "vanishing during request $req" "$FFS_LOG"
-		check "$req: the open failed (status $DRIVER_RC) in $took ms (<= 5000)" \
-			sh -c "[ $DRIVER_RC = 1 ] && [ $took -le 5000 ]"
-		check "$req: the error says the device is gone" \
-			grep -q '^FAIL: .* is gone: it was unplugged or reset; replug it' "$DRIVER_OUT"
-		check "$req: no sanitizer report" sh -c "! grep -q -E 'Sanitizer|runtime error:' '$DRIVER_OUT'"
-		wait_for "$VM_WAIT" "the host to drop it" usb_gone || fail "the device stayed"
+		vanished_open "$req" "$took"
 		gadget_replug
 	done
 	frames after.txt
 	ffs_gadget_stop
+	;;
+vanish-optional)
+	# As vanish, for what a host sends only to a device with the CDC
+	# functional descriptors, so through gadgetfs (caps 0x19: packet
+	# filter, max datagram size, CRC mode; GET_MAX_DATAGRAM_SIZE answers
+	# 1200, so libncm also sets it): the iMACAddress string (GET_DESCRIPTOR
+	# 0x06 of string 1, read while libncm looks for NCM functions),
+	# GET_MAX_DATAGRAM_SIZE (0x87), SET_MAX_DATAGRAM_SIZE (0x88),
+	# SET_CRC_MODE (0x8a), SET_ETHERNET_PACKET_FILTER (0x43), in the order
+	# libncm sends them. gadgetfs has no configfs gadget to unbind: ffs-ncm
+	# pulls the UDC's soft_connect. Writing "connect" back did not revive
+	# dummy_udc in the VM (every descriptor read failed with -71; its
+	# udc_stop turns off the callbacks that only a bind turns on again), so
+	# each request gets a fresh ffs-ncm, whose bind does. 0x88
+	# carries data, which gadgetfs takes before ffs-ncm sees the request:
+	# the device then vanishes during the request after it. gadgetfs may
+	# drop that event (the host's next request came first): the device
+	# did not see 0x88, and that open must succeed; up to 3 opens each.
+	softc=/sys/class/udc/$VM_UDC/soft_connect
+	for req in 0x06 0x87 0x88 0x8a 0x43; do
+		log "== vanishing during request $req"
+		gfs_gadget_setup --profile basic --caps 0x19 --max-datagram-reply 1200 \
+			--udc-fd 9 --vanish-on "$req" 9>"$softc"
+		host_use_userspace
+		check "the host read an NCM functional descriptor with caps 0x19" sh -c \
+			"od -An -tx1 -v '$USB_DEV/descriptors' | tr -s ' \n' '  ' | grep -q ' 06 24 1a 00 01 19 '"
+		try=1
+		while :; do
+			t0=$(uptime_cs)
+			driver "open-$req-$try.txt" 30 frames -t 5
+			took=$(( ($(uptime_cs) - t0) * 10 ))
+			! grep -q "vanishing during request $req" "$FFS_LOG" || break
+			echo "$req: the device did not see it (open $try, status $DRIVER_RC)"
+			check "$req: the open the device stayed through succeeded" [ "$DRIVER_RC" = 0 ]
+			[ "$try" -lt 3 ] || fail "$req: the device never saw it in 3 opens"
+			try=$((try + 1))
+		done
+		vanished_open "$req" "$took"
+		gfs_gadget_teardown
+		cp "$FFS_LOG" "$VM_OUT/ffs-ncm-$req.log"
+	done
 	;;
 hold)
 	# The holding gadget: frames toward the peer drain at 8 Mbit/s, and
