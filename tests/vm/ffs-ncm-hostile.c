@@ -444,23 +444,55 @@ static unsigned long sent[N_CLASSES];
 static unsigned long expect[NCM_NTB_N_ERRORS];  /* rejects a conforming host counts */
 static unsigned long expect_bad, expect_delivered;
 
-/* One crafted transfer; counted only once the host has taken it. */
+/*
+ * One transfer and what a conforming host counts for it, counted only once
+ * the host has taken it. Under hostile_lock. A length that is a multiple of
+ * the packet size ends with a ZLP, or the host's transfer would take the
+ * next NTB too (the generated classes never are: --self-test).
+ */
+static bool
+send_counted(const uint8_t *b, size_t n, const NcmNtbParseResult *want)
+{
+	uint8_t none[1];
+
+	if (quiesced || write(ep_in, b, n) != (ssize_t)n)
+		return false;
+	if (n % HS_BULK_MPS == 0 && write(ep_in, none, 0) != 0)
+		say("the ZLP after a %zu-byte transfer failed: %s", n, strerror(errno));
+	COUNT(st_hostile, 1);
+	for (unsigned e = 1; e < NCM_NTB_N_ERRORS; e++)
+		expect[e] += want->reasons[e];
+	expect_bad += want->rejects ? 1 : 0;
+	expect_delivered += want->datagrams;
+	return true;
+}
+
 static void
 send_crafted(unsigned k, bool n32, uint32_t isize, uint16_t seq)
 {
 	static uint8_t buf[CRAFT_BUF];
 	Craft c = { .n32 = n32, .b = buf, .cap = sizeof(buf) };
 	size_t n = classes[k].build(&c, seq);
-	NcmNtbError reason = class_reason(&classes[k], n32, isize);
+	NcmNtbParseResult want = { .rejects = classes[k].rejects, .datagrams = classes[k].delivers };
+
+	want.reasons[class_reason(&classes[k], n32, isize)] = classes[k].rejects;
+	pthread_mutex_lock(&hostile_lock);
+	if (send_counted(buf, n, &want))
+		sent[k]++;
+	pthread_mutex_unlock(&hostile_lock);
+}
+
+/* --replay: the files in turn, in place of the generated classes. */
+static void
+send_replayed(unsigned i, bool n32, uint32_t isize)
+{
+	const uint8_t *b;
+	size_t n;
+	NcmNtbParseResult want;
 
 	pthread_mutex_lock(&hostile_lock);
-	if (!quiesced && write(ep_in, buf, n) == (ssize_t)n) {
-		sent[k]++;
-		COUNT(st_hostile, 1);
-		expect[reason] += classes[k].rejects;
-		expect_bad += classes[k].rejects ? 1 : 0;
-		expect_delivered += classes[k].delivers;
-	}
+	if (replay_next(i, n32, isize, &b, &n, &want) && send_counted(b, n, &want))
+		replay_sent(i);
 	pthread_mutex_unlock(&hostile_lock);
 }
 
@@ -502,7 +534,11 @@ hostile_after_ntb(uint16_t *seq)
 	if (prof.runt_one_in && ntbs % prof.runt_one_in == 0)
 		send_runt(ntbs / prof.runt_one_in, n32);
 	/* One transfer in N: N - 1 valid NTBs, then a crafted one. */
-	if (prof.hostile_one_in && ntbs % (prof.hostile_one_in - 1) == 0)
+	if (!prof.hostile_one_in || ntbs % (prof.hostile_one_in - 1) != 0)
+		return;
+	if (replay_count())
+		send_replayed((unsigned)(next_class++ % replay_count()), n32, isize);
+	else
 		send_crafted((unsigned)(next_class++ % N_CLASSES), n32, isize, (*seq)++);
 }
 
@@ -535,6 +571,8 @@ hostile_summary(void)
 	for (unsigned k = 0; k < N_CLASSES; k++)
 		if (sent[k])
 			say("hostile class %s: %lu sent", classes[k].name, sent[k]);
+	if (replay_count())
+		replay_summary();
 	pthread_mutex_unlock(&hostile_lock);
 }
 

@@ -1160,6 +1160,12 @@ static const char usage_text[] =
 	"                           for FunctionFS, so the default puts the pair in alt 0)\n"
 	"  --hostile-one-in N       one IN transfer in N is a crafted, malformed NTB (classes in\n"
 	"                           turn; SIGUSR2 stops them and prints what a host must count)\n"
+	"  --replay PATH            with --hostile-one-in: the crafted transfers are PATH's bytes\n"
+	"                           instead, sent as they are (a directory: each file in it, by\n"
+	"                           name, in turn); what the host must count is what libncm's\n"
+	"                           parser finds under the negotiated format and input size.\n"
+	"                           Repeatable\n"
+	"  --replay-skip N          leave out each file's first N bytes (5: a fuzz-ntb-parse input)\n"
 	"  --zlp-after-ntb          a zero-length packet after every IN NTB\n"
 	"  --runt-one-in N          after one IN NTB in N, a transfer of 1..11 bytes\n"
 	"  --in-stop-after N        after N IN NTBs of the host's session, complete no IN transfer\n"
@@ -1245,7 +1251,7 @@ main(int argc, char **argv)
 	       O_STALL_INTR, O_HOSTILE, O_ZLP, O_RUNT, O_IN_STOP, O_STALL_INTR_ONCE, O_SPEED,
 	       O_SPEED_SPLIT, O_OVERLONG, O_FLAP, O_FLAP_MS, O_HOLD, O_VANISH, O_UDC_FD,
 	       O_APPLE_MODES, O_IAD_FIRST, O_GADGETFS, O_VID, O_PID, O_SERIAL, O_REFUSE_CRC,
-	       O_MAC_STRING_MISSING, O_MAX_SEGMENT };
+	       O_MAC_STRING_MISSING, O_MAX_SEGMENT, O_REPLAY, O_REPLAY_SKIP };
 	static const struct option opts[] = {
 		{ "ffs", required_argument, NULL, O_FFS },
 		{ "gadgetfs", required_argument, NULL, O_GADGETFS },
@@ -1278,6 +1284,8 @@ main(int argc, char **argv)
 		{ "max-datagram-reply", required_argument, NULL, O_MAXDG_REPLY },
 		{ "in-batch", required_argument, NULL, O_IN_BATCH },
 		{ "hostile-one-in", required_argument, NULL, O_HOSTILE },
+		{ "replay", required_argument, NULL, O_REPLAY },
+		{ "replay-skip", required_argument, NULL, O_REPLAY_SKIP },
 		{ "zlp-after-ntb", no_argument, NULL, O_ZLP },
 		{ "runt-one-in", required_argument, NULL, O_RUNT },
 		{ "in-stop-after", required_argument, NULL, O_IN_STOP },
@@ -1303,6 +1311,7 @@ main(int argc, char **argv)
 	const char *dir = NULL, *gfs_dir = NULL, *tap_name = "ffs0", *ready = NULL;
 	GadgetfsIds ids = { .vid = 0x1d6b, .pid = 0x0104, .serial = "libncm-vm-0001" };
 	bool apple = false;
+	size_t replay_skip = 0;
 	pthread_t th;
 	sigset_t set;
 	int c;
@@ -1370,6 +1379,8 @@ main(int argc, char **argv)
 				die("--hostile-one-in takes 2 or more: one crafted transfer after N - 1 "
 				    "valid NTBs");
 			break;
+		case O_REPLAY: replay_add(optarg); break;
+		case O_REPLAY_SKIP: replay_skip = (size_t)num("replay-skip", optarg, 65536); break;
 		case O_ZLP: prof.zlp_after_ntb = true; break;
 		case O_RUNT: prof.runt_one_in = (unsigned)num("runt-one-in", optarg, 1000000); break;
 		case O_IN_STOP: prof.in_stop_after = (unsigned)num("in-stop-after", optarg, 1000000); break;
@@ -1427,6 +1438,9 @@ main(int argc, char **argv)
 		die("--stall-intr needs the interrupt endpoint (no --no-intr)");
 	if (prof.refuse_input_size && prof.ignore_input_size)
 		die("--refuse-input-size and --ignore-input-size exclude each other");
+	replay_load(replay_skip);
+	if (replay_count() && !prof.hostile_one_in)
+		die("--replay needs --hostile-one-in N: the files take the crafted transfers' turn");
 	if (prof.n_vanish && prof.udc_fd < 0)
 		die("--vanish-on needs --udc-fd: the gadget's configfs UDC file (with --gadgetfs: "
 		    "the UDC's sysfs soft_connect), opened for writing (ffs-ncm runs in another "

@@ -22,6 +22,8 @@
 #define TX_MAX_DATAGRAMS_BATCHED 128u
 #define HALT_REPEAT_US 5000u
 #define MAX_VANISH 8u
+#define MAX_REPLAYS 256u
+#define REPLAY_MAX_BYTES IN_BUF_MAX
 
 /* ---- the profile ------------------------------------------------------- */
 
@@ -175,6 +177,23 @@ void hostile_summary(void);
 bool hostile_self_test(void);
 /* SIGUSR2: no crafted NTB after this returns (one in progress is finished). */
 void hostile_quiesce(void);
+
+/* ---- ffs-ncm-replay.c: --replay, crafted transfers from files ------------ */
+
+/* A file (one transfer) or a directory (each file in it, by name); loaded by replay_load. */
+void replay_add(const char *path);
+/* Reads them, each without its first `skip` bytes (a fuzz target's config prefix). */
+void replay_load(size_t skip);
+unsigned replay_count(void);
+/*
+ * Transfer i (mod the count) and what libncm's parser counts for it under
+ * the host's format and input size; false if it cannot fit the host's
+ * transfer. Under the caller's lock, as are replay_sent and replay_summary.
+ */
+bool replay_next(unsigned i, bool n32, uint32_t isize, const uint8_t **b, size_t *len,
+		 NcmNtbParseResult *want);
+void replay_sent(unsigned i);
+void replay_summary(void);
 
 /* ---- ffs-ncm-apple.c: --apple-modes, the PTP/usbmux side of an Apple device -- */
 

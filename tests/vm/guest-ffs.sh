@@ -4,7 +4,7 @@
 # Cases (tests/vm/README.md, "The programmable device (FunctionFS)"):
 #   basic, apple, ntb16-only, ntb32-only, divisors, max-datagrams,
 #   notify-flood, no-mac, stall-in-once, stall-in-always, stall-intr, stall-out,
-#   out-stuck, input-size, max-datagram, persist-mtu, hostile, zlp, in-stuck,
+#   out-stuck, input-size, max-datagram, persist-mtu, hostile, replay, zlp, in-stuck,
 #   intr-stall, notify-split, link-flap, vanish, hold, apple-modes,
 #   crc-accept, crc-refuse, mac-desc, max-datagram-differs, segment-too-big,
 #   vanish-optional
@@ -256,18 +256,21 @@ tun_counted_as_expected() {
 		[ "$(tun_bad_ntbs)" = "$(echo "$HOSTILE_LINE" | sed -n 's/.* bad=\([0-9]*\).*/\1/p')" ]
 }
 
-# hostile_round NTB: ncm-tun over a device that crafts one IN transfer in
-# 10; ping and checksummed iperf3 both ways; then every reject as predicted.
+# hostile_round NTB [ffs-ncm options]: ncm-tun over a device that crafts
+# one IN transfer in 10 (or replays files in their place); ping and
+# checksummed TCP both ways, iperf3 too for the generated classes over
+# NTB16; then every reject as predicted.
 hostile_round() {
 	local fmt=$1 opt=
+	shift
 	[ "$fmt" = 32 ] && opt=--ntb32
-	log "== crafted NTBs, NTB$fmt"
-	setup --hostile-one-in 10
+	log "== crafted NTBs, NTB$fmt $*"
+	setup --hostile-one-in 10 "$@"
 	tun_start $opt
 	check "NTB$fmt: ping x20 answered" ping -c 20 -i 0.2 -W 2 "$(peer_ip4)"
 	tcp_verified down 2097152
 	tcp_verified up 2097152
-	if [ "$fmt" = 16 ]; then
+	if [ "$fmt" = 16 ] && [ $# = 0 ]; then
 		peer_iperf3_server
 		iperf3_run down
 		iperf3_run up
@@ -275,8 +278,13 @@ hostile_round() {
 	HOSTILE_LINE=$(hostile_expectations)
 	echo "device: $HOSTILE_LINE"
 	crafted=$(echo "$HOSTILE_LINE" | sed -n 's/.*crafted=\([0-9]*\).*/\1/p')
-	# Classes go in turn: 23 crafted NTBs are one of each.
-	check "NTB$fmt: the device sent every crafted class ($crafted NTBs)" [ "${crafted:-0}" -ge 23 ]
+	if [ $# = 0 ]; then
+		# Classes go in turn: 23 crafted NTBs are one of each.
+		check "NTB$fmt: the device sent every crafted class ($crafted NTBs)" [ "${crafted:-0}" -ge 23 ]
+	else
+		check "NTB$fmt: the device sent every file ($crafted transfers)" \
+			grep -q '^ffs-ncm: replay: [0-9]* files, 0 never sent' "$FFS_LOG"
+	fi
 	if ! wait_for 10 "libncm's counts" tun_counted_as_expected; then
 		grep -A30 'usb rx:' "$TUN_LOG" | tail -n 30
 		fail "NTB$fmt: libncm's rejects differ from the device's crafting"
@@ -621,6 +629,16 @@ hostile)
 	# device predicts.
 	hostile_round 16
 	hostile_round 32
+	;;
+replay)
+	# As hostile, with the NTB parser's fuzz corpus (seeds and the
+	# regressions fuzzing found, NTB16 and NTB32: /corpus/ntb-parse, each
+	# file a 5-byte parser config then the transfer) sent in the crafted
+	# transfers' place: every file reaches libncm whole, in one transfer,
+	# and is counted as libncm's parser counts it alone, while ping and
+	# TCP go on.
+	hostile_round 16 --replay /corpus/ntb-parse --replay-skip 5
+	hostile_round 32 --replay /corpus/ntb-parse --replay-skip 5
 	;;
 zlp)
 	# A zero-length packet after every IN NTB, and after one NTB in 7 a
