@@ -85,4 +85,7 @@ gboolean bench_rep_bidir(BenchCtx *ctx, BenchRep *rep, BenchRepFunc up, BenchSer
  */
 void bench_throughput_test(BenchCtx *ctx, const char *test, BenchRepFunc rep_fn);
 
+/* ncm-bench-tcp.c: the repetition of tcp_down, tcp_up or tcp_bidir; NULL for other tests. */
+BenchRepFunc bench_tcp_rep_func(const char *test);
+
 G_END_DECLS
