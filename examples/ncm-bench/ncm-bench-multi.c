@@ -87,9 +87,28 @@ group_free(BenchTransport *t)
 	g_free(g);
 }
 
+/* ncm-tun's CPU: the one process serves every device. */
+static double
+group_child_cpu_seconds(BenchTransport *t)
+{
+	BenchTransport *owner = ((GroupTransport *)t)->owner;
+
+	return owner->ops->child_cpu_seconds(owner);
+}
+
 static const BenchTransportOps group_ops = {
 	.tcp_connect = group_tcp_connect,
 	.udp_open = group_udp_open,
+	.event_thread_ticks = group_event_ticks,
+	.abort = group_abort,
+	.env = group_env,
+	.free = group_free,
+};
+
+static const BenchTransportOps group_child_ops = {
+	.tcp_connect = group_tcp_connect,
+	.udp_open = group_udp_open,
+	.child_cpu_seconds = group_child_cpu_seconds,
 	.event_thread_ticks = group_event_ticks,
 	.abort = group_abort,
 	.env = group_env,
@@ -101,7 +120,7 @@ bench_group_new(const char *name, GPtrArray *members, BenchTransport *owner)
 {
 	GroupTransport *g = g_new0(GroupTransport, 1);
 
-	g->base.ops = &group_ops;
+	g->base.ops = owner && owner->ops->child_cpu_seconds ? &group_child_ops : &group_ops;
 	g->base.name = g_strdup(name);
 	g->base.port = members->len ? ((BenchTransport *)members->pdata[0])->port : 0;
 	g->base.members = members;
@@ -246,12 +265,15 @@ multi_test(BenchCtx *ctx, const char *test)
 		       work + reps * (n + 3), 0, 0};
 	g_autoptr(GError) error = NULL;
 	long hz = sysconf(_SC_CLK_TCK);
+	double mbytes = 0;
+	BenchCost cost;
 	BenchResult *r;
 
 	if (!bench_test_selected(ctx->opt, test))
 		return;
 	bench_progress("%s: %s on %" G_GSIZE_FORMAT " devices at once", t->name, test, n);
 	r = bench_result_add(ctx, test);
+	bench_cost_now(t, &cost);
 	for (gsize k = 0; k < reps; k++) {
 		g_autofree Stream *s = g_new0(Stream, n);
 		guint64 ev0 = t->ops->event_thread_ticks(t), ev1;
@@ -267,6 +289,7 @@ multi_test(BenchCtx *ctx, const char *test)
 			v.dev[i * reps + k] = s[i].rep.mbit;
 			v.aggregate[k] += s[i].rep.mbit;
 		}
+		mbytes += v.aggregate[k] / 8 * ctx->opt->secs;
 		if (group_cpu(s, n, &v.sys_cpu[v.n_cpu], &v.busy_pct[v.n_cpu]))
 			v.n_cpu++;
 		/* No event thread (cdc_ncm) reads 0 ticks both times: no figure. */
@@ -275,6 +298,7 @@ multi_test(BenchCtx *ctx, const char *test)
 						   ((double)(t1 - t0) / 1e6);
 	}
 	multi_json(ctx, r, &v, reps);
+	bench_cost_json(ctx, r, &cost, mbytes);
 }
 
 void
