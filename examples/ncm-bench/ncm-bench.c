@@ -17,6 +17,7 @@ static gboolean opt_server;
 static gchar *opt_bind;
 static gint opt_port = BENCH_DEFAULT_PORT;
 static gchar **opt_paths;
+static gboolean opt_multi;
 static gboolean opt_quick;
 static gchar *opt_tests;
 static gint opt_reps = -1;
@@ -65,6 +66,9 @@ static const GOptionEntry entries[] = {
 	 "aggregate, the per-device min, median and max and min/max fairness; lwip devices share one "
 	 "context, ncm-tun ones one process (each DEV with its own dev=, name=PATTERN%d). "
 	 "Repeatable; the paths run in the order given", "NAME=ADDR[%IF]"},
+	{"multi", 'm', 0, G_OPTION_ARG_NONE, &opt_multi,
+	 "Run every path as a multi path, also one of a single device: a scaling series then "
+	 "starts at 1 with the same figures (per-device summary, fairness, event thread CPU)", NULL},
 	{"quick", 'q', 0, G_OPTION_ARG_NONE, &opt_quick,
 	 "A short run: 1 repetition, 3 s per throughput run, 5 s soak", NULL},
 	{"tests", 't', 0, G_OPTION_ARG_STRING, &opt_tests,
@@ -161,7 +165,7 @@ bench_test_selected(const BenchOptions *opt, const char *test)
 	return FALSE;
 }
 
-static BenchTransport *path_parse(const char *spec, GError **error);
+static BenchTransport *path_parse_one(const char *name, const char *spec, GError **error);
 
 /*
  * NAME=DEV+DEV+...: a multi path, each DEV a path spec of its own, all
@@ -194,8 +198,8 @@ group_parse(const char *name, const char *devs, GError **error)
 			return NULL;
 	} else {
 		for (guint i = 0; spec[i]; i++) {
-			g_autofree char *one = g_strdup_printf("%s#%u=%s", name, i, spec[i]);
-			BenchTransport *t = path_parse(one, error);
+			g_autofree char *one = g_strdup_printf("%s#%u", name, i);
+			BenchTransport *t = path_parse_one(one, spec[i], error);
 
 			if (!t)
 				return NULL;
@@ -210,17 +214,26 @@ static BenchTransport *
 path_parse(const char *spec, GError **error)
 {
 	g_auto(GStrv) kv = g_strsplit(spec, "=", 2);
-	g_autofree char *addr = NULL;
-	g_autoptr(GInetAddress) server = NULL;
-	char *pct;
 
 	if (!kv[0] || !kv[1] || !*kv[0]) {
 		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
 			    "--path %s: expected NAME=ADDRESS[%%IFACE]", spec);
 		return NULL;
 	}
-	if (strchr(kv[1], '+'))
+	if (opt_multi || strchr(kv[1], '+'))
 		return group_parse(kv[0], kv[1], error);
+	return path_parse_one(kv[0], kv[1], error);
+}
+
+/* One device: what followed NAME= in --path. */
+static BenchTransport *
+path_parse_one(const char *name, const char *spec, GError **error)
+{
+	const char *kv[] = {name, spec};
+	g_autofree char *addr = NULL;
+	g_autoptr(GInetAddress) server = NULL;
+	char *pct;
+
 	if (g_str_has_prefix(kv[0], "ncm-tun"))
 		return bench_transport_tun_new(kv[0], kv[1], (guint16)opt_port, opt_pace, error);
 	if (g_str_has_prefix(kv[0], "ncm-proxy"))
