@@ -28,10 +28,42 @@ member() {
 	result "$1" "$2" | sed -n "s/.*\"$3\":{\"median\":\([^,]*\),.*/\1/p; t; s/.*\"$3\":\([^,}]*\).*/\1/p"
 }
 
+# fig FILE TEST KEY FORMAT: member's value printed with FORMAT, "-" when the result has none.
+fig() {
+	awk -v v="$(member "$1" "$2" "$3" 2>/dev/null)" -v f="$4" 'BEGIN { if (v == "") print "-"; else printf f "\n", v }'
+}
+
+# table: per path and test, the aggregate at each count, the largest
+# count's over the smallest's (the goal: >= 0.9), and at the largest count
+# fairness (goal: >= 0.7), system CPU per MB and the event thread's share.
+table() {
+	local p t k f first last lo hi row
+	set -- $counts
+	lo=$1
+	hi=$max
+	echo "scale table ($secs s per run; Mbit/s aggregate at$(for k in $counts; do printf ' %s' "$k"; done) devices):"
+	for p in $paths; do
+		for t in tcp_down tcp_up; do
+			row=
+			for k in $counts; do
+				f=$VM_OUT/scale-$p-$k.json
+				row="$row $( [ -s "$f" ] && fig "$f" "$t" mbit_s %.1f || echo -)"
+			done
+			first=$(member "$VM_OUT/scale-$p-$lo.json" "$t" mbit_s 2>/dev/null || true)
+			last=$(member "$VM_OUT/scale-$p-$hi.json" "$t" mbit_s 2>/dev/null || true)
+			f=$VM_OUT/scale-$p-$hi.json
+			echo "scale table: $p $t:$row | $hi/$lo $(awk -v a="$first" -v b="$last" 'BEGIN { if (a > 0 && b != "") printf "%.2f", b / a; else print "-" }')" \
+				"| fairness at $hi $(fig "$f" "$t" fairness %.2f)" \
+				"| system CPU s/MB at $lo $(fig "$VM_OUT/scale-$p-$lo.json" "$t" system_cpu_s_per_mb %.4f), at $hi $(fig "$f" "$t" system_cpu_s_per_mb %.4f)" \
+				"| event thread at $hi $(fig "$f" "$t" event_thread_cpu_pct %.0f) % of a CPU"
+		done
+	done
+}
+
 # scale NAME K SPEC: ncm-bench's multi mode over the K devices of SPEC
 # (DEV+DEV+...), tcp_down and tcp_up; its table, then one line per test.
 scale() {
-	local out=$VM_OUT/scale-$1-$2 rc=0 t ev
+	local out=$VM_OUT/scale-$1-$2 rc=0 t
 	log "$1: $2 device(s)"
 	ncm-bench --multi --reps 1 --secs "$secs" --tests tcp_down,tcp_up --path "$1=$3" \
 		--json "$out.json" >"$out.txt" 2>"$out.log" || rc=$?
@@ -50,12 +82,12 @@ scale() {
 		# Every device moved data: the smallest per-device figure is above 0.
 		awk -v v="$(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":[^,]*,"min":\([^,]*\),.*/\1/p')" \
 			'BEGIN { exit !(v + 0 > 0) }' || bad="$bad $1/$2/$t(a device moved nothing)"
-		ev=$(member "$out.json" "$t" event_thread_cpu_pct)
-		echo "scale: $1 $2 $t: total $(member "$out.json" "$t" mbit_s) Mbit/s," \
-			"per device min/median/max $(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":\([^,]*\),"min":\([^,]*\),"max":\([^,]*\),.*/\2\/\1\/\3/p')," \
-			"fairness $(member "$out.json" "$t" fairness)," \
-			"system CPU $(member "$out.json" "$t" system_cpu_s_per_mb) s/MB ($(member "$out.json" "$t" system_cpu_busy_pct) % busy)," \
-			"event thread ${ev:--} % of a CPU"
+		echo "scale: $1 $2 $t: total $(fig "$out.json" "$t" mbit_s %.1f) Mbit/s," \
+			"per device min/median/max $(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":\([^,]*\),"min":\([^,]*\),"max":\([^,]*\),.*/\2 \1 \3/p' |
+				awk '{ printf "%.1f/%.1f/%.1f", $1, $2, $3 }')," \
+			"fairness $(fig "$out.json" "$t" fairness %.2f)," \
+			"system CPU $(fig "$out.json" "$t" system_cpu_s_per_mb %.4f) s/MB ($(fig "$out.json" "$t" system_cpu_busy_pct %.0f) % busy)," \
+			"event thread $(fig "$out.json" "$t" event_thread_cpu_pct %.0f) % of a CPU"
 	done
 }
 
@@ -139,6 +171,7 @@ for p in $paths; do
 	*) fail "VM_SCALE_PATHS: unknown path $p" ;;
 	esac
 done
+table
 vm_info
-cat /proc/loadavg
+echo "guest load: $(cat /proc/loadavg)"
 check "every ncm-bench run ended with every device moving data (failed:${bad:- none})" [ -z "$bad" ]
