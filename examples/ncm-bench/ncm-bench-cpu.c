@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-bench-cpu.c: whole-system CPU from /proc/stat and its cost per MB: see ncm-bench-cpu.h. */
+/* ncm-bench-cpu.c: whole-system CPU from /proc/stat and its cost per MB, and the CPU of named threads: see ncm-bench-cpu.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>

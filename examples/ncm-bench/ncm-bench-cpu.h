@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-bench-cpu.h: whole-system CPU from /proc/stat, and what it cost per MB moved. */
+/* ncm-bench-cpu.h: whole-system CPU from /proc/stat, what it cost per MB moved, and the CPU of named threads (the libusb event thread). */
 #pragma once
 
 #include <glib.h>
