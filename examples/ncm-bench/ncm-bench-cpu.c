@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-bench-cpu.c: whole-system CPU from /proc/stat and its cost per MB: see ncm-bench-cpu.h. */
+/* ncm-bench-cpu.c: whole-system CPU from /proc/stat and its cost per MB, and the CPU of named threads: see ncm-bench-cpu.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -85,4 +85,32 @@ bench_cpu_s_per_mb(const BenchCpuTicks *a, const BenchCpuTicks *b, long ticks_pe
 	if (bytes == 0)
 		return NAN;
 	return bench_cpu_busy_seconds(a, b, ticks_per_s) / ((double)bytes / 1e6);
+}
+
+guint64
+bench_thread_ticks(int pid, const char *comm)
+{
+	g_autofree char *task = pid ? g_strdup_printf("/proc/%d/task", pid) : g_strdup("/proc/self/task");
+	g_autoptr(GDir) dir = g_dir_open(task, 0, NULL);
+	const gchar *tid;
+	guint64 sum = 0;
+
+	while (dir != NULL && (tid = g_dir_read_name(dir)) != NULL) {
+		g_autofree gchar *cpath = g_strdup_printf("%s/%s/comm", task, tid);
+		g_autofree gchar *spath = g_strdup_printf("%s/%s/stat", task, tid);
+		g_autofree gchar *name = NULL, *stat = NULL;
+		g_auto(GStrv) f = NULL;
+		const gchar *p;
+
+		if (!g_file_get_contents(cpath, &name, NULL, NULL) ||
+		    !g_str_equal(g_strstrip(name), comm) ||
+		    !g_file_get_contents(spath, &stat, NULL, NULL) ||
+		    (p = strrchr(stat, ')')) == NULL)
+			continue;
+		/* After "pid (comm)": state is field 3; utime and stime are 14, 15. */
+		f = g_strsplit(p + 2, " ", 0);
+		if (g_strv_length(f) > 12)
+			sum += g_ascii_strtoull(f[11], NULL, 10) + g_ascii_strtoull(f[12], NULL, 10);
+	}
+	return sum;
 }

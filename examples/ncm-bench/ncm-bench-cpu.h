@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-bench-cpu.h: whole-system CPU from /proc/stat, and what it cost per MB moved. */
+/* ncm-bench-cpu.h: whole-system CPU from /proc/stat, what it cost per MB moved, and the CPU of named threads (the libusb event thread). */
 #pragma once
 
 #include <glib.h>
@@ -37,5 +37,15 @@ double bench_cpu_busy_share(const BenchCpuTicks *a, const BenchCpuTicks *b);
  */
 double bench_cpu_s_per_mb(const BenchCpuTicks *a, const BenchCpuTicks *b, long ticks_per_s,
 			  guint64 bytes);
+
+/*
+ * CPU ticks (user + system, USER_HZ) that the threads named @comm of
+ * process @pid (0: this one) used so far, added; 0 when none. libncm's
+ * libusb event thread is "ncm-usb-events", one per NcmContext: its share
+ * of one CPU says whether it is what limits many devices.
+ */
+guint64 bench_thread_ticks(int pid, const char *comm);
+#define NCM_BENCH_EVENT_THREAD "ncm-usb-events"
+
 
 G_END_DECLS

@@ -7,8 +7,8 @@
 
 #include "ncm-bench-json.h"
 
-static void
-append_double(GString *s, double v)
+void
+bench_json_double(GString *s, double v)
 {
 	char buf[G_ASCII_DTOSTR_BUF_SIZE];
 
@@ -62,7 +62,7 @@ void
 bench_json_num(GString *s, const char *key, double v)
 {
 	g_string_append_printf(s, ",\"%s\":", key);
-	append_double(s, v);
+	bench_json_double(s, v);
 }
 
 void
@@ -77,15 +77,15 @@ void
 bench_json_summary(GString *s, const char *key, const BenchSummary *sum, gboolean pct)
 {
 	g_string_append_printf(s, ",\"%s\":{\"%s\":", key, pct ? "p50" : "median");
-	append_double(s, sum->median);
+	bench_json_double(s, sum->median);
 	if (pct) {
 		g_string_append(s, ",\"p99\":");
-		append_double(s, sum->p99);
+		bench_json_double(s, sum->p99);
 	}
 	g_string_append(s, ",\"min\":");
-	append_double(s, sum->min);
+	bench_json_double(s, sum->min);
 	g_string_append(s, ",\"max\":");
-	append_double(s, sum->max);
+	bench_json_double(s, sum->max);
 	g_string_append_printf(s, ",\"n\":%" G_GSIZE_FORMAT "}", sum->n);
 }
 

@@ -33,6 +33,8 @@ void bench_result_free(BenchResult *r);
 
 void bench_json_summary(GString *s, const char *key, const BenchSummary *sum, gboolean pct);
 void bench_json_num(GString *s, const char *key, double v);
+/* A bare JSON number (null when not finite), for arrays. */
+void bench_json_double(GString *s, double v);
 void bench_json_str(GString *s, const char *key, const char *v);
 /* Errors: G_FILE_ERROR reading @env_json_file or writing @file; G_IO_ERROR_INVALID_DATA
  * when @env_json_file does not hold one JSON object. */

@@ -147,6 +147,13 @@ rep_bidir(BenchCtx *ctx, BenchRep *rep, GArray **ret_samples, GError **error)
 	return bench_rep_bidir(ctx, rep, rep_up, series_tcp, error);
 }
 
+BenchRepFunc
+bench_tcp_rep_func(const char *test)
+{
+	return g_str_equal(test, "tcp_down") ? rep_down : g_str_equal(test, "tcp_up") ? rep_up
+	       : g_str_equal(test, "tcp_bidir") ? rep_bidir : NULL;
+}
+
 /* ---- Stalls under unpaced bulk ---------------------------------------------- */
 
 /* @ret's longest_stall_us comes in from the receiver and is kept. */

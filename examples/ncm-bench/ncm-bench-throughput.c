@@ -201,30 +201,23 @@ bench_rep_bidir(BenchCtx *ctx, BenchRep *rep, BenchRepFunc up, BenchSeriesFunc d
 
 /* ---- Costs per MB ----------------------------------------------------------------- */
 
-/* What the path cost per MB moved over the whole test; each figure only for paths that have it. */
-typedef struct {
-	double cpu_s;       /* this process */
-	double child_cpu_s; /* the path's helper process (ncm-tun) */
-	guint64 dispatches;
-} Cost;
-
-static void
-cost_now(BenchTransport *t, Cost *c)
+void
+bench_cost_now(BenchTransport *t, BenchCost *c)
 {
 	c->cpu_s = bench_cpu_seconds();
 	c->child_cpu_s = t->ops->child_cpu_seconds ? t->ops->child_cpu_seconds(t) : 0;
 	c->dispatches = t->ops->main_dispatches ? t->ops->main_dispatches(t) : 0;
 }
 
-static void
-add_cost(BenchCtx *ctx, BenchResult *r, const Cost *before, double mbytes)
+void
+bench_cost_json(BenchCtx *ctx, BenchResult *r, const BenchCost *before, double mbytes)
 {
 	BenchTransport *t = ctx->transport;
-	Cost now;
+	BenchCost now;
 
 	if (mbytes <= 0)
 		return;
-	cost_now(t, &now);
+	bench_cost_now(t, &now);
 	bench_json_num(r->json, "cpu_s_per_mb", (now.cpu_s - before->cpu_s) / mbytes);
 	if (t->ops->child_cpu_seconds)
 		bench_json_num(r->json, "ncm_tun_cpu_s_per_mb",
@@ -319,14 +312,14 @@ bench_throughput_test(BenchCtx *ctx, const char *test, BenchRepFunc rep_fn)
 	BenchTransport *t = ctx->transport;
 	double mbytes = 0;
 	BenchResult *r;
-	Cost cost;
+	BenchCost cost;
 	gsize n = 0;
 
 	if (!bench_test_selected(ctx->opt, test))
 		return;
 	bench_progress("%s: %s", t->name, test);
 	r = bench_result_add(ctx, test);
-	cost_now(t, &cost);
+	bench_cost_now(t, &cost);
 	for (; n < reps; n++) {
 		BenchRep rep = {.span.t = t};
 
@@ -346,7 +339,7 @@ bench_throughput_test(BenchCtx *ctx, const char *test, BenchRepFunc rep_fn)
 	bench_json_num(r->json, "reps", (double)n);
 	bench_json_num(r->json, "secs", ctx->opt->secs);
 	span_json(r, &sc);
-	add_cost(ctx, r, &cost, mbytes);
+	bench_cost_json(ctx, r, &cost, mbytes);
 	if (samples && samples->len > 0)
 		r->rates = bench_series_rates(samples, g_array_index(samples, BenchSample, 0).t_us,
 					      g_array_index(samples, BenchSample, samples->len - 1).t_us);

@@ -78,11 +78,25 @@ void bench_rep_reported(BenchRep *rep, BenchSinkReport *r, GArray **ret_samples)
 gboolean bench_rep_bidir(BenchCtx *ctx, BenchRep *rep, BenchRepFunc up, BenchSeriesFunc down,
 			 GError **error);
 
+/* What the path cost per MB moved over the whole test; each figure only for paths that have it. */
+typedef struct {
+	double cpu_s;       /* this process */
+	double child_cpu_s; /* the path's helper process (ncm-tun) */
+	guint64 dispatches;
+} BenchCost;
+
+void bench_cost_now(BenchTransport *t, BenchCost *c);
+/* cpu_s_per_mb (and ncm_tun_cpu_s_per_mb, main_dispatches_per_mb) since @before, over @mbytes. */
+void bench_cost_json(BenchCtx *ctx, BenchResult *r, const BenchCost *before, double mbytes);
+
 /*
  * Runs @rep_fn ctx->opt->reps times as @test (when selected): Mbit/s over
  * the repetitions, whole-system CPU and USB transfers per MB over their
  * measured intervals, this process's CPU per MB over the whole test.
  */
 void bench_throughput_test(BenchCtx *ctx, const char *test, BenchRepFunc rep_fn);
+
+/* ncm-bench-tcp.c: the repetition of tcp_down, tcp_up or tcp_bidir; NULL for other tests. */
+BenchRepFunc bench_tcp_rep_func(const char *test);
 
 G_END_DECLS

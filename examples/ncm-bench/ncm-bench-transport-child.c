@@ -10,10 +10,12 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "ncm-bench.h"
+#include "ncm-bench-cpu.h"
 #include "ncm-bench-proto.h"
 
 /*
@@ -82,6 +84,7 @@ typedef struct {
 	GPtrArray *dev;
 	gint64 first_traffic_ms;  /* open to the first connection through it */
 	gboolean all_acks;        /* acks=all: the child's --no-ack-merge */
+	gboolean group;           /* several devices: ifname is a %d pattern, no --ipv4 */
 } ChildSpec;
 
 /* ---- the child's stderr ---------------------------------------------------- */
@@ -282,8 +285,11 @@ child_spawn(ChildTransport *child, const ChildSpec *s, double pace_mbit, GError 
 		g_ptr_array_add(argv, g_strdup("--name"));
 		g_ptr_array_add(argv, g_strdup(s->ifname));
 	}
-	g_ptr_array_add(argv, g_strdup("--ipv4"));
-	g_ptr_array_add(argv, g_strdup(s->ipv4));
+	/* A group's interfaces get their addresses from us (ncm-tun takes one). */
+	if (!s->group) {
+		g_ptr_array_add(argv, g_strdup("--ipv4"));
+		g_ptr_array_add(argv, g_strdup(s->ipv4));
+	}
 	for (guint i = 0; i < s->dev->len; i++) {
 		g_ptr_array_add(argv, g_strdup("--device"));
 		g_ptr_array_add(argv, g_strdup(s->dev->pdata[i]));
@@ -348,6 +354,34 @@ iface_has_address(const char *ifname, GInetAddress *want)
 	return found;
 }
 
+/* ADDR/PREFIX on @ifname, and the link up: what ncm-tun --ipv4 does for one device. */
+static void
+iface_set_ipv4(const char *ifname, const char *cidr)
+{
+	g_auto(GStrv) ap = g_strsplit(cidr, "/", 2);
+	guint prefix = ap[1] ? (guint)g_ascii_strtoull(ap[1], NULL, 10) : 24;
+	struct sockaddr_in *sin;
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return;
+	memset(&ifr, 0, sizeof(ifr));
+	g_strlcpy(ifr.ifr_name, ifname, IFNAMSIZ);
+	sin = (struct sockaddr_in *)(void *)&ifr.ifr_addr;
+	sin->sin_family = AF_INET;
+	/* Failures show as the interface not being ready in time. */
+	if (inet_pton(AF_INET, ap[0], &sin->sin_addr) == 1 && ioctl(fd, SIOCSIFADDR, &ifr) == 0) {
+		sin->sin_addr.s_addr = htonl(prefix >= 32 ? 0xffffffffu : prefix ? ~0u << (32 - prefix) : 0);
+		(void)ioctl(fd, SIOCSIFNETMASK, &ifr);
+	}
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 && !(ifr.ifr_flags & IFF_UP)) {
+		ifr.ifr_flags |= IFF_UP;
+		(void)ioctl(fd, SIOCSIFFLAGS, &ifr);
+	}
+	close(fd);
+}
+
 static gboolean
 child_wait_ready(ChildTransport *child, const ChildSpec *s, GError **error)
 {
@@ -367,6 +401,8 @@ child_wait_ready(ChildTransport *child, const ChildSpec *s, GError **error)
 			ready = child->running;
 			ncm_mutex_unlock(&child->lock);
 		} else {
+			if (s->group && if_nametoindex(s->ifname) && !iface_has_address(s->ifname, want))
+				iface_set_ipv4(s->ifname, s->ipv4);
 			ready = if_nametoindex(s->ifname) && iface_up(s->ifname) &&
 				iface_has_address(s->ifname, want);
 		}
@@ -413,7 +449,7 @@ echo_once(BenchTransport *kernel, GError **error)
  * than timed as a slow test.
  */
 static gboolean
-child_wait_traffic(ChildTransport *child, ChildSpec *s, GError **error)
+child_wait_traffic(ChildTransport *child, BenchTransport *kernel, ChildSpec *s, GError **error)
 {
 	gint64 start = g_get_monotonic_time();
 	gint64 end = start + CHILD_TRAFFIC_TIMEOUT_S * G_USEC_PER_SEC;
@@ -425,7 +461,7 @@ child_wait_traffic(ChildTransport *child, ChildSpec *s, GError **error)
 			return FALSE;
 		}
 		g_clear_error(&last);
-		if (echo_once(child->kernel, &last)) {
+		if (echo_once(kernel, &last)) {
 			s->first_traffic_ms = (g_get_monotonic_time() - start) / 1000;
 			return TRUE;
 		}
@@ -495,6 +531,14 @@ child_helper_cpu_seconds(BenchTransport *t)
 		return 0;
 	return (double)(g_ascii_strtoull(f[11], NULL, 10) + g_ascii_strtoull(f[12], NULL, 10)) /
 	       (double)sysconf(_SC_CLK_TCK);
+}
+
+static guint64
+child_event_thread_ticks(BenchTransport *t)
+{
+	ChildTransport *child = (ChildTransport *)t;
+
+	return child->pid ? bench_thread_ticks(child->pid, NCM_BENCH_EVENT_THREAD) : 0;
 }
 
 /* Asks ncm-tun for its statistics; the mark is the request's index. */
@@ -610,6 +654,7 @@ static const BenchTransportOps child_ops = {
 	.udp_open = child_udp_open,
 	.main_dispatches = NULL,
 	.child_cpu_seconds = child_helper_cpu_seconds,
+	.event_thread_ticks = child_event_thread_ticks,
 	.usb_mark = child_usb_mark,
 	.usb_count = child_usb_count,
 	.abort = child_abort,
@@ -783,7 +828,7 @@ child_new(const ChildKind *kind, const char *name, const char *spec, guint16 por
 		child->base.mtu = child->kernel->mtu;
 	}
 	child->base.server = g_object_ref(server);
-	if (!child_wait_traffic(child, &s, error)) {
+	if (!child_wait_traffic(child, child->kernel, &s, error)) {
 		spec_clear(&s);
 		child_free(&child->base);
 		return NULL;
@@ -805,4 +850,108 @@ bench_transport_proxy_new(const char *name, const char *spec, guint16 port, doub
 			  GError **error)
 {
 	return child_new(&kind_proxy, name, spec, port, pace_mbit, error);
+}
+
+/* ---- several devices in one ncm-tun ---------------------------------------- */
+
+/* @pattern with its %d replaced by @i (not a format: it comes from the command line). */
+static char *
+group_ifname(const char *pattern, guint i)
+{
+	g_auto(GStrv) parts = g_strsplit(pattern, "%d", 2);
+	g_autofree char *num = g_strdup_printf("%u", i);
+
+	return g_strjoin(num, parts[0], parts[1], NULL);
+}
+
+/*
+ * The process's spec: the first device's exec, acks and name pattern,
+ * every device's selector, their addresses for the env.
+ */
+static gboolean
+group_spec(ChildSpec *all, ChildSpec *s, guint n, GError **error)
+{
+	g_autoptr(GPtrArray) addrs = g_ptr_array_new();
+
+	memset(all, 0, sizeof(*all));
+	all->group = TRUE;
+	all->dev = g_ptr_array_new_with_free_func(g_free);
+	all->exec = g_strdup(s[0].exec);
+	all->all_acks = s[0].all_acks;
+	all->ifname = g_strdup(strstr(s[0].ifname, "%d") ? s[0].ifname : "ncmbench%d");
+	for (guint i = 0; i < n; i++) {
+		if (s[i].dev->len != 1) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+				    "ncm-tun multi path: device %u has %u dev= selectors; give each "
+				    "device exactly one (e.g. dev=serial=S)", i, s[i].dev->len);
+			return FALSE;
+		}
+		g_ptr_array_add(all->dev, g_strdup(s[i].dev->pdata[0]));
+		g_ptr_array_add(addrs, s[i].ipv4);
+		g_free(s[i].ifname);
+		s[i].ifname = group_ifname(all->ifname, i);
+		s[i].group = TRUE;
+		if (if_nametoindex(s[i].ifname)) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
+				    "interface %s exists already: remove it or give name=PATTERN%%d",
+				    s[i].ifname);
+			return FALSE;
+		}
+	}
+	g_ptr_array_add(addrs, NULL);
+	all->ipv4 = g_strjoinv(" ", (char **)addrs->pdata);
+	return TRUE;
+}
+
+/*
+ * ncm-tun numbers its interfaces in the order of its -d options (it opens
+ * them one after the other, and the kernel gives each the lowest free
+ * number of the pattern), so device I has interface PATTERN-with-I.
+ */
+BenchTransport *
+bench_transport_tun_group_new(const char *name, char **specs, guint16 port, double pace_mbit,
+			      GPtrArray *ret_members, GError **error)
+{
+	guint n = g_strv_length(specs);
+	g_autofree ChildSpec *s = g_new0(ChildSpec, n);
+	ChildTransport *child = g_new0(ChildTransport, 1);
+	ChildSpec all = {0};
+	gint64 first_ms = 0;
+	guint parsed = 0;
+	gboolean ok = TRUE;
+
+	child->kind = &kind_tun;
+	child->base.ops = &child_ops;
+	child->base.name = g_strdup(name);
+	child->base.port = port;
+	g_mutex_init(&child->lock);
+	child->asked = g_array_new(FALSE, FALSE, sizeof(gint64));
+	child->stats = g_array_new(FALSE, FALSE, sizeof(ChildStats));
+	for (; ok && parsed < n; parsed++)
+		ok = spec_parse(&kind_tun, specs[parsed], &s[parsed], error);
+	ok = ok && group_spec(&all, s, n, error) && child_spawn(child, &all, pace_mbit, error);
+	for (guint i = 0; ok && i < n; i++)
+		ok = child_wait_ready(child, &s[i], error);
+	for (guint i = 0; ok && i < n; i++) {
+		g_autoptr(GInetAddress) server = g_inet_address_new_from_string(s[i].server);
+		g_autofree char *member = g_strdup_printf("%s#%u", name, i);
+		BenchTransport *k = bench_transport_kernel_new(member, server, port, s[i].ifname);
+
+		g_ptr_array_add(ret_members, k);
+		ok = child_wait_traffic(child, k, &s[i], error);
+		first_ms = MAX(first_ms, s[i].first_traffic_ms);
+	}
+	all.first_traffic_ms = first_ms;
+	if (ok)
+		child->env = child_env_json(&kind_tun, &all);
+	for (guint i = 0; i < parsed; i++)
+		spec_clear(&s[i]);
+	spec_clear(&all);
+	if (!ok) {
+		/* The members' sockets first, then the process and its interfaces. */
+		g_ptr_array_set_size(ret_members, 0);
+		child_free(&child->base);
+		return NULL;
+	}
+	return &child->base;
 }

@@ -26,6 +26,7 @@ bench_transport_lwip_new(const char *name, const char *spec, guint16 port, doubl
 
 #include <ncm.h>
 
+#include "ncm-bench-cpu.h"
 #include "ncm-bench-raw-link.h"
 #include "ncm-link-private.h"
 #include "ncm-lwip.h"
@@ -132,6 +133,12 @@ lwt_main_dispatches(BenchTransport *t)
 	return st.main_dispatches + (l->ctx ? ncm_context_get_main_dispatches(l->ctx) : 0);
 }
 
+static guint64
+lwt_event_thread_ticks(BenchTransport *t)
+{
+	return ((LwtTransport *)t)->ctx ? bench_thread_ticks(0, NCM_BENCH_EVENT_THREAD) : 0;
+}
+
 static guint
 lwt_usb_mark(BenchTransport *t)
 {
@@ -185,6 +192,7 @@ static const BenchTransportOps lwt_ops = {
 	.tcp_connect = lwt_tcp_connect,
 	.udp_open = lwt_udp_open,
 	.main_dispatches = lwt_main_dispatches,
+	.event_thread_ticks = lwt_event_thread_ticks,
 	.usb_mark = lwt_usb_mark,
 	.usb_count = lwt_usb_count,
 	.env = lwt_env,
@@ -229,6 +237,24 @@ device_env(NcmDevice *dev, const char *name)
 			       n.mapped_buffers);
 }
 
+/*
+ * The lwip paths open at the same time (a multi path's devices) share one
+ * context, so one libusb event thread serves them all, as in a program
+ * that drives many devices. The weak pointer clears with the last path.
+ */
+static NcmContext *lwt_shared_ctx;
+
+static NcmContext *
+shared_context(GError **error)
+{
+	if (lwt_shared_ctx)
+		return g_object_ref(lwt_shared_ctx);
+	lwt_shared_ctx = ncm_context_new(error);
+	if (lwt_shared_ctx)
+		g_object_add_weak_pointer(G_OBJECT(lwt_shared_ctx), (gpointer *)&lwt_shared_ctx);
+	return lwt_shared_ctx;
+}
+
 static NcmLink *
 open_device(LwtTransport *l, char **sel, double pace_mbit, gboolean all_acks, GError **error)
 {
@@ -241,7 +267,7 @@ open_device(LwtTransport *l, char **sel, double pace_mbit, gboolean all_acks, GE
 		if (!ncm_match_parse(&match, sel[i], error))
 			return NULL;
 	}
-	l->ctx = ncm_context_new(error);
+	l->ctx = shared_context(error);
 	if (!l->ctx || !(all = ncm_context_enumerate(l->ctx, &match, error)))
 		return NULL;
 	if (all->len == 0) {

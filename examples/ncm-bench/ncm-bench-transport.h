@@ -37,6 +37,11 @@ typedef struct {
 	 */
 	double (*child_cpu_seconds)(BenchTransport *t);
 	/*
+	 * CPU ticks (USER_HZ) the libusb event thread(s) serving the path
+	 * used so far (bench_thread_ticks()), or NULL for paths without one.
+	 */
+	guint64 (*event_thread_ticks)(BenchTransport *t);
+	/*
 	 * USB work so far, for work units per MB: usb_mark() notes libncm's
 	 * NTB counts now, or asks for them (ncm-tun prints its statistics on
 	 * SIGUSR1), and returns at once with a mark; usb_count() gives the
@@ -82,6 +87,9 @@ struct _BenchTransport {
 	char *iface;            /* forced interface (SO_BINDTODEVICE), or NULL */
 	guint mtu;              /* the interface MTU when known, else 0 */
 	BenchRaw *raw;          /* the raw path's, else NULL; valid while the path is */
+	/* A multi path's devices, one transport each, measured at once
+	 * (bench_group_new()); NULL on a path of one device. */
+	GPtrArray *members;
 };
 
 /*
@@ -129,6 +137,28 @@ BenchTransport *bench_transport_proxy_new(const char *name, const char *spec, gu
 /* UDP to @server:@port through a SOCKS5 server's UDP ASSOCIATE (ncm-proxy's). */
 BenchUdp *bench_socks_udp_open(GInetSocketAddress *socks, GInetAddress *server, guint16 port,
 			       GError **error);
+
+/*
+ * ncm-tun driving several devices in one process, a TAP each: @specs are
+ * the devices' specs as for bench_transport_tun_new(), each with exactly
+ * one dev=SELECTOR and its own ipv4=; exec=, acks= and name= (a pattern
+ * with %d, default ncmbench%d) come from the first. ncm-bench gives each
+ * interface its address (ncm-tun takes one --ipv4 only for one device) and
+ * waits for an echo through each. Returns the process (its env, stop and
+ * abort) and appends to @ret_members one transport per device, in the
+ * order of @specs, named NAME#I; freeing the process stops ncm-tun, so
+ * free the members first.
+ */
+BenchTransport *bench_transport_tun_group_new(const char *name, char **specs, guint16 port,
+					      double pace_mbit, GPtrArray *ret_members,
+					      GError **error);
+
+/*
+ * A multi path: @members (BenchTransport, taken) measured at once, one
+ * TCP stream per device; @owner (taken, or NULL) is what serves them all
+ * (ncm-tun's process) and is freed after them.
+ */
+BenchTransport *bench_group_new(const char *name, GPtrArray *members, BenchTransport *owner);
 
 void bench_transport_free(BenchTransport *t);
 

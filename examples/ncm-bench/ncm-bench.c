@@ -17,6 +17,7 @@ static gboolean opt_server;
 static gchar *opt_bind;
 static gint opt_port = BENCH_DEFAULT_PORT;
 static gchar **opt_paths;
+static gboolean opt_multi;
 static gboolean opt_quick;
 static gchar *opt_tests;
 static gint opt_reps = -1;
@@ -59,8 +60,15 @@ static const GOptionEntry entries[] = {
 	 "its SOCKS5 UDP ASSOCIATE (any NAME starting with ncm-proxy); or raw=SERVER,"
 	 "ipv4=ADDR/PREFIX[,dev=SELECTOR][,tap=IF]: the usbfs ceiling, frames with no netstack "
 	 "(lwIP carries only the control connections; any NAME starting with raw; runs only the "
-	 "raw_ tests). acks=all turns off libncm's ACK merging. Repeatable; the paths run in the "
-	 "order given", "NAME=ADDR[%IF]"},
+	 "raw_ tests). acks=all turns off libncm's ACK merging. "
+	 "NAME=DEV+DEV+... (each DEV what follows NAME= above, one device each) is a multi path: "
+	 "its devices run tcp_down, tcp_up and tcp_bidir at once, one stream each, and report the "
+	 "aggregate, the per-device min, median and max and min/max fairness; lwip devices share one "
+	 "context, ncm-tun ones one process (each DEV with its own dev=, name=PATTERN%d). "
+	 "Repeatable; the paths run in the order given", "NAME=ADDR[%IF]"},
+	{"multi", 'm', 0, G_OPTION_ARG_NONE, &opt_multi,
+	 "Run every path as a multi path, also one of a single device: a scaling series then "
+	 "starts at 1 with the same figures (per-device summary, fairness, event thread CPU)", NULL},
 	{"quick", 'q', 0, G_OPTION_ARG_NONE, &opt_quick,
 	 "A short run: 1 repetition, 3 s per throughput run, 5 s soak", NULL},
 	{"tests", 't', 0, G_OPTION_ARG_STRING, &opt_tests,
@@ -157,20 +165,75 @@ bench_test_selected(const BenchOptions *opt, const char *test)
 	return FALSE;
 }
 
-/* NAME=SERVER[%IFACE], ncm-tun...=SPEC, ncm-proxy...=SPEC, lwip...=SPEC or raw...=SPEC. */
+static BenchTransport *path_parse_one(const char *name, const char *spec, GError **error);
+
+/*
+ * NAME=DEV+DEV+...: a multi path, each DEV a path spec of its own, all
+ * measured at once. cdc_ncm-like and lwip paths open one transport per
+ * device (lwip ones share one context); ncm-tun runs one process for all.
+ */
+static BenchTransport *
+group_parse(const char *name, const char *devs, GError **error)
+{
+	g_auto(GStrv) spec = g_strsplit(devs, "+", -1);
+	g_autoptr(GPtrArray) members = g_ptr_array_new_with_free_func((GDestroyNotify)bench_transport_free);
+	BenchTransport *owner = NULL;
+
+	if (g_str_has_prefix(name, "ncm-proxy") || g_str_has_prefix(name, "raw")) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--path %s: a multi path (DEV+DEV...) is cdc_ncm-like, ncm-tun or lwip", name);
+		return NULL;
+	}
+	for (guint i = 0; spec[i]; i++) {
+		if (!*spec[i]) {
+			g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+				    "--path %s: device %u of the multi path is empty", name, i);
+			return NULL;
+		}
+	}
+	if (g_str_has_prefix(name, "ncm-tun")) {
+		owner = bench_transport_tun_group_new(name, spec, (guint16)opt_port, opt_pace, members,
+						      error);
+		if (!owner)
+			return NULL;
+	} else {
+		for (guint i = 0; spec[i]; i++) {
+			g_autofree char *one = g_strdup_printf("%s#%u", name, i);
+			BenchTransport *t = path_parse_one(one, spec[i], error);
+
+			if (!t)
+				return NULL;
+			g_ptr_array_add(members, t);
+		}
+	}
+	return bench_group_new(name, g_steal_pointer(&members), owner);
+}
+
+/* NAME=SERVER[%IFACE], ncm-tun...=SPEC, ncm-proxy...=SPEC, lwip...=SPEC or raw...=SPEC, or DEV+DEV... of them. */
 static BenchTransport *
 path_parse(const char *spec, GError **error)
 {
 	g_auto(GStrv) kv = g_strsplit(spec, "=", 2);
-	g_autofree char *addr = NULL;
-	g_autoptr(GInetAddress) server = NULL;
-	char *pct;
 
 	if (!kv[0] || !kv[1] || !*kv[0]) {
 		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
 			    "--path %s: expected NAME=ADDRESS[%%IFACE]", spec);
 		return NULL;
 	}
+	if (opt_multi || strchr(kv[1], '+'))
+		return group_parse(kv[0], kv[1], error);
+	return path_parse_one(kv[0], kv[1], error);
+}
+
+/* One device: what followed NAME= in --path. */
+static BenchTransport *
+path_parse_one(const char *name, const char *spec, GError **error)
+{
+	const char *kv[] = {name, spec};
+	g_autofree char *addr = NULL;
+	g_autoptr(GInetAddress) server = NULL;
+	char *pct;
+
 	if (g_str_has_prefix(kv[0], "ncm-tun"))
 		return bench_transport_tun_new(kv[0], kv[1], (guint16)opt_port, opt_pace, error);
 	if (g_str_has_prefix(kv[0], "ncm-proxy"))
@@ -206,8 +269,8 @@ options_fill(BenchOptions *o)
 	o->tests = opt_tests ? g_strsplit(opt_tests, ",", -1) : NULL;
 }
 
-static void
-env_path(GString *paths, BenchTransport *t)
+void
+bench_env_path(GString *paths, BenchTransport *t)
 {
 	g_autoptr(GString) o = g_string_new(NULL);
 	g_autofree char *server = t->server ? g_inet_address_to_string(t->server) : NULL;
@@ -464,7 +527,7 @@ path_close(BenchTransport *t)
 {
 	ncm_mutex_lock(&run.lock);
 	run.n_final = run.results->len;
-	env_path(run.paths, t);
+	bench_env_path(run.paths, t);
 	run.current_in_env = TRUE;
 	/* No abort while it is being freed: the watchdog only reports. */
 	run.current = NULL;
@@ -496,7 +559,7 @@ on_hung(const char *path, const char *what, double limit_s)
 		g_ptr_array_add(done, run.results->pdata[i]);
 	g_ptr_array_add(done, r);
 	if (run.current && !run.current_in_env)
-		env_path(paths, run.current);
+		bench_env_path(paths, run.current);
 	write_outputs(&run.opt, done, run.names, paths);
 	if (run.current && run.current->ops->abort)
 		run.current->ops->abort(run.current);
@@ -527,7 +590,9 @@ run_client(void)
 		}
 		BenchCtx ctx = {&run.opt, t, run.results};
 
-		if (t->raw) {
+		if (t->members) {
+			bench_run_multi_tests(&ctx);
+		} else if (t->raw) {
 			bench_run_raw_tests(&ctx);
 		} else {
 			bench_run_tcp_tests(&ctx);

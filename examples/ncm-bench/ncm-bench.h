@@ -53,8 +53,14 @@ int bench_server_run(const char *bind_address, guint16 port);
 void bench_serve_raw_flood(GSocket *ctl, const char *cmd);
 void bench_serve_raw_count(GSocket *ctl, const char *cmd);
 
+/* The path's env object's members (name, server, iface, mtu, its own) as one element of "paths". */
+void bench_env_path(GString *paths, BenchTransport *t);
+
 /* ncm-bench-tcp.c */
 void bench_run_tcp_tests(BenchCtx *ctx);
+
+/* ncm-bench-multi.c: a multi path's tests (tcp_down, tcp_up, tcp_bidir), all devices at once. */
+void bench_run_multi_tests(BenchCtx *ctx);
 
 /* ncm-bench-udp.c */
 void bench_run_udp_tests(BenchCtx *ctx);

@@ -249,6 +249,61 @@ test_loopback_run(void)
 	g_rmdir(dir);
 }
 
+/*
+ * A multi path of three loopback "devices", streaming at once: one result
+ * per test for the group, its aggregate the sum of the devices' figures
+ * (one repetition), the per-device summary ordered, fairness in (0, 1],
+ * the whole system's CPU per MB; its env lists the three members.
+ */
+static void
+test_loopback_multi(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("bench-multi-XXXXXX", NULL);
+	g_autofree char *out = g_build_filename(dir, "out.json", NULL);
+	const char *args[] = {"--path", "lo=127.0.0.1+127.0.0.1+127.0.0.1", "--quick", "--secs", "2",
+			      "--tests", "tcp_down,tcp_up", "--json", out, NULL};
+	g_autofree char *table = bench_run("127.0.0.1", args);
+	g_autoptr(JsonNode) root = NULL;
+	JsonObject *env_path;
+	JsonArray *a;
+
+	g_assert_nonnull(strstr(table, "over 3: min"));
+	root = parse_file(out);
+	a = json_object_get_array_member(json_node_get_object(root), "results");
+	g_assert_cmpuint(json_array_get_length(a), ==, 2);
+	for (int t = 0; t < 2; t++) {
+		JsonObject *o = result_object(a, t ? "tcp_up" : "tcp_down");
+		JsonObject *pd = json_object_get_object_member(o, "per_device_mbit_s");
+		JsonArray *dev = json_object_get_array_member(o, "device_mbit_s");
+		double sum = 0, fair = json_object_get_double_member(o, "fairness");
+
+		g_assert_cmpint(json_object_get_int_member(o, "devices"), ==, 3);
+		g_assert_cmpuint(json_array_get_length(dev), ==, 3);
+		for (guint i = 0; i < 3; i++) {
+			g_assert_cmpfloat(json_array_get_double_element(dev, i), >, 0);
+			sum += json_array_get_double_element(dev, i);
+		}
+		g_assert_cmpfloat_with_epsilon(json_object_get_double_member(
+			json_object_get_object_member(o, "mbit_s"), "median"), sum, sum * 1e-6);
+		g_assert_cmpfloat(json_object_get_double_member(pd, "min"), <=, json_object_get_double_member(pd, "median"));
+		g_assert_cmpfloat(json_object_get_double_member(pd, "median"), <=, json_object_get_double_member(pd, "max"));
+		g_assert_cmpfloat_with_epsilon(fair, json_object_get_double_member(pd, "min") /
+					       json_object_get_double_member(pd, "max"), 1e-6);
+		g_assert_cmpfloat(fair, >, 0);
+		g_assert_cmpfloat(fair, <=, 1);
+		check_system_cpu(a, t ? "tcp_up" : "tcp_down");
+		/* Kernel sockets: no libusb event thread to weigh. */
+		g_assert_false(json_object_has_member(o, "event_thread_cpu_pct"));
+	}
+	env_path = json_array_get_object_element(json_object_get_array_member(
+		json_object_get_object_member(json_node_get_object(root), "env"), "paths"), 0);
+	g_assert_cmpint(json_object_get_int_member(env_path, "devices"), ==, 3);
+	g_assert_cmpstr(json_object_get_string_member(json_array_get_object_element(
+		json_object_get_array_member(env_path, "members"), 2), "name"), ==, "lo#2");
+	g_remove(out);
+	g_rmdir(dir);
+}
+
 #ifdef NCM_BENCH_RAW
 #define RAW_TAP "nbraw0"
 
@@ -363,6 +418,7 @@ main(int argc, char **argv)
 	g_test_add_func("/bench-json/shape", test_shape_and_escaping);
 #ifdef NCM_BENCH_EXE
 	g_test_add_func("/bench-json/loopback-run", test_loopback_run);
+	g_test_add_func("/bench-json/loopback-multi", test_loopback_multi);
 #endif
 #ifdef NCM_BENCH_RAW
 	/* Last: it moves the test into a network namespace of its own. */

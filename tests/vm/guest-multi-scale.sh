@@ -1,94 +1,177 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# tests/vm/guest-multi-scale.sh: aggregate throughput at 1, 2, 4 and 8 devices in one boot, over cdc_ncm (iperf3 --bidir per device) and over lwIP in one process (vmtest-multi), one TCP stream each way per device (issue 20).
-# VM_SCALE_SECS (5) per point, VM_SCALE_COUNTS ("1 2 4 8"). Prints "scale:" lines; asserts only that every device moved data.
+# tests/vm/guest-multi-scale.sh: aggregate throughput at 1, 2, 4 and 8 devices in one boot over cdc_ncm, ncm-tun (one process) and lwIP (one process, one NcmContext), all from ncm-bench --multi: one TCP stream per device each way (issue 20).
+# VM_SCALE_SECS (5) per run, VM_SCALE_COUNTS ("1 2 4 8"), VM_SCALE_PATHS ("cdc_ncm ncm-tun lwip").
+# Prints ncm-bench's tables and one "scale:" line per path and count; asserts that every run ended and every device moved data.
 set -eu
 . "$VM_LIB"
 
+command -v ncm-bench >/dev/null || fail "ncm-bench is not on PATH (run-vm.sh --bin)"
+command -v ncm-tun >/dev/null || fail "ncm-tun is not on PATH (run-vm.sh --bin)"
+
 secs=${VM_SCALE_SECS:-5}
 counts=${VM_SCALE_COUNTS:-1 2 4 8}
+paths=${VM_SCALE_PATHS:-cdc_ncm ncm-tun lwip}
 max=0
 for k in $counts; do [ "$k" -gt "$max" ] && max=$k; done
 VM_MULTI_SPARE=0
 host_use_userspace
 multi_setup "$max"
+peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
+wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
 
-cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+bad=
+# result FILE TEST: the result's line (ncm-bench writes one per line).
+result() { grep "^{\"path\":\"[^\"]*\",\"test\":\"$2\"," "$1"; }
+# member FILE TEST KEY: the median of summary KEY, or a plain number KEY.
+member() {
+	result "$1" "$2" | sed -n "s/.*\"$3\":{\"median\":\([^,]*\),.*/\1/p; t; s/.*\"$3\":\([^,}]*\).*/\1/p"
+}
 
-# ---- cdc_ncm: the kernel's own path, one netdev per device
-modprobe cdc_ncm || fail "cannot load cdc_ncm"
+# fig FILE TEST KEY FORMAT: member's value printed with FORMAT, "-" when the result has none.
+fig() {
+	awk -v v="$(member "$1" "$2" "$3" 2>/dev/null)" -v f="$4" 'BEGIN { if (v == "") print "-"; else printf f "\n", v }'
+}
+
+# table: per path and test, the aggregate at each count, the largest
+# count's over the smallest's (the goal: >= 0.9), and at the largest count
+# fairness (goal: >= 0.7), system CPU per MB and the event thread's share.
+table() {
+	local p t k f first last lo hi row
+	set -- $counts
+	lo=$1
+	hi=$max
+	echo "scale table ($secs s per run; Mbit/s aggregate at$(for k in $counts; do printf ' %s' "$k"; done) devices):"
+	for p in $paths; do
+		for t in tcp_down tcp_up; do
+			row=
+			for k in $counts; do
+				f=$VM_OUT/scale-$p-$k.json
+				row="$row $( [ -s "$f" ] && fig "$f" "$t" mbit_s %.1f || echo -)"
+			done
+			first=$(member "$VM_OUT/scale-$p-$lo.json" "$t" mbit_s 2>/dev/null || true)
+			last=$(member "$VM_OUT/scale-$p-$hi.json" "$t" mbit_s 2>/dev/null || true)
+			f=$VM_OUT/scale-$p-$hi.json
+			echo "scale table: $p $t:$row | $hi/$lo $(awk -v a="$first" -v b="$last" 'BEGIN { if (a > 0 && b != "") printf "%.2f", b / a; else print "-" }')" \
+				"| fairness at $hi $(fig "$f" "$t" fairness %.2f)" \
+				"| system CPU s/MB at $lo $(fig "$VM_OUT/scale-$p-$lo.json" "$t" system_cpu_s_per_mb %.4f), at $hi $(fig "$f" "$t" system_cpu_s_per_mb %.4f)" \
+				"| event thread at $hi $(fig "$f" "$t" event_thread_cpu_pct %.0f) % of a CPU"
+		done
+	done
+}
+
+# scale NAME K SPEC: ncm-bench's multi mode over the K devices of SPEC
+# (DEV+DEV+...), tcp_down and tcp_up; its table, then one line per test.
+scale() {
+	local out=$VM_OUT/scale-$1-$2 rc=0 t
+	log "$1: $2 device(s)"
+	ncm-bench --multi --reps 1 --secs "$secs" --tests tcp_down,tcp_up --path "$1=$3" \
+		--json "$out.json" >"$out.txt" 2>"$out.log" || rc=$?
+	cat "$out.txt"
+	if [ "$rc" != 0 ] || [ ! -s "$out.json" ]; then
+		tail -n 30 "$out.log"
+		bad="$bad $1/$2(status $rc)"
+		return 0
+	fi
+	for t in tcp_down tcp_up; do
+		if ! result "$out.json" "$t" | grep -q '"device_mbit_s"'; then
+			result "$out.json" "$t" || true
+			bad="$bad $1/$2/$t"
+			continue
+		fi
+		# Every device moved data: the smallest per-device figure is above 0.
+		awk -v v="$(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":[^,]*,"min":\([^,]*\),.*/\1/p')" \
+			'BEGIN { exit !(v + 0 > 0) }' || bad="$bad $1/$2/$t(a device moved nothing)"
+		echo "scale: $1 $2 $t: total $(fig "$out.json" "$t" mbit_s %.1f) Mbit/s," \
+			"per device min/median/max $(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":\([^,]*\),"min":\([^,]*\),"max":\([^,]*\),.*/\2 \1 \3/p' |
+				awk '{ printf "%.1f/%.1f/%.1f", $1, $2, $3 }')," \
+			"fairness $(fig "$out.json" "$t" fairness %.2f)," \
+			"system CPU $(fig "$out.json" "$t" system_cpu_s_per_mb %.4f) s/MB ($(fig "$out.json" "$t" system_cpu_busy_pct %.0f) % busy)," \
+			"event thread $(fig "$out.json" "$t" event_thread_cpu_pct %.0f) % of a CPU"
+	done
+}
+
+# spec PATH K: the multi path's devices 0..K-1 (DEV+DEV+...).
+spec() {
+	local i=0 s= d
+	while [ "$i" -lt "$2" ]; do
+		case $1 in
+		cdc_ncm) d="$(multi_peer_ip4 "$i")%$(multi_host_netdev "$i")" ;;
+		ncm-tun) d="$(multi_peer_ip4 "$i"),ipv4=$(multi_host_ip4 "$i")/24,dev=serial=$(multi_serial "$i"),name=nbm%d" ;;
+		lwip) d="$(multi_peer_ip4 "$i"),ipv4=$(multi_host_ip4 "$i")/24,dev=serial=$(multi_serial "$i")" ;;
+		esac
+		s="$s${s:++}$d"
+		i=$((i + 1))
+	done
+	echo "$s"
+}
+
 multi_host_netdev() { # I: cdc_ncm's netdev of gadget I
 	local d n
 	d=$(multi_usb_dev "$1") || return 1
 	for n in "$d"/"${d##*/}":*/net/*; do [ -e "$n" ] && { echo "${n##*/}"; return 0; }; done
 	return 1
 }
-i=0
-while [ "$i" -lt "$max" ]; do
-	wait_for "$VM_WAIT" "cdc_ncm netdev of gadget $i" multi_host_netdev "$i" || fail "cdc_ncm did not bind gadget $i"
-	dev=$(multi_host_netdev "$i")
-	$IP addr replace "$(multi_host_ip4 "$i")/24" dev "$dev"
-	$IP link set "$dev" up
-	peer_run iperf3 -s -D -p $((5201 + i)) || fail "iperf3 -s failed"
-	i=$((i + 1))
-done
-i=0
-while [ "$i" -lt "$max" ]; do
-	wait_for "$VM_WAIT" "iperf3 listener $i" peer_listening $((5201 + i)) || fail "iperf3 server $i did not start"
-	wait_for "$VM_WAIT" "reply from gadget $i" ping -c 1 -W 1 "$(multi_peer_ip4 "$i")" || fail "no path to gadget $i"
-	i=$((i + 1))
-done
+
+# gadget_bounce I: gadget I's netdev down and up, so that f_ncm announces
+# its link again (usbnet now and then loses the announcement: see
+# host_addr_setup); multi_plug puts the addresses back.
+gadget_bounce() {
+	peer_run $IP link set "$(multi_ifname "$1")" down
+	multi_plug "$1"
+}
+
 # Only the K devices measured are up: usbnet polls the interrupt endpoint of
 # an open netdev, and each poll of an idle device is dummy_hcd timer work
-# that the guest's CPU pays for (libncm's lwIP runs open only K devices).
+# that the guest's CPU pays for (the userspace paths open only K devices).
 multi_kernel_up() { # K
-	local i=0 dev
+	local i=0 dev try
 	while [ "$i" -lt "$max" ]; do
 		dev=$(multi_host_netdev "$i")
 		if [ "$i" -lt "$1" ]; then
 			$IP link set "$dev" up
-			wait_for "$VM_WAIT" "carrier on $dev" host_carrier "$dev" || fail "no carrier on $dev"
+			try=0
+			until wait_for 5 "carrier on $dev" host_carrier "$dev" 2>/dev/null; do
+				try=$((try + 1))
+				[ "$try" -le 3 ] || fail "no carrier on $dev (gadget $i) after $try bounces"
+				log "no carrier on $dev: bouncing $(multi_ifname "$i") (try $try)"
+				gadget_bounce "$i"
+			done
 		else
 			$IP link set "$dev" down
 		fi
 		i=$((i + 1))
 	done
 }
-for k in $counts; do
-	multi_kernel_up "$k"
-	set -- $(cpu_busy)
-	b0=$1 t0=$2
-	i=0
-	while [ "$i" -lt "$k" ]; do
-		iperf3 -c "$(multi_peer_ip4 "$i")" -p $((5201 + i)) --bidir -t "$secs" -J >"$VM_OUT/iperf-$k-$i.json" 2>&1 &
-		i=$((i + 1))
-	done
-	wait
-	set -- $(cpu_busy)
-	b1=$1 t1=$2
-	i=0 line= total=0 min= max_d=0
-	while [ "$i" -lt "$k" ]; do
-		up=$(awk '/"sum_received"/ { f = 1 } f && /"bits_per_second"/ { sub(/.*:/, ""); sub(/,.*/, ""); printf "%.1f\n", $0 / 1e6; exit }' "$VM_OUT/iperf-$k-$i.json")
-		down=$(awk '/"sum_received_bidir_reverse"/ { f = 1 } f && /"bits_per_second"/ { sub(/.*:/, ""); sub(/,.*/, ""); printf "%.1f\n", $0 / 1e6; exit }' "$VM_OUT/iperf-$k-$i.json")
-		[ -n "$up" ] && [ -n "$down" ] || { cat "$VM_OUT/iperf-$k-$i.json"; fail "iperf3 to gadget $i gave no result"; }
-		line="$line $i:$up/$down"
-		i=$((i + 1))
-	done
-	echo "$line" | tr ' ' '\n' | awk -F'[:/]' -v k="$k" -v busy="$((b1 - b0))" -v tot="$((t1 - t0))" '
-		NF == 3 { s = $2 + $3; sum += s; if (n == 0 || s < min) min = s; if (s > max) max = s; n++ }
-		END { r = max > 0 ? min / max : 0; c = tot > 0 ? 100 * busy / tot : 0
-			printf "scale: cdc_ncm %d devices: total %.1f Mbit/s, per device min %.1f max %.1f, min/max %.2f, system CPU %.0f %% busy\n", k, sum, min, max, r, c }'
-	echo "  per device up/down Mbit/s:$line"
-done
-rmmod cdc_ncm || fail "cannot unload cdc_ncm"
 
-# ---- lwIP in one process: vmtest-multi, unpaced
-lwip_peer_start
-bad=
-for k in $counts; do
-	vmtest-multi -n "$k" -s "$secs" -r 0 --deadline 150 >"$VM_OUT/lwip-$k.txt" 2>&1 ||
-		{ grep '^FAIL' "$VM_OUT/lwip-$k.txt"; bad="$bad $k"; }
-	grep '^all:' "$VM_OUT/lwip-$k.txt" | sed "s/^all:/scale: lwip $k:/"
+for p in $paths; do
+	case $p in
+	cdc_ncm)
+		modprobe cdc_ncm || fail "cannot load cdc_ncm"
+		i=0
+		while [ "$i" -lt "$max" ]; do
+			wait_for "$VM_WAIT" "cdc_ncm netdev of gadget $i" multi_host_netdev "$i" ||
+				fail "cdc_ncm did not bind gadget $i"
+			$IP addr replace "$(multi_host_ip4 "$i")/24" dev "$(multi_host_netdev "$i")"
+			i=$((i + 1))
+		done
+		for k in $counts; do
+			multi_kernel_up "$k"
+			scale cdc_ncm "$k" "$(spec cdc_ncm "$k")"
+		done
+		# Back to userspace: cdc_ncm goes, and each gadget announces its link
+		# afresh for the next driver.
+		rmmod cdc_ncm || fail "cannot unload cdc_ncm"
+		i=0
+		while [ "$i" -lt "$max" ]; do gadget_bounce "$i"; i=$((i + 1)); done
+		;;
+	ncm-tun|lwip)
+		for k in $counts; do scale "$p" "$k" "$(spec "$p" "$k")"; done
+		;;
+	*) fail "VM_SCALE_PATHS: unknown path $p" ;;
+	esac
 done
+table
 vm_info
-check "vmtest-multi passed at every count (failed at:${bad:- none})" [ -z "$bad" ]
+echo "guest load: $(cat /proc/loadavg)"
+check "every ncm-bench run ended with every device moving data (failed:${bad:- none})" [ -z "$bad" ]

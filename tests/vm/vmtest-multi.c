@@ -425,35 +425,6 @@ wait_all_moving(void)
 	}
 }
 
-/* CPU ticks (user + system) of this process's threads named @comm: the
- * libusb event thread is "ncm-usb-events", one per NcmContext. */
-static guint64
-thread_ticks(const char *comm)
-{
-	g_autoptr(GDir) dir = g_dir_open("/proc/self/task", 0, NULL);
-	const gchar *tid;
-	guint64 sum = 0;
-
-	while (dir != NULL && (tid = g_dir_read_name(dir)) != NULL) {
-		g_autofree gchar *cpath = g_strdup_printf("/proc/self/task/%s/comm", tid);
-		g_autofree gchar *spath = g_strdup_printf("/proc/self/task/%s/stat", tid);
-		g_autofree gchar *name = NULL, *stat = NULL;
-		g_auto(GStrv) f = NULL;
-		const gchar *p;
-
-		if (!g_file_get_contents(cpath, &name, NULL, NULL) ||
-		    !g_str_equal(g_strstrip(name), comm) ||
-		    !g_file_get_contents(spath, &stat, NULL, NULL) ||
-		    (p = strrchr(stat, ')')) == NULL)
-			continue;
-		/* After "pid (comm)": state is field 3; utime and stime are 14, 15. */
-		f = g_strsplit(p + 2, " ", 0);
-		if (g_strv_length(f) > 12)
-			sum += g_ascii_strtoull(f[11], NULL, 10) + g_ascii_strtoull(f[12], NULL, 10);
-	}
-	return sum;
-}
-
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -486,11 +457,11 @@ measure(const char *label, gint seconds)
 		if (devs[i] != NULL)
 			wire_bytes(devs[i], before[i]);
 	bench_cpu_ticks_read(&cpu0);
-	ev0 = thread_ticks("ncm-usb-events");
+	ev0 = bench_thread_ticks(0, NCM_BENCH_EVENT_THREAD);
 	t0 = g_get_monotonic_time();
 	g_usleep((gulong)seconds * G_USEC_PER_SEC);
 	us = g_get_monotonic_time() - t0;
-	ev1 = thread_ticks("ncm-usb-events");
+	ev1 = bench_thread_ticks(0, NCM_BENCH_EVENT_THREAD);
 	bench_cpu_ticks_read(&cpu1);
 	for (guint i = 0; i < MAX_DEVICES; i++) {
 		double up, down;
