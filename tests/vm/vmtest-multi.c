@@ -14,6 +14,7 @@
 #include "ncm-link.h"
 #include "ncm-lwip.h"
 #include "vmtest-data.h"
+#include "vmtest-tsan.h"
 
 /*
  * The gadgets are the harness's profile multi (guest-lib.sh): gadget I has
@@ -396,9 +397,9 @@ static GMutex devs_lock;
 static void
 devs_set(guint i, Dev *d)
 {
-	g_mutex_lock(&devs_lock);
+	ncm_mutex_lock(&devs_lock);
 	devs[i] = d;
-	g_mutex_unlock(&devs_lock);
+	ncm_mutex_unlock(&devs_lock);
 }
 
 /* Until every stream of every device has moved bytes. */
@@ -773,7 +774,7 @@ on_progress(gpointer data)
 	GString *line = g_string_new(NULL);
 
 	g_string_append_printf(line, "# %" G_GINT64_FORMAT " s, MiB up/down:", t);
-	g_mutex_lock(&devs_lock);
+	ncm_mutex_lock(&devs_lock);
 	for (guint i = 0; i < MAX_DEVICES; i++) {
 		guint64 b[2];
 
@@ -784,7 +785,7 @@ on_progress(gpointer data)
 				       (double)b[1] / 1048576.0,
 				       ncm_device_is_gone(devs[i]->device) ? "(gone)" : "");
 	}
-	g_mutex_unlock(&devs_lock);
+	ncm_mutex_unlock(&devs_lock);
 	printf("%s\n", line->str);
 	fflush(stdout);
 	g_string_free(line, TRUE);
