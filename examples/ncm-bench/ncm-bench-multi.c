@@ -217,7 +217,8 @@ typedef struct {
 	double *aggregate;
 	double *dev;        /* [device * reps + rep] */
 	double *sys_cpu, *busy_pct, *event_pct;
-	gsize n_cpu, n_event;
+	double *lock_waiting; /* threads waiting for lwIP's core lock, on average */
+	gsize n_cpu, n_event, n_lock;
 } MultiReps;
 
 static void
@@ -249,6 +250,10 @@ multi_json(BenchCtx *ctx, BenchResult *r, MultiReps *v, gsize reps)
 		bench_summarize(v->event_pct, v->n_event, &s);
 		bench_json_summary(r->json, "event_thread_cpu_pct", &s, FALSE);
 	}
+	if (v->n_lock > 0) {
+		bench_summarize(v->lock_waiting, v->n_lock, &s);
+		bench_json_summary(r->json, "lwip_core_lock_waiting", &s, FALSE);
+	}
 	r->cell = g_strdup_printf("%.1f Mbit/s (%.1f-%.1f) over %" G_GSIZE_FORMAT
 				  ": min %.1f med %.1f max %.1f, fair %.2f",
 				  r->mbit.median, r->mbit.min, r->mbit.max, n, ms.per_device.min,
@@ -260,11 +265,14 @@ multi_test(BenchCtx *ctx, const char *test)
 {
 	BenchTransport *t = ctx->transport;
 	gsize n = t->members->len, reps = (gsize)ctx->opt->reps;
-	g_autofree double *work = g_new0(double, reps * (n + 4));
+	g_autofree double *work = g_new0(double, reps * (n + 5));
 	MultiReps v = {work, work + reps, work + reps * (n + 1), work + reps * (n + 2),
-		       work + reps * (n + 3), 0, 0};
+		       work + reps * (n + 3), work + reps * (n + 4), 0, 0, 0};
 	g_autoptr(GError) error = NULL;
 	long hz = sysconf(_SC_CLK_TCK);
+	/* lwIP devices share one stack, and so its core lock: the first member's is everyone's. */
+	BenchTransport *first = t->members->pdata[0];
+	BenchTransport *lock = first->ops->core_lock_wait_us ? first : NULL;
 	double mbytes = 0;
 	BenchCost cost;
 	BenchResult *r;
@@ -277,6 +285,7 @@ multi_test(BenchCtx *ctx, const char *test)
 	for (gsize k = 0; k < reps; k++) {
 		g_autofree Stream *s = g_new0(Stream, n);
 		guint64 ev0 = t->ops->event_thread_ticks(t), ev1;
+		guint64 w0 = lock ? lock->ops->core_lock_wait_us(lock) : 0, w1;
 		gint64 t0 = g_get_monotonic_time(), t1;
 
 		if (!multi_rep(ctx, bench_tcp_rep_func(test), s, &error)) {
@@ -284,6 +293,7 @@ multi_test(BenchCtx *ctx, const char *test)
 			return;
 		}
 		ev1 = t->ops->event_thread_ticks(t);
+		w1 = lock ? lock->ops->core_lock_wait_us(lock) : 0;
 		t1 = g_get_monotonic_time();
 		for (gsize i = 0; i < n; i++) {
 			v.dev[i * reps + k] = s[i].rep.mbit;
@@ -296,6 +306,8 @@ multi_test(BenchCtx *ctx, const char *test)
 		if (ev1 > 0 && t1 > t0)
 			v.event_pct[v.n_event++] = 100.0 * (double)(ev1 - ev0) / (double)hz /
 						   ((double)(t1 - t0) / 1e6);
+		if (lock && t1 > t0)
+			v.lock_waiting[v.n_lock++] = (double)(w1 - w0) / (double)(t1 - t0);
 	}
 	multi_json(ctx, r, &v, reps);
 	bench_cost_json(ctx, r, &cost, mbytes);

@@ -134,6 +134,15 @@ lwt_main_dispatches(BenchTransport *t)
 }
 
 static guint64
+lwt_core_lock_wait_us(BenchTransport *t)
+{
+	NcmLwipStats st;
+
+	ncm_lwip_stack_get_stats(((LwtTransport *)t)->stack, &st);
+	return st.core_lock_wait_us;
+}
+
+static guint64
 lwt_event_thread_ticks(BenchTransport *t)
 {
 	return ((LwtTransport *)t)->ctx ? bench_thread_ticks(0, NCM_BENCH_EVENT_THREAD) : 0;
@@ -193,6 +202,7 @@ static const BenchTransportOps lwt_ops = {
 	.udp_open = lwt_udp_open,
 	.main_dispatches = lwt_main_dispatches,
 	.event_thread_ticks = lwt_event_thread_ticks,
+	.core_lock_wait_us = lwt_core_lock_wait_us,
 	.usb_mark = lwt_usb_mark,
 	.usb_count = lwt_usb_count,
 	.env = lwt_env,

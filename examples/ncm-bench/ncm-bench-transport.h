@@ -42,6 +42,12 @@ typedef struct {
 	 */
 	guint64 (*event_thread_ticks)(BenchTransport *t);
 	/*
+	 * Microseconds threads have waited for lwIP's core lock so far
+	 * (NcmLwipStats.core_lock_wait_us), or NULL for paths without lwIP
+	 * in this process.
+	 */
+	guint64 (*core_lock_wait_us)(BenchTransport *t);
+	/*
 	 * USB work so far, for work units per MB: usb_mark() notes libncm's
 	 * NTB counts now, or asks for them (ncm-tun prints its statistics on
 	 * SIGUSR1), and returns at once with a mark; usb_count() gives the

@@ -208,11 +208,12 @@ ncm_lwip_stack_get_default(void)
 void
 ncm_lwip_stack_get_stats(NcmLwipStack *self, NcmLwipStats *ret_stats)
 {
-	guint64 v[NLW_COUNT_N];
+	guint64 v[NLW_COUNT_N], waits, wait_us;
 
 	g_return_if_fail(NCM_LWIP_IS_STACK(self));
 	for (guint i = 0; i < NLW_COUNT_N; i++)
 		v[i] = __atomic_load_n(&counters[i], __ATOMIC_RELAXED);
+	ncm_lwip_core_lock_waits(&waits, &wait_us);
 	*ret_stats = (NcmLwipStats){
 		.rx_frames = v[NLW_COUNT_RX_FRAMES],
 		.rx_drops = v[NLW_COUNT_RX_DROPS],
@@ -226,6 +227,8 @@ ncm_lwip_stack_get_stats(NcmLwipStack *self, NcmLwipStats *ret_stats)
 		.syn_evicted = ncm_lwip_backlog_evictions(),
 		.time_wait_evicted = ncm_lwip_timewait_evictions(),
 		.rx_merged = v[NLW_COUNT_RX_MERGED],
+		.core_lock_waits = waits,
+		.core_lock_wait_us = wait_us,
 	};
 }
 

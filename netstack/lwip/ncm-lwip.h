@@ -84,6 +84,12 @@ typedef enum {
  *   (512 are kept at most).
  * @rx_merged: received TCP segments merged into the one before them (in
  *   order, same flow, same receive batch) before lwIP saw them.
+ * @core_lock_waits: times a thread found lwIP's core lock busy. lwIP is
+ *   single-threaded: its tcpip thread, every netif's receive path and every
+ *   thread reading or writing a connection take that one lock.
+ * @core_lock_wait_us: microseconds spent waiting for it, summed over
+ *   threads; divided by a wall-clock interval, the average number of
+ *   threads waiting (near 1 or more: the lock is the limit, not the CPUs).
  *
  * Counters since the stack started, over all netifs.
  */
@@ -100,6 +106,8 @@ typedef struct {
 	guint64 syn_evicted;
 	guint64 time_wait_evicted;
 	guint64 rx_merged;
+	guint64 core_lock_waits;
+	guint64 core_lock_wait_us;
 } NcmLwipStats;
 
 /**

@@ -124,13 +124,38 @@ sys_mutex_new(sys_mutex_t *mutex)
 	return ERR_OK;
 }
 
+/*
+ * Contention on lwIP's one core lock, which the tcpip thread, every netif's
+ * receive path and every application thread take: the serial point of a
+ * stack shared by several devices or connections. Counted only when the
+ * lock was busy, so the free case stays one trylock.
+ */
+static guint64 core_waits, core_wait_us;
+
 void
 sys_mutex_lock(sys_mutex_t *mutex)
 {
 	struct ncm_lwip_mutex *m = *mutex;
 
-	ncm_mutex_lock(&m->mutex);
+	if (!g_mutex_trylock(&m->mutex)) {
+		gint64 t0 = g_get_monotonic_time();
+
+		g_mutex_lock(&m->mutex);
+		if (mutex == &lock_tcpip_core) {
+			__atomic_add_fetch(&core_waits, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&core_wait_us, (guint64)(g_get_monotonic_time() - t0),
+					   __ATOMIC_RELAXED);
+		}
+	}
+	ncm_tsan_acquire(&m->mutex);
 	g_atomic_pointer_set(&m->owner, g_thread_self());
+}
+
+void
+ncm_lwip_core_lock_waits(uint64_t *waits, uint64_t *wait_us)
+{
+	*waits = __atomic_load_n(&core_waits, __ATOMIC_RELAXED);
+	*wait_us = __atomic_load_n(&core_wait_us, __ATOMIC_RELAXED);
 }
 
 void

@@ -298,6 +298,57 @@ test_core_lock_held(void)
 	UNLOCK_TCPIP_CORE();
 }
 
+/* A second thread that takes the core lock while the test holds it. */
+struct contender {
+	struct flag started;
+	struct flag done;
+};
+
+static gpointer
+contend(gpointer data)
+{
+	struct contender *c = data;
+
+	flag_raise(&c->started);
+	LOCK_TCPIP_CORE();
+	UNLOCK_TCPIP_CORE();
+	flag_raise(&c->done);
+	return NULL;
+}
+
+/* NcmLwipStats.core_lock_waits/_wait_us: a busy core lock is counted, and
+ * so is the time its waiter spent; an uncontended one is not. */
+static void
+test_core_lock_waits(void)
+{
+	struct contender c = { 0 };
+	guint64 w0, us0, w1, us1, w2, us2;
+	GThread *th;
+
+	start_tcpip();
+	/* The tcpip thread may take the lock for its timers meanwhile: count
+	 * from here, and expect at least ours. */
+	ncm_lwip_core_lock_waits(&w0, &us0);
+	LOCK_TCPIP_CORE();
+	th = g_thread_new("contender", contend, &c);
+	g_assert_true(flag_wait(&c.started, DEADLINE_US));
+	/* It is about to block on the lock: hold it long enough that it does. */
+	g_usleep(200 * 1000);
+	UNLOCK_TCPIP_CORE();
+	g_assert_true(flag_wait(&c.done, DEADLINE_US));
+	g_thread_join(th);
+	ncm_lwip_core_lock_waits(&w1, &us1);
+	g_assert_cmpuint(w1 - w0, >=, 1);
+	/* Most of the 200 ms, less the time the contender took to reach the lock. */
+	g_assert_cmpuint(us1 - us0, >=, 50 * 1000);
+	/* Alone, and quick: no wait to count unless a timer of the tcpip thread
+	 * happens to hold it (a few µs at most). */
+	LOCK_TCPIP_CORE();
+	UNLOCK_TCPIP_CORE();
+	ncm_lwip_core_lock_waits(&w2, &us2);
+	g_assert_cmpuint(us2 - us1, <, 50 * 1000);
+}
+
 /* ---- Two netifs, back to back -------------------------------------------- */
 
 /* One end of an in-memory Ethernet cable. Static: frames queued to the
@@ -712,6 +763,7 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip/sys/now", test_now);
 	g_test_add_func("/lwip/core-lock/held", test_core_lock_held);
 	g_test_add_func("/lwip/core-lock/assert", test_core_lock_assert);
+	g_test_add_func("/lwip/core-lock/waits", test_core_lock_waits);
 	g_test_add_func("/lwip/tcp/ipv4-8MiB", test_tcp_ipv4);
 	g_test_add_func("/lwip/tcp/ipv6-link-local", test_tcp_ipv6_link_local);
 	return g_test_run();

@@ -55,7 +55,8 @@ table() {
 			echo "scale table: $p $t:$row | $hi/$lo $(awk -v a="$first" -v b="$last" 'BEGIN { if (a > 0 && b != "") printf "%.2f", b / a; else print "-" }')" \
 				"| fairness at $hi $(fig "$f" "$t" fairness %.2f)" \
 				"| system CPU s/MB at $lo $(fig "$VM_OUT/scale-$p-$lo.json" "$t" system_cpu_s_per_mb %.4f), at $hi $(fig "$f" "$t" system_cpu_s_per_mb %.4f)" \
-				"| event thread at $hi $(fig "$f" "$t" event_thread_cpu_pct %.0f) % of a CPU"
+				"| event thread at $hi $(fig "$f" "$t" event_thread_cpu_pct %.0f) % of a CPU" \
+				"| threads waiting for lwIP's core lock at $lo $(fig "$VM_OUT/scale-$p-$lo.json" "$t" lwip_core_lock_waiting %.2f), at $hi $(fig "$f" "$t" lwip_core_lock_waiting %.2f)"
 		done
 	done
 }
@@ -87,7 +88,8 @@ scale() {
 				awk '{ printf "%.1f/%.1f/%.1f", $1, $2, $3 }')," \
 			"fairness $(fig "$out.json" "$t" fairness %.2f)," \
 			"system CPU $(fig "$out.json" "$t" system_cpu_s_per_mb %.4f) s/MB ($(fig "$out.json" "$t" system_cpu_busy_pct %.0f) % busy)," \
-			"event thread $(fig "$out.json" "$t" event_thread_cpu_pct %.0f) % of a CPU"
+			"event thread $(fig "$out.json" "$t" event_thread_cpu_pct %.0f) % of a CPU," \
+			"threads waiting for lwIP's core lock $(fig "$out.json" "$t" lwip_core_lock_waiting %.2f)"
 	done
 }
 

@@ -4,6 +4,7 @@
 #define NCM_LWIP_ARCH_SYS_ARCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Each object is a heap block behind an opaque pointer, so lwIP can embed
@@ -31,6 +32,10 @@ typedef int sys_prot_t;
 #define sys_sem_set_invalid(sem) (*(sem) = NULL)
 #define sys_mbox_valid(mbox) (*(mbox) != NULL)
 #define sys_mbox_set_invalid(mbox) (*(mbox) = NULL)
+
+/* How often lwIP's core lock was found busy, and the microseconds spent
+ * waiting for it, summed over threads since the start (NcmLwipStats). */
+void ncm_lwip_core_lock_waits(uint64_t *waits, uint64_t *wait_us);
 
 /* Mailbox capacity when lwIP asks for size 0 ("port default"). */
 #define NCM_LWIP_MBOX_DEFAULT_SIZE 128
