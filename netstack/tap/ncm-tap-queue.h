@@ -45,8 +45,11 @@ typedef struct {
 	guint64 dropped_acks;
 } TapQueue;
 
-/* The default limit: about 15 ms of a high-speed link at 280 Mbit/s. */
+/* The default limit: about 15 ms of a high-speed link at 280 Mbit/s. A
+ * build may set another (-DTAP_QUEUE_DEFAULT_LIMIT=...) to compare. */
+#ifndef TAP_QUEUE_DEFAULT_LIMIT
 #define TAP_QUEUE_DEFAULT_LIMIT (512u * 1024u)
+#endif
 
 void tap_queue_init(TapQueue *q, gsize limit);
 /* Frees every packet still queued. */
