@@ -18,12 +18,14 @@ G_BEGIN_DECLS
  * ACKs waited 150-240 ms behind 3 MB of upload (tests/bench/RESULTS.md),
  * and the download crawled.
  *
- * The reader therefore keeps the ring empty: while the link would block it
- * goes on reading into this queue. Pure TCP ACKs go to the link first, at
- * the next room; everything else keeps its order, and what comes past
- * @limit bytes of it is dropped, the tail drop the ring would have done
- * much later, so that the host's TCP sees its queue (a few ms of the link)
- * instead of a bottomless one.
+ * The reader therefore keeps the ring short: while the link would block,
+ * each time it has room again the reader first empties the ring into this
+ * queue (at each room, not at each packet the kernel queues: that would
+ * cost a wake-up per packet). Pure TCP ACKs go to the link first;
+ * everything else keeps its order, and what comes past @limit bytes of it
+ * is dropped, the tail drop the ring would have done much later, so that
+ * the host's TCP sees its queue (a few ms of the link) instead of a
+ * bottomless one.
  */
 
 /* One packet as read_frame() left it: an Ethernet frame and its vnet header. */

@@ -207,35 +207,24 @@ send_acks(NcmTap *tap)
 static gboolean read_ahead(NcmTap *tap);
 
 /*
- * The link said NCM_SEND_WOULD_BLOCK: waits for room, reading the fd all the
- * while so that nothing waits in the TAP's ring (ncm-tap-queue.h says why),
- * and gives the room to queued ACKs before the caller's frame. FALSE when
- * the reader must stop.
+ * The link said NCM_SEND_WOULD_BLOCK: waits for room, then first empties the
+ * TAP's ring into the queue (ncm-tap-queue.h says why) and gives the room to
+ * queued ACKs before the caller's frame. Reading at each room rather than at
+ * each packet the kernel queues costs no wake-up of its own. FALSE when the
+ * reader must stop.
  */
 static gboolean
 wait_writable(NcmTap *tap)
 {
-	struct pollfd p[3] = { { .fd = tap->wake_fd, .events = POLLIN },
-			       { .fd = tap->fd, .events = POLLIN },
-			       { .fd = tap->stop_fd, .events = POLLIN } };
-
 	STAT_ADD(tap, tx_waits, 1);
 	for (;;) {
-		if (poll(p, 3, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			g_warning("tap: poll: %s", g_strerror(errno));
+		if (!wait_readable(tap, tap->wake_fd))
 			return FALSE;
-		}
-		if (p[2].revents)
+		eventfd_reset(tap->wake_fd);
+		if (!read_ahead(tap))
 			return FALSE;
-		if (p[1].revents && !read_ahead(tap))
-			return FALSE;
-		if (p[0].revents) {
-			eventfd_reset(tap->wake_fd);
-			if (send_acks(tap))
-				return TRUE;
-		}
+		if (send_acks(tap))
+			return TRUE;
 	}
 }
 
