@@ -221,6 +221,9 @@ print_tun_stats(Tun *tun, NcmStats *sum, NcmTapStats *tap_sum)
 		" bursts, %" G_GUINT64_FORMAT " waits, %" G_GUINT64_FORMAT " dropped (invalid), %"
 		G_GUINT64_FORMAT " dropped (no device)\n", ts.tx_frames, ts.tx_bursts, ts.tx_waits,
 		ts.tx_drops_invalid, ts.tx_drops_closed);
+	fprintf(stderr, "  tap queue: %" G_GUINT64_FORMAT " packets read ahead while the device was "
+		"busy, %" G_GUINT64_FORMAT " ACKs sent ahead of data, %" G_GUINT64_FORMAT
+		" dropped (queue full)\n", ts.tx_queued, ts.tx_acks_ahead, ts.tx_drops_queue);
 	fprintf(stderr, "  kernel: %" G_GUINT64_FORMAT " rx dropped, %" G_GUINT64_FORMAT
 		" tx dropped (the interface's own counters)\n", kernel_counter(tun, "rx_dropped"),
 		kernel_counter(tun, "tx_dropped"));

@@ -4,6 +4,7 @@
 #include "ncm-tap.h"
 #include "ncm-tap-gso.h"
 #include "ncm-tap-l3.h"
+#include "ncm-tap-queue.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +46,8 @@ struct _NcmTap {
 	TapGro gro;       /* device → kernel coalescing (vnet only); the data thread's */
 	TapVnetHdr rd_hdr;  /* the header of the packet in buf (reader thread) */
 	guint8 *seg_buf;  /* one segment of a TSO packet (reader thread, vnet only) */
+	TapQueue txq;     /* read while the link was full (reader thread; ncm-tap-queue.h) */
+	gboolean unflushed;  /* frames went to the link since its last flush (reader thread) */
 	GMainContext *owner;  /* the thread-default context at open: gone_func runs there */
 	GSourceFunc gone_func;  /* set while detached */
 	gpointer gone_data;
@@ -156,35 +159,83 @@ wait_readable(NcmTap *tap, int fd)
 	}
 }
 
+/* One attempt to hand a frame to the link, counted. */
+static NcmSendResult
+try_send(NcmTap *tap, const guint8 *frame, gsize len)
+{
+	GOutputVector v = { frame, len };
+	NcmSendResult r = ncm_link_sendv(tap->link, &v, 1);
+
+	switch (r) {
+	case NCM_SEND_OK:
+		STAT_ADD(tap, tx_frames, 1);
+		STAT_ADD(tap, tx_bytes, len);
+		tap->unflushed = TRUE;
+		if (tap->pcap)
+			ncm_pcap_write(tap->pcap, frame, len);
+		break;
+	case NCM_SEND_WOULD_BLOCK:
+		break;
+	case NCM_SEND_INVALID:
+		STAT_ADD(tap, tx_drops_invalid, 1);
+		break;
+	case NCM_SEND_CLOSED:
+	default:
+		STAT_ADD(tap, tx_drops_closed, 1);
+		break;
+	}
+	return r;
+}
+
+/* Queued ACKs into the link, oldest first; FALSE when it is full again (the rest wait). */
+static gboolean
+send_acks(NcmTap *tap)
+{
+	TapQueued *p;
+
+	while ((p = tap_queue_pop_ack(&tap->txq))) {
+		if (try_send(tap, p->frame, p->len) == NCM_SEND_WOULD_BLOCK) {
+			tap_queue_unpop_ack(&tap->txq, p);
+			return FALSE;
+		}
+		STAT_ADD(tap, tx_acks_ahead, 1);
+		g_free(p);
+	}
+	return TRUE;
+}
+
+static gboolean read_ahead(NcmTap *tap);
+
+/*
+ * The link said NCM_SEND_WOULD_BLOCK: waits for room, then first empties the
+ * TAP's ring into the queue (ncm-tap-queue.h says why) and gives the room to
+ * queued ACKs before the caller's frame. Reading at each room rather than at
+ * each packet the kernel queues costs no wake-up of its own. FALSE when the
+ * reader must stop.
+ */
+static gboolean
+wait_writable(NcmTap *tap)
+{
+	STAT_ADD(tap, tx_waits, 1);
+	for (;;) {
+		if (!wait_readable(tap, tap->wake_fd))
+			return FALSE;
+		eventfd_reset(tap->wake_fd);
+		if (!read_ahead(tap))
+			return FALSE;
+		if (send_acks(tap))
+			return TRUE;
+	}
+}
+
 /* One frame into the link; the frame is kept across NCM_SEND_WOULD_BLOCK. */
 static gboolean
 send_frame(NcmTap *tap, const guint8 *frame, gsize len)
 {
-	GOutputVector v = { frame, len };
-
-	for (;;) {
-		switch (ncm_link_sendv(tap->link, &v, 1)) {
-		case NCM_SEND_OK:
-			STAT_ADD(tap, tx_frames, 1);
-			STAT_ADD(tap, tx_bytes, len);
-			if (tap->pcap)
-				ncm_pcap_write(tap->pcap, frame, len);
-			return TRUE;
-		case NCM_SEND_WOULD_BLOCK:
-			STAT_ADD(tap, tx_waits, 1);
-			if (!wait_readable(tap, tap->wake_fd))
-				return FALSE;
-			eventfd_reset(tap->wake_fd);
-			break;
-		case NCM_SEND_INVALID:
-			STAT_ADD(tap, tx_drops_invalid, 1);
-			return TRUE;
-		case NCM_SEND_CLOSED:
-		default:
-			STAT_ADD(tap, tx_drops_closed, 1);
-			return TRUE;
-		}
-	}
+	while (try_send(tap, frame, len) == NCM_SEND_WOULD_BLOCK)
+		if (!wait_writable(tap))
+			return FALSE;
+	return TRUE;
 }
 
 #define READ_ERROR (-1)
@@ -241,20 +292,21 @@ interface_gone(NcmTap *tap)
 }
 
 /*
- * One packet from the fd into tap->buf as an Ethernet frame: its length,
- * 0 on EAGAIN, READ_ERROR, READ_DROPPED for a packet TUN mode cannot frame,
- * or READ_GONE once the interface was deleted.
+ * One packet from the fd into @buf (NCM_ETH_HLEN + TAP_READ_BUF bytes) as an
+ * Ethernet frame, its vnet header in @hdr (all zero without one): its
+ * length, 0 on EAGAIN, READ_ERROR, READ_DROPPED for a packet TUN mode
+ * cannot frame, or READ_GONE once the interface was deleted.
  */
 static gssize
-read_frame(NcmTap *tap)
+read_frame(NcmTap *tap, TapVnetHdr *hdr, guint8 *buf)
 {
 	gsize head = tap->mode == NCM_TAP_MODE_TUN ? NCM_ETH_HLEN : 0;
-	struct iovec iov[2] = { { &tap->rd_hdr, sizeof(tap->rd_hdr) },
-				{ tap->buf + head, TAP_READ_BUF } };
+	struct iovec iov[2] = { { hdr, sizeof(*hdr) }, { buf + head, TAP_READ_BUF } };
 	ssize_t n;
 
+	memset(hdr, 0, sizeof(*hdr));
 	do
-		n = tap->vnet ? readv(tap->fd, iov, 2) : read(tap->fd, tap->buf + head, TAP_READ_BUF);
+		n = tap->vnet ? readv(tap->fd, iov, 2) : read(tap->fd, buf + head, TAP_READ_BUF);
 	while (n < 0 && errno == EINTR);
 	if (n < 0 && errno == EAGAIN)
 		return 0;
@@ -264,7 +316,7 @@ read_frame(NcmTap *tap)
 		return READ_GONE;
 	}
 	if (tap->vnet && n >= 0)
-		n = n >= (ssize_t)sizeof(tap->rd_hdr) ? n - (ssize_t)sizeof(tap->rd_hdr) : 0;
+		n = n >= (ssize_t)sizeof(*hdr) ? n - (ssize_t)sizeof(*hdr) : 0;
 	if (n <= 0) {
 		/* EBADFD while the interface is being torn down, for instance. */
 		STAT_ADD(tap, tx_read_errors, 1);
@@ -272,16 +324,16 @@ read_frame(NcmTap *tap)
 		g_usleep(10000);
 		return READ_ERROR;
 	}
-	if (head && !tap_l3_to_frame(&tap->l3, tap->link->mac, tap->buf, (gsize)n)) {
+	if (head && !tap_l3_to_frame(&tap->l3, tap->link->mac, buf, (gsize)n)) {
 		STAT_ADD(tap, tx_drops_invalid, 1);
 		return READ_DROPPED;
 	}
-	if (tap->vnet && tap->rd_hdr.gso_type == TAP_VNET_GSO_NONE) {
-		TapVnetHdr h = tap->rd_hdr;
+	if (tap->vnet && hdr->gso_type == TAP_VNET_GSO_NONE) {
+		TapVnetHdr h = *hdr;
 
 		/* The kernel counted from what crossed the fd, before our Ethernet header. */
 		h.csum_start = (guint16)(h.csum_start + head);
-		if (!tap_gso_fill_csum(&h, tap->buf, (gsize)n + head)) {
+		if (!tap_gso_fill_csum(&h, buf, (gsize)n + head)) {
 			STAT_ADD(tap, tx_drops_invalid, 1);
 			return READ_DROPPED;
 		}
@@ -295,12 +347,14 @@ segment_emit(gpointer user_data, const guint8 *frame, gsize len)
 	return send_frame(user_data, frame, len);
 }
 
-/* A TSO packet into the link as frames of its gso_size. FALSE when the reader must stop. */
+/* One packet into the link: a TSO packet as frames of its gso_size. FALSE when the reader must stop. */
 static gboolean
-send_segments(NcmTap *tap, gsize len)
+send_packet(NcmTap *tap, const TapVnetHdr *h, guint8 *buf, gsize len)
 {
-	switch (tap_gso_segment(&tap->rd_hdr, NCM_ETH_HLEN, tap->buf, len, tap->seg_buf,
-				NCM_ETH_HLEN + TAP_READ_BUF, segment_emit, tap)) {
+	if (!tap->vnet || h->gso_type == TAP_VNET_GSO_NONE)
+		return send_frame(tap, buf, len);
+	switch (tap_gso_segment(h, NCM_ETH_HLEN, buf, len, tap->seg_buf, NCM_ETH_HLEN + TAP_READ_BUF,
+				segment_emit, tap)) {
 	case TAP_GSO_OK:
 		STAT_ADD(tap, tx_gso_packets, 1);
 		return TRUE;
@@ -313,25 +367,65 @@ send_segments(NcmTap *tap, gsize len)
 	}
 }
 
-/* Reads until EAGAIN, then flushes once. FALSE when the reader must stop. */
+/*
+ * While the link is full: everything the fd holds into the queue, each
+ * packet in a buffer of its own (tap->buf may hold the one being cut).
+ * FALSE when the interface is gone.
+ */
+static gboolean
+read_ahead(NcmTap *tap)
+{
+	for (;;) {
+		TapQueued *p = g_malloc(sizeof(TapQueued) + NCM_ETH_HLEN + TAP_READ_BUF);
+		gssize n = read_frame(tap, &p->hdr, p->frame);
+
+		if (n == READ_DROPPED) {
+			g_free(p);
+			continue;
+		}
+		if (n <= 0) {
+			g_free(p);
+			return n != READ_GONE;
+		}
+		p->len = (gsize)n;
+		p = g_realloc(p, sizeof(TapQueued) + p->len);
+		STAT_ADD(tap, tx_queued, 1);
+		if (!tap_queue_push(&tap->txq, p))
+			STAT_ADD(tap, tx_drops_queue, 1);
+	}
+}
+
+/*
+ * What was read ahead first (ACKs, then the rest in order), then the fd
+ * until EAGAIN; one flush at the end. FALSE when the reader must stop.
+ */
 static gboolean
 drain_burst(NcmTap *tap)
 {
-	guint frames = 0;
-	gssize n;
+	for (;;) {
+		TapQueued *p;
+		gboolean ok;
+		gssize n;
 
-	while ((n = read_frame(tap)) != 0 && n != READ_ERROR) {
-		if (n == READ_GONE)
+		while (!send_acks(tap))
+			if (!wait_writable(tap))
+				return FALSE;
+		if ((p = tap_queue_pop_bulk(&tap->txq))) {
+			ok = send_packet(tap, &p->hdr, p->frame, p->len);
+			g_free(p);
+		} else {
+			n = read_frame(tap, &tap->rd_hdr, tap->buf);
+			if (n == 0 || n == READ_ERROR)
+				break;
+			if (n == READ_GONE)
+				return FALSE;
+			ok = n == READ_DROPPED || send_packet(tap, &tap->rd_hdr, tap->buf, (gsize)n);
+		}
+		if (!ok)
 			return FALSE;
-		if (n == READ_DROPPED)
-			continue;
-		if (tap->vnet && tap->rd_hdr.gso_type != TAP_VNET_GSO_NONE ?
-			    !send_segments(tap, (gsize)n) :
-			    !send_frame(tap, tap->buf, (gsize)n))
-			return FALSE;
-		frames++;
 	}
-	if (frames) {
+	if (tap->unflushed) {
+		tap->unflushed = FALSE;
 		ncm_link_flush(tap->link);
 		STAT_ADD(tap, tx_bursts, 1);
 		if (tap->pcap)
@@ -370,6 +464,13 @@ ncm_tap_attach(NcmTap *tap, NcmLink *link, GError **error)
 }
 
 void
+ncm_tap_set_tx_queue_limit(NcmTap *tap, gsize bytes)
+{
+	g_return_if_fail(!tap->link);
+	tap->txq.limit = bytes;
+}
+
+void
 ncm_tap_detach(NcmTap *tap)
 {
 	guint64 one = 1;
@@ -380,6 +481,8 @@ ncm_tap_detach(NcmTap *tap)
 		g_warning("tap: eventfd write: %s", g_strerror(errno));
 	g_thread_join(tap->reader);
 	tap->reader = NULL;
+	tap_queue_clear(&tap->txq);
+	tap->unflushed = FALSE;
 	tap->link->ops->stop(tap->link);
 	tap->link = NULL;
 }
@@ -402,6 +505,7 @@ tap_new(int fd, NcmTapMode mode, const gchar *name, gboolean vnet)
 	tap->owner = g_main_context_ref_thread_default();
 	tap->buf = g_malloc(NCM_ETH_HLEN + TAP_READ_BUF);
 	tap->vnet = vnet;
+	tap_queue_init(&tap->txq, TAP_QUEUE_DEFAULT_LIMIT);
 	if (vnet) {
 		tap_gro_init(&tap->gro);
 		tap->seg_buf = g_malloc(NCM_ETH_HLEN + TAP_READ_BUF);
@@ -570,6 +674,9 @@ ncm_tap_get_stats(NcmTap *tap, NcmTapStats *ret_stats)
 	ret_stats->rx_coalesced = __atomic_load_n(&tap->gro.merged, __ATOMIC_RELAXED);
 	ret_stats->rx_bad_csum = __atomic_load_n(&tap->gro.bad_csum, __ATOMIC_RELAXED);
 	ret_stats->tx_gso_packets = STAT_GET(tap, tx_gso_packets);
+	ret_stats->tx_queued = STAT_GET(tap, tx_queued);
+	ret_stats->tx_acks_ahead = STAT_GET(tap, tx_acks_ahead);
+	ret_stats->tx_drops_queue = STAT_GET(tap, tx_drops_queue);
 }
 
 void

@@ -57,6 +57,10 @@ typedef struct {
 	guint64 rx_coalesced;      /* frames merged into a coalesced packet after its first */
 	guint64 rx_bad_csum;       /* TCP segments left alone for a wrong checksum (the kernel drops them) */
 	guint64 tx_gso_packets;    /* TSO packets the reader cut into frames */
+	/* Read while the link was full (ncm-tap-queue.h): */
+	guint64 tx_queued;         /* packets read ahead into the queue */
+	guint64 tx_acks_ahead;     /* pure ACKs sent before older queued packets */
+	guint64 tx_drops_queue;    /* dropped: the queue held its limit of bytes already */
 } NcmTapStats;
 
 typedef enum {
@@ -96,6 +100,14 @@ gboolean ncm_tap_is_persistent(NcmTap *tap);
 
 /* Records every frame crossing the link (both directions). Not owned. Set while detached. */
 void ncm_tap_set_pcap(NcmTap *tap, NcmPcap *pcap);
+
+/*
+ * Bytes of packets other than pure ACKs the reader holds while the link is
+ * full, past which it drops (default TAP_QUEUE_DEFAULT_LIMIT, 512 KiB;
+ * ncm-tap-queue.h says why there is a limit). Thread: the owner's, while
+ * detached.
+ */
+void ncm_tap_set_tx_queue_limit(NcmTap *tap, gsize bytes);
 
 /* Sets the interface's carrier (TUNSETCARRIER) to mirror the device's link. Thread: any. */
 gboolean ncm_tap_set_carrier(NcmTap *tap, gboolean on, GError **error);

@@ -5,7 +5,8 @@
 Reads OUTDIR/ab-VARIANT-ROUND.json (ncm-bench --json, one rep each). For every
 test and variant: the median over rounds of Mbit/s and of system CPU-s per MB,
 and the median over rounds of the paired ratio to "base" and to "cdc_ncm" run
-in the same round (rounds rotate the order, so a pair is close in time)."""
+in the same round (rounds rotate the order, so a pair is close in time).
+For an RTT test (udp_rtt_*) the two columns are its p50 and p99 in ms."""
 import json
 import pathlib
 import re
@@ -27,16 +28,22 @@ def main():
         doc = json.loads(f.read_text())
         res = {}
         for r in doc["results"]:
-            res[r["test"]] = (scalar(r.get("mbit_s")), scalar(r.get("system_cpu_s_per_mb")))
+            if "rtt_ms" in r:
+                res[r["test"]] = (r["rtt_ms"].get("p50"), r["rtt_ms"].get("p99"))
+            else:
+                res[r["test"]] = (scalar(r.get("mbit_s")), scalar(r.get("system_cpu_s_per_mb")))
         runs[(m.group(1), int(m.group(2)))] = res
     variants = sorted({v for v, _ in runs}, key=lambda v: (v != "cdc_ncm", v != "base", v))
     rounds = sorted({r for _, r in runs})
     tests = sorted({t for res in runs.values() for t in res})
     print(f"{len(rounds)} rounds; medians over rounds; ratios are medians of same-round pairs")
     for t in tests:
+        rtt = t.startswith("udp_rtt")
+        a_name, b_name = ("p50 ms", "p99 ms") if rtt else ("Mbit/s", "cpu ms/MB")
+        b_ratio = "p99 x base" if rtt else "cpu x base"
         print(f"\n{t}:")
-        print(f"  {'variant':<12} {'Mbit/s':>7} {'cpu ms/MB':>9} {'x base':>7} {'cpu x base':>10}"
-              f" {'x cdc':>6} {'cpu x cdc':>9}  per-round Mbit/s")
+        print(f"  {'variant':<12} {a_name:>7} {b_name:>9} {'x base':>7} {b_ratio:>10}"
+              f" {'x cdc':>6} {'p99 x cdc' if rtt else 'cpu x cdc':>9}  per-round {a_name}")
         for v in variants:
             vals = [runs[(v, r)].get(t) for r in rounds if (v, r) in runs]
             vals = [x for x in vals if x and x[0] is not None]
@@ -53,9 +60,9 @@ def main():
 
             mb = statistics.median(x[0] for x in vals)
             cpus = [x[1] for x in vals if x[1] is not None]
-            cpu = f"{statistics.median(cpus) * 1000:.1f}" if cpus else "-"
-            per = " ".join(f"{x[0]:.0f}" for x in vals)
-            print(f"  {v:<12} {mb:7.0f} {cpu:>9} {ratio('base', 0):>7} {ratio('base', 1):>10}"
+            cpu = f"{statistics.median(cpus) * (1 if rtt else 1000):.{2 if rtt else 1}f}" if cpus else "-"
+            per = " ".join(f"{x[0]:.{2 if rtt else 0}f}" for x in vals)
+            print(f"  {v:<12} {mb:7.{2 if rtt else 0}f} {cpu:>9} {ratio('base', 0):>7} {ratio('base', 1):>10}"
                   f" {ratio('cdc_ncm', 0):>6} {ratio('cdc_ncm', 1):>9}  {per}")
 
 

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/bench/ab.sh BASE_BUILD [NAME=BUILD...]: builds of libncm side by side in one VM boot.
 # BASE_BUILD's ncm-bench runs every variant; NAME=BUILD swaps in that build's
-# libncm and libncm-lwip (LD_LIBRARY_PATH), so a variant is a build with other
-# compile-time settings (lwipopts.h) or other library code behind the same ABI.
+# libncm and libncm-lwip (LD_LIBRARY_PATH) and, on the ncm-tun path, its
+# ncm-tun (exec=), so a variant is a build with other compile-time settings
+# (lwipopts.h) or other library or TAP code behind the same ABI.
 # AB_REPS, AB_SECS, AB_TESTS, AB_PATH (lwip or ncm-tun) pass through to
 # tests/bench/guest-ab.sh; prints per-variant medians and ratios to base and to
 # cdc_ncm (tests/bench/ab-report.py). Take the VM lock around it.
@@ -16,7 +17,8 @@ files=() names=()
 for v in "$@"; do
 	n=${v%%=*} b=$(realpath "${v#*=}")
 	files+=(--file "$b/netstack/libncm-lwip.so.0:/opt/ab/$n/libncm-lwip.so.0"
-		--file "$b/libncm/libncm.so.0:/opt/ab/$n/libncm.so.0")
+		--file "$b/libncm/libncm.so.0:/opt/ab/$n/libncm.so.0"
+		--file "$b/examples/ncm-tun/ncm-tun:/opt/ab/$n/ncm-tun")
 	names+=("$n")
 done
 envs=(--env "AB_VARIANTS=$(IFS=,; echo "${names[*]-}")")

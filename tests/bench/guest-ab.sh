@@ -42,8 +42,11 @@ while [ "$round" -le "$REPS" ]; do
 			ncm-bench --reps 1 --secs "$SECS" --tests "$TESTS" \
 				--path "cdc_ncm=$(peer_ip4)%$(host_netdev 0)" --json "$out.json" ;;
 		base) ncm-bench --reps 1 --secs "$SECS" --tests "$TESTS" --path "$spec" --json "$out.json" ;;
-		*) LD_LIBRARY_PATH="/opt/ab/$v:$LD_LIBRARY_PATH" ncm-bench --reps 1 --secs "$SECS" \
-			--tests "$TESTS" --path "$spec" --json "$out.json" ;;
+		*)
+			vspec=$spec
+			[ "${AB_PATH:-lwip}" != ncm-tun ] || vspec="$spec,exec=/opt/ab/$v/ncm-tun"
+			LD_LIBRARY_PATH="/opt/ab/$v:${LD_LIBRARY_PATH:-}" ncm-bench --reps 1 --secs "$SECS" \
+				--tests "$TESTS" --path "$vspec" --json "$out.json" ;;
 		esac >"$out.txt" 2>"$out.log" || { rc=1; tail -5 "$out.log"; }
 	done
 	round=$((round + 1))

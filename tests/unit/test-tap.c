@@ -808,6 +808,76 @@ test_burst_socketpair(void)
 	close(sp[1]);
 }
 
+/* A pure TCP ACK (IPv4, no payload): the reader may send it before older data. */
+static void
+inject_ack(int fd)
+{
+	guint8 f[60] = { 0 };
+
+	eth_header(f, peer_mac, tap_mac, 0x0800);
+	f[14] = 0x45;
+	put_be16(f + 16, 40);
+	f[23] = 6;
+	f[34 + 12] = 5 << 4;
+	f[34 + 13] = 0x10;
+	g_assert_cmpint(write(fd, f, sizeof(f)), ==, sizeof(f));
+}
+
+static gboolean
+is_tcp(const guint8 *f, gsize len, gconstpointer data)
+{
+	return len >= 54 && get_be16(f + 12) == 0x0800 && f[23] == 6;
+}
+
+/*
+ * Issue 15, the tcp_bidir collapse: at each room the reader empties the
+ * TAP's ring, so that an ACK the host sends behind a bulk upload does not
+ * wait behind it. Marker 1 meets NCM_SEND_WOULD_BLOCK; markers 2-5 and then
+ * an ACK arrive meanwhile. With a limit of two markers, 2 and 3 wait and 4
+ * and 5 are dropped; at the next room the ACK goes first, then 1, 2, 3.
+ */
+static void
+test_acks_ahead(void)
+{
+	gint64 deadline = g_get_monotonic_time() + WAIT_US;
+	Rig rig = { 0 };
+	NcmTapStats st;
+	gint ack, at;
+	int sp[2];
+
+	g_assert_cmpint(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp), ==, 0);
+	rig.tap = ncm_tap_new_for_fd(sp[0], NCM_TAP_MODE_TAP, NULL);
+	ncm_tap_set_tx_queue_limit(rig.tap, 2 * 60);
+	rig_attach(&rig, rig.tap, FALSE);
+	fake_set_blocked(rig.fake, TRUE);
+	inject_write(sp[1], 1);
+	while (fake_attempts(rig.fake) < 1 && g_get_monotonic_time() < deadline)
+		g_usleep(1000);
+	for (guint m = 2; m <= 5; m++)
+		inject_write(sp[1], m);
+	inject_ack(sp[1]);
+	fake_set_blocked(rig.fake, FALSE);
+	rig.fake->sink->writable(rig.fake->sink_data);
+	ack = fake_wait_frame(rig.fake, 0, is_tcp, NULL);
+	g_assert_cmpint(ack, ==, 0);
+	for (guint m = 1; m <= 3; m++) {
+		at = fake_wait_frame(rig.fake, 0, is_marker, GUINT_TO_POINTER(m));
+		g_assert_cmpint(at, ==, ack + (gint)m);
+	}
+	g_assert_cmpint(fake_wait_flush(rig.fake, 0), ==, ack + 4);
+	ncm_tap_detach(rig.tap);
+	for (guint m = 4; m <= 5; m++)
+		g_assert_cmpint(fake_wait_frame_for(rig.fake, 0, is_marker, GUINT_TO_POINTER(m), 0), <, 0);
+	ncm_tap_get_stats(rig.tap, &st);
+	g_assert_cmpuint(st.tx_queued, ==, 5);
+	g_assert_cmpuint(st.tx_drops_queue, ==, 2);
+	g_assert_cmpuint(st.tx_acks_ahead, ==, 1);
+	g_assert_cmpuint(st.tx_frames, ==, 4);
+	g_assert_cmpuint(st.tx_waits, ==, 1);
+	rig_free(&rig);
+	close(sp[1]);
+}
+
 static int packet_ifindex;
 
 static void
@@ -1396,6 +1466,7 @@ main(int argc, char **argv)
 	g_test_add_func("/tap/rx/full-drops", test_rx_full_drops);
 	g_test_add_func("/tap/tx/burst-socketpair", test_burst_socketpair);
 	g_test_add_func("/tap/tx/burst-kernel", test_burst_kernel);
+	g_test_add_func("/tap/tx/acks-ahead", test_acks_ahead);
 	g_test_add_func("/tap/tun/kernel", test_tun_kernel);
 	g_test_add_func("/tap/tun/framing", test_tun_framing);
 	g_test_add_func("/tap/pcap/concurrent", test_pcap_concurrent);
