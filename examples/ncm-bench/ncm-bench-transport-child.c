@@ -787,15 +787,11 @@ child_env_json(const ChildKind *kind, const ChildSpec *s)
 	return g_strdup_printf(",\"%s\":{%s}", kind->json_key, o->str + 1);
 }
 
-static BenchTransport *
-child_new(const ChildKind *kind, const char *name, const char *spec, guint16 port,
-	  double pace_mbit, GError **error)
+/* A child transport before its process: one device's or a group's. */
+static ChildTransport *
+child_alloc(const ChildKind *kind, const char *name, guint16 port)
 {
 	ChildTransport *child = g_new0(ChildTransport, 1);
-	g_autoptr(GInetAddress) server = NULL;
-	g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
-	ChildSpec s;
-	gboolean ok;
 
 	child->kind = kind;
 	child->base.ops = &child_ops;
@@ -804,6 +800,19 @@ child_new(const ChildKind *kind, const char *name, const char *spec, guint16 por
 	g_mutex_init(&child->lock);
 	child->asked = g_array_new(FALSE, FALSE, sizeof(gint64));
 	child->stats = g_array_new(FALSE, FALSE, sizeof(ChildStats));
+	return child;
+}
+
+static BenchTransport *
+child_new(const ChildKind *kind, const char *name, const char *spec, guint16 port,
+	  double pace_mbit, GError **error)
+{
+	ChildTransport *child = child_alloc(kind, name, port);
+	g_autoptr(GInetAddress) server = NULL;
+	g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
+	ChildSpec s;
+	gboolean ok;
+
 	ok = spec_parse(kind, spec, &s, error);
 	if (ok && !kind->proxy && if_nametoindex(s.ifname)) {
 		/* A stale one would look ready before ncm-tun has claimed anything. */
@@ -914,19 +923,12 @@ bench_transport_tun_group_new(const char *name, char **specs, guint16 port, doub
 {
 	guint n = g_strv_length(specs);
 	g_autofree ChildSpec *s = g_new0(ChildSpec, n);
-	ChildTransport *child = g_new0(ChildTransport, 1);
+	ChildTransport *child = child_alloc(&kind_tun, name, port);
 	ChildSpec all = {0};
 	gint64 first_ms = 0;
 	guint parsed = 0;
 	gboolean ok = TRUE;
 
-	child->kind = &kind_tun;
-	child->base.ops = &child_ops;
-	child->base.name = g_strdup(name);
-	child->base.port = port;
-	g_mutex_init(&child->lock);
-	child->asked = g_array_new(FALSE, FALSE, sizeof(gint64));
-	child->stats = g_array_new(FALSE, FALSE, sizeof(ChildStats));
 	for (; ok && parsed < n; parsed++)
 		ok = spec_parse(&kind_tun, specs[parsed], &s[parsed], error);
 	ok = ok && group_spec(&all, s, n, error) && child_spawn(child, &all, pace_mbit, error);

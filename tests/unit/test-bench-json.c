@@ -341,6 +341,21 @@ raw_network(void)
 	return NULL;
 }
 
+/* A TAP test without its network (@why) is skipped, or fails under CI
+ * where it must run; either way its @dir goes. */
+static gboolean
+tap_network_ready(const char *why, const char *dir)
+{
+	if (!why)
+		return TRUE;
+	if (g_strcmp0(g_getenv("CI"), "true") == 0)
+		g_test_fail_printf("CI=true but no TAP test network: %s", why);
+	else
+		g_test_skip(why);
+	g_rmdir(dir);
+	return FALSE;
+}
+
 /* A TCP test's fraction: its Mbit/s over the raw test's median, which the JSON names. */
 static void
 check_fraction(JsonArray *a, const char *test, const char *raw_test)
@@ -380,14 +395,8 @@ test_raw_over_tap(void)
 	g_autoptr(JsonNode) root = NULL;
 	JsonArray *a;
 
-	if (why) {
-		if (g_strcmp0(g_getenv("CI"), "true") == 0)
-			g_test_fail_printf("CI=true but no TAP test network: %s", why);
-		else
-			g_test_skip(why);
-		g_rmdir(dir);
+	if (!tap_network_ready(why, dir))
 		return;
-	}
 	table = bench_run(NULL, args);
 	root = parse_file(out);
 	a = json_object_get_array_member(json_node_get_object(root), "results");
@@ -432,14 +441,8 @@ test_lwip_multi_over_tap(void)
 	g_autoptr(JsonNode) root = NULL;
 	JsonArray *a;
 
-	if (why) {
-		if (g_strcmp0(g_getenv("CI"), "true") == 0)
-			g_test_fail_printf("CI=true but no TAP test network: %s", why);
-		else
-			g_test_skip(why);
-		g_rmdir(dir);
+	if (!tap_network_ready(why, dir))
 		return;
-	}
 	table = bench_run(NULL, args);
 	root = parse_file(out);
 	a = json_object_get_array_member(json_node_get_object(root), "results");
