@@ -75,6 +75,7 @@ ncm_ack_classify(const uint8_t *f, size_t len, NcmAckInfo *ret)
 	if (doff < 20 || l4 + doff > end)
 		return false;
 	ret->tcp = true;
+	ret->payload = end > l4 + doff;
 	ret->l3 = (uint16_t)l3;
 	ret->l4 = (uint16_t)l4;
 	ret->ack = ncm_be32_at(f, len, l4 + 8);

@@ -28,6 +28,7 @@ typedef struct {
 	bool tcp;        /* TCP over IPv4 (unfragmented) or IPv6 (no extension headers) */
 	bool pure;       /* flags exactly ACK, no payload, only NOP/EOL/timestamp options */
 	bool v6;
+	bool payload;    /* bytes follow the TCP header (within the IP length) */
 	uint16_t l3, l4; /* offsets of the IP and TCP headers in the frame */
 	uint32_t ack;
 } NcmAckInfo;

@@ -2,10 +2,9 @@
 /* ncm-tap-queue.c: the reader's queue while the link is full: pure ACKs first, a byte limit on the rest. */
 #include "ncm-tap-queue.h"
 
-#include "ncm-eth.h"
+#include "ncm-ack.h"
 #include "ncm-le.h"
 
-#define PROTO_TCP 6
 #define TCP_FIN 0x01
 #define TCP_SYN 0x02
 #define TCP_RST 0x04
@@ -28,44 +27,18 @@ tap_queue_clear(TapQueue *q)
 	q->bulk_bytes = 0;
 }
 
+/* ncm_ack_classify() walks the headers as ACK merging does; what counts as a
+ * pure ACK here is looser than its `pure` (any options, PSH, ECE, CWR). */
 gboolean
 tap_queue_is_ack(const TapVnetHdr *h, const guint8 *f, gsize len)
 {
-	gsize l3 = NCM_ETH_HLEN, l4, end, doff;
+	NcmAckInfo ai;
 	guint8 flags;
 
-	if (h->gso_type != TAP_VNET_GSO_NONE || !ncm_le_fits(len, 0, NCM_ETH_HLEN))
+	if (h->gso_type != TAP_VNET_GSO_NONE || !ncm_ack_classify(f, len, &ai) || ai.payload)
 		return FALSE;
-	switch (ncm_be16_at(f, len, 12)) {
-	case NCM_ETH_P_IPV4: {
-		guint8 vihl = ncm_le8_at(f, len, l3);
-		gsize ihl = (gsize)(vihl & 0x0f) * 4;
-		gsize total = ncm_be16_at(f, len, l3 + 2);
-
-		if ((vihl >> 4) != 4 || ihl < 20 || total < ihl || !ncm_le_fits(len, l3, total) ||
-		    (ncm_be16_at(f, len, l3 + 6) & 0x3fff) != 0 || ncm_le8_at(f, len, l3 + 9) != PROTO_TCP)
-			return FALSE;
-		l4 = l3 + ihl;
-		end = l3 + total;
-		break;
-	}
-	case NCM_ETH_P_IPV6:
-		if (!ncm_le_fits(len, l3, 40) || (ncm_le8_at(f, len, l3) >> 4) != 6 ||
-		    ncm_le8_at(f, len, l3 + 6) != PROTO_TCP ||
-		    !ncm_le_fits(len, l3 + 40, ncm_be16_at(f, len, l3 + 4)))
-			return FALSE;
-		l4 = l3 + 40;
-		end = l4 + ncm_be16_at(f, len, l3 + 4);
-		break;
-	default:
-		return FALSE;
-	}
-	if (end < l4 + 20)
-		return FALSE;
-	doff = (gsize)(ncm_le8_at(f, len, l4 + 12) >> 4) * 4;
-	flags = ncm_le8_at(f, len, l4 + 13);
-	return doff >= 20 && l4 + doff == end && (flags & TCP_ACK) &&
-	       !(flags & (TCP_FIN | TCP_SYN | TCP_RST | TCP_URG));
+	flags = ncm_le8_at(f, len, ai.l4 + 13u);
+	return (flags & TCP_ACK) && !(flags & (TCP_FIN | TCP_SYN | TCP_RST | TCP_URG));
 }
 
 gboolean
