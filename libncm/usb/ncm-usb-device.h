@@ -88,6 +88,7 @@ struct _NcmDevice {
 #ifdef NCM_TEST_HOOKS
 	guint fault_one_in;       /* ncm-usb-fault.c: NCM_TEST_FAULT_ONE_IN at open */
 	guint32 fault_state;      /* event thread only: xorshift for fault injection */
+	guint fault_resubmit;     /* under flight_lock: NCM_TEST_FAIL_RESUBMIT's pipe, until used */
 #endif
 	NcmNudge nudge;           /* event thread only (RX reports, ncm-usb-timers.c sends) */
 	/* ncm-usb-timers.c, event thread only: the host's unanswered ARP requests. */
@@ -162,7 +163,31 @@ struct _NcmDevice {
 	NcmStats stats;           /* every field updated with relaxed atomics */
 };
 
+#ifdef NCM_TEST_HOOKS
+/* ncm-usb-landed.c (test builds only): a completion's touches of its
+ * device after the in-flight count dropped abort (issue 16, item 10). */
+int ncm_device_completion_begin(void);
+void ncm_device_completion_end(int *scope);
+gboolean ncm_device_in_completion(void);
+void ncm_device_landed_mark(NcmDevice *self);
+void ncm_device_touch_at(NcmDevice *self, const char *where, const char *what);
+/* First in every transfer callback: the scope ends when it returns. */
+#define NCM_COMPLETION_SCOPE() \
+	G_GNUC_UNUSED __attribute__((cleanup(ncm_device_completion_end))) int ncm_completion_scope_ = \
+		ncm_device_completion_begin()
+#define NCM_TOUCH(dev, what) ncm_device_touch_at((dev), G_STRLOC, (what))
+#else
+#define NCM_COMPLETION_SCOPE() do { } while (0)
+#define NCM_TOUCH(dev, what) do { } while (0)
+#endif
+
+#ifdef NCM_TEST_HOOKS
+#define NCM_STAT_ADD(dev, field, n) \
+	(NCM_TOUCH((dev), "NCM_STAT_ADD " #field), \
+	 __atomic_add_fetch(&(dev)->stats.field, (n), __ATOMIC_RELAXED))
+#else
 #define NCM_STAT_ADD(dev, field, n) __atomic_add_fetch(&(dev)->stats.field, (n), __ATOMIC_RELAXED)
+#endif
 
 /* ncm-usb-events.c: control-plane events, posted to the owner's main context. */
 void ncm_device_events_class_init(GObjectClass *klass);
@@ -250,4 +275,8 @@ void ncm_device_nudge_ntb_end(NcmDevice *self);
 typedef void (*NcmParseFunc)(NcmDevice *self, const guint8 *buf, gsize len);
 void ncm_device_fault_init(NcmDevice *self);
 void ncm_device_fault_rx(NcmDevice *self, guint8 *buf, gsize len, NcmParseFunc parse);
+/* ncm_device_submit()'s libusb_submit_transfer(), flight_lock held: with
+ * NCM_TEST_FAIL_RESUBMIT=rx or intr, that pipe's first resubmission from
+ * its own completion fails with LIBUSB_ERROR_NO_DEVICE instead. */
+int ncm_device_fault_submit(NcmDevice *self, struct libusb_transfer *xfer);
 #endif

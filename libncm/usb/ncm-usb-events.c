@@ -147,6 +147,7 @@ post(NcmDevice *self, NcmEvent *ev)
 void
 ncm_device_post_removed(NcmDevice *self)
 {
+	NCM_TOUCH(self, "ncm_device_post_removed");
 	if (!g_atomic_int_compare_and_exchange(&self->removed_emitted, 0, 1))
 		return;
 	NcmEvent *ev = g_new0(NcmEvent, 1);
@@ -157,6 +158,7 @@ ncm_device_post_removed(NcmDevice *self)
 void
 ncm_device_mark_gone(NcmDevice *self)
 {
+	NCM_TOUCH(self, "ncm_device_mark_gone");
 	g_atomic_int_set(&self->gone, 1);
 	ncm_device_post_removed(self);
 }
@@ -177,8 +179,10 @@ post_state(NcmDevice *self, guint signal, gint *pending)
 void
 ncm_device_post_link(NcmDevice *self, gboolean up)
 {
-	gint old = __atomic_exchange_n(&self->link_up, up ? 1 : 0, __ATOMIC_SEQ_CST);
+	gint old;
 
+	NCM_TOUCH(self, "ncm_device_post_link");
+	old = __atomic_exchange_n(&self->link_up, up ? 1 : 0, __ATOMIC_SEQ_CST);
 	if (g_atomic_int_get(&self->link_known) && old == (up ? 1 : 0))
 		return;
 	g_atomic_int_set(&self->link_known, 1);
@@ -188,9 +192,11 @@ ncm_device_post_link(NcmDevice *self, gboolean up)
 void
 ncm_device_post_speed(NcmDevice *self, guint32 down, guint32 up)
 {
-	guint32 old_down = __atomic_exchange_n(&self->down_bps, down, __ATOMIC_RELAXED);
-	guint32 old_up = __atomic_exchange_n(&self->up_bps, up, __ATOMIC_RELAXED);
+	guint32 old_down, old_up;
 
+	NCM_TOUCH(self, "ncm_device_post_speed");
+	old_down = __atomic_exchange_n(&self->down_bps, down, __ATOMIC_RELAXED);
+	old_up = __atomic_exchange_n(&self->up_bps, up, __ATOMIC_RELAXED);
 	if (g_atomic_int_get(&self->speed_known) && old_down == down && old_up == up)
 		return;
 	g_atomic_int_set(&self->speed_known, 1);
@@ -200,8 +206,10 @@ ncm_device_post_speed(NcmDevice *self, guint32 down, guint32 up)
 void
 ncm_device_post_error(NcmDevice *self, GError *error)
 {
-	NcmEvent *ev = g_new0(NcmEvent, 1);
+	NcmEvent *ev;
 
+	NCM_TOUCH(self, "ncm_device_post_error");
+	ev = g_new0(NcmEvent, 1);
 	g_warning("%s", error->message);
 	ev->signal = SIGNAL_ERROR;
 	ev->error = error;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-usb-fault.c: test builds only (-Dtest_hooks, on for all but release builds): damages received NTBs as a bad cable or a buggy device would. */
+/* ncm-usb-fault.c: test builds only (-Dtest_hooks, on for all but release builds): damages received NTBs as a bad cable or a buggy device would, and fails a resubmission as a device that vanishes does. */
 #include <stdlib.h>
 
 #include "ncm-usb-device.h"
@@ -11,6 +11,31 @@
  * bad ones while release builds carry no trace of it on the data path.
  */
 
+/*
+ * A device can vanish between a completion and its resubmission: the
+ * completion then runs its error path (mark the device gone) and drops the
+ * count. NCM_TEST_FAIL_RESUBMIT=rx|intr makes that happen on demand, once
+ * per open, for the first resubmission of a bulk-IN transfer or of the
+ * interrupt transfer from its own completion, so the VM test vm-driver-landed
+ * can walk those error paths under ncm-usb-landed.c's check.
+ */
+enum { FAULT_RESUBMIT_NONE, FAULT_RESUBMIT_RX, FAULT_RESUBMIT_INTR };
+
+static guint
+fault_resubmit_parse(void)
+{
+	const gchar *env = g_getenv("NCM_TEST_FAIL_RESUBMIT");
+
+	if (!env)
+		return FAULT_RESUBMIT_NONE;
+	if (g_str_equal(env, "rx"))
+		return FAULT_RESUBMIT_RX;
+	if (g_str_equal(env, "intr"))
+		return FAULT_RESUBMIT_INTR;
+	g_warning("test hook: NCM_TEST_FAIL_RESUBMIT=%s is neither rx nor intr: ignored", env);
+	return FAULT_RESUBMIT_NONE;
+}
+
 void
 ncm_device_fault_init(NcmDevice *self)
 {
@@ -20,6 +45,7 @@ ncm_device_fault_init(NcmDevice *self)
 	self->fault_state = 0x9e3779b9u;
 	if (self->fault_one_in)
 		g_message("test hook: damaging 1 in %u received NTBs", self->fault_one_in);
+	self->fault_resubmit = fault_resubmit_parse();
 }
 
 static guint32
@@ -60,4 +86,20 @@ ncm_device_fault_rx(NcmDevice *self, guint8 *buf, gsize len, NcmParseFunc parse)
 		parse(self, buf, len);
 		break;
 	}
+}
+
+int
+ncm_device_fault_submit(NcmDevice *self, struct libusb_transfer *xfer)
+{
+	guint pipe = xfer == self->intr ? FAULT_RESUBMIT_INTR
+		     : xfer->endpoint == self->info->bulk_in_ep ? FAULT_RESUBMIT_RX
+		     : FAULT_RESUBMIT_NONE;
+
+	if (pipe == FAULT_RESUBMIT_NONE || pipe != self->fault_resubmit ||
+	    !ncm_device_in_completion())
+		return libusb_submit_transfer(xfer);
+	self->fault_resubmit = FAULT_RESUBMIT_NONE;
+	g_message("test hook: failing the resubmission of the %s transfer as if the device had gone",
+		  pipe == FAULT_RESUBMIT_RX ? "bulk-IN" : "interrupt");
+	return LIBUSB_ERROR_NO_DEVICE;
 }

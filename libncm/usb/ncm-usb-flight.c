@@ -7,9 +7,15 @@ ncm_device_submit(NcmDevice *self, struct libusb_transfer *xfer, gboolean counte
 {
 	int r = LIBUSB_ERROR_INTERRUPTED;
 
+	NCM_TOUCH(self, "ncm_device_submit");
 	ncm_mutex_lock(&self->flight_lock);
+#ifdef NCM_TEST_HOOKS
+	if (self->state == NCM_STATE_RUNNING)
+		r = ncm_device_fault_submit(self, xfer);
+#else
 	if (self->state == NCM_STATE_RUNNING)
 		r = libusb_submit_transfer(xfer);
+#endif
 	if (r == 0 && !counted)
 		self->in_flight++;
 	ncm_mutex_unlock(&self->flight_lock);
@@ -19,6 +25,9 @@ ncm_device_submit(NcmDevice *self, struct libusb_transfer *xfer, gboolean counte
 void
 ncm_device_landed_locked(NcmDevice *self)
 {
+#ifdef NCM_TEST_HOOKS
+	ncm_device_landed_mark(self);
+#endif
 	if (--self->in_flight == 0)
 		g_cond_broadcast(&self->flight_cond);
 }

@@ -78,6 +78,7 @@ start_clearing_locked(NcmDevice *self)
 void
 ncm_device_halt_stalled(NcmDevice *self, NcmSlot *slot)
 {
+	NCM_TOUCH(self, "ncm_device_halt_stalled");
 	NCM_STAT_ADD(self, rx_stalls, 1);
 	ncm_mutex_lock(&self->flight_lock);
 	g_ptr_array_add(self->stalled, slot);
@@ -90,6 +91,7 @@ ncm_device_halt_stalled(NcmDevice *self, NcmSlot *slot)
 void
 ncm_device_halt_clear_out(NcmDevice *self)
 {
+	NCM_TOUCH(self, "ncm_device_halt_clear_out");
 	ncm_mutex_lock(&self->flight_lock);
 	self->clear_out = TRUE;
 	start_clearing_locked(self);
@@ -101,6 +103,7 @@ ncm_device_halt_clear_out(NcmDevice *self)
 void
 ncm_device_halt_intr(NcmDevice *self)
 {
+	NCM_TOUCH(self, "ncm_device_halt_intr");
 	ncm_mutex_lock(&self->flight_lock);
 	self->clear_intr = TRUE;
 	start_clearing_locked(self);

@@ -64,6 +64,7 @@ intr_failed(NcmDevice *self, struct libusb_transfer *xfer)
 static void LIBUSB_CALL
 intr_complete(struct libusb_transfer *xfer)
 {
+	NCM_COMPLETION_SCOPE();
 	NcmDevice *self = xfer->user_data;
 	int r;
 

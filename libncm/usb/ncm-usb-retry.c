@@ -26,6 +26,7 @@ park_locked(NcmDevice *self, struct libusb_transfer *xfer)
 void
 ncm_device_retry_park(NcmDevice *self, struct libusb_transfer *xfer)
 {
+	NCM_TOUCH(self, "ncm_device_retry_park");
 	/* Before the count drops: from then on close() may free the device.
 	 * It matters only when a thread doing synchronous libusb I/O ran this
 	 * callback while the event thread sleeps towards its next deadline. */

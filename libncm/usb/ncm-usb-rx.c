@@ -66,6 +66,7 @@ deliver_collected(NcmDevice *self)
 		if (skip[i])
 			continue;
 		self->rx_batch_bytes += self->rx_lens[i];
+		NCM_TOUCH(self, "sink.receive");
 		if (self->sink.receive)
 			self->sink.receive(self->sink_data, self->rx_frames[i], self->rx_lens[i]);
 	}
@@ -184,6 +185,7 @@ rx_completed(NcmDevice *self, NcmSlot *slot, struct libusb_transfer *xfer)
 static void LIBUSB_CALL
 rx_complete(struct libusb_transfer *xfer)
 {
+	NCM_COMPLETION_SCOPE();
 	NcmSlot *slot = xfer->user_data;
 	NcmDevice *self = slot->device;
 	gboolean stall = FALSE;

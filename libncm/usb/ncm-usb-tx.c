@@ -354,6 +354,7 @@ ncm_device_tx_take_nudge(NcmDevice *self, NcmNudgeTx *ret_tx)
 static void LIBUSB_CALL
 tx_complete(struct libusb_transfer *xfer)
 {
+	NCM_COMPLETION_SCOPE();
 	NcmSlot *slot = xfer->user_data;
 	NcmDevice *self = slot->device;
 	gboolean wake;
@@ -390,8 +391,10 @@ tx_complete(struct libusb_transfer *xfer)
 	wake = self->want_writable;
 	self->want_writable = FALSE;
 	ncm_mutex_unlock(&self->tx_lock);
-	if (wake && self->sink.writable)
+	if (wake && self->sink.writable) {
+		NCM_TOUCH(self, "sink.writable");
 		self->sink.writable(self->sink_data);
+	}
 	/* Last: once the count drops, close() may free the device. */
 	ncm_device_landed(self);
 }

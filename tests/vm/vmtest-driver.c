@@ -114,6 +114,7 @@ typedef struct {
 	gint tail_got;         /* atomic: datagrams of this session's bursts */
 	gint tail_stale;       /* atomic: ... of an earlier session's */
 	gint errors;           /* atomic: NcmDevice::error signals */
+	gint writables;        /* atomic: the sink's writable wake-ups */
 	GPtrArray *arrivals;   /* hotplug: functions of other devices, owner's thread */
 	gint link_ups, link_downs;  /* owner's context */
 	gint speed_events;          /* owner's context */
@@ -274,6 +275,15 @@ on_receive(gpointer data, const guint8 *f, gsize len)
 	}
 }
 
+/* Event thread: a TX completion freed a slot after a send was refused. */
+static void
+on_writable(gpointer data)
+{
+	Test *t = data;
+
+	g_atomic_int_inc(&t->writables);
+}
+
 static void
 on_removed(NcmDevice *dev, gpointer data)
 {
@@ -386,7 +396,7 @@ open_first(Test *t, GError **error)
 {
 	g_autoptr(NcmFunctionInfo) info = find_first(t, error);
 	NcmDeviceOptions opts;
-	NcmLinkSink sink = { .receive = on_receive };
+	NcmLinkSink sink = { .receive = on_receive, .writable = on_writable };
 
 	if (!info)
 		return FALSE;
@@ -1060,6 +1070,97 @@ cmd_unplug(Test *t)
 	return 0;
 }
 
+/*
+ * Issue 16, item 10. In a test build (-Dtest_hooks), libncm aborts this
+ * program when a completion touches its device after dropping its transfer
+ * from the in-flight count (libncm/usb/ncm-usb-landed.c). landed walks the
+ * completions that once did: TX completions that wake a blocked producer
+ * through sink.writable, then a bulk-IN and an interrupt completion whose
+ * resubmission fails (NCM_TEST_FAIL_RESUBMIT: the device gone in between).
+ */
+#define LANDED_WAKES 200
+
+static gboolean
+landed_tx(Test *t)
+{
+	gint64 end = g_get_monotonic_time() + opt_timeout * G_USEC_PER_SEC;
+	guint8 f[1600];
+	guint blocked = 0;
+
+	for (guint32 i = 0; g_atomic_int_get(&t->writables) < LANDED_WAKES; i++) {
+		gint seen = g_atomic_int_get(&t->writables);
+		gint64 wake_by;
+		NcmSendResult r = ncm_device_send(t->dev, f, build_udp(t, f, htonl(i)));
+
+		if (r == NCM_SEND_OK)
+			continue;
+		if (r != NCM_SEND_WOULD_BLOCK || g_get_monotonic_time() > end) {
+			printf("FAIL: send %u gave %d after %d wake-ups\n", i, r,
+			       g_atomic_int_get(&t->writables));
+			return FALSE;
+		}
+		/* Every slot is in flight: a completion must wake us. */
+		blocked++;
+		wake_by = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+		while (g_atomic_int_get(&t->writables) == seen && g_get_monotonic_time() < wake_by)
+			g_usleep(100);
+		if (g_atomic_int_get(&t->writables) == seen) {
+			printf("FAIL: no writable wake-up within 5 s of WOULD_BLOCK\n");
+			return FALSE;
+		}
+	}
+	printf("landed tx: %d writable wake-ups, %u sends refused while every slot was in flight\n",
+	       g_atomic_int_get(&t->writables), blocked);
+	return TRUE;
+}
+
+/* Reopens with NCM_TEST_FAIL_RESUBMIT=@pipe; the removal must follow. */
+static gboolean
+landed_resubmit(Test *t, const char *pipe)
+{
+	g_autoptr(GError) error = NULL;
+	guint8 f[128];
+	gboolean opened;
+
+	ncm_device_close(t->dev);
+	g_clear_object(&t->dev);
+	g_atomic_int_set(&t->removed, 0);
+	g_setenv("NCM_TEST_FAIL_RESUBMIT", pipe, TRUE);
+	opened = open_first(t, &error);
+	g_unsetenv("NCM_TEST_FAIL_RESUBMIT");
+	if (!opened) {
+		printf("FAIL: reopening for %s: %s\n", pipe, error->message);
+		return FALSE;
+	}
+	/* The peer's answers complete bulk-IN transfers; the link notifications
+	 * at open complete the interrupt one. */
+	for (gint i = 0; i < opt_timeout && !g_atomic_int_get(&t->removed); i++) {
+		ncm_device_send(t->dev, f, build_arp(t, f));
+		ncm_device_flush(t->dev);
+		wait_flag(&t->removed, 1);
+	}
+	if (!g_atomic_int_get(&t->removed) || !ncm_device_is_gone(t->dev)) {
+		print_stats(t);
+		printf("FAIL: no removal after the failed %s resubmission\n", pipe);
+		return FALSE;
+	}
+	printf("landed %s: the failed resubmission reported the device gone\n", pipe);
+	return TRUE;
+}
+
+static int
+cmd_landed(Test *t)
+{
+	if (!resolve_peer(t)) {
+		printf("FAIL: no ARP reply\n");
+		return 1;
+	}
+	if (!landed_tx(t) || !landed_resubmit(t, "rx") || !landed_resubmit(t, "intr"))
+		return 1;
+	print_stats(t);
+	return 0;
+}
+
 /* hotplug: a function of another device arrived (the watch's rescan). */
 static void
 on_arrival(NcmContext *ctx, NcmFunctionInfo *info, gpointer data)
@@ -1304,7 +1405,7 @@ cmd_tcp_recv(void)
 int
 main(int argc, char **argv)
 {
-	g_autoptr(GOptionContext) oc = g_option_context_new("frames|tx|rx|unplug|hold|tail|probe|watch|hotplug|link|apple|peer-send|tcp-send|tcp-recv");
+	g_autoptr(GOptionContext) oc = g_option_context_new("frames|tx|rx|unplug|hold|tail|probe|watch|hotplug|link|landed|apple|peer-send|tcp-send|tcp-recv");
 	g_autoptr(GError) error = NULL;
 	Test t = { 0 };
 	int rc;
@@ -1312,7 +1413,7 @@ main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_option_context_add_main_entries(oc, entries, NULL);
 	if (!g_option_context_parse(oc, &argc, &argv, &error) || argc != 2) {
-		fprintf(stderr, "usage: vmtest-driver [options] frames|tx|rx|unplug|hold|tail|probe|watch|hotplug|link|apple|peer-send|tcp-send|tcp-recv\n");
+		fprintf(stderr, "usage: vmtest-driver [options] frames|tx|rx|unplug|hold|tail|probe|watch|hotplug|link|landed|apple|peer-send|tcp-send|tcp-recv\n");
 		return 2;
 	}
 	opt_count = CLAMP(opt_count, 1, MAX_COUNT);
@@ -1363,6 +1464,8 @@ main(int argc, char **argv)
 		rc = cmd_hotplug(&t);
 	else if (g_str_equal(argv[1], "link"))
 		rc = cmd_link(&t);
+	else if (g_str_equal(argv[1], "landed"))
+		rc = cmd_landed(&t);
 	else
 		rc = 2;
 	if (t.dev) {
