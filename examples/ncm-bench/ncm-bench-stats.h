@@ -72,6 +72,35 @@ double bench_count_between(const BenchSample *samples, gsize n, gint64 from_us, 
 /* Mbit/s delivered between the (interpolated) counts at @from_us and @to_us. */
 double bench_rate_between(const BenchSample *samples, gsize n, gint64 from_us, gint64 to_us);
 
+/* ---- Round trips over time --------------------------------------------- */
+
+/* One echoed probe: when it was sent and how long its round trip took. */
+typedef struct {
+	gint64 sent_us;
+	double rtt_ms;
+} BenchRttSample;
+
+/* One interval of a round-trip series; p50, p99 and max are 0 when nothing came back. */
+typedef struct {
+	guint sent;
+	guint received;
+	double p50_ms;
+	double p99_ms;
+	double max_ms;
+} BenchRttInterval;
+
+/*
+ * Cuts the run into intervals of @width_us from @from_us, by the time each
+ * probe was SENT (an echo that came back late counts where its probe
+ * left, so a spike shows when it began, and sent - received is that
+ * interval's loss). Probes sent before @from_us are left out. The series
+ * ends with the interval of the last probe sent; a trailing partial
+ * interval is kept. Percentiles are nearest-rank (bench_percentile()).
+ * Returns a GArray of BenchRttInterval (empty when nothing was sent).
+ */
+GArray *bench_rtt_intervals(const gint64 *sent_us, gsize n_sent, const BenchRttSample *rx,
+			    gsize n_rx, gint64 from_us, gint64 width_us);
+
 /* ---- Sequence tracking -------------------------------------------------- */
 
 #define BENCH_SEQ_WINDOW 4096
