@@ -341,7 +341,7 @@ rtt_line(GString *s, const Box *b, const BenchResult *r, guint idx, const char *
 static void
 plot_rtt(GString *s, const Box *b, GPtrArray *pick, const char *test, GPtrArray *paths)
 {
-	g_autofree char *title = g_strdup_printf("UDP round trip over time, %s (first repetition): "
+	g_autofree char *title = g_strdup_printf("UDP round trip over time, %s: "
 						 "p99 solid, p50 dashed", test);
 	double ymax = 0, xmax = 0;
 
