@@ -200,6 +200,9 @@ check_system_cpu(JsonArray *a, const char *test)
 	g_assert_cmpfloat(json_object_get_double_member(b, "median"), >, 0);
 	g_assert_cmpfloat(json_object_get_double_member(b, "median"), <=, 100);
 	g_assert_true(json_object_has_member(o, "cpu_s_per_mb"));
+	/* Threads block on the sockets and on each other: never none. */
+	g_assert_cmpfloat(json_object_get_double_member(o, "context_switches_per_mb"), >, 0);
+	g_assert_false(json_object_has_member(o, "core_lock_wait_ms_per_mb"));
 	g_assert_false(json_object_has_member(o, "usb_rx_ntbs_per_mb"));
 	g_assert_false(json_object_has_member(o, "usb_tx_ntbs_per_mb"));
 }
