@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/bench/guest-perf.sh: inside the VM, perf over each path's TCP tests in one boot.
-# For every path (cdc_ncm, ncm-tun, lwip) and test (PERF_TESTS), one ncm-bench run
+# For every path (PERF_PATHS: cdc_ncm, ncm-tun, lwip by default; ncm-proxy and the
+# -allacks ones on request) and test (PERF_TESTS), one ncm-bench run
 # under a system-wide perf record (cpu-clock, call graphs, CLOCK_MONOTONIC), cut to
 # the interval ncm-bench measured (NCM_BENCH_SPANS) and folded into
 # $VM_OUT/perf-PATH-TEST.folded ("pid;comm;frame;...;leaf count", root first), with
