@@ -202,6 +202,17 @@ bench_rtt_intervals(const gint64 *sent_us, gsize n_sent, const BenchRttSample *r
 	return out;
 }
 
+gint64
+bench_slot_next(gint64 next_us, gint64 now_us, gint64 period_us, guint64 *skipped)
+{
+	next_us += period_us;
+	if (now_us - next_us >= period_us) {
+		*skipped += (guint64)((now_us - next_us) / period_us);
+		next_us += (now_us - next_us) / period_us * period_us;
+	}
+	return next_us;
+}
+
 /* ---- Sequence tracking -------------------------------------------------- */
 
 #define BIT_WORD(s) (((s) % BENCH_SEQ_WINDOW) / 64)

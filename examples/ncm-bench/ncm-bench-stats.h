@@ -101,6 +101,15 @@ typedef struct {
 GArray *bench_rtt_intervals(const gint64 *sent_us, gsize n_sent, const BenchRttSample *rx,
 			    gsize n_rx, gint64 from_us, gint64 width_us);
 
+/*
+ * A fixed-rate sender's next send time, after the probe of the slot at
+ * @next_us went out at @now_us: one @period_us on, and past every slot
+ * that @now_us is already a full period late for (the sender was not
+ * scheduled), each added to @skipped. Sending those back to back would
+ * measure a burst instead of the rate.
+ */
+gint64 bench_slot_next(gint64 next_us, gint64 now_us, gint64 period_us, guint64 *skipped);
+
 /* ---- Sequence tracking -------------------------------------------------- */
 
 #define BENCH_SEQ_WINDOW 4096

@@ -64,6 +64,7 @@ typedef struct {
 	gint64 start_us;
 	BenchSeqTracker seq;
 	guint64 sent;
+	guint64 skipped; /* probe slots missed while the sender was not scheduled */
 	gint64 longest_silence_us;
 	gsize size;
 	guint mtu;
@@ -94,7 +95,7 @@ rtt_loop(BenchUdp *u, RttRun *run, double hz, gint secs, GError **error)
 {
 	g_autofree guint8 *buf = g_malloc0(UDP_BUF);
 	gint64 start = g_get_monotonic_time(), end = start + secs * G_USEC_PER_SEC;
-	gint64 next = start, last_rx = start, now;
+	gint64 next = start, last_rx = start, now, period = (gint64)(1e6 / hz);
 
 	run->start_us = start;
 	while ((now = g_get_monotonic_time()) < end + UDP_DRAIN_US) {
@@ -109,7 +110,7 @@ rtt_loop(BenchUdp *u, RttRun *run, double hz, gint secs, GError **error)
 				return FALSE;
 			run->sent++;
 			g_array_append_val(run->sent_us, now);
-			next += (gint64)(1e6 / hz);
+			next = bench_slot_next(next, now, period, &run->skipped);
 			continue;
 		}
 		n = u->recv(u, buf, UDP_BUF, (now < end ? next : end + UDP_DRAIN_US) - now, error);
@@ -182,6 +183,7 @@ rtt_json(BenchResult *r, RttRun *run, double hz, gint secs)
 	bench_json_num(r->json, "rate_hz", hz);
 	bench_json_num(r->json, "secs", secs);
 	bench_json_num(r->json, "sent", (double)run->sent);
+	bench_json_num(r->json, "skipped", (double)run->skipped);
 	bench_json_num(r->json, "received", (double)run->seq.unique);
 	bench_json_num(r->json, "lost", (double)lost);
 	bench_json_num(r->json, "loss_pct", run->sent ? 100.0 * (double)lost / (double)run->sent : 0);

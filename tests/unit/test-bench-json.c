@@ -240,6 +240,9 @@ check_rtt_series(JsonObject *o, gint64 interval_ms)
 				  json_array_get_double_element(col[4], i));
 	}
 	g_assert_cmpint(sent, ==, json_object_get_int_member(o, "sent"));
+	/* Every slot of the run's fixed rate was either sent or skipped. */
+	g_assert_cmpint(json_object_get_int_member(o, "sent") + json_object_get_int_member(o, "skipped"), ==,
+			json_object_get_int_member(o, "rate_hz") * json_object_get_int_member(o, "secs"));
 	g_assert_cmpint(received, ==, json_object_get_int_member(o, "received"));
 }
 

@@ -272,6 +272,25 @@ test_rtt_intervals(void)
 	g_assert_cmpuint(none->len, ==, 0);
 }
 
+/* Slots every 2 us from 0: on time, late by less than a period, and after stalls. */
+static void
+test_slot_next(void)
+{
+	guint64 skipped = 0;
+
+	g_assert_cmpint(bench_slot_next(0, 0, 2, &skipped), ==, 2);
+	g_assert_cmpint(bench_slot_next(0, 1, 2, &skipped), ==, 2);
+	/* Sent at 3 for the slot at 0: the slot at 2 is due, not missed. */
+	g_assert_cmpint(bench_slot_next(0, 3, 2, &skipped), ==, 2);
+	g_assert_cmpuint(skipped, ==, 0);
+	/* Sent at 4 for 0: the slot at 2 is a full period late, 4 is now. */
+	g_assert_cmpint(bench_slot_next(0, 4, 2, &skipped), ==, 4);
+	g_assert_cmpuint(skipped, ==, 1);
+	/* Stalled until 11: 2, 4, 6 and 8 are gone, 10 is still due. */
+	g_assert_cmpint(bench_slot_next(0, 11, 2, &skipped), ==, 10);
+	g_assert_cmpuint(skipped, ==, 5);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -286,5 +305,6 @@ main(int argc, char **argv)
 	g_test_add_func("/bench-stats/seq-window-edges", test_seq_window_edges);
 	g_test_add_func("/bench-stats/seq-sliding-dups", test_seq_sliding_duplicates);
 	g_test_add_func("/bench-stats/rtt-intervals", test_rtt_intervals);
+	g_test_add_func("/bench-stats/slot-next", test_slot_next);
 	return g_test_run();
 }
