@@ -55,6 +55,8 @@ bench_result_free(BenchResult *r)
 	g_free(r->cell);
 	if (r->rates)
 		g_array_unref(r->rates);
+	if (r->rtt_series)
+		g_array_unref(r->rtt_series);
 	g_free(r);
 }
 

@@ -18,6 +18,8 @@ typedef struct {
 	GString *json;
 	char *cell;        /* what the human table shows */
 	GArray *rates;     /* double Mbit/s per 250 ms window, for --plot; or NULL */
+	GArray *rtt_series; /* BenchRttInterval per rtt_interval_s, UDP round trips; or NULL */
+	double rtt_interval_s;
 	/* Throughput tests, over the repetitions (n = 0 when not measured), for the
 	 * table's ratios and the plot's bars: */
 	BenchSummary mbit;

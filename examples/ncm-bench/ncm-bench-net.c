@@ -101,3 +101,13 @@ bench_cpu_seconds(void)
 	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
 	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
+
+guint64
+bench_context_switches(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (guint64)ru.ru_nvcsw + (guint64)ru.ru_nivcsw;
+}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-bench-plot.c: ncm-bench's SVG plot: per TCP test and path (and the raw path's ceiling), Mbit/s and whole-system CPU per MB as bars; throughput over time as lines. */
+/* ncm-bench-plot.c: ncm-bench's SVG plot: per TCP test and path (and the raw path's ceiling), Mbit/s and whole-system CPU per MB as bars; throughput and UDP round trips over time as lines. */
 #include <math.h>
 #include <string.h>
 
@@ -9,6 +9,8 @@
 
 #define W 900
 #define H 800
+/* With a round-trip series, a third panel below the throughput lines. */
+#define H_RTT 1130
 #define LEGEND_Y 52
 /* The plot areas: two bar panels side by side, the time lines below them. */
 #define BAR_Y 90
@@ -20,6 +22,11 @@
 #define TIME_H 320
 #define TIME_X 70
 #define TIME_W 640
+#define RTT_Y 820
+#define RTT_H 240
+/* The round-trip test whose series is drawn, the first one present. */
+static const char *const rtt_tests[] = {"udp_rtt_64_500hz", "udp_rtt_1400_500hz", "udp_rtt_64_10hz",
+					"udp_rtt_1400_10hz"};
 
 static const char *const colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
 static const char *const tcp_tests[] = {"tcp_down", "tcp_up", "tcp_bidir"};
@@ -276,24 +283,113 @@ plot_time(GString *s, const Box *b, GPtrArray *results, GPtrArray *paths)
 	}
 }
 
+/* Each path's series of @test, in path order. */
+static GPtrArray *
+rtt_pick(GPtrArray *results, const char **ret_test)
+{
+	GPtrArray *pick = g_ptr_array_new();
+
+	for (gsize t = 0; t < G_N_ELEMENTS(rtt_tests) && pick->len == 0; t++) {
+		for (guint i = 0; i < results->len; i++) {
+			BenchResult *r = results->pdata[i];
+
+			if (r->rtt_series && r->rtt_series->len > 0 && g_str_equal(r->test, rtt_tests[t]))
+				g_ptr_array_add(pick, r);
+		}
+		*ret_test = rtt_tests[t];
+	}
+	return pick;
+}
+
+/* One path's p99 per interval (solid) and p50 (dashed); empty intervals break the line. */
+static void
+rtt_line(GString *s, const Box *b, const BenchResult *r, guint idx, const char *c, double ymax,
+	 double xmax_s)
+{
+	g_autofree char *label = g_markup_printf_escaped("%s", r->path);
+	double ly = b->y + 10 + idx * 20;
+
+	for (int p99 = 1; p99 >= 0; p99--) {
+		gboolean open = FALSE;
+
+		for (guint i = 0; i < r->rtt_series->len; i++) {
+			const BenchRttInterval *v = &g_array_index(r->rtt_series, BenchRttInterval, i);
+			double x = b->x + b->w * ((i + 0.5) * r->rtt_interval_s) / xmax_s;
+			double y = b->y + b->h - b->h * MIN(p99 ? v->p99_ms : v->p50_ms, ymax) / ymax;
+
+			if (v->received == 0) {
+				if (open)
+					g_string_append(s, "\"/>\n");
+				open = FALSE;
+				continue;
+			}
+			if (!open)
+				g_string_append_printf(s, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s points=\"",
+						       c, p99 ? "2" : "1.5", p99 ? "" : " stroke-dasharray=\"4 3\"");
+			open = TRUE;
+			g_string_append_printf(s, "%.1f,%.1f ", x, y);
+		}
+		if (open)
+			g_string_append(s, "\"/>\n");
+	}
+	g_string_append_printf(s, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"3\"/>"
+			       "<text x=\"%.0f\" y=\"%.0f\" font-size=\"12\">%s</text>\n",
+			       b->x + b->w + 12, ly, b->x + b->w + 36, ly, c, b->x + b->w + 42, ly + 4, label);
+}
+
+/* UDP round trips over time: p99 (solid) and p50 (dashed) per interval, y capped at the largest p99. */
+static void
+plot_rtt(GString *s, const Box *b, GPtrArray *pick, const char *test, GPtrArray *paths)
+{
+	g_autofree char *title = g_strdup_printf("UDP round trip over time, %s: "
+						 "p99 solid, p50 dashed", test);
+	double ymax = 0, xmax = 0;
+
+	for (guint i = 0; i < pick->len; i++) {
+		const BenchResult *r = pick->pdata[i];
+
+		for (guint j = 0; j < r->rtt_series->len; j++)
+			ymax = MAX(ymax, g_array_index(r->rtt_series, BenchRttInterval, j).p99_ms);
+		xmax = MAX(xmax, (double)r->rtt_series->len * r->rtt_interval_s);
+	}
+	ymax = nice_max(ymax);
+	xmax = MAX(xmax, 1);
+	plot_frame(s, b, ymax, title, "ms");
+	for (int i = 0; i <= 5; i++)
+		g_string_append_printf(s, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"11\" text-anchor=\"middle\">%.3g</text>\n",
+				       b->x + b->w * i / 5, b->y + b->h + 16, xmax * i / 5);
+	g_string_append_printf(s, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"12\" text-anchor=\"middle\">time the probe was sent (s), "
+			       "%.0f ms intervals</text>\n", b->x + b->w / 2, b->y + b->h + 36,
+			       pick->len > 0 ? ((const BenchResult *)pick->pdata[0])->rtt_interval_s * 1000 : 0);
+	for (guint i = 0; i < pick->len; i++) {
+		const BenchResult *r = pick->pdata[i];
+
+		rtt_line(s, b, r, i, path_colour(paths, r->path), ymax, xmax);
+	}
+}
+
 gboolean
 bench_plot_write(const char *file, GPtrArray *results, GError **error)
 {
 	g_autoptr(GPtrArray) paths = plot_paths(results);
 	g_autoptr(GString) s = g_string_new(NULL);
 	const Box mbit = {BAR1_X, BAR_Y, BAR_W, BAR_H}, cpu = {BAR2_X, BAR_Y, BAR_W, BAR_H};
-	const Box time = {TIME_X, TIME_Y, TIME_W, TIME_H};
+	const Box time = {TIME_X, TIME_Y, TIME_W, TIME_H}, rtt = {TIME_X, RTT_Y, TIME_W, RTT_H};
+	const char *rtt_test = NULL;
+	g_autoptr(GPtrArray) rtt_series = rtt_pick(results, &rtt_test);
 
 	g_string_append_printf(s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 			       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
 			       "font-family=\"sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
-			       W, H);
+			       W, rtt_series->len > 0 ? H_RTT : H);
 	g_string_append_printf(s, "<text x=\"%d\" y=\"24\" font-size=\"17\">ncm-bench: TCP per path</text>\n", BAR1_X);
 	plot_legend(s, paths);
 	plot_bars(s, &mbit, results, paths, FALSE, "Throughput", "Mbit/s");
 	plot_bars(s, &cpu, results, paths, TRUE, "Whole-system CPU per MB (lower is better)",
 		  "busy CPU-s per MB");
 	plot_time(s, &time, results, paths);
+	if (rtt_series->len > 0)
+		plot_rtt(s, &rtt, rtt_series, rtt_test, paths);
 	g_string_append(s, "</svg>\n");
 	return g_file_set_contents(file, s->str, (gssize)s->len, error);
 }

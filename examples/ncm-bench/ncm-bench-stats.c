@@ -141,6 +141,78 @@ bench_windows(const BenchSample *samples, gsize n, gint64 from_us, gint64 to_us,
 		g_free(rates);
 }
 
+/* The interval of a time at or after @from_us. */
+static gsize
+rtt_slot(gint64 t_us, gint64 from_us, gint64 width_us)
+{
+	return (gsize)((t_us - from_us) / width_us);
+}
+
+GArray *
+bench_rtt_intervals(const gint64 *sent_us, gsize n_sent, const BenchRttSample *rx, gsize n_rx,
+		    gint64 from_us, gint64 width_us)
+{
+	GArray *out = g_array_new(FALSE, TRUE, sizeof(BenchRttInterval));
+	g_autofree gsize *start = NULL;
+	g_autofree double *rtt = NULL;
+	gint64 last = G_MININT64;
+	gsize n = 0;
+
+	g_return_val_if_fail(width_us > 0, out);
+	for (gsize i = 0; i < n_sent; i++) {
+		if (sent_us[i] >= from_us)
+			last = MAX(last, sent_us[i]);
+	}
+	if (last == G_MININT64)
+		return out;
+	n = rtt_slot(last, from_us, width_us) + 1;
+	g_array_set_size(out, n);
+	for (gsize i = 0; i < n_sent; i++) {
+		if (sent_us[i] >= from_us)
+			g_array_index(out, BenchRttInterval, rtt_slot(sent_us[i], from_us, width_us)).sent++;
+	}
+	/* Counting sort of the round trips by interval: start[k] is where
+	 * interval k's values begin in rtt[], each range then summarised. */
+	start = g_new0(gsize, n + 1);
+	for (gsize i = 0; i < n_rx; i++) {
+		if (rx[i].sent_us >= from_us && rx[i].sent_us <= last)
+			start[rtt_slot(rx[i].sent_us, from_us, width_us) + 1]++;
+	}
+	for (gsize k = 0; k < n; k++)
+		start[k + 1] += start[k];
+	rtt = g_new(double, MAX(start[n], 1));
+	{
+		g_autofree gsize *fill = g_memdup2(start, n * sizeof(gsize));
+
+		for (gsize i = 0; i < n_rx; i++) {
+			if (rx[i].sent_us >= from_us && rx[i].sent_us <= last)
+				rtt[fill[rtt_slot(rx[i].sent_us, from_us, width_us)]++] = rx[i].rtt_ms;
+		}
+	}
+	for (gsize k = 0; k < n; k++) {
+		BenchRttInterval *iv = &g_array_index(out, BenchRttInterval, k);
+		BenchSummary sum;
+
+		bench_summarize(rtt + start[k], start[k + 1] - start[k], &sum);
+		iv->received = (guint)sum.n;
+		iv->p50_ms = sum.median;
+		iv->p99_ms = sum.p99;
+		iv->max_ms = sum.max;
+	}
+	return out;
+}
+
+gint64
+bench_slot_next(gint64 next_us, gint64 now_us, gint64 period_us, guint64 *skipped)
+{
+	next_us += period_us;
+	if (now_us - next_us >= period_us) {
+		*skipped += (guint64)((now_us - next_us) / period_us);
+		next_us += (now_us - next_us) / period_us * period_us;
+	}
+	return next_us;
+}
+
 /* ---- Sequence tracking -------------------------------------------------- */
 
 #define BIT_WORD(s) (((s) % BENCH_SEQ_WINDOW) / 64)

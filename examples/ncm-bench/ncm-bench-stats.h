@@ -72,6 +72,44 @@ double bench_count_between(const BenchSample *samples, gsize n, gint64 from_us, 
 /* Mbit/s delivered between the (interpolated) counts at @from_us and @to_us. */
 double bench_rate_between(const BenchSample *samples, gsize n, gint64 from_us, gint64 to_us);
 
+/* ---- Round trips over time --------------------------------------------- */
+
+/* One echoed probe: when it was sent and how long its round trip took. */
+typedef struct {
+	gint64 sent_us;
+	double rtt_ms;
+} BenchRttSample;
+
+/* One interval of a round-trip series; p50, p99 and max are 0 when nothing came back. */
+typedef struct {
+	guint sent;
+	guint received;
+	double p50_ms;
+	double p99_ms;
+	double max_ms;
+} BenchRttInterval;
+
+/*
+ * Cuts the run into intervals of @width_us from @from_us, by the time each
+ * probe was SENT (an echo that came back late counts where its probe
+ * left, so a spike shows when it began, and sent - received is that
+ * interval's loss). Probes sent before @from_us are left out. The series
+ * ends with the interval of the last probe sent; a trailing partial
+ * interval is kept. Percentiles are nearest-rank (bench_percentile()).
+ * Returns a GArray of BenchRttInterval (empty when nothing was sent).
+ */
+GArray *bench_rtt_intervals(const gint64 *sent_us, gsize n_sent, const BenchRttSample *rx,
+			    gsize n_rx, gint64 from_us, gint64 width_us);
+
+/*
+ * A fixed-rate sender's next send time, after the probe of the slot at
+ * @next_us went out at @now_us: one @period_us on, and past every slot
+ * that @now_us is already a full period late for (the sender was not
+ * scheduled), each added to @skipped. Sending those back to back would
+ * measure a burst instead of the rate.
+ */
+gint64 bench_slot_next(gint64 next_us, gint64 now_us, gint64 period_us, guint64 *skipped);
+
 /* ---- Sequence tracking -------------------------------------------------- */
 
 #define BENCH_SEQ_WINDOW 4096

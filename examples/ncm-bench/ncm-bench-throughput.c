@@ -207,6 +207,8 @@ bench_cost_now(BenchTransport *t, BenchCost *c)
 	c->cpu_s = bench_cpu_seconds();
 	c->child_cpu_s = t->ops->child_cpu_seconds ? t->ops->child_cpu_seconds(t) : 0;
 	c->dispatches = t->ops->main_dispatches ? t->ops->main_dispatches(t) : 0;
+	c->lock_wait_us = t->ops->core_lock_wait_us ? t->ops->core_lock_wait_us(t) : 0;
+	c->switches = bench_context_switches();
 }
 
 void
@@ -225,6 +227,11 @@ bench_cost_json(BenchCtx *ctx, BenchResult *r, const BenchCost *before, double m
 	if (t->ops->main_dispatches)
 		bench_json_num(r->json, "main_dispatches_per_mb",
 			       (double)(now.dispatches - before->dispatches) / mbytes);
+	if (t->ops->core_lock_wait_us)
+		bench_json_num(r->json, "core_lock_wait_ms_per_mb",
+			       (double)(now.lock_wait_us - before->lock_wait_us) / 1000.0 / mbytes);
+	bench_json_num(r->json, "context_switches_per_mb",
+		       (double)(now.switches - before->switches) / mbytes);
 }
 
 /* Per repetition, over its measured interval: whole-system CPU, and USB transfers each way, per MB. */

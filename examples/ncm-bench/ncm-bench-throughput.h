@@ -83,10 +83,13 @@ typedef struct {
 	double cpu_s;       /* this process */
 	double child_cpu_s; /* the path's helper process (ncm-tun) */
 	guint64 dispatches;
+	guint64 lock_wait_us; /* lwIP's core lock, summed over threads (lwip) */
+	guint64 switches;     /* this process's context switches, voluntary or not */
 } BenchCost;
 
 void bench_cost_now(BenchTransport *t, BenchCost *c);
-/* cpu_s_per_mb (and ncm_tun_cpu_s_per_mb, main_dispatches_per_mb) since @before, over @mbytes. */
+/* cpu_s_per_mb, context_switches_per_mb (and ncm_tun_cpu_s_per_mb, main_dispatches_per_mb,
+ * core_lock_wait_ms_per_mb) since @before, over @mbytes. */
 void bench_cost_json(BenchCtx *ctx, BenchResult *r, const BenchCost *before, double mbytes);
 
 /*

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-bench-udp.c: ncm-bench's UDP tests: round trips at fixed rates, the soak, and the auto-rate probe. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -50,10 +51,20 @@ udp_fit(const BenchCtx *ctx, const BenchUdp *u)
 
 /* ---- Round trips ------------------------------------------------------------- */
 
+/* Round-trip series intervals: enough probes in each for a p99 at the fast
+ * rates (125 at 500/s), whole seconds at the slow ones. */
+#define RTT_INTERVAL_FAST_US 250000
+#define RTT_INTERVAL_SLOW_US 1000000
+#define RTT_FAST_HZ 100
+
 typedef struct {
 	GArray *rtt_ms; /* double, one per unique echo */
+	GArray *sent_us; /* gint64, one per probe sent */
+	GArray *echoes;  /* BenchRttSample, one per unique echo */
+	gint64 start_us;
 	BenchSeqTracker seq;
 	guint64 sent;
+	guint64 skipped; /* probe slots missed while the sender was not scheduled */
 	gint64 longest_silence_us;
 	gsize size;
 	guint mtu;
@@ -74,6 +85,7 @@ rtt_receive(RttRun *run, const guint8 *buf, gssize n, gint64 *last_rx)
 		return;
 	ms = (double)(now - d.send_us) / 1000.0;
 	g_array_append_val(run->rtt_ms, ms);
+	g_array_append_val(run->echoes, ((BenchRttSample){d.send_us, ms}));
 	run->longest_silence_us = MAX(run->longest_silence_us, now - *last_rx);
 	*last_rx = now;
 }
@@ -83,8 +95,9 @@ rtt_loop(BenchUdp *u, RttRun *run, double hz, gint secs, GError **error)
 {
 	g_autofree guint8 *buf = g_malloc0(UDP_BUF);
 	gint64 start = g_get_monotonic_time(), end = start + secs * G_USEC_PER_SEC;
-	gint64 next = start, last_rx = start, now;
+	gint64 next = start, last_rx = start, now, period = (gint64)(1e6 / hz);
 
+	run->start_us = start;
 	while ((now = g_get_monotonic_time()) < end + UDP_DRAIN_US) {
 		gssize n;
 
@@ -96,7 +109,8 @@ rtt_loop(BenchUdp *u, RttRun *run, double hz, gint secs, GError **error)
 			if (u->send(u, buf, run->size, error) < 0)
 				return FALSE;
 			run->sent++;
-			next += (gint64)(1e6 / hz);
+			g_array_append_val(run->sent_us, now);
+			next = bench_slot_next(next, now, period, &run->skipped);
 			continue;
 		}
 		n = u->recv(u, buf, UDP_BUF, (now < end ? next : end + UDP_DRAIN_US) - now, error);
@@ -127,6 +141,37 @@ rtt_run(BenchCtx *ctx, RttRun *run, double hz, gint secs, GError **error)
 	return ok;
 }
 
+/* "rtt_series": one array per figure, an element per interval, and the
+ * series kept on @r for the plot. */
+static void
+rtt_series_json(BenchResult *r, RttRun *run, double hz)
+{
+	gint64 width = hz >= RTT_FAST_HZ ? RTT_INTERVAL_FAST_US : RTT_INTERVAL_SLOW_US;
+	GArray *iv = bench_rtt_intervals((const gint64 *)(const void *)run->sent_us->data,
+					 run->sent_us->len,
+					 (const BenchRttSample *)(const void *)run->echoes->data,
+					 run->echoes->len, run->start_us, width);
+	static const char *const keys[] = {"sent", "received", "p50_ms", "p99_ms", "max_ms"};
+
+	g_string_append_printf(r->json, ",\"rtt_series\":{\"interval_ms\":%.0f", (double)width / 1000.0);
+	for (gsize k = 0; k < G_N_ELEMENTS(keys); k++) {
+		g_string_append_printf(r->json, ",\"%s\":[", keys[k]);
+		for (guint i = 0; i < iv->len; i++) {
+			const BenchRttInterval *v = &g_array_index(iv, BenchRttInterval, i);
+			double x = k == 0 ? v->sent : k == 1 ? v->received : v->received == 0 ? NAN
+				   : k == 2 ? v->p50_ms : k == 3 ? v->p99_ms : v->max_ms;
+
+			if (i > 0)
+				g_string_append_c(r->json, ',');
+			bench_json_double(r->json, x);
+		}
+		g_string_append_c(r->json, ']');
+	}
+	g_string_append_c(r->json, '}');
+	r->rtt_series = iv;
+	r->rtt_interval_s = (double)width / 1e6;
+}
+
 static void
 rtt_json(BenchResult *r, RttRun *run, double hz, gint secs)
 {
@@ -138,6 +183,7 @@ rtt_json(BenchResult *r, RttRun *run, double hz, gint secs)
 	bench_json_num(r->json, "rate_hz", hz);
 	bench_json_num(r->json, "secs", secs);
 	bench_json_num(r->json, "sent", (double)run->sent);
+	bench_json_num(r->json, "skipped", (double)run->skipped);
 	bench_json_num(r->json, "received", (double)run->seq.unique);
 	bench_json_num(r->json, "lost", (double)lost);
 	bench_json_num(r->json, "loss_pct", run->sent ? 100.0 * (double)lost / (double)run->sent : 0);
@@ -146,6 +192,7 @@ rtt_json(BenchResult *r, RttRun *run, double hz, gint secs)
 	if (run->mtu)
 		bench_json_num(r->json, "mtu", run->mtu);
 	bench_json_summary(r->json, "rtt_ms", &sum, TRUE);
+	rtt_series_json(r, run, hz);
 	r->cell = g_strdup_printf("%.2f/%.2f/%.2f ms, %.1f%% lost", sum.median, sum.p99, sum.max,
 				  run->sent ? 100.0 * (double)lost / (double)run->sent : 0);
 }
@@ -162,6 +209,8 @@ rtt_test(BenchCtx *ctx, const char *test, gsize size, double hz, gint secs)
 	bench_progress("%s: %s", ctx->transport->name, test);
 	r = bench_result_add(ctx, test);
 	run.rtt_ms = g_array_new(FALSE, FALSE, sizeof(double));
+	run.sent_us = g_array_new(FALSE, FALSE, sizeof(gint64));
+	run.echoes = g_array_new(FALSE, FALSE, sizeof(BenchRttSample));
 	run.size = size;
 	bench_seq_init(&run.seq);
 	if (rtt_run(ctx, &run, hz, secs, &error)) {
@@ -176,6 +225,8 @@ rtt_test(BenchCtx *ctx, const char *test, gsize size, double hz, gint secs)
 		bench_result_fail(r, error);
 	}
 	g_array_unref(run.rtt_ms);
+	g_array_unref(run.sent_us);
+	g_array_unref(run.echoes);
 }
 
 /* ---- Auto-rate ------------------------------------------------------------------- */

@@ -45,6 +45,8 @@ GIOStream *bench_open_command(BenchCtx *ctx, const char *cmd, GDataInputStream *
 GArray *bench_series_rates(const GArray *samples, gint64 from_us, gint64 to_us);
 /* Seconds of CPU this process used so far (user + system). */
 double bench_cpu_seconds(void);
+/* This process's context switches so far, all threads, voluntary or not. */
+guint64 bench_context_switches(void);
 
 /* ncm-bench-server.c */
 int bench_server_run(const char *bind_address, guint16 port);

@@ -19,7 +19,8 @@ nlw_conn_new(void)
 	c->refs = 1;
 	c->error = -1;
 	g_mutex_init(&c->lock);
-	g_cond_init(&c->cond);
+	g_cond_init(&c->rx_cond);
+	g_cond_init(&c->tx_cond);
 	return c;
 }
 
@@ -39,7 +40,8 @@ nlw_conn_unref(NlwConn *c)
 	if (c->rx_head != NULL)
 		pbuf_free(c->rx_head);
 	g_assert(c->waiters == NULL);
-	g_cond_clear(&c->cond);
+	g_cond_clear(&c->rx_cond);
+	g_cond_clear(&c->tx_cond);
 	g_mutex_clear(&c->lock);
 	g_free(c);
 }
@@ -77,7 +79,10 @@ typedef struct {
 static void
 wake_locked(NlwConn *c, gboolean rx, gboolean tx)
 {
-	g_cond_broadcast(&c->cond);
+	if (rx)
+		g_cond_broadcast(&c->rx_cond);
+	if (tx)
+		g_cond_broadcast(&c->tx_cond);
 	for (GSList *l = c->waiters; l != NULL; l = l->next) {
 		NlwSource *s = l->data;
 
@@ -250,14 +255,22 @@ conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	return ERR_OK;
 }
 
+/* c->lock held: the free send buffer worth a wake-up. A source cannot
+ * know how much its callback will write; a blocked writer does. */
+static gsize
+tx_wake_at_locked(NlwConn *c)
+{
+	return c->tx_want > 0 && c->tx_sources == 0 ? c->tx_want : NLW_CONN_WRITE_LOWAT;
+}
+
 static err_t
 conn_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 {
 	NlwConn *c = arg;
 
 	ncm_mutex_lock(&c->lock);
-	c->snd_room = tcp_sndbuf(pcb);
-	if (c->snd_room >= NLW_CONN_WRITE_LOWAT)
+	c->snd_room = pcb->snd_buf;
+	if (c->snd_room >= tx_wake_at_locked(c))
 		wake_soon_locked(c, WAKE_TX);
 	ncm_mutex_unlock(&c->lock);
 	return ERR_OK;
@@ -287,7 +300,7 @@ conn_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 
 	ncm_mutex_lock(&c->lock);
 	c->connected = TRUE;
-	c->snd_room = tcp_sndbuf(pcb);
+	c->snd_room = pcb->snd_buf;
 	wake_locked(c, FALSE, TRUE);
 	ncm_mutex_unlock(&c->lock);
 	return ERR_OK;
@@ -308,7 +321,7 @@ nlw_conn_attach(NlwConn *c, struct tcp_pcb *pcb)
 	tcp_sent(pcb, conn_sent);
 	tcp_err(pcb, conn_err);
 	ncm_mutex_lock(&c->lock);
-	c->snd_room = tcp_sndbuf(pcb);
+	c->snd_room = pcb->snd_buf;
 	ncm_mutex_unlock(&c->lock);
 }
 
@@ -460,7 +473,8 @@ cancel_wake(GCancellable *cancellable, gpointer data)
 	NlwConn *c = data;
 
 	ncm_mutex_lock(&c->lock);
-	g_cond_broadcast(&c->cond);
+	g_cond_broadcast(&c->rx_cond);
+	g_cond_broadcast(&c->tx_cond);
 	ncm_mutex_unlock(&c->lock);
 }
 
@@ -484,7 +498,7 @@ read_locked(NlwConn *c, void *buf, gsize count, gboolean blocking, GCancellable 
 					    "no data received yet");
 			return -1;
 		}
-		ncm_cond_wait(&c->cond, &c->lock);
+		ncm_cond_wait(&c->rx_cond, &c->lock);
 	}
 }
 
@@ -606,7 +620,7 @@ write_some(NlwConn *c, const void *buf, gsize count, GError **error)
 		ncm_mutex_lock(&c->lock);
 		/* Nothing fit (the segment queue may be full while bytes are
 		 * free): wait for the next ACK rather than spin. */
-		c->snd_room = n == 0 ? 0 : tcp_sndbuf(c->pcb);
+		c->snd_room = n == 0 ? 0 : c->pcb->snd_buf;
 		ncm_mutex_unlock(&c->lock);
 	}
 	/* Flushes what tcp_output() packed into the link. */
@@ -614,16 +628,21 @@ write_some(NlwConn *c, const void *buf, gsize count, GError **error)
 	return n;
 }
 
-/* FALSE when cancelled; errors of the connection show in the next write. */
+/* FALSE when cancelled; errors of the connection show in the next write.
+ * Waits for room for @count bytes, within NLW_CONN_WRITE_LOWAT and
+ * NLW_CONN_WRITE_WAKE_MAX. */
 static gboolean
-wait_writable(NlwConn *c, GCancellable *cancellable, GError **error)
+wait_writable(NlwConn *c, gsize count, GCancellable *cancellable, GError **error)
 {
+	gsize want = CLAMP(count, NLW_CONN_WRITE_LOWAT, NLW_CONN_WRITE_WAKE_MAX);
 	gboolean cancelled;
 
 	ncm_mutex_lock(&c->lock);
-	while (c->snd_room < NLW_CONN_WRITE_LOWAT && c->error < 0 &&
-	       !g_cancellable_is_cancelled(cancellable))
-		ncm_cond_wait(&c->cond, &c->lock);
+	/* A second blocked writer on the stream waits for the smaller need. */
+	c->tx_want = c->tx_want > 0 ? MIN(c->tx_want, want) : want;
+	while (c->snd_room < want && c->error < 0 && !g_cancellable_is_cancelled(cancellable))
+		ncm_cond_wait(&c->tx_cond, &c->lock);
+	c->tx_want = 0;
 	ncm_mutex_unlock(&c->lock);
 	cancelled = g_cancellable_set_error_if_cancelled(cancellable, error);
 	return !cancelled;
@@ -650,7 +669,7 @@ nlw_conn_write(NlwConn *c, const void *buf, gsize count, gboolean blocking,
 			n = -1;
 			break;
 		}
-		if (!wait_writable(c, cancellable, error)) {
+		if (!wait_writable(c, count, cancellable, error)) {
 			n = -1;
 			break;
 		}
@@ -713,6 +732,8 @@ source_finalize(GSource *source)
 
 	ncm_mutex_lock(&s->conn->lock);
 	s->conn->waiters = g_slist_remove(s->conn->waiters, s);
+	if (s->write)
+		s->conn->tx_sources--;
 	context = s->context;
 	s->context = NULL;
 	ncm_mutex_unlock(&s->conn->lock);
@@ -748,6 +769,8 @@ nlw_conn_source_new(NlwConn *c, gboolean write)
 	s->write = write;
 	ncm_mutex_lock(&c->lock);
 	c->waiters = g_slist_prepend(c->waiters, s);
+	if (write)
+		c->tx_sources++;
 	ncm_mutex_unlock(&c->lock);
 	return source;
 }
@@ -856,7 +879,7 @@ connect_wait(NlwConn *c, GCancellable *cancellable, GError **error)
 		handler = g_cancellable_connect(cancellable, G_CALLBACK(cancel_wake), c, NULL);
 	ncm_mutex_lock(&c->lock);
 	while (!c->connected && c->error < 0 && !g_cancellable_is_cancelled(cancellable))
-		ncm_cond_wait(&c->cond, &c->lock);
+		ncm_cond_wait(&c->tx_cond, &c->lock);
 	ok = c->connected;
 	code = c->error;
 	ncm_mutex_unlock(&c->lock);

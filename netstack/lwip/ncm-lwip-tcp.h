@@ -29,7 +29,10 @@ typedef struct {
 
 	/* Guards everything below; taken inside the core lock, never around it. */
 	GMutex lock;
-	GCond cond; /* broadcast on any change below */
+	/* Readers wait on rx_cond, writers and connect on tx_cond: a wake-up
+	 * for one direction does not also wake (and switch to) a thread
+	 * blocked in the other. Errors broadcast both. */
+	GCond rx_cond, tx_cond;
 
 	gboolean connected;
 	gint error;           /* G_IO_ERROR code, or -1 */
@@ -49,8 +52,13 @@ typedef struct {
 	gsize credit;
 	NlwCredit credit_state;
 
-	/* tcp_sndbuf() as of the last lwIP event, for writability. */
+	/* Free send buffer (pcb->snd_buf, not tcp_sndbuf()'s 16-bit view) as
+	 * of the last lwIP event, for writability. */
 	gsize snd_room;
+	/* The room a blocked writer waits for, 0 when none waits; and the
+	 * writability sources attached, which are woken at NLW_CONN_WRITE_LOWAT. */
+	gsize tx_want;
+	guint tx_sources;
 
 	/* Pollable sources (NlwSource) attached to a main context: woken
 	 * when their direction may have become ready. */
@@ -60,6 +68,16 @@ typedef struct {
 /* A writer wakes up when this much send buffer is free: fewer, larger
  * tcp_write() calls, each under one acquisition of the core lock. */
 #define NLW_CONN_WRITE_LOWAT (8 * TCP_MSS)
+/*
+ * A blocked writer waits for room for its whole write, up to this much,
+ * rather than for NLW_CONN_WRITE_LOWAT: with the buffer full, every ACK
+ * frees a few segments, and waking at 8 segments cost a futex wake, a
+ * context switch, a core-lock hand-over and a tcp_output() per 12 KB. A
+ * quarter of the buffer still leaves three quarters queued meanwhile.
+ */
+#ifndef NLW_CONN_WRITE_WAKE_MAX
+#define NLW_CONN_WRITE_WAKE_MAX (TCP_SND_BUF / 4)
+#endif
 /* The most one write call copies under the core lock, which the link
  * thread's input waits for. */
 #define NLW_CONN_WRITE_MAX (256 * 1024)

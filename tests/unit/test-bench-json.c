@@ -200,8 +200,50 @@ check_system_cpu(JsonArray *a, const char *test)
 	g_assert_cmpfloat(json_object_get_double_member(b, "median"), >, 0);
 	g_assert_cmpfloat(json_object_get_double_member(b, "median"), <=, 100);
 	g_assert_true(json_object_has_member(o, "cpu_s_per_mb"));
+	/* Threads block on the sockets and on each other: never none. */
+	g_assert_cmpfloat(json_object_get_double_member(o, "context_switches_per_mb"), >, 0);
+	g_assert_false(json_object_has_member(o, "core_lock_wait_ms_per_mb"));
 	g_assert_false(json_object_has_member(o, "usb_rx_ntbs_per_mb"));
 	g_assert_false(json_object_has_member(o, "usb_tx_ntbs_per_mb"));
+}
+
+/* The per-interval series adds up to the run's own counts, one element per
+ * interval in every array, figures ordered where anything came back. */
+static void
+check_rtt_series(JsonObject *o, gint64 interval_ms)
+{
+	JsonObject *sr = json_object_get_object_member(o, "rtt_series");
+	static const char *const keys[] = {"sent", "received", "p50_ms", "p99_ms", "max_ms"};
+	JsonArray *col[G_N_ELEMENTS(keys)];
+	gint64 sent = 0, received = 0;
+	guint n;
+
+	g_assert_nonnull(sr);
+	g_assert_cmpint(json_object_get_int_member(sr, "interval_ms"), ==, interval_ms);
+	for (gsize k = 0; k < G_N_ELEMENTS(keys); k++)
+		col[k] = json_object_get_array_member(sr, keys[k]);
+	n = json_array_get_length(col[0]);
+	g_assert_cmpuint(n, >=, 1);
+	for (gsize k = 1; k < G_N_ELEMENTS(keys); k++)
+		g_assert_cmpuint(json_array_get_length(col[k]), ==, n);
+	for (guint i = 0; i < n; i++) {
+		gint64 got = json_array_get_int_element(col[1], i);
+
+		sent += json_array_get_int_element(col[0], i);
+		received += got;
+		if (got == 0)
+			continue;
+		g_assert_cmpfloat(json_array_get_double_element(col[2], i), >, 0);
+		g_assert_cmpfloat(json_array_get_double_element(col[2], i), <=,
+				  json_array_get_double_element(col[3], i));
+		g_assert_cmpfloat(json_array_get_double_element(col[3], i), <=,
+				  json_array_get_double_element(col[4], i));
+	}
+	g_assert_cmpint(sent, ==, json_object_get_int_member(o, "sent"));
+	/* Every slot of the run's fixed rate was either sent or skipped. */
+	g_assert_cmpint(json_object_get_int_member(o, "sent") + json_object_get_int_member(o, "skipped"), ==,
+			json_object_get_int_member(o, "rate_hz") * json_object_get_int_member(o, "secs"));
+	g_assert_cmpint(received, ==, json_object_get_int_member(o, "received"));
 }
 
 static void
@@ -235,7 +277,9 @@ test_loopback_run(void)
 	g_assert_nonnull(strstr(table, "tcp_up cpu s/MB"));
 	g_assert_cmpfloat(result_member(a, "udp_rtt_64_10hz", "rtt_ms", "p50"), >, 0);
 	g_assert_cmpfloat(result_member(a, "udp_rtt_64_10hz", NULL, "received"), >, 0);
+	check_rtt_series(result_object(a, "udp_rtt_64_10hz"), 1000);
 	g_assert_true(g_file_get_contents(svg, &plot, NULL, NULL));
+	g_assert_nonnull(strstr(plot, "UDP round trip over time, udp_rtt_64_10hz"));
 	g_assert_true(g_str_has_prefix(plot, "<?xml"));
 	g_assert_nonnull(strstr(plot, "<polyline"));
 	/* Bars for Mbit/s and CPU per MB: one per throughput test each. */

@@ -205,6 +205,92 @@ test_seq_sliding_duplicates(void)
 	g_assert_cmpuint(bench_seq_lost(&t), ==, 0);
 }
 
+/*
+ * Probes every 10 us from 900 (one before the series' start at 1000) to
+ * 2190: intervals of 250 us hold 25 probes each, the last (from 2000) a
+ * partial 20. Echoes are filed by their probe's send time, in any order.
+ */
+static void
+test_rtt_intervals(void)
+{
+	g_autoptr(GArray) sent = g_array_new(FALSE, FALSE, sizeof(gint64));
+	g_autoptr(GArray) rx = g_array_new(FALSE, FALSE, sizeof(BenchRttSample));
+	g_autoptr(GArray) iv = NULL;
+	g_autoptr(GArray) none = NULL;
+	const BenchRttInterval *v;
+
+	for (gint64 t = 900; t < 2200; t += 10)
+		g_array_append_val(sent, t);
+	/* Interval 0: round trips of 1..25 ms, and one probe before the start. */
+	for (int i = 0; i < 25; i++)
+		g_array_append_val(rx, ((BenchRttSample){1000 + 10 * i, i + 1}));
+	g_array_append_val(rx, ((BenchRttSample){900, 1000}));
+	/* Interval 1: nothing came back. Interval 2: a normal echo and a late
+	 * one whose probe left at its very start. */
+	g_array_append_val(rx, ((BenchRttSample){1510, 2}));
+	g_array_append_val(rx, ((BenchRttSample){1500, 500}));
+	/* Interval 3: 100 ms down to 1 ms; more echoes than probes cannot
+	 * happen, but the figures must not depend on counts matching. */
+	for (int i = 100; i >= 1; i--)
+		g_array_append_val(rx, ((BenchRttSample){1750 + (i % 25) * 10, i}));
+	/* Interval 4, partial; and an echo of a probe never sent, after the last. */
+	g_array_append_val(rx, ((BenchRttSample){2190, 7}));
+	g_array_append_val(rx, ((BenchRttSample){3000, 9999}));
+
+	iv = bench_rtt_intervals((const gint64 *)(const void *)sent->data, sent->len,
+				 (const BenchRttSample *)(const void *)rx->data, rx->len, 1000, 250);
+	g_assert_cmpuint(iv->len, ==, 5);
+	v = &g_array_index(iv, BenchRttInterval, 0);
+	g_assert_cmpuint(v->sent, ==, 25);
+	g_assert_cmpuint(v->received, ==, 25);
+	g_assert_cmpfloat(v->p50_ms, ==, 13);
+	g_assert_cmpfloat(v->p99_ms, ==, 25);
+	g_assert_cmpfloat(v->max_ms, ==, 25);
+	v = &g_array_index(iv, BenchRttInterval, 1);
+	g_assert_cmpuint(v->sent, ==, 25);
+	g_assert_cmpuint(v->received, ==, 0);
+	g_assert_cmpfloat(v->p50_ms, ==, 0);
+	g_assert_cmpfloat(v->max_ms, ==, 0);
+	v = &g_array_index(iv, BenchRttInterval, 2);
+	g_assert_cmpuint(v->received, ==, 2);
+	g_assert_cmpfloat(v->p50_ms, ==, 2);
+	g_assert_cmpfloat(v->p99_ms, ==, 500);
+	g_assert_cmpfloat(v->max_ms, ==, 500);
+	v = &g_array_index(iv, BenchRttInterval, 3);
+	g_assert_cmpuint(v->received, ==, 100);
+	g_assert_cmpfloat(v->p50_ms, ==, 50);
+	g_assert_cmpfloat(v->p99_ms, ==, 99);
+	g_assert_cmpfloat(v->max_ms, ==, 100);
+	v = &g_array_index(iv, BenchRttInterval, 4);
+	g_assert_cmpuint(v->sent, ==, 20);
+	g_assert_cmpuint(v->received, ==, 1);
+	g_assert_cmpfloat(v->p99_ms, ==, 7);
+
+	/* Nothing sent at or after the start: no intervals. */
+	none = bench_rtt_intervals((const gint64 *)(const void *)sent->data, 1,
+				   (const BenchRttSample *)(const void *)rx->data, rx->len, 1000, 250);
+	g_assert_cmpuint(none->len, ==, 0);
+}
+
+/* Slots every 2 us from 0: on time, late by less than a period, and after stalls. */
+static void
+test_slot_next(void)
+{
+	guint64 skipped = 0;
+
+	g_assert_cmpint(bench_slot_next(0, 0, 2, &skipped), ==, 2);
+	g_assert_cmpint(bench_slot_next(0, 1, 2, &skipped), ==, 2);
+	/* Sent at 3 for the slot at 0: the slot at 2 is due, not missed. */
+	g_assert_cmpint(bench_slot_next(0, 3, 2, &skipped), ==, 2);
+	g_assert_cmpuint(skipped, ==, 0);
+	/* Sent at 4 for 0: the slot at 2 is a full period late, 4 is now. */
+	g_assert_cmpint(bench_slot_next(0, 4, 2, &skipped), ==, 4);
+	g_assert_cmpuint(skipped, ==, 1);
+	/* Stalled until 11: 2, 4, 6 and 8 are gone, 10 is still due. */
+	g_assert_cmpint(bench_slot_next(0, 11, 2, &skipped), ==, 10);
+	g_assert_cmpuint(skipped, ==, 5);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -218,5 +304,7 @@ main(int argc, char **argv)
 	g_test_add_func("/bench-stats/seq-reorder-dups", test_seq_reorder_and_duplicates);
 	g_test_add_func("/bench-stats/seq-window-edges", test_seq_window_edges);
 	g_test_add_func("/bench-stats/seq-sliding-dups", test_seq_sliding_duplicates);
+	g_test_add_func("/bench-stats/rtt-intervals", test_rtt_intervals);
+	g_test_add_func("/bench-stats/slot-next", test_slot_next);
 	return g_test_run();
 }
