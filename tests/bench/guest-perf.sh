@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/bench/guest-perf.sh: inside the VM, perf over each path's TCP tests in one boot.
-# For every path (cdc_ncm, ncm-tun, lwip) and test (PERF_TESTS), one ncm-bench run
+# For every path (cdc_ncm, ncm-tun, lwip, proxy) and test (PERF_TESTS), one ncm-bench run
 # under a system-wide perf record (cpu-clock, call graphs, CLOCK_MONOTONIC), cut to
 # the interval ncm-bench measured (NCM_BENCH_SPANS) and folded into
 # $VM_OUT/perf-PATH-TEST.folded ("pid;comm;frame;...;leaf count", root first), with
@@ -83,6 +83,7 @@ for path in $(echo "${PERF_PATHS:-cdc_ncm,ncm-tun,lwip}" | tr , ' '); do
 	cdc_ncm) spec="cdc_ncm=$(peer_ip4)%$(host_netdev 0)" ;;
 	ncm-tun) spec="ncm-tun=$(peer_ip4),ipv4=192.168.77.4/24,dev=serial=$VM_SERIAL,name=$TUN" ;;
 	lwip) spec="lwip=$(peer_ip4),ipv4=192.168.77.3/24,dev=serial=$VM_SERIAL" ;;
+	proxy) spec="ncm-proxy=$(peer_ip4),ipv4=192.168.77.6/24,dev=serial=$VM_SERIAL" ;;
 	# libncm's TX ACK merging off, for a before/after in the same boot
 	ncm-tun-allacks) spec="ncm-tun-allacks=$(peer_ip4),ipv4=192.168.77.4/24,dev=serial=$VM_SERIAL,name=$TUN,acks=all" ;;
 	lwip-allacks) spec="lwip-allacks=$(peer_ip4),ipv4=192.168.77.3/24,dev=serial=$VM_SERIAL,acks=all" ;;

@@ -22,7 +22,7 @@ import os
 import re
 import sys
 
-PATHS = ["cdc_ncm", "ncm-tun-allacks", "ncm-tun", "lwip-allacks", "lwip"]
+PATHS = ["cdc_ncm", "ncm-tun-allacks", "ncm-tun", "lwip-allacks", "lwip", "proxy"]
 TESTS = ["tcp_down", "tcp_up", "tcp_bidir"]
 
 IDLE = re.compile(r"^(default_idle|native_safe_halt|pv_native_safe_halt|arch_cpu_idle|"
@@ -140,10 +140,10 @@ def load(d, path, test, peer_pid):
             frames = [parse_frame(x) for x in parts[2:]]
             stacks.append((pid, comm, frames, int(count)))
             pids_by_comm[comm].add(pid)
-    # The host's processes: ncm-bench's client (any of its threads) and ncm-tun.
+    # The host's processes: ncm-bench's client (any of its threads), ncm-tun, ncm-proxy.
     host_pids = set()
     for comm, pids in pids_by_comm.items():
-        if comm.startswith("ncm-tun") or comm.startswith("ncm-bench") or comm in ("libusb", "lwip", "gmain"):
+        if comm.startswith(("ncm-tun", "ncm-bench", "ncm-proxy")) or comm in ("libusb", "lwip", "gmain"):
             host_pids |= pids
     host_pids.discard(peer_pid)
     by_stage = collections.Counter()

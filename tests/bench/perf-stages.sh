@@ -32,7 +32,7 @@ echo "perf-stages: booting the VM (3 paths x ${PERF_TESTS:-3 tests}, ${PERF_SECS
 tests/vm/run-vm.sh --script tests/bench/guest-perf.sh --out "$out" --timeout 2400 \
 	"${envs[@]}" \
 	--bin "$(command -v perf)" --bin "$build/examples/ncm-bench/ncm-bench" \
-	--bin "$build/examples/ncm-tun/ncm-tun" >"$out.log" 2>&1 || {
+	--bin "$build/examples/ncm-tun/ncm-tun" --bin "$build/examples/ncm-proxy/ncm-proxy" >"$out.log" 2>&1 || {
 	tail -30 "$out.log"
 	echo "perf-stages: the VM run failed; log: $out.log" >&2
 	exit 1
