@@ -299,8 +299,8 @@ proxy_relay_start(Proxy *proxy, GIOStream *host, GIOStream *device, GBytes *earl
 		r->out.len = early_len;
 	}
 	r->running = 2;
-	pipe_start(&r->out, "proxy-out", pipe_out_run);
-	pipe_start(&r->in, "proxy-in", pipe_in_run);
+	pipe_start(&r->out, "ncm-proxy-out", pipe_out_run);
+	pipe_start(&r->in, "ncm-proxy-in", pipe_in_run);
 }
 
 void
