@@ -58,6 +58,8 @@ run() {
 		tail -5 "$TMP/j" "$TMP/log" >&2; echo "proxy-cpu: iperf3 failed" >&2; exit 1; }
 	t1=$(cpu_ticks "$ppid")
 	kill -TERM "$ppid"; wait "$ppid" || true
+	# A sanitized build's reports (TSan, ASan) would go unseen in its log.
+	! grep -q "Sanitizer" "$TMP/log" || { cat "$TMP/log" >&2; exit 1; }
 	python3 - "$TMP/j" "$((t1 - t0))" "$(getconf CLK_TCK)" "$1" "$2" "$3" <<'EOF' >>"$TMP/results"
 import json, sys
 j = json.load(open(sys.argv[1]))
