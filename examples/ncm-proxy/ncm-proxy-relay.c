@@ -62,8 +62,10 @@ host_wait(gint fd, short events, gint cancel_fd, GCancellable *cancel, GError **
 	struct pollfd fds[2] = { { .fd = fd, .events = events }, { .fd = cancel_fd, .events = POLLIN } };
 	gint rc;
 
+	/* Without the cancellable's fd (out of fds: it is one per relay), look
+	 * at the cancellable every 100 ms; the caller retries after a timeout. */
 	do
-		rc = poll(fds, cancel_fd >= 0 ? 2 : 1, -1);
+		rc = poll(fds, cancel_fd >= 0 ? 2 : 1, cancel_fd >= 0 ? -1 : 100);
 	while (rc < 0 && errno == EINTR);
 	if (g_cancellable_set_error_if_cancelled(cancel, error))
 		return FALSE;
