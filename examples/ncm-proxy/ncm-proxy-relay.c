@@ -1,132 +1,50 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-proxy-relay.c: one proxied connection's copying stage: a thread per direction between a kernel socket and lwIP. */
-#include <errno.h>
-#include <poll.h>
+/* ncm-proxy-relay.c: one proxied connection's copying stage: two bounded pipes between a kernel socket and lwIP. */
 #include <string.h>
-#include <sys/socket.h>
 
 #include "ncm-proxy.h"
 
 /*
- * Each direction is a thread with one buffer of proxy->buffer bytes that
- * copies with blocking calls: read into the buffer, write all of it out,
- * read again. A slow reader on one side stops only its own direction, and
- * what one connection holds is bounded by its two buffers (plus what the
- * kernel and lwIP queue for it).
- *
- * Why threads and not the main loop (as until issue 19): a GMainContext
- * carrying both directions of every connection cost a poll, a source
- * created and destroyed and an eventfd wake per chunk, all on one thread,
- * and tcp_bidir ran at 0.61x the lwip path. Blocking lwIP calls wait on a
- * condition variable, as ncm-bench's own lwip path does, and the two
- * directions use both cores.
- *
- * Ending: an error in either direction cancels @cancel, which wakes the
- * other thread out of its poll() or lwIP wait. Each thread drops out when
- * its direction ended (the half-close passed on) or failed; the last one
- * hands the relay back to the main context, which joins both, closes both
- * streams and frees it. So nothing closes a stream a thread still uses,
- * and everything but the two threads' own pipes stays on the main thread.
+ * Each direction is a pipe with one buffer of proxy->buffer bytes: read
+ * into it only when it is empty, write it out, read again. A pipe waits on
+ * exactly one thing at a time (its input readable, or its output
+ * writable), so a slow reader on one side stops only its own pipe's
+ * reading: what one connection holds is bounded by its two buffers (plus
+ * what the kernel and lwIP queue for it), and nothing it does blocks the
+ * main loop. Both streams are pollable: kernel sockets poll their fd,
+ * lwIP streams wake the main context when their state changes.
  */
+
+/* One dispatch moves at most this many buffers, so that a fast connection
+ * yields the main loop to the others. */
+#define PIPE_ROUNDS_PER_DISPATCH 4
 
 typedef struct _ProxyPipe ProxyPipe;
 
 struct _ProxyPipe {
 	ProxyRelay *relay;
-	GThread *thread;
+	GIOStream *to;                /* whose output we write (for the half-close) */
+	GPollableInputStream *in;
+	GPollableOutputStream *out;
 	guint8 *buf;
-	gsize len;                    /* bytes in buf before the first read (early data) */
-	gint cancel_fd;               /* the thread's hold on the cancellable's fd, or -1 */
-	GError *error;                /* why it stopped, unless it ended */
-	guint64 bytes;                /* written out; the main thread reads it after the join */
+	gsize off, len;
+	gboolean eof;                 /* input ended; shut the output once empty */
+	gboolean done;
+	GSource *source;              /* what the pipe waits for, or NULL */
+	guint64 bytes;
 };
 
 struct _ProxyRelay {
 	Proxy *proxy;
 	GIOStream *host, *device;
-	gint fd;                      /* host's socket, used by both threads without GSocket */
-	GCancellable *cancel;
-	GMainContext *context;        /* the main thread's, where the relay ends */
-	gint running;                 /* atomic: threads not yet dropped out */
 	ProxyPipe out;                /* host -> device */
 	ProxyPipe in;                 /* device -> host */
+	gboolean finished;
 	gchar *name;                  /* for messages: "host-peer > device-peer" */
 	GList link;                   /* in proxy->relays */
 };
 
-/* Waits until @fd is ready for @events or @cancel_fd (the relay's
- * cancellable's, -1 without one) is readable. */
-static gboolean
-host_wait(gint fd, short events, gint cancel_fd, GCancellable *cancel, GError **error)
-{
-	struct pollfd fds[2] = { { .fd = fd, .events = events }, { .fd = cancel_fd, .events = POLLIN } };
-	gint rc;
-
-	/* Without the cancellable's fd (out of fds: it is one per relay), look
-	 * at the cancellable every 100 ms; the caller retries after a timeout. */
-	do
-		rc = poll(fds, cancel_fd >= 0 ? 2 : 1, cancel_fd >= 0 ? -1 : 100);
-	while (rc < 0 && errno == EINTR);
-	if (g_cancellable_set_error_if_cancelled(cancel, error))
-		return FALSE;
-	if (rc < 0) {
-		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "poll: %s",
-			    g_strerror(errno));
-		return FALSE;
-	}
-	return TRUE;
-}
-
-static void
-set_errno_error(GError **error, const char *what, gint errsv)
-{
-	g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errsv), "%s: %s", what,
-		    g_strerror(errsv));
-}
-
-/* Like recv(), 0 at EOF; -1 with @error (G_IO_ERROR_CANCELLED when cancelled). */
-static gssize
-host_recv(ProxyPipe *pipe, guint8 *buf, gsize len, GError **error)
-{
-	for (;;) {
-		gssize n = recv(pipe->relay->fd, buf, len, 0);
-
-		if (n >= 0)
-			return n;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK) {
-			set_errno_error(error, "receiving from the host side", errno);
-			return -1;
-		}
-		if (!host_wait(pipe->relay->fd, POLLIN, pipe->cancel_fd, pipe->relay->cancel, error))
-			return -1;
-	}
-}
-
-static gboolean
-host_send_all(ProxyPipe *pipe, const guint8 *buf, gsize len, GError **error)
-{
-	while (len > 0) {
-		/* MSG_NOSIGNAL: a peer gone is an error here, not SIGPIPE. */
-		gssize n = send(pipe->relay->fd, buf, len, MSG_NOSIGNAL);
-
-		if (n >= 0) {
-			buf += n;
-			len -= (gsize)n;
-			continue;
-		}
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK) {
-			set_errno_error(error, "sending to the host side", errno);
-			return FALSE;
-		}
-		if (!host_wait(pipe->relay->fd, POLLOUT, pipe->cancel_fd, pipe->relay->cancel, error))
-			return FALSE;
-	}
-	return TRUE;
-}
+static void pipe_pump(ProxyPipe *pipe);
 
 static void
 relay_free(ProxyRelay *r)
@@ -134,12 +52,10 @@ relay_free(ProxyRelay *r)
 	ProxyPipe *pipes[2] = { &r->out, &r->in };
 
 	for (guint i = 0; i < 2; i++) {
-		if (pipes[i]->thread)
-			g_thread_join(pipes[i]->thread);
-		if (pipes[i]->error && !g_error_matches(pipes[i]->error, G_IO_ERROR,
-							G_IO_ERROR_CANCELLED))
-			g_debug("%s: %s", r->name, pipes[i]->error->message);
-		g_clear_error(&pipes[i]->error);
+		if (pipes[i]->source) {
+			g_source_destroy(pipes[i]->source);
+			g_source_unref(pipes[i]->source);
+		}
 		g_free(pipes[i]->buf);
 	}
 	g_queue_unlink(&r->proxy->relays, &r->link);
@@ -152,123 +68,135 @@ relay_free(ProxyRelay *r)
 	g_io_stream_close(r->host, NULL, NULL);
 	g_object_unref(r->device);
 	g_object_unref(r->host);
-	g_object_unref(r->cancel);
-	g_main_context_unref(r->context);
 	g_free(r->name);
 	g_free(r);
 }
 
-static gboolean
-relay_ended(gpointer data)
+/* Ends the relay once, from a pipe's callback: no pipe runs after this. */
+static void
+relay_finish(ProxyRelay *r, const GError *error)
 {
-	relay_free(data);
+	if (r->finished)
+		return;
+	r->finished = TRUE;
+	if (error)
+		g_debug("%s: %s", r->name, error->message);
+	relay_free(r);
+}
+
+static gboolean
+pipe_ready(GObject *stream, gpointer data)
+{
+	ProxyPipe *pipe = data;
+
+	g_source_unref(pipe->source);
+	pipe->source = NULL;
+	pipe_pump(pipe);
 	return G_SOURCE_REMOVE;
 }
 
-/* Once per thread, not per wait: the cancellable's fd lives while
- * anybody holds it, and making it is a syscall or two. */
 static void
-pipe_hold_cancel_fd(ProxyPipe *pipe)
+pipe_wait(ProxyPipe *pipe, gboolean for_output)
 {
-	GPollFD fd;
+	GSource *source = for_output ? g_pollable_output_stream_create_source(pipe->out, NULL)
+				     : g_pollable_input_stream_create_source(pipe->in, NULL);
 
-	pipe->cancel_fd = g_cancellable_make_pollfd(pipe->relay->cancel, &fd) ? fd.fd : -1;
+	g_source_set_callback(source, G_SOURCE_FUNC(pipe_ready), pipe, NULL);
+	g_source_attach(source, NULL);
+	pipe->source = source;
 }
 
-/* The last thing a pipe does, on its thread (or instead of one). */
-static gpointer
-pipe_drop_out(ProxyPipe *pipe)
+/* Input ended and everything was written: pass the half-close on. */
+static void
+pipe_end(ProxyPipe *pipe)
 {
 	ProxyRelay *r = pipe->relay;
 
-	if (pipe->cancel_fd >= 0)
-		g_cancellable_release_fd(r->cancel);
-	pipe->cancel_fd = -1;
-	if (pipe->error)
-		g_cancellable_cancel(r->cancel);
-	if (g_atomic_int_dec_and_test(&r->running)) {
-		/* Deferred even on the main thread: the caller of
-		 * proxy_relay_start() must not find the relay gone. */
-		GSource *source = g_idle_source_new();
+	proxy_stream_shutdown_write(pipe->to);
+	pipe->done = TRUE;
+	if (r->out.done && r->in.done)
+		relay_finish(r, NULL);
+}
 
-		g_source_set_priority(source, G_PRIORITY_DEFAULT);
-		g_source_set_callback(source, relay_ended, r, NULL);
-		g_source_attach(source, r->context);
-		g_source_unref(source);
+/* FALSE when the pipe stopped (waiting, ended or failed). */
+static gboolean
+pipe_write(ProxyPipe *pipe)
+{
+	g_autoptr(GError) error = NULL;
+	gssize n = g_pollable_output_stream_write_nonblocking(pipe->out, pipe->buf + pipe->off,
+							      pipe->len, NULL, &error);
+
+	if (n < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)) {
+		pipe_wait(pipe, TRUE);
+		return FALSE;
 	}
-	return NULL;
+	if (n < 0) {
+		relay_finish(pipe->relay, error);
+		return FALSE;
+	}
+	pipe->off += (gsize)n;
+	pipe->len -= (gsize)n;
+	pipe->bytes += (guint64)n;
+	if (pipe->len == 0)
+		pipe->off = 0;
+	return TRUE;
+}
+
+static gboolean
+pipe_read(ProxyPipe *pipe)
+{
+	g_autoptr(GError) error = NULL;
+	gssize n = g_pollable_input_stream_read_nonblocking(pipe->in, pipe->buf,
+							    pipe->relay->proxy->buffer, NULL,
+							    &error);
+
+	if (n < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)) {
+		pipe_wait(pipe, FALSE);
+		return FALSE;
+	}
+	if (n < 0) {
+		relay_finish(pipe->relay, error);
+		return FALSE;
+	}
+	if (n == 0)
+		pipe->eof = TRUE;
+	pipe->len = (gsize)n;
+	return TRUE;
 }
 
 static void
-pipe_start(ProxyPipe *pipe, const gchar *name, GThreadFunc run)
+pipe_pump(ProxyPipe *pipe)
 {
-	pipe->cancel_fd = -1;
-	pipe->thread = g_thread_try_new(name, run, pipe, &pipe->error);
-	if (pipe->thread == NULL)
-		pipe_drop_out(pipe);
-}
-
-/* host -> device: the early bytes first, then until EOF, then FIN. */
-static gpointer
-pipe_out_run(gpointer data)
-{
-	ProxyPipe *pipe = data;
-	ProxyRelay *r = pipe->relay;
-	GOutputStream *out = g_io_stream_get_output_stream(r->device);
-	gsize len = pipe->len;
-
-	pipe_hold_cancel_fd(pipe);
+	guint rounds = 0;
 
 	for (;;) {
-		gssize n;
-
-		if (len > 0) {
-			gsize written = 0;
-			gboolean ok = g_output_stream_write_all(out, pipe->buf, len, &written,
-								r->cancel, &pipe->error);
-
-			pipe->bytes += written;
-			if (!ok)
-				break;
+		if (pipe->len > 0) {
+			if (!pipe_write(pipe))
+				return;
+			continue;
 		}
-		n = host_recv(pipe, pipe->buf, r->proxy->buffer, &pipe->error);
-		if (n < 0)
-			break;
-		if (n == 0) {
-			/* An lwIP connection's output sends FIN and keeps receiving. */
-			g_output_stream_close(out, NULL, NULL);
-			break;
+		if (pipe->eof) {
+			pipe_end(pipe);
+			return;
 		}
-		len = (gsize)n;
+		if (rounds++ == PIPE_ROUNDS_PER_DISPATCH) {
+			/* Level-triggered: fires again at once if there is more. */
+			pipe_wait(pipe, FALSE);
+			return;
+		}
+		if (!pipe_read(pipe))
+			return;
 	}
-	return pipe_drop_out(pipe);
 }
 
-/* device -> host: until EOF, then shutdown(SHUT_WR). */
-static gpointer
-pipe_in_run(gpointer data)
+static void
+pipe_init(ProxyPipe *pipe, ProxyRelay *r, GIOStream *from, GIOStream *to)
 {
-	ProxyPipe *pipe = data;
-	ProxyRelay *r = pipe->relay;
-	GInputStream *in = g_io_stream_get_input_stream(r->device);
-
-	pipe_hold_cancel_fd(pipe);
-
-	for (;;) {
-		gssize n = g_input_stream_read(in, pipe->buf, r->proxy->buffer, r->cancel,
-					       &pipe->error);
-
-		if (n < 0)
-			break;
-		if (n == 0) {
-			shutdown(r->fd, SHUT_WR);
-			break;
-		}
-		if (!host_send_all(pipe, pipe->buf, (gsize)n, &pipe->error))
-			break;
-		pipe->bytes += (guint64)n;
-	}
-	return pipe_drop_out(pipe);
+	pipe->relay = r;
+	pipe->to = to;
+	pipe->in = G_POLLABLE_INPUT_STREAM(g_io_stream_get_input_stream(from));
+	pipe->out = G_POLLABLE_OUTPUT_STREAM(g_io_stream_get_output_stream(to));
+	pipe->buf = g_malloc(r->proxy->buffer);
 }
 
 void
@@ -279,38 +207,29 @@ proxy_relay_start(Proxy *proxy, GIOStream *host, GIOStream *device, GBytes *earl
 	g_autofree gchar *to = proxy_stream_describe_peer(device);
 	gsize early_len = early ? g_bytes_get_size(early) : 0;
 
-	/* Every caller hands a kernel socket's connection (accepted or dialled). */
-	g_return_if_fail(G_IS_SOCKET_CONNECTION(host));
 	r->proxy = proxy;
 	r->host = host;
 	r->device = device;
-	r->fd = g_socket_get_fd(g_socket_connection_get_socket(G_SOCKET_CONNECTION(host)));
-	r->cancel = g_cancellable_new();
-	r->context = g_main_context_ref_thread_default();
 	r->name = g_strdup_printf("%s > %s", from, to);
 	r->link.data = r;
 	g_queue_push_tail_link(&proxy->relays, &r->link);
-	r->out.relay = r;
-	r->in.relay = r;
-	r->out.buf = g_malloc(proxy->buffer);
-	r->in.buf = g_malloc(proxy->buffer);
+	pipe_init(&r->out, r, host, device);
+	pipe_init(&r->in, r, device, host);
 	proxy->count.relays++;
 	/* Never more than one buffer: the SOCKS reader holds less than that. */
 	if (early_len > 0 && early_len <= proxy->buffer) {
 		memcpy(r->out.buf, g_bytes_get_data(early, NULL), early_len);
 		r->out.len = early_len;
 	}
-	r->running = 2;
-	pipe_start(&r->out, "ncm-proxy-out", pipe_out_run);
-	pipe_start(&r->in, "ncm-proxy-in", pipe_in_run);
+	/* From the main loop, not from here: a pump may end (and free) the
+	 * relay, and the caller must not find it gone. */
+	pipe_wait(&r->out, r->out.len > 0);
+	pipe_wait(&r->in, FALSE);
 }
 
 void
 proxy_relay_close_all(Proxy *proxy)
 {
-	for (GList *l = proxy->relays.head; l != NULL; l = l->next)
-		g_cancellable_cancel(((ProxyRelay *)l->data)->cancel);
-	/* Each relay ends (and unlinks itself) once its threads saw the cancel. */
 	while (proxy->relays.head)
-		g_main_context_iteration(NULL, TRUE);
+		relay_finish(proxy->relays.head->data, NULL);
 }

@@ -1,6 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-proxy-stream.c: what ncm-proxy does alike to kernel sockets and lwIP connections: naming the peer. */
+/* ncm-proxy-stream.c: what ncm-proxy does alike to kernel sockets and lwIP connections: half-close, naming the peer. */
 #include "ncm-proxy.h"
+
+void
+proxy_stream_shutdown_write(GIOStream *stream)
+{
+	/* Closing a GSocketConnection's output stream does nothing to the
+	 * socket; an lwIP connection's sends FIN and keeps receiving. */
+	if (G_IS_SOCKET_CONNECTION(stream))
+		g_socket_shutdown(g_socket_connection_get_socket(G_SOCKET_CONNECTION(stream)), FALSE,
+				  TRUE, NULL);
+	else
+		g_output_stream_close(g_io_stream_get_output_stream(stream), NULL, NULL);
+}
 
 gchar *
 proxy_address_to_string(GSocketAddress *address)

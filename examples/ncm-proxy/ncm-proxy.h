@@ -8,12 +8,10 @@
 
 /*
  * Threads: everything here runs on the main thread's GMainContext (the
- * kernel sockets, the SOCKS handshakes, the device's signals) but a
- * relay's copying: two threads per relay, one per direction, which touch
- * only their own pipe and hand the relay back to the main context when
- * both are done (ncm-proxy-relay.c). lwIP's connects and lookups block on
- * threads of their own (ncm_lwip_stack_*_async) and complete there too.
- * So the counters and lists need no lock.
+ * kernel sockets, the SOCKS handshakes, every relay's copying, the device's
+ * signals). lwIP's connects and lookups block on threads of their own
+ * (ncm_lwip_stack_*_async) and complete there too. So the counters and
+ * lists need no lock.
  *
  * The file graph (an arrow reads "calls"), a DAG:
  *   ncm-proxy.c         -> device, socks-server, forward, dial, relay
@@ -66,6 +64,8 @@ typedef struct {
 
 /* ---- ncm-proxy-stream.c: kernel sockets and lwIP streams alike ------------ */
 
+/* Half-close: FIN after what was written; reading goes on. */
+void proxy_stream_shutdown_write(GIOStream *stream);
 /* A printable "ADDR:PORT" ("[v6]:PORT") of the stream's remote end. */
 gchar *proxy_stream_describe_peer(GIOStream *stream);
 /* "ADDR:PORT" of any socket address ("[v6]:PORT"). */

@@ -178,8 +178,8 @@ rss1=$(awk '/VmRSS/ {print $2}' "/proc/$PID/status")
 echo "# RSS ${rss0} kB before the stalled 64 MB transfer, ${rss1} kB during it"
 # Under ASan freed memory stays in quarantine, so the other transfer adds too.
 check "the stalled transfer is not buffered whole (RSS grew < 32 MB)" [ $((rss1 - rss0)) -lt 32000 ]
-# The stalled relay's threads block now, one in send() to curl, one in
-# recv() from it: SIGTERM has to cancel them, not wait for them.
+# The stalled relay waits on curl, with data held on both sides: SIGTERM
+# ends it at once (a relay on threads of its own has to cancel them).
 check "SIGTERM with a relay blocked on a stalled reader: exit 0 within 10 s" stop_proxy_within 10
 kill "$stalled" 2>/dev/null
 
