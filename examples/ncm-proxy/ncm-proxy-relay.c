@@ -31,6 +31,7 @@ struct _ProxyPipe {
 	gboolean eof;                 /* input ended; shut the output once empty */
 	gboolean done;
 	GSource *source;              /* what the pipe waits for, or NULL */
+	gboolean source_output;       /* ... and whether that is the output */
 	guint64 bytes;
 };
 
@@ -44,7 +45,7 @@ struct _ProxyRelay {
 	GList link;                   /* in proxy->relays */
 };
 
-static void pipe_pump(ProxyPipe *pipe);
+static gboolean pipe_pump(ProxyPipe *pipe);
 
 static void
 relay_free(ProxyRelay *r)
@@ -84,26 +85,44 @@ relay_finish(ProxyRelay *r, const GError *error)
 	relay_free(r);
 }
 
+/* The pipe may be gone after the pump: only its answer is used. */
 static gboolean
 pipe_ready(GObject *stream, gpointer data)
 {
-	ProxyPipe *pipe = data;
-
-	g_source_unref(pipe->source);
-	pipe->source = NULL;
-	pipe_pump(pipe);
-	return G_SOURCE_REMOVE;
+	return pipe_pump(data) ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
 }
 
 static void
+pipe_unwait(ProxyPipe *pipe)
+{
+	if (pipe->source) {
+		g_source_destroy(pipe->source);
+		g_source_unref(pipe->source);
+		pipe->source = NULL;
+	}
+}
+
+/*
+ * TRUE when the pipe goes on waiting on the source it has: both kinds are
+ * level-triggered, so it stays attached, instead of a source made,
+ * attached and finalized per chunk (for lwIP, a waiter registered under
+ * the connection's lock each time).
+ */
+static gboolean
 pipe_wait(ProxyPipe *pipe, gboolean for_output)
 {
-	GSource *source = for_output ? g_pollable_output_stream_create_source(pipe->out, NULL)
-				     : g_pollable_input_stream_create_source(pipe->in, NULL);
+	GSource *source;
 
+	if (pipe->source && pipe->source_output == for_output)
+		return TRUE;
+	pipe_unwait(pipe);
+	source = for_output ? g_pollable_output_stream_create_source(pipe->out, NULL)
+			    : g_pollable_input_stream_create_source(pipe->in, NULL);
 	g_source_set_callback(source, G_SOURCE_FUNC(pipe_ready), pipe, NULL);
 	g_source_attach(source, NULL);
 	pipe->source = source;
+	pipe->source_output = for_output;
+	return FALSE;
 }
 
 /* Input ended and everything was written: pass the half-close on. */
@@ -112,37 +131,48 @@ pipe_end(ProxyPipe *pipe)
 {
 	ProxyRelay *r = pipe->relay;
 
+	pipe_unwait(pipe);
 	proxy_stream_shutdown_write(pipe->to);
 	pipe->done = TRUE;
 	if (r->out.done && r->in.done)
 		relay_finish(r, NULL);
 }
 
-/* FALSE when the pipe stopped (waiting, ended or failed). */
-static gboolean
+/* Whether the pump goes on, and when not, whether it keeps its source. */
+typedef enum {
+	PIPE_GO_ON,
+	PIPE_WAIT_SAME,   /* waits on the source it has */
+	PIPE_STOP,        /* waits on a new source, or ended, or failed */
+} PipeStep;
+
+static PipeStep
+pipe_waits(ProxyPipe *pipe, gboolean for_output)
+{
+	return pipe_wait(pipe, for_output) ? PIPE_WAIT_SAME : PIPE_STOP;
+}
+
+static PipeStep
 pipe_write(ProxyPipe *pipe)
 {
 	g_autoptr(GError) error = NULL;
 	gssize n = g_pollable_output_stream_write_nonblocking(pipe->out, pipe->buf + pipe->off,
 							      pipe->len, NULL, &error);
 
-	if (n < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)) {
-		pipe_wait(pipe, TRUE);
-		return FALSE;
-	}
+	if (n < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+		return pipe_waits(pipe, TRUE);
 	if (n < 0) {
 		relay_finish(pipe->relay, error);
-		return FALSE;
+		return PIPE_STOP;
 	}
 	pipe->off += (gsize)n;
 	pipe->len -= (gsize)n;
 	pipe->bytes += (guint64)n;
 	if (pipe->len == 0)
 		pipe->off = 0;
-	return TRUE;
+	return PIPE_GO_ON;
 }
 
-static gboolean
+static PipeStep
 pipe_read(ProxyPipe *pipe)
 {
 	g_autoptr(GError) error = NULL;
@@ -150,42 +180,40 @@ pipe_read(ProxyPipe *pipe)
 							    pipe->relay->proxy->buffer, NULL,
 							    &error);
 
-	if (n < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)) {
-		pipe_wait(pipe, FALSE);
-		return FALSE;
-	}
+	if (n < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+		return pipe_waits(pipe, FALSE);
 	if (n < 0) {
 		relay_finish(pipe->relay, error);
-		return FALSE;
+		return PIPE_STOP;
 	}
 	if (n == 0)
 		pipe->eof = TRUE;
 	pipe->len = (gsize)n;
-	return TRUE;
+	return PIPE_GO_ON;
 }
 
-static void
+/* TRUE when the pipe waits on the source that dispatched it. */
+static gboolean
 pipe_pump(ProxyPipe *pipe)
 {
 	guint rounds = 0;
 
 	for (;;) {
+		PipeStep step;
+
 		if (pipe->len > 0) {
-			if (!pipe_write(pipe))
-				return;
-			continue;
-		}
-		if (pipe->eof) {
+			step = pipe_write(pipe);
+		} else if (pipe->eof) {
 			pipe_end(pipe);
-			return;
-		}
-		if (rounds++ == PIPE_ROUNDS_PER_DISPATCH) {
+			return FALSE;
+		} else if (rounds++ == PIPE_ROUNDS_PER_DISPATCH) {
 			/* Level-triggered: fires again at once if there is more. */
-			pipe_wait(pipe, FALSE);
-			return;
+			return pipe_wait(pipe, FALSE);
+		} else {
+			step = pipe_read(pipe);
 		}
-		if (!pipe_read(pipe))
-			return;
+		if (step != PIPE_GO_ON)
+			return step == PIPE_WAIT_SAME;
 	}
 }
 

@@ -33,7 +33,10 @@ def main():
             else:
                 res[r["test"]] = (scalar(r.get("mbit_s")), scalar(r.get("system_cpu_s_per_mb")))
         runs[(m.group(1), int(m.group(2)))] = res
-    variants = sorted({v for v, _ in runs}, key=lambda v: (v != "cdc_ncm", v != "base", v))
+    variants = sorted({v for v, _ in runs},
+                      key=lambda v: (v != "cdc_ncm", v != "lwip", v != "base", v))
+    # AB_PATH=proxy runs the lwip path as well: the proxy's target is a ratio to it.
+    refs = ["lwip"] if "lwip" in variants else []
     rounds = sorted({r for _, r in runs})
     tests = sorted({t for res in runs.values() for t in res})
     print(f"{len(rounds)} rounds; medians over rounds; ratios are medians of same-round pairs")
@@ -43,7 +46,9 @@ def main():
         b_ratio = "p99 x base" if rtt else "cpu x base"
         print(f"\n{t}:")
         print(f"  {'variant':<12} {a_name:>7} {b_name:>9} {'x base':>7} {b_ratio:>10}"
-              f" {'x cdc':>6} {'p99 x cdc' if rtt else 'cpu x cdc':>9}  per-round {a_name}")
+              f" {'x cdc':>6} {'p99 x cdc' if rtt else 'cpu x cdc':>9}"
+              + "".join(f" {'x ' + ref:>7} {'cpu x ' + ref:>10}" for ref in refs)
+              + f"  per-round {a_name}")
         for v in variants:
             vals = [runs[(v, r)].get(t) for r in rounds if (v, r) in runs]
             vals = [x for x in vals if x and x[0] is not None]
@@ -63,7 +68,9 @@ def main():
             cpu = f"{statistics.median(cpus) * (1 if rtt else 1000):.{2 if rtt else 1}f}" if cpus else "-"
             per = " ".join(f"{x[0]:.{2 if rtt else 0}f}" for x in vals)
             print(f"  {v:<12} {mb:7.{2 if rtt else 0}f} {cpu:>9} {ratio('base', 0):>7} {ratio('base', 1):>10}"
-                  f" {ratio('cdc_ncm', 0):>6} {ratio('cdc_ncm', 1):>9}  {per}")
+                  f" {ratio('cdc_ncm', 0):>6} {ratio('cdc_ncm', 1):>9}"
+                  + "".join(f" {ratio(ref, 0):>7} {ratio(ref, 1):>10}" for ref in refs)
+                  + f"  {per}")
 
 
 if __name__ == "__main__":

@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/bench/ab.sh BASE_BUILD [NAME=BUILD...]: builds of libncm side by side in one VM boot.
 # BASE_BUILD's ncm-bench runs every variant; NAME=BUILD swaps in that build's
-# libncm and libncm-lwip (LD_LIBRARY_PATH) and, on the ncm-tun path, its
-# ncm-tun (exec=), so a variant is a build with other compile-time settings
-# (lwipopts.h) or other library or TAP code behind the same ABI.
-# AB_REPS, AB_SECS, AB_TESTS, AB_PATH (lwip or ncm-tun) pass through to
+# libncm and libncm-lwip (LD_LIBRARY_PATH) and, on the ncm-tun and proxy paths,
+# its ncm-tun or ncm-proxy (exec=), so a variant is a build with other
+# compile-time settings (lwipopts.h) or other library, TAP or relay code behind
+# the same ABI.
+# AB_REPS, AB_SECS, AB_TESTS, AB_PATH (lwip, ncm-tun or proxy) pass through to
 # tests/bench/guest-ab.sh; prints per-variant medians and ratios to base and to
 # cdc_ncm (tests/bench/ab-report.py). Take the VM lock around it.
 set -euo pipefail
@@ -18,7 +19,8 @@ for v in "$@"; do
 	n=${v%%=*} b=$(realpath "${v#*=}")
 	files+=(--file "$b/netstack/libncm-lwip.so.0:/opt/ab/$n/libncm-lwip.so.0"
 		--file "$b/libncm/libncm.so.0:/opt/ab/$n/libncm.so.0"
-		--file "$b/examples/ncm-tun/ncm-tun:/opt/ab/$n/ncm-tun")
+		--file "$b/examples/ncm-tun/ncm-tun:/opt/ab/$n/ncm-tun"
+		--file "$b/examples/ncm-proxy/ncm-proxy:/opt/ab/$n/ncm-proxy")
 	names+=("$n")
 done
 envs=(--env "AB_VARIANTS=$(IFS=,; echo "${names[*]-}")")
@@ -28,7 +30,7 @@ done
 rm -rf "$out"
 tests/vm/run-vm.sh --script tests/bench/guest-ab.sh --out "$out" --timeout 1500 "${envs[@]}" \
 	"${files[@]}" --bin "$base/examples/ncm-bench/ncm-bench" \
-	--bin "$base/examples/ncm-tun/ncm-tun" >"$out.log" 2>&1 || {
+	--bin "$base/examples/ncm-tun/ncm-tun" --bin "$base/examples/ncm-proxy/ncm-proxy" >"$out.log" 2>&1 || {
 	tail -30 "$out.log"
 	echo "ab: the VM run failed; log: $out.log" >&2
 	exit 1

@@ -5,7 +5,8 @@
 # libraries, copied in by tests/bench/ab.sh); "base" is the build on PATH. For
 # each of AB_REPS rounds, every variant (and cdc_ncm, for the ratio) runs
 # AB_TESTS once over AB_PATH, in an order that rotates per round so that no
-# variant always runs first. Results: $VM_OUT/ab-VARIANT-ROUND.json.
+# variant always runs first. On the proxy path base's lwip path runs too, as
+# the reference of the proxy's target. Results: $VM_OUT/ab-VARIANT-ROUND.json.
 set -eu
 . "$VM_LIB"
 
@@ -21,11 +22,16 @@ keeper=$!
 case ${AB_PATH:-lwip} in
 lwip) spec="lwip=$(peer_ip4),ipv4=192.168.77.3/24,dev=serial=$VM_SERIAL" ;;
 ncm-tun) spec="ncm-tun=$(peer_ip4),ipv4=192.168.77.4/24,dev=serial=$VM_SERIAL,name=$TUN" ;;
-*) fail "AB_PATH: lwip or ncm-tun" ;;
+proxy) spec="ncm-proxy=$(peer_ip4),ipv4=192.168.77.6/24,dev=serial=$VM_SERIAL" ;;
+*) fail "AB_PATH: lwip, ncm-tun or proxy" ;;
 esac
 
 rc=0
-variants="cdc_ncm base $(echo "${AB_VARIANTS:-}" | tr , ' ')"
+# The proxy's target is a ratio to the lwip path (same lwIP, same libncm): base's
+# lwip path runs in every round too.
+ref=
+[ "${AB_PATH:-lwip}" != proxy ] || ref=lwip
+variants="cdc_ncm $ref base $(echo "${AB_VARIANTS:-}" | tr , ' ')"
 round=1
 while [ "$round" -le "$REPS" ]; do
 	# rotate: round r starts at the r-th variant
@@ -41,10 +47,15 @@ while [ "$round" -le "$REPS" ]; do
 			wait_for "$VM_WAIT" "IPv4 path" ping -c 1 -W 1 "$(peer_ip4)" || fail "no IPv4 path over cdc_ncm"
 			ncm-bench --reps 1 --secs "$SECS" --tests "$TESTS" \
 				--path "cdc_ncm=$(peer_ip4)%$(host_netdev 0)" --json "$out.json" ;;
+		lwip) ncm-bench --reps 1 --secs "$SECS" --tests "$TESTS" \
+			--path "lwip=$(peer_ip4),ipv4=192.168.77.3/24,dev=serial=$VM_SERIAL" --json "$out.json" ;;
 		base) ncm-bench --reps 1 --secs "$SECS" --tests "$TESTS" --path "$spec" --json "$out.json" ;;
 		*)
 			vspec=$spec
-			[ "${AB_PATH:-lwip}" != ncm-tun ] || vspec="$spec,exec=/opt/ab/$v/ncm-tun"
+			case ${AB_PATH:-lwip} in
+			ncm-tun) vspec="$spec,exec=/opt/ab/$v/ncm-tun" ;;
+			proxy) vspec="$spec,exec=/opt/ab/$v/ncm-proxy" ;;
+			esac
 			LD_LIBRARY_PATH="/opt/ab/$v:${LD_LIBRARY_PATH:-}" ncm-bench --reps 1 --secs "$SECS" \
 				--tests "$TESTS" --path "$vspec" --json "$out.json" ;;
 		esac >"$out.txt" 2>"$out.log" || { rc=1; tail -5 "$out.log"; }
