@@ -79,7 +79,8 @@ typedef void (*TapGroWrite)(gpointer user_data, const TapVnetHdr *h, const guint
 
 /*
  * Device → kernel: consecutive in-order TCP segments of one flow, with the
- * same flags, ACK and options and valid checksums, become one super-packet
+ * same flags but PSH, the same ACK and options (a newer timestamp allowed)
+ * and valid checksums, become one super-packet
  * (gso_type TCPV4/TCPV6, NEEDS_CSUM with the pseudo-header sum in place, as
  * the kernel's own GRO output looks). Everything else passes through
  * untouched, in order; a segment whose checksum is wrong is passed on alone

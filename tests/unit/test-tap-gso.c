@@ -77,6 +77,8 @@ typedef struct {
 	guint16 win;
 	guint16 ipid;
 	guint optlen;     /* TCP options (NOPs + timestamp-like bytes) */
+	guint ts;         /* optlen 12 as a real timestamp: 1 NOP, NOP, TS; 2 TS, NOP, NOP */
+	guint32 tsval, tsecr;
 } Seg;
 
 /* Builds a checksummed TCP segment with @plen bytes of payload @pl; returns its length. */
@@ -120,6 +122,16 @@ build(guint8 *out, const Seg *s, const guint8 *pl, gsize plen)
 	wr16(tcp + 14, s->win);
 	for (guint i = 0; i < s->optlen; i++)
 		tcp[20 + i] = i < 2 ? 1 : (guint8)(0x40 + i);
+	if (s->ts) {
+		guint8 *o = tcp + 20 + (s->ts == 1 ? 2 : 0);
+
+		g_assert_cmpuint(s->optlen, ==, 12);
+		tcp[20] = tcp[21] = tcp[30] = tcp[31] = 1;
+		o[0] = 8;
+		o[1] = 10;
+		wr32(o + 2, s->tsval);
+		wr32(o + 6, s->tsecr);
+	}
 	memcpy(tcp + thl, pl, plen);
 	wr16(tcp + 16, (guint16)~ref_sum(tcp, thl + plen, ref_pseudo(ip, s->v6, thl + plen)));
 	return len;
@@ -518,13 +530,20 @@ test_gro_boundaries(void)
 	g_assert_cmpuint(rd16(out_data(&r, 1) + ETH + 20), ==, 99);
 	g_ptr_array_set_size(r.out, 0);
 
-	/* PSH ends a run with that segment in it. */
+	/* PSH does not end a run (a sender short of send buffer sets it on
+	 * every other segment): the super-packet carries it. */
+	s.flags = 0x18;
+	push_next(&r, &s, pl);
+	s.flags = 0x10;
 	push_next(&r, &s, pl);
 	s.flags = 0x18;
 	push_next(&r, &s, pl);
 	s.flags = 0x10;
+	push_next(&r, &s, pl);
+	g_assert_cmpuint(r.out->len, ==, 0);
+	tap_gro_flush(&r.g, record, r.out);
 	g_assert_cmpuint(r.out->len, ==, 1);
-	g_assert_cmpuint(out_at(&r, 0)->segs, ==, 2);
+	g_assert_cmpuint(out_at(&r, 0)->segs, ==, 4);
 	g_assert_cmpuint(out_data(&r, 0)[ETH + 20 + 13], ==, 0x18);
 	g_ptr_array_set_size(r.out, 0);
 
@@ -557,7 +576,62 @@ test_gro_boundaries(void)
 	tap_gro_flush(&r.g, record, r.out);
 	g_assert_cmpuint(r.out->len, ==, 3);
 	g_assert_cmpuint(g_bytes_get_size(out_at(&r, 1)->pkt), ==, 60);
-	g_assert_cmpuint(r.g.merged, ==, 2);
+	g_assert_cmpuint(r.g.merged, ==, 4);
+	rig_clear(&r);
+}
+
+/*
+ * Linux's timestamps (NOP, NOP, TS) may move forward inside a run, TSval
+ * and TSecr, across the 32-bit wrap: the run carries the newest. Going
+ * back, or another layout, ends it.
+ */
+static void
+test_gro_timestamps(void)
+{
+	const gsize plen = 4 * MSS;
+	g_autofree guint8 *pl = random_payload(plen);
+	Seg s = { .l3off = ETH, .sport = 5288, .dport = 41000, .seq = 77, .ack = 5, .flags = 0x10,
+		  .win = 100, .optlen = 12, .ts = 1, .tsval = 0xfffffffeu, .tsecr = 1000 };
+	Seg first = s;
+	const guint8 *p;
+	Rig r;
+
+	rig_init(&r);
+	for (guint i = 0; i < 4; i++) {
+		push_seg(&r, &s, pl + i * MSS, MSS);
+		s.seq += MSS;
+		s.tsval += 1;  /* ..., 0xffffffff, 0, 1 */
+		s.tsecr += i;
+	}
+	tap_gro_flush(&r.g, record, r.out);
+	g_assert_cmpuint(r.out->len, ==, 1);
+	assert_super(out_at(&r, 0), &first, 4, pl, plen);
+	p = out_data(&r, 0) + ETH + 20 + 20;
+	g_assert_cmpmem(p, 4, "\x01\x01\x08\x0a", 4);
+	g_assert_cmpuint(rd32(p + 4), ==, 1);
+	g_assert_cmpuint(rd32(p + 8), ==, 1003);
+	g_ptr_array_set_size(r.out, 0);
+
+	/* An older TSval, then an older TSecr: three runs. */
+	push_next(&r, &s, pl);
+	s.tsval -= 1;
+	push_next(&r, &s, pl);
+	s.tsecr -= 1;
+	push_next(&r, &s, pl);
+	tap_gro_flush(&r.g, record, r.out);
+	g_assert_cmpuint(r.out->len, ==, 3);
+	g_ptr_array_set_size(r.out, 0);
+
+	/* The timestamp first, NOPs after: merged only with identical options. */
+	s.ts = 2;
+	push_next(&r, &s, pl);
+	push_next(&r, &s, pl);
+	s.tsval += 1;
+	push_next(&r, &s, pl);
+	tap_gro_flush(&r.g, record, r.out);
+	g_assert_cmpuint(r.out->len, ==, 2);
+	g_assert_cmpuint(out_at(&r, 0)->segs, ==, 2);
+	assert_plain(out_at(&r, 1), 1);
 	rig_clear(&r);
 }
 
@@ -647,6 +721,7 @@ main(int argc, char **argv)
 	g_test_add_func("/tap-gso/gro/merge-v6", test_gro_merge_v6);
 	g_test_add_func("/tap-gso/gro/merge-tun", test_gro_merge_tun);
 	g_test_add_func("/tap-gso/gro/boundaries", test_gro_boundaries);
+	g_test_add_func("/tap-gso/gro/timestamps", test_gro_timestamps);
 	g_test_add_func("/tap-gso/gro/bad-checksum", test_gro_bad_checksum);
 	g_test_add_func("/tap-gso/gro/hostile", test_gro_hostile);
 	return g_test_run();
