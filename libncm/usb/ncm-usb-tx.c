@@ -5,16 +5,6 @@
 #include "ncm-usb-device.h"
 
 
-/*
- * By default at least 8 OUT transfers, and as many as hold 256 KiB (up to 16):
- * with f_ncm's 16 KiB NTBs a bulk sender then finds the pool full about a
- * quarter less often, and every time it does costs a sleep and a wake-up on
- * both threads (tests/bench/RESULTS.md, issue 15). Bytes in flight, not
- * transfers, are what delays a frame behind them, so larger NTBs get no more.
- */
-#define NCM_MIN_TX_TRANSFERS 8
-#define NCM_TX_BYTES_IN_FLIGHT (256u * 1024u)
-#define NCM_TX_TRANSFERS_AUTO_MAX 16
 #define NCM_DEFAULT_FLUSH_US 2000
 /* No OUT completion for this long while transfers are in flight: say so. */
 #define NCM_TX_STUCK_US (10 * G_USEC_PER_SEC)
@@ -65,8 +55,7 @@ ncm_device_tx_setup(NcmDevice *self, GError **error)
 
 	n->tx_transfers = self->options.tx_transfers
 				  ? self->options.tx_transfers
-				  : CLAMP(NCM_TX_BYTES_IN_FLIGHT / MAX(n->tx_ntb_size, 1u),
-					  NCM_MIN_TX_TRANSFERS, NCM_TX_TRANSFERS_AUTO_MAX);
+				  : ncm_ntb_sched_default_slots(n->tx_ntb_size);
 	n->tx_transfers = MIN(n->tx_transfers, NCM_MAX_TX_TRANSFERS);
 	if (!self->options.flush_timeout_us)
 		self->options.flush_timeout_us = NCM_DEFAULT_FLUSH_US;
