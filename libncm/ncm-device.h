@@ -20,7 +20,7 @@ typedef struct {
 	guint tx_ntb_size;           /* 0 = device maximum, capped at 65536 */
 	guint rx_transfers;          /* bulk-IN transfers in flight; 0 = by USB speed,
 	                              * fewer if their buffers would pass 4 MiB */
-	guint tx_transfers;          /* bulk-OUT transfers in flight; 0 = 8 */
+	guint tx_transfers;          /* bulk-OUT transfers in flight; 0 = 8, or up to 16 for 256 KiB */
 	guint64 pace_bytes_per_sec;  /* TX pacing cap, 0 = off */
 	guint flush_timeout_us;      /* last-resort flush of an open NTB; 0 = 2000 */
 	gboolean switch_config;      /* allow SET_CONFIGURATION when the function is inactive */

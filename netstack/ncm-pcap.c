@@ -103,10 +103,16 @@ ncm_pcap_open(const gchar *path, guint64 max_bytes, GError **error)
 }
 
 void
-ncm_pcap_write(NcmPcap *pcap, const guint8 *frame, gsize len)
+ncm_pcap_writev(NcmPcap *pcap, const GOutputVector *v, guint n)
 {
 	gint64 now = g_get_real_time();
-	guint32 caplen = (guint32)MIN(len, PCAP_SNAPLEN);
+	gsize len = 0, left;
+	guint32 caplen;
+	gboolean ok = TRUE;
+
+	for (guint i = 0; i < n; i++)
+		len += v[i].size;
+	caplen = (guint32)MIN(len, PCAP_SNAPLEN);
 	guint32 rec[4] = { (guint32)(now / G_USEC_PER_SEC), (guint32)(now % G_USEC_PER_SEC),
 			   caplen, (guint32)len };
 
@@ -117,18 +123,35 @@ ncm_pcap_write(NcmPcap *pcap, const guint8 *frame, gsize len)
 		if (pcap->over_max++ == 0)
 			g_message("pcap: the file reached its size cap (%" G_GUINT64_FORMAT
 				  " bytes); later records are left out", pcap->max_bytes);
-	} else if (fwrite(rec, sizeof(rec), 1, pcap->file) != 1 ||
-		   fwrite(frame, 1, caplen, pcap->file) != caplen) {
-		/* A torn record would corrupt everything after it: stop here. */
-		g_warning("pcap: write failed (%s); capture stopped", g_strerror(errno));
-		fclose(pcap->file);
-		pcap->file = NULL;
-		pcap->lost++;
 	} else {
-		pcap->records++;
-		pcap->bytes += sizeof(rec) + caplen;
+		ok = fwrite(rec, sizeof(rec), 1, pcap->file) == 1;
+		left = caplen;
+		for (guint i = 0; ok && i < n && left; i++) {
+			gsize part = MIN(v[i].size, left);
+
+			ok = fwrite(v[i].buffer, 1, part, pcap->file) == part;
+			left -= part;
+		}
+		if (!ok) {
+			/* A torn record would corrupt everything after it: stop here. */
+			g_warning("pcap: write failed (%s); capture stopped", g_strerror(errno));
+			fclose(pcap->file);
+			pcap->file = NULL;
+			pcap->lost++;
+		} else {
+			pcap->records++;
+			pcap->bytes += sizeof(rec) + caplen;
+		}
 	}
 	pthread_mutex_unlock(&pcap->lock);
+}
+
+void
+ncm_pcap_write(NcmPcap *pcap, const guint8 *frame, gsize len)
+{
+	GOutputVector v = { frame, len };
+
+	ncm_pcap_writev(pcap, &v, 1);
 }
 
 static void

@@ -2,7 +2,7 @@
 /* ncm-pcap.h: a classic pcap writer (LINKTYPE_ETHERNET) safe to call from several data threads. */
 #pragma once
 
-#include <glib.h>
+#include <gio/gio.h>
 
 G_BEGIN_DECLS
 
@@ -21,6 +21,8 @@ NcmPcap *ncm_pcap_open(const gchar *path, guint64 max_bytes, GError **error);
  * than failing the data path. Thread: any.
  */
 void ncm_pcap_write(NcmPcap *pcap, const guint8 *frame, gsize len);
+/* The same for a frame in pieces (a segment's headers and its payload). */
+void ncm_pcap_writev(NcmPcap *pcap, const GOutputVector *v, guint n);
 
 /* Pushes buffered records to the file now. Thread: any. */
 void ncm_pcap_flush(NcmPcap *pcap);

@@ -5,6 +5,19 @@
 #include "ncm-ntb-sched.h"
 
 #define USEC_PER_SEC 1000000
+#define DEFAULT_BYTES_IN_FLIGHT (256u * 1024u)
+#define DEFAULT_MIN_SLOTS 8u
+#define DEFAULT_MAX_SLOTS 16u
+
+unsigned
+ncm_ntb_sched_default_slots(size_t ntb_size)
+{
+	size_t n = ntb_size ? DEFAULT_BYTES_IN_FLIGHT / ntb_size : DEFAULT_MAX_SLOTS;
+
+	if (n < DEFAULT_MIN_SLOTS)
+		return DEFAULT_MIN_SLOTS;
+	return n > DEFAULT_MAX_SLOTS ? DEFAULT_MAX_SLOTS : (unsigned)n;
+}
 
 void
 ncm_ntb_sched_init(NcmNtbSched *s, unsigned n_slots, size_t ntb_size, int64_t flush_us,

@@ -22,6 +22,16 @@
 
 #define NCM_NTB_SCHED_MAX_SLOTS 64
 
+/*
+ * The pool's default size for NTBs of @ntb_size bytes: as many as hold
+ * 256 KiB, at least 8 and at most 16. A bulk sender that finds the pool full
+ * sleeps and is woken again, which costs syscalls and context switches on
+ * two threads; 16 of f_ncm's 16 KiB NTBs cut those per MB by about a quarter
+ * against 8 (tests/bench/RESULTS.md, issue 15). Bytes in flight, not slots,
+ * are what delays a frame queued behind them, so larger NTBs get no more.
+ */
+unsigned ncm_ntb_sched_default_slots(size_t ntb_size);
+
 typedef struct {
 	unsigned n_slots;
 	unsigned free[NCM_NTB_SCHED_MAX_SLOTS];   /* stack of free slot indices */

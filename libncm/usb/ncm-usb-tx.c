@@ -5,7 +5,6 @@
 #include "ncm-usb-device.h"
 
 
-#define NCM_DEFAULT_TX_TRANSFERS 8
 #define NCM_DEFAULT_FLUSH_US 2000
 /* No OUT completion for this long while transfers are in flight: say so. */
 #define NCM_TX_STUCK_US (10 * G_USEC_PER_SEC)
@@ -54,8 +53,9 @@ ncm_device_tx_setup(NcmDevice *self, GError **error)
 		.ndp_first = self->options.ndp_first,
 	};
 
-	n->tx_transfers = self->options.tx_transfers ? self->options.tx_transfers
-						      : NCM_DEFAULT_TX_TRANSFERS;
+	n->tx_transfers = self->options.tx_transfers
+				  ? self->options.tx_transfers
+				  : ncm_ntb_sched_default_slots(n->tx_ntb_size);
 	n->tx_transfers = MIN(n->tx_transfers, NCM_MAX_TX_TRANSFERS);
 	if (!self->options.flush_timeout_us)
 		self->options.flush_timeout_us = NCM_DEFAULT_FLUSH_US;
@@ -164,7 +164,15 @@ open_ntb_locked(NcmDevice *self)
 	slot->bytes = 0;
 	ncm_ntb_packer_reset(&self->packer, slot->buf, self->tx_sequence++);
 	ncm_ack_reset(&self->tx_acks);
-	ncm_context_wake(self->context, now + self->options.flush_timeout_us);
+	/*
+	 * The flush timer needs the event thread to know this NTB's deadline.
+	 * With transfers in flight it will look at its timers again at their
+	 * completion anyway, and this NTB cannot reach the device before them:
+	 * no need to interrupt it, which per NTB was a syscall here and a wake-up
+	 * there (issue 15).
+	 */
+	if (ncm_ntb_sched_in_flight(&self->sched) == 0)
+		ncm_context_wake(self->context, now + self->options.flush_timeout_us);
 	return TRUE;
 }
 

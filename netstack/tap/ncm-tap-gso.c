@@ -183,7 +183,7 @@ tap_gso_segment(const TapVnetHdr *h, guint l3off, guint8 *pkt, gsize len, guint8
 		put_be16(pkt + l3off + 4, (guint16)(len - l3off - 40));
 	else
 		return TAP_GSO_INVALID;
-	if (!parse_tcp(l3off, pkt, len, &t) || mss == 0 || scratch_size < t.hdr + mss)
+	if (!parse_tcp(l3off, pkt, len, &t) || mss == 0 || scratch_size < t.hdr)
 		return TAP_GSO_INVALID;
 
 	seq = ncm_be32_at(pkt, len, t.l4off + 4);
@@ -193,10 +193,11 @@ tap_gso_segment(const TapVnetHdr *h, guint l3off, guint8 *pkt, gsize len, guint8
 	for (gsize i = 0; i < nsegs; i++) {
 		gsize off = i * mss, seg = MIN(mss, t.payload - off), tcp_len = t.thl + seg;
 		guint8 *ip = scratch + l3off, *tcp = scratch + t.l4off;
+		const guint8 *payload = pkt + t.hdr + off;
 		guint8 f = flags;
+		guint32 sum;
 
 		memcpy(scratch, pkt, t.hdr);
-		memcpy(scratch + t.hdr, pkt + t.hdr + off, seg);
 		put_be32(tcp + 4, seq + (guint32)off);
 		if (i + 1 < nsegs)
 			f &= (guint8)~(TCP_FIN | TCP_PSH);
@@ -208,9 +209,11 @@ tap_gso_segment(const TapVnetHdr *h, guint l3off, guint8 *pkt, gsize len, guint8
 		else
 			ipv4_fix(ip, t.l4off - l3off, t.l4off - l3off + tcp_len, (guint16)(id + i));
 		put_be16(tcp + 16, 0);
-		put_be16(tcp + 16, (guint16)~tap_csum_fold(tap_csum_add(pseudo_sum(&t, scratch, tcp_len),
-									 tcp, tcp_len)));
-		if (!emit(user_data, scratch, t.hdr + seg))
+		/* The header's length is a multiple of 4: the payload's sum continues it. */
+		sum = tap_csum_add(pseudo_sum(&t, scratch, tcp_len), tcp, t.thl);
+		sum = tap_csum_add(sum, payload, seg);
+		put_be16(tcp + 16, (guint16)~tap_csum_fold(sum));
+		if (!emit(user_data, scratch, t.hdr, payload, seg))
 			return TAP_GSO_STOPPED;
 	}
 	return TAP_GSO_OK;

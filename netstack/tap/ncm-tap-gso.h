@@ -50,8 +50,13 @@ guint16 tap_csum_fold(guint32 sum);
  */
 gboolean tap_gso_fill_csum(const TapVnetHdr *h, guint8 *pkt, gsize len);
 
-/* One finished frame; FALSE stops the segmentation (the link is gone, the reader must stop). */
-typedef gboolean (*TapGsoEmit)(gpointer user_data, const guint8 *frame, gsize len);
+/*
+ * One finished frame in two pieces, its headers and its payload (which
+ * points into the TSO packet: segments are never copied whole); FALSE stops
+ * the segmentation (the link is gone, the reader must stop).
+ */
+typedef gboolean (*TapGsoEmit)(gpointer user_data, const guint8 *hdr, gsize hdr_len,
+			       const guint8 *payload, gsize payload_len);
 
 typedef enum {
 	TAP_GSO_OK,
@@ -63,7 +68,8 @@ typedef enum {
  * Kernel → device, a TSO packet (gso_type TCPV4/TCPV6): emits one frame per
  * gso_size bytes of payload, with its own IP length (and IPv4 ID and header
  * checksum), sequence number, flags (FIN and PSH on the last, CWR on the
- * first) and full TCP checksum. @scratch must hold hdr + gso_size bytes.
+ * first) and full TCP checksum. @scratch holds each segment's headers
+ * (Ethernet, IP and TCP: up to 134 bytes).
  * Rewrites @pkt's IP length field first (the kernel's may be stale).
  */
 TapGsoResult tap_gso_segment(const TapVnetHdr *h, guint l3off, guint8 *pkt, gsize len,

@@ -20,6 +20,8 @@
 
 /* Larger than any frame the kernel hands a TAP (64 KiB MTU + Ethernet + VLAN). */
 #define TAP_READ_BUF (65536 + 32)
+/* A segment's headers: Ethernet, IP with options or IPv6, TCP with options. */
+#define TAP_SEG_HDR_MAX (NCM_ETH_HLEN + 60 + 60)
 
 #ifndef TUNSETCARRIER
 #define TUNSETCARRIER _IOW('T', 226, int)
@@ -45,7 +47,7 @@ struct _NcmTap {
 	gboolean vnet;    /* IFF_VNET_HDR: every packet on the fd has a TapVnetHdr */
 	TapGro gro;       /* device → kernel coalescing (vnet only); the data thread's */
 	TapVnetHdr rd_hdr;  /* the header of the packet in buf (reader thread) */
-	guint8 *seg_buf;  /* one segment of a TSO packet (reader thread, vnet only) */
+	guint8 *seg_buf;  /* the headers of a TSO packet's segment (reader thread, vnet only) */
 	TapQueue txq;     /* read while the link was full (reader thread; ncm-tap-queue.h) */
 	gboolean unflushed;  /* frames went to the link since its last flush (reader thread) */
 	GMainContext *owner;  /* the thread-default context at open: gone_func runs there */
@@ -159,20 +161,22 @@ wait_readable(NcmTap *tap, int fd)
 	}
 }
 
-/* One attempt to hand a frame to the link, counted. */
+/* One attempt to hand a frame of @n pieces to the link, counted. */
 static NcmSendResult
-try_send(NcmTap *tap, const guint8 *frame, gsize len)
+try_sendv(NcmTap *tap, const GOutputVector *v, guint n)
 {
-	GOutputVector v = { frame, len };
-	NcmSendResult r = ncm_link_sendv(tap->link, &v, 1);
+	NcmSendResult r = ncm_link_sendv(tap->link, v, n);
+	gsize len = 0;
 
 	switch (r) {
 	case NCM_SEND_OK:
+		for (guint i = 0; i < n; i++)
+			len += v[i].size;
 		STAT_ADD(tap, tx_frames, 1);
 		STAT_ADD(tap, tx_bytes, len);
 		tap->unflushed = TRUE;
 		if (tap->pcap)
-			ncm_pcap_write(tap->pcap, frame, len);
+			ncm_pcap_writev(tap->pcap, v, n);
 		break;
 	case NCM_SEND_WOULD_BLOCK:
 		break;
@@ -185,6 +189,14 @@ try_send(NcmTap *tap, const guint8 *frame, gsize len)
 		break;
 	}
 	return r;
+}
+
+static NcmSendResult
+try_send(NcmTap *tap, const guint8 *frame, gsize len)
+{
+	GOutputVector v = { frame, len };
+
+	return try_sendv(tap, &v, 1);
 }
 
 /* Queued ACKs into the link, oldest first; FALSE when it is full again (the rest wait). */
@@ -228,14 +240,22 @@ wait_writable(NcmTap *tap)
 	}
 }
 
-/* One frame into the link; the frame is kept across NCM_SEND_WOULD_BLOCK. */
+/* One frame of @n pieces into the link; it is kept across NCM_SEND_WOULD_BLOCK. */
 static gboolean
-send_frame(NcmTap *tap, const guint8 *frame, gsize len)
+send_framev(NcmTap *tap, const GOutputVector *v, guint n)
 {
-	while (try_send(tap, frame, len) == NCM_SEND_WOULD_BLOCK)
+	while (try_sendv(tap, v, n) == NCM_SEND_WOULD_BLOCK)
 		if (!wait_writable(tap))
 			return FALSE;
 	return TRUE;
+}
+
+static gboolean
+send_frame(NcmTap *tap, const guint8 *frame, gsize len)
+{
+	GOutputVector v = { frame, len };
+
+	return send_framev(tap, &v, 1);
 }
 
 #define READ_ERROR (-1)
@@ -341,10 +361,14 @@ read_frame(NcmTap *tap, TapVnetHdr *hdr, guint8 *buf)
 	return (gssize)(n + (ssize_t)head);
 }
 
+/* A segment goes into the NTB from the TSO packet itself: no copy of its own. */
 static gboolean
-segment_emit(gpointer user_data, const guint8 *frame, gsize len)
+segment_emit(gpointer user_data, const guint8 *hdr, gsize hdr_len, const guint8 *payload,
+	     gsize payload_len)
 {
-	return send_frame(user_data, frame, len);
+	GOutputVector v[2] = { { hdr, hdr_len }, { payload, payload_len } };
+
+	return send_framev(user_data, v, payload_len ? 2 : 1);
 }
 
 /* One packet into the link: a TSO packet as frames of its gso_size. FALSE when the reader must stop. */
@@ -353,7 +377,7 @@ send_packet(NcmTap *tap, const TapVnetHdr *h, guint8 *buf, gsize len)
 {
 	if (!tap->vnet || h->gso_type == TAP_VNET_GSO_NONE)
 		return send_frame(tap, buf, len);
-	switch (tap_gso_segment(h, NCM_ETH_HLEN, buf, len, tap->seg_buf, NCM_ETH_HLEN + TAP_READ_BUF,
+	switch (tap_gso_segment(h, NCM_ETH_HLEN, buf, len, tap->seg_buf, TAP_SEG_HDR_MAX,
 				segment_emit, tap)) {
 	case TAP_GSO_OK:
 		STAT_ADD(tap, tx_gso_packets, 1);
@@ -508,7 +532,7 @@ tap_new(int fd, NcmTapMode mode, const gchar *name, gboolean vnet)
 	tap_queue_init(&tap->txq, TAP_QUEUE_DEFAULT_LIMIT);
 	if (vnet) {
 		tap_gro_init(&tap->gro);
-		tap->seg_buf = g_malloc(NCM_ETH_HLEN + TAP_READ_BUF);
+		tap->seg_buf = g_malloc(TAP_SEG_HDR_MAX);
 	}
 	return tap;
 }

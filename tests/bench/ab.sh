@@ -9,6 +9,9 @@
 # AB_REPS, AB_SECS, AB_TESTS, AB_PATH (lwip, ncm-tun or proxy) pass through to
 # tests/bench/guest-ab.sh; prints per-variant medians and ratios to base and to
 # cdc_ncm (tests/bench/ab-report.py). Take the VM lock around it.
+# AB_COUNT=1 (and COUNT_SYSCALLS=1) also counts, with the guest's perf, the
+# syscalls, context switches and wake-ups of each run and reports them per MB
+# (tests/bench/count-report.py): work units that the host's load does not move.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 base=$(realpath "$1")
@@ -24,9 +27,13 @@ for v in "$@"; do
 	names+=("$n")
 done
 envs=(--env "AB_VARIANTS=$(IFS=,; echo "${names[*]-}")")
-for v in AB_REPS AB_SECS AB_TESTS AB_PATH; do
+for v in AB_REPS AB_SECS AB_TESTS AB_PATH AB_COUNT COUNT_SYSCALLS; do
 	[ -z "${!v:-}" ] || envs+=(--env "$v=${!v}")
 done
+if [ -n "${AB_COUNT:-}" ]; then
+	command -v perf >/dev/null || { echo "ab: AB_COUNT needs perf (apt-get install linux-perf)" >&2; exit 1; }
+	files+=(--bin "$(command -v perf)")
+fi
 rm -rf "$out"
 tests/vm/run-vm.sh --script tests/bench/guest-ab.sh --out "$out" --timeout 1500 "${envs[@]}" \
 	"${files[@]}" --bin "$base/examples/ncm-bench/ncm-bench" \
@@ -36,3 +43,4 @@ tests/vm/run-vm.sh --script tests/bench/guest-ab.sh --out "$out" --timeout 1500 
 	exit 1
 }
 python3 tests/bench/ab-report.py "$out"
+[ -z "${AB_COUNT:-}" ] || python3 tests/bench/count-report.py "$out" "${AB_SECS:-5}"

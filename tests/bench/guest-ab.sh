@@ -7,6 +7,10 @@
 # AB_TESTS once over AB_PATH, in an order that rotates per round so that no
 # variant always runs first. On the proxy path base's lwip path runs too, as
 # the reference of the proxy's target. Results: $VM_OUT/ab-VARIANT-ROUND.json.
+# AB_COUNT=1: each run under a system-wide `perf stat` of tracepoints (syscalls
+# entered, context switches, wake-ups, softirqs; COUNT_SYSCALLS=1 adds the data
+# path's syscalls one by one) into $VM_OUT/ab-VARIANT-ROUND.stat: counts that do
+# not depend on how much CPU the host gives the VM (tests/bench/count-report.py).
 set -eu
 . "$VM_LIB"
 
@@ -14,6 +18,27 @@ TUN=ncmbench0
 SECS=${AB_SECS:-5}
 REPS=${AB_REPS:-3}
 TESTS=${AB_TESTS:-tcp_down,tcp_up,tcp_bidir}
+
+EVENTS=raw_syscalls:sys_enter,sched:sched_switch,sched:sched_wakeup,irq:softirq_entry
+[ -z "${COUNT_SYSCALLS:-}" ] || for s in ioctl poll ppoll read readv write writev futex; do
+	EVENTS=$EVENTS,syscalls:sys_enter_$s
+done
+if [ -n "${AB_COUNT:-}" ]; then
+	# perf finds tracepoints through tracefs, which the guest does not mount itself.
+	[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null ||
+		mount -t debugfs nodev /sys/kernel/debug || true
+fi
+
+# run OUT COMMAND...: COMMAND, under perf stat into OUT.stat with AB_COUNT.
+run() {
+	local out=$1
+	shift
+	if [ -n "${AB_COUNT:-}" ]; then
+		perf stat -a -x, -o "$out.stat" -e "$EVENTS" -- "$@"
+	else
+		"$@"
+	fi
+}
 
 bench_setup
 carrier_keeper "$TUN" &
@@ -45,19 +70,20 @@ while [ "$round" -le "$REPS" ]; do
 			host_use_kernel
 			host_addr_setup 0
 			wait_for "$VM_WAIT" "IPv4 path" ping -c 1 -W 1 "$(peer_ip4)" || fail "no IPv4 path over cdc_ncm"
-			ncm-bench --reps 1 --secs "$SECS" --tests "$TESTS" \
+			run "$out" ncm-bench --reps 1 --secs "$SECS" --tests "$TESTS" \
 				--path "cdc_ncm=$(peer_ip4)%$(host_netdev 0)" --json "$out.json" ;;
-		lwip) ncm-bench --reps 1 --secs "$SECS" --tests "$TESTS" \
+		lwip) run "$out" ncm-bench --reps 1 --secs "$SECS" --tests "$TESTS" \
 			--path "lwip=$(peer_ip4),ipv4=192.168.77.3/24,dev=serial=$VM_SERIAL" --json "$out.json" ;;
-		base) ncm-bench --reps 1 --secs "$SECS" --tests "$TESTS" --path "$spec" --json "$out.json" ;;
+		base) run "$out" ncm-bench --reps 1 --secs "$SECS" --tests "$TESTS" --path "$spec" \
+				--json "$out.json" ;;
 		*)
 			vspec=$spec
 			case ${AB_PATH:-lwip} in
 			ncm-tun) vspec="$spec,exec=/opt/ab/$v/ncm-tun" ;;
 			proxy) vspec="$spec,exec=/opt/ab/$v/ncm-proxy" ;;
 			esac
-			LD_LIBRARY_PATH="/opt/ab/$v:${LD_LIBRARY_PATH:-}" ncm-bench --reps 1 --secs "$SECS" \
-				--tests "$TESTS" --path "$vspec" --json "$out.json" ;;
+			run "$out" env LD_LIBRARY_PATH="/opt/ab/$v:${LD_LIBRARY_PATH:-}" ncm-bench --reps 1 \
+				--secs "$SECS" --tests "$TESTS" --path "$vspec" --json "$out.json" ;;
 		esac >"$out.txt" 2>"$out.log" || { rc=1; tail -5 "$out.log"; }
 	done
 	round=$((round + 1))

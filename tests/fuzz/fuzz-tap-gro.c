@@ -25,16 +25,20 @@ wr16(guint8 *p, guint v)
 }
 
 static gboolean
-count_segment(gpointer user_data, const guint8 *frame, gsize len)
+count_segment(gpointer user_data, const guint8 *hdr, gsize hdr_len, const guint8 *payload,
+	      gsize payload_len)
 {
 	guint l3off = GPOINTER_TO_UINT(user_data);
-	gboolean v6 = (frame[l3off] >> 4) == 6;
+	gboolean v6 = (hdr[l3off] >> 4) == 6;
 	guint l4 = l3off + (v6 ? 40 : 20);
-	guint32 pseudo = tap_csum_add(6 + (guint32)(len - l4), frame + l3off + (v6 ? 8 : 12),
-				      v6 ? 32 : 8);
+	guint32 pseudo = tap_csum_add(6 + (guint32)(hdr_len + payload_len - l4),
+				      hdr + l3off + (v6 ? 8 : 12), v6 ? 32 : 8);
 
-	/* Every frame cut from a coalesced packet is a valid segment again. */
-	FUZZ_CHECK(tap_csum_fold(tap_csum_add(pseudo, frame + l4, len - l4)) == 0xffff);
+	/* Every frame cut from a coalesced packet is a valid segment again
+	 * (the TCP header's length is a multiple of 4: the payload's sum continues it). */
+	FUZZ_CHECK(hdr_len >= l4 + 20 && (hdr_len - l4) % 4 == 0);
+	FUZZ_CHECK(tap_csum_fold(tap_csum_add(tap_csum_add(pseudo, hdr + l4, hdr_len - l4), payload,
+					      payload_len)) == 0xffff);
 	written++;
 	return TRUE;
 }

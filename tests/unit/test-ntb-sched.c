@@ -155,6 +155,19 @@ test_pacing_long_idle(void)
 	g_assert_cmpint(s.tokens, ==, (gint64)(pace / 200) - NTB);
 }
 
+/* 256 KiB in flight: 16 of f_ncm's 16 KiB NTBs, never fewer than 8, never more than 16. */
+static void
+test_default_slots(void)
+{
+	g_assert_cmpuint(ncm_ntb_sched_default_slots(NTB), ==, 16);
+	g_assert_cmpuint(ncm_ntb_sched_default_slots(2048), ==, 16);
+	g_assert_cmpuint(ncm_ntb_sched_default_slots(0), ==, 16);
+	g_assert_cmpuint(ncm_ntb_sched_default_slots(24576), ==, 10);
+	g_assert_cmpuint(ncm_ntb_sched_default_slots(32768), ==, 8);
+	g_assert_cmpuint(ncm_ntb_sched_default_slots(65536), ==, 8);
+	g_assert_cmpuint(ncm_ntb_sched_default_slots(1u << 20), ==, 8);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -164,5 +177,6 @@ main(int argc, char **argv)
 	g_test_add_func("/ntb-sched/pacing", test_pacing);
 	g_test_add_func("/ntb-sched/pacing-long-idle", test_pacing_long_idle);
 	g_test_add_func("/ntb-sched/cancel", test_cancel);
+	g_test_add_func("/ntb-sched/default-slots", test_default_slots);
 	return g_test_run();
 }

@@ -1340,6 +1340,39 @@ test_pcap_max(void)
 	rmdir(dir);
 }
 
+/* A frame in pieces (a TSO segment's headers and payload) is one record, the pieces in order. */
+static void
+test_pcap_writev(void)
+{
+	g_autoptr(GError) error = NULL;
+	g_autofree gchar *dir = g_dir_make_tmp("test-pcap-XXXXXX", &error);
+	g_autofree gchar *path = g_build_filename(dir, "pieces.pcap", NULL);
+	g_autoptr(GPtrArray) frames = NULL;
+	guint8 hdr[54], payload[1448], whole[sizeof(hdr) + sizeof(payload)];
+	GOutputVector v[2] = { { hdr, sizeof(hdr) }, { payload, sizeof(payload) } };
+	NcmPcap *pcap;
+
+	g_assert_no_error(error);
+	for (gsize i = 0; i < sizeof(whole); i++)
+		whole[i] = (guint8)(i * 7 + 1);
+	memcpy(hdr, whole, sizeof(hdr));
+	memcpy(payload, whole + sizeof(hdr), sizeof(payload));
+	pcap = ncm_pcap_open(path, 0, &error);
+	g_assert_no_error(error);
+	ncm_pcap_writev(pcap, v, 2);
+	ncm_pcap_writev(pcap, v, 1);
+	g_assert_cmpuint(ncm_pcap_get_records(pcap), ==, 2);
+	ncm_pcap_close(pcap);
+	frames = pcap_read(path);
+	g_assert_cmpuint(frames->len, ==, 2);
+	g_assert_cmpmem(g_bytes_get_data(frames->pdata[0], NULL), g_bytes_get_size(frames->pdata[0]),
+			whole, sizeof(whole));
+	g_assert_cmpmem(g_bytes_get_data(frames->pdata[1], NULL), g_bytes_get_size(frames->pdata[1]),
+			hdr, sizeof(hdr));
+	unlink(path);
+	rmdir(dir);
+}
+
 /* A private network namespace keeps 192.168.79.0/24 and fd79::/64 off the host. */
 static void
 enter_netns(void)
@@ -1474,6 +1507,7 @@ main(int argc, char **argv)
 	g_test_add_func("/tap/pcap/open-error", test_pcap_open_error);
 	g_test_add_func("/tap/pcap/refuses-existing", test_pcap_refuses_existing);
 	g_test_add_func("/tap/pcap/max", test_pcap_max);
+	g_test_add_func("/tap/pcap/writev", test_pcap_writev);
 	g_test_add_func("/tap/user-errors", test_user_errors);
 	return g_test_run();
 }
