@@ -91,8 +91,11 @@ ncm_device_fault_rx(NcmDevice *self, guint8 *buf, gsize len, NcmParseFunc parse)
 int
 ncm_device_fault_submit(NcmDevice *self, struct libusb_transfer *xfer)
 {
-	guint pipe = xfer == self->intr ? FAULT_RESUBMIT_INTR
-		     : xfer->endpoint == self->info->bulk_in_ep ? FAULT_RESUBMIT_RX
+	/* By endpoint, not by self->intr: the owner's thread sets that while RX
+	 * completions already run here. */
+	const NcmFunctionInfo *info = self->info;
+	guint pipe = info->intr_ep && xfer->endpoint == info->intr_ep ? FAULT_RESUBMIT_INTR
+		     : xfer->endpoint == info->bulk_in_ep ? FAULT_RESUBMIT_RX
 		     : FAULT_RESUBMIT_NONE;
 
 	if (pipe == FAULT_RESUBMIT_NONE || pipe != self->fault_resubmit ||

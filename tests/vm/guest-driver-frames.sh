@@ -41,7 +41,9 @@ after=$(peer_run cat "/sys/class/net/$ifn/statistics/rx_packets")
 got=$((after - before))
 echo "peer counted $got frames for $count sent (plus ARP)"
 check "peer received all $count frames" [ "$got" -ge "$count" ]
-check "peer received no more than sent + ARP" [ "$got" -le $((count + 20)) ]
+# ARP, and at most one tail nudge (32 ARP requests) when the stream's end
+# finds the last NTB held; more would be duplicated frames.
+check "peer received no more than sent + ARP" [ "$got" -le $((count + 20 + 32)) ]
 
 # RX: the peer's Linux stack sends; libncm must see each datagram once.
 peer_run $IP neigh replace "$(host_ip4)" lladdr "$VM_HOST_MAC" dev "$ifn" nud permanent

@@ -1078,7 +1078,9 @@ cmd_unplug(Test *t)
  * through sink.writable, then a bulk-IN and an interrupt completion whose
  * resubmission fails (NCM_TEST_FAIL_RESUBMIT: the device gone in between).
  */
-#define LANDED_WAKES 200
+/* Enough to cross every TX completion path many times; under TSan one
+ * takes 70-150 ms, and the phase must end well inside -t. */
+#define LANDED_WAKES 50
 
 static gboolean
 landed_tx(Test *t)
