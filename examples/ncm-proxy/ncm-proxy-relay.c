@@ -8,15 +8,15 @@
  * Each direction is a pipe with one buffer of proxy->buffer bytes: read
  * into it only when it is empty, write it out, read again. From lwIP to a
  * socket there is no buffer: the pipe splices (lwIP's received pbufs go
- * into the socket in one writev), at most proxy->buffer bytes a call, and
- * what the socket does not take stays in lwIP, whose window stays shut
- * for it (the download's copy into the buffer cost CPU per byte). A pipe waits on
- * exactly one thing at a time (its input readable, or its output
+ * into the socket in one writev, at most proxy->buffer bytes a call), and
+ * what the socket does not take stays in lwIP, whose window stays shut for
+ * it: the copy into a buffer cost the download CPU per byte. A pipe waits
+ * on exactly one thing at a time (its input readable, or its output
  * writable), so a slow reader on one side stops only its own pipe's
- * reading: what one connection holds is bounded by its two buffers (plus
- * what the kernel and lwIP queue for it), and nothing it does blocks the
- * main loop. Both streams are pollable: kernel sockets poll their fd,
- * lwIP streams wake the main context when their state changes.
+ * reading: what one connection holds is bounded by its buffer (plus what
+ * the kernel and lwIP queue for it), and nothing it does blocks the main
+ * loop. Both streams are pollable: kernel sockets poll their fd, lwIP
+ * streams wake the main context when their state changes.
  */
 
 /* One dispatch moves at most this many buffers, so that a fast connection
