@@ -6,13 +6,17 @@
 
 /*
  * Each direction is a pipe with one buffer of proxy->buffer bytes: read
- * into it only when it is empty, write it out, read again. A pipe waits on
- * exactly one thing at a time (its input readable, or its output
+ * into it only when it is empty, write it out, read again. From lwIP to a
+ * socket there is no buffer: the pipe splices (lwIP's received pbufs go
+ * into the socket in one writev, at most proxy->buffer bytes a call), and
+ * what the socket does not take stays in lwIP, whose window stays shut for
+ * it: the copy into a buffer cost the download CPU per byte. A pipe waits
+ * on exactly one thing at a time (its input readable, or its output
  * writable), so a slow reader on one side stops only its own pipe's
- * reading: what one connection holds is bounded by its two buffers (plus
- * what the kernel and lwIP queue for it), and nothing it does blocks the
- * main loop. Both streams are pollable: kernel sockets poll their fd,
- * lwIP streams wake the main context when their state changes.
+ * reading: what one connection holds is bounded by its buffer (plus what
+ * the kernel and lwIP queue for it), and nothing it does blocks the main
+ * loop. Both streams are pollable: kernel sockets poll their fd, lwIP
+ * streams wake the main context when their state changes.
  */
 
 /* One dispatch moves at most this many buffers, so that a fast connection
@@ -26,6 +30,7 @@ struct _ProxyPipe {
 	GIOStream *to;                /* whose output we write (for the half-close) */
 	GPollableInputStream *in;
 	GPollableOutputStream *out;
+	NcmLwipConnection *splice_from; /* splices from here instead of reading (no buf) */
 	guint8 *buf;
 	gsize off, len;
 	gboolean eof;                 /* input ended; shut the output once empty */
@@ -173,6 +178,26 @@ pipe_write(ProxyPipe *pipe)
 }
 
 static PipeStep
+pipe_splice(ProxyPipe *pipe)
+{
+	g_autoptr(GError) error = NULL;
+	gssize n = ncm_lwip_connection_splice_nonblocking(pipe->splice_from, pipe->out,
+							  pipe->relay->proxy->buffer, &error);
+
+	/* Readable means the data is there and the socket is what is full. */
+	if (n < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+		return pipe_waits(pipe, g_pollable_input_stream_is_readable(pipe->in));
+	if (n < 0) {
+		relay_finish(pipe->relay, error);
+		return PIPE_STOP;
+	}
+	if (n == 0)
+		pipe->eof = TRUE;
+	pipe->bytes += (guint64)n;
+	return PIPE_GO_ON;
+}
+
+static PipeStep
 pipe_read(ProxyPipe *pipe)
 {
 	g_autoptr(GError) error = NULL;
@@ -207,8 +232,12 @@ pipe_pump(ProxyPipe *pipe)
 			pipe_end(pipe);
 			return FALSE;
 		} else if (rounds++ == PIPE_ROUNDS_PER_DISPATCH) {
-			/* Level-triggered: fires again at once if there is more. */
-			return pipe_wait(pipe, FALSE);
+			/* Level-triggered: fires again at once if there is more. A
+			 * splice may wait on either side; any will do. */
+			return pipe_wait(pipe, pipe->splice_from != NULL && pipe->source != NULL &&
+						       pipe->source_output);
+		} else if (pipe->splice_from != NULL) {
+			step = pipe_splice(pipe);
 		} else {
 			step = pipe_read(pipe);
 		}
@@ -224,7 +253,10 @@ pipe_init(ProxyPipe *pipe, ProxyRelay *r, GIOStream *from, GIOStream *to)
 	pipe->to = to;
 	pipe->in = G_POLLABLE_INPUT_STREAM(g_io_stream_get_input_stream(from));
 	pipe->out = G_POLLABLE_OUTPUT_STREAM(g_io_stream_get_output_stream(to));
-	pipe->buf = g_malloc(r->proxy->buffer);
+	if (NCM_LWIP_IS_CONNECTION(from) && !NCM_LWIP_IS_CONNECTION(to))
+		pipe->splice_from = NCM_LWIP_CONNECTION(from);
+	else
+		pipe->buf = g_malloc(r->proxy->buffer);
 }
 
 void

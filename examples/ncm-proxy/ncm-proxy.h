@@ -77,7 +77,8 @@ typedef struct _ProxyRelay ProxyRelay;
 
 /*
  * Copies both ways between @host (a kernel socket) and @device (an lwIP
- * connection), holding at most @proxy->buffer bytes per direction. @early:
+ * connection), holding at most @proxy->buffer bytes towards the device
+ * (the other way splices from lwIP, holding nothing). @early:
  * bytes already read from @host (pipelined after a SOCKS request), sent
  * first. Half-closes are passed on. When both directions have ended, or
  * either failed, the relay closes both streams, counts its bytes, calls

@@ -370,3 +370,18 @@ ncm_lwip_connection_set_no_delay(NcmLwipConnection *self, gboolean no_delay)
 	g_return_if_fail(NCM_LWIP_IS_CONNECTION(self));
 	nlw_conn_set_no_delay(self->conn, no_delay);
 }
+
+gssize
+ncm_lwip_connection_splice_nonblocking(NcmLwipConnection *self, GPollableOutputStream *out,
+				       gsize count, GError **error)
+{
+	g_return_val_if_fail(NCM_LWIP_IS_CONNECTION(self), -1);
+	g_return_val_if_fail(G_IS_POLLABLE_OUTPUT_STREAM(out), -1);
+	g_return_val_if_fail(error == NULL || *error == NULL, -1);
+	if (g_input_stream_is_closed(self->input)) {
+		g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_CLOSED,
+				    "the connection's input stream is closed");
+		return -1;
+	}
+	return nlw_conn_send_to(self->conn, out, count, error);
+}

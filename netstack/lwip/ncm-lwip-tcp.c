@@ -438,18 +438,18 @@ post_credit(NlwConn *c, NlwCredit how)
 	nlw_conn_unref(c);
 }
 
-/* c->lock held, rx_bytes > 0. */
-static gsize
-copy_out_locked(NlwConn *c, guint8 *buf, gsize count)
+/* c->lock held, @n <= rx_bytes: drops the queue's first @n bytes, which
+ * the application has taken, and owes their window to the peer. */
+static void
+consume_locked(NlwConn *c, gsize n)
 {
-	gsize done = 0;
-
-	while (done < count && c->rx_head != NULL) {
+	c->rx_bytes -= n;
+	c->credit += n;
+	while (n > 0) {
 		struct pbuf *h = c->rx_head;
-		gsize take = MIN(h->len - c->rx_off, count - done);
+		gsize take = MIN(h->len - c->rx_off, n);
 
-		memcpy(buf + done, (const guint8 *)h->payload + c->rx_off, take);
-		done += take;
+		n -= take;
 		c->rx_off += take;
 		if (c->rx_off < h->len)
 			break;
@@ -462,9 +462,40 @@ copy_out_locked(NlwConn *c, guint8 *buf, gsize count)
 		pbuf_free(h);
 		c->rx_off = 0;
 	}
-	c->rx_bytes -= done;
-	c->credit += done;
+}
+
+/* c->lock held, rx_bytes > 0. */
+static gsize
+copy_out_locked(NlwConn *c, guint8 *buf, gsize count)
+{
+	gsize done = 0, off = c->rx_off;
+
+	for (struct pbuf *p = c->rx_head; p != NULL && done < count; p = p->next) {
+		gsize take = MIN(p->len - off, count - done);
+
+		memcpy(buf + done, (const guint8 *)p->payload + off, take);
+		done += take;
+		off = 0;
+	}
+	consume_locked(c, done);
 	return done;
+}
+
+/* c->lock held, after a read took bytes: how their credit goes (and it
+ * is marked so); NLW_CREDIT_NONE when nothing more is to be posted. */
+static NlwCredit
+credit_how_locked(NlwConn *c)
+{
+	NlwCredit how;
+
+	if (c->credit_state == NLW_CREDIT_POSTED)
+		return NLW_CREDIT_NONE;
+	how = c->credit >= NLW_CREDIT_POST ? NLW_CREDIT_POSTED : NLW_CREDIT_WAITING;
+	/* Already waiting: only growing past the threshold changes anything. */
+	if (how == c->credit_state)
+		return NLW_CREDIT_NONE;
+	c->credit_state = how;
+	return how;
 }
 
 static void
@@ -483,6 +514,11 @@ read_locked(NlwConn *c, void *buf, gsize count, gboolean blocking, GCancellable 
 	    GError **error)
 {
 	for (;;) {
+		if (c->rx_lent) {
+			g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_PENDING,
+					    "another read of this connection is in progress");
+			return -1;
+		}
 		if (c->rx_bytes > 0)
 			return (gssize)copy_out_locked(c, buf, count);
 		if (c->rx_eof)
@@ -516,20 +552,76 @@ nlw_conn_read(NlwConn *c, void *buf, gsize count, gboolean blocking, GCancellabl
 		handler = g_cancellable_connect(cancellable, G_CALLBACK(cancel_wake), c, NULL);
 	ncm_mutex_lock(&c->lock);
 	n = read_locked(c, buf, count, blocking, cancellable, error);
-	if (n > 0 && c->credit_state != NLW_CREDIT_POSTED) {
-		how = c->credit >= NLW_CREDIT_POST ? NLW_CREDIT_POSTED : NLW_CREDIT_WAITING;
-		/* Already waiting: only growing past the threshold changes anything. */
-		if (how == c->credit_state)
-			how = NLW_CREDIT_NONE;
-		else
-			c->credit_state = how;
-	}
+	if (n > 0)
+		how = credit_how_locked(c);
 	ncm_mutex_unlock(&c->lock);
 	if (handler != 0)
 		g_cancellable_disconnect(cancellable, handler);
 	if (how != NLW_CREDIT_NONE)
 		post_credit(c, how);
 	return n;
+}
+
+/*
+ * The pbufs stay queued while @out copies from them, without c->lock:
+ * lwIP's callbacks only append (past the lengths taken here, even into
+ * rx_chunk), and rx_lent keeps every other reader off the queue, so
+ * nothing frees or moves them meanwhile. lwIP's input never waits for
+ * the syscall.
+ */
+gssize
+nlw_conn_send_to(NlwConn *c, GPollableOutputStream *out, gsize count, GError **error)
+{
+	GOutputVector v[NLW_CONN_SEND_VECTORS];
+	NlwCredit how = NLW_CREDIT_NONE;
+	GPollableReturn ret;
+	gsize total = 0, off, written = 0;
+	guint nv = 0;
+	gssize n;
+
+	if (count == 0)
+		return 0;
+	ncm_mutex_lock(&c->lock);
+	if (c->rx_lent || c->rx_bytes == 0) {
+		/* Fails (another reader, an error, nothing yet) or ends. */
+		n = read_locked(c, NULL, 0, FALSE, NULL, error);
+		ncm_mutex_unlock(&c->lock);
+		return n;
+	}
+	off = c->rx_off;
+	for (struct pbuf *p = c->rx_head; p != NULL && nv < G_N_ELEMENTS(v) && total < count;
+	     p = p->next) {
+		gsize take = MIN(p->len - off, count - total);
+
+		v[nv].buffer = (const guint8 *)p->payload + off;
+		v[nv].size = take;
+		nv++;
+		total += take;
+		off = 0;
+	}
+	c->rx_lent = TRUE;
+	ncm_mutex_unlock(&c->lock);
+
+	ret = g_pollable_output_stream_writev_nonblocking(out, v, nv, &written, NULL, error);
+
+	ncm_mutex_lock(&c->lock);
+	c->rx_lent = FALSE;
+	/* Only what @out took leaves the queue and reopens the window. */
+	if (ret == G_POLLABLE_RETURN_OK && written > 0) {
+		consume_locked(c, MIN(written, total));
+		how = credit_how_locked(c);
+	}
+	ncm_mutex_unlock(&c->lock);
+	if (how != NLW_CREDIT_NONE)
+		post_credit(c, how);
+	if (ret == G_POLLABLE_RETURN_WOULD_BLOCK) {
+		g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK,
+				    "the output stream is full");
+		return -1;
+	}
+	if (ret != G_POLLABLE_RETURN_OK)
+		return -1;
+	return (gssize)MIN(written, total);
 }
 
 gboolean

@@ -46,6 +46,7 @@ typedef struct {
 	struct pbuf *rx_chunk;  /* the tail, when it is a chunk of small segments with room */
 	gsize rx_off;   /* bytes of rx_head already read */
 	gsize rx_bytes; /* unread bytes */
+	gboolean rx_lent; /* nlw_conn_send_to() reads the queue without the lock */
 	gboolean rx_eof;
 
 	/* Window credit for bytes read, returned by a posted callback. */
@@ -81,6 +82,9 @@ typedef struct {
 /* The most one write call copies under the core lock, which the link
  * thread's input waits for. */
 #define NLW_CONN_WRITE_MAX (256 * 1024)
+/* The most pbufs one nlw_conn_send_to() hands over: ~180 KB of full
+ * segments, on the stack. */
+#define NLW_CONN_SEND_VECTORS 128
 
 NlwConn *nlw_conn_new(void);
 NlwConn *nlw_conn_ref(NlwConn *c);
@@ -100,6 +104,11 @@ gssize nlw_conn_read(NlwConn *c, void *buf, gsize count, gboolean blocking,
 		     GCancellable *cancellable, GError **error);
 gssize nlw_conn_write(NlwConn *c, const void *buf, gsize count, gboolean blocking,
 		      GCancellable *cancellable, GError **error);
+/* Hands up to @count received bytes to @out in one vectored non-blocking
+ * write, straight from the pbufs; consumes (and credits) only what @out
+ * took. -1 with G_IO_ERROR_WOULD_BLOCK when nothing was received or @out
+ * is full. Not under the core lock. */
+gssize nlw_conn_send_to(NlwConn *c, GPollableOutputStream *out, gsize count, GError **error);
 gboolean nlw_conn_readable(NlwConn *c);
 void nlw_conn_set_no_delay(NlwConn *c, gboolean no_delay);
 gboolean nlw_conn_writable(NlwConn *c);

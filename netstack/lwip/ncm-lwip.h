@@ -428,6 +428,37 @@ GInetSocketAddress *ncm_lwip_connection_get_remote_address(NcmLwipConnection *se
 void ncm_lwip_connection_set_no_delay(NcmLwipConnection *self, gboolean no_delay);
 
 /**
+ * ncm_lwip_connection_splice_nonblocking:
+ * @self: an #NcmLwipConnection.
+ * @out: where the received bytes go, such as a #GSocketConnection's
+ *   output stream.
+ * @count: the most bytes to move.
+ * @error: return location for a #GError, or %NULL.
+ *
+ * Moves received bytes to @out without a copy in between: one
+ * g_pollable_output_stream_writev_nonblocking() straight from lwIP's
+ * buffers. What @out does not take stays received, to be read or spliced
+ * later, and the peer's window reopens only for what it took, so a slow
+ * @out holds back the peer rather than making the stack buffer more. A
+ * relay from the device to a socket saves the copy into its own buffer
+ * that reading and then writing costs.
+ *
+ * It reads as g_pollable_input_stream_read_nonblocking() on the
+ * connection's input stream does, and must not run at the same time as
+ * another read of it (that one fails with %G_IO_ERROR_PENDING).
+ *
+ * Thread: any; one reader of the connection at a time.
+ *
+ * Returns: the bytes moved (at most @count); 0 at the end of the stream;
+ *   -1 with @error set, %G_IO_ERROR_WOULD_BLOCK when nothing has been
+ *   received or @out is full: the input stream's
+ *   g_pollable_input_stream_is_readable() tells which to wait for.
+ */
+gssize ncm_lwip_connection_splice_nonblocking(NcmLwipConnection *self,
+					      GPollableOutputStream *out, gsize count,
+					      GError **error);
+
+/**
  * NcmLwipListener:
  *
  * A listening TCP socket; ncm_lwip_listener_accept() hands out its

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if_tun.h>
+#include <linux/sockios.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -773,6 +774,196 @@ test_small_segments(void)
 		       after.rx_compacted - before.rx_compacted);
 	/* The kernel may still merge a few writes; most arrive alone. */
 	g_assert_cmpuint(after.rx_compacted - before.rx_compacted, >=, SMALL_SEGMENTS / 4);
+}
+
+/* ncm_lwip_connection_splice_nonblocking(): the kernel sends this much to
+ * a local socket that stops reading, then reads slowly; far more than
+ * lwIP's window, the kernel's send buffer and the local socket's together. */
+#define SPLICE_SIZE (16 * 1024 * 1024)
+/* lwipopts.h: TCP_WND, the most lwIP may hold unread. */
+#define SPLICE_WND (1024 * 1024)
+#define SPLICE_DRIPS 300
+
+typedef struct {
+	int fd;
+	gint conn_fd; /* atomic: the accepted socket, -1 before */
+	gint sent;    /* atomic: bytes its writes took */
+	gint done;    /* atomic: sent everything */
+	gint dripped; /* atomic: the reader's slow phase ended */
+	gint go;      /* atomic: the reader may read at full speed */
+	int local_fd;
+	gssize received;
+	guint32 hash;
+} Splice;
+
+static gpointer
+splice_sender(gpointer data)
+{
+	Splice *s = data;
+	int c = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
+	g_autofree guint8 *payload = make_data(SPLICE_SIZE, 0x5911);
+	gsize off = 0;
+
+	if (c < 0)
+		return NULL;
+	set_timeouts(c);
+	g_atomic_int_set(&s->conn_fd, c);
+	while (off < SPLICE_SIZE) {
+		gsize len = MIN(SPLICE_SIZE - off, 64 * 1024);
+
+		if (!write_all_fd(c, payload + off, len))
+			break;
+		off += len;
+		g_atomic_int_add(&s->sent, (gint)len);
+	}
+	g_atomic_int_set(&s->done, off == SPLICE_SIZE);
+	shutdown(c, SHUT_WR);
+	return NULL;
+}
+
+/* Reads 4 KB a millisecond for a while, then, when let, to the end. */
+static gpointer
+splice_reader(gpointer data)
+{
+	Splice *s = data;
+	guint8 buf[4096];
+
+	s->hash = FNV_INIT;
+	s->received = 0;
+	for (guint i = 0; i < SPLICE_DRIPS; i++) {
+		ssize_t n = read(s->local_fd, buf, sizeof(buf));
+
+		if (n <= 0) {
+			s->received = -1;
+			break;
+		}
+		s->hash = fnv1a(s->hash, buf, (gsize)n);
+		s->received += n;
+		g_usleep(1000);
+	}
+	g_atomic_int_set(&s->dripped, 1);
+	while (!g_atomic_int_get(&s->go))
+		g_usleep(1000);
+	if (s->received >= 0) {
+		gssize rest = read_all_fd(s->local_fd, &s->hash, NULL);
+
+		s->received = rest < 0 ? -1 : s->received + rest;
+	}
+	return NULL;
+}
+
+/* Splices until @out stops taking (or @until_eof, until the end); adds
+ * the bytes moved to @total and returns the last result. Polls: nothing
+ * here runs a main context. */
+static gssize
+splice_some(NcmLwipConnection *conn, GPollableOutputStream *out, gboolean until_eof,
+	    gsize *total)
+{
+	GPollableInputStream *in =
+		G_POLLABLE_INPUT_STREAM(g_io_stream_get_input_stream(G_IO_STREAM(conn)));
+	gint64 deadline = g_get_monotonic_time() + IO_TIMEOUT_S * G_USEC_PER_SEC;
+
+	for (;;) {
+		g_autoptr(GError) error = NULL;
+		gssize n = ncm_lwip_connection_splice_nonblocking(conn, out, 64 * 1024, &error);
+
+		if (n == 0)
+			return 0;
+		if (n > 0) {
+			*total += (gsize)n;
+			continue;
+		}
+		g_assert_error(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK);
+		if (!until_eof && g_pollable_input_stream_is_readable(in))
+			return -1;
+		g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+		g_usleep(1000);
+	}
+}
+
+/* What lwIP holds, once the kernel's segments have arrived: sent (less
+ * what the kernel still queues) and not yet spliced. */
+static gssize
+splice_held(Splice *s, gsize spliced)
+{
+	int outq = 0;
+
+	g_usleep(300 * 1000);
+	g_assert_no_errno(ioctl(g_atomic_int_get(&s->conn_fd), SIOCOUTQ, &outq));
+	return (gssize)g_atomic_int_get(&s->sent) - outq - (gssize)spliced;
+}
+
+static void
+test_splice(void)
+{
+	Splice s = {.conn_fd = -1};
+	g_autoptr(GInetSocketAddress) addr = NULL;
+	g_autoptr(NcmLwipConnection) conn = NULL;
+	g_autoptr(GSocketConnection) local = NULL;
+	g_autoptr(GSocket) socket = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree guint8 *expect = NULL;
+	GPollableOutputStream *out;
+	GThread *sender, *reader;
+	int sv[2], small = 64 * 1024;
+	gsize spliced = 0, first;
+	guint16 port;
+	gssize held;
+
+	if (!have_tap())
+		return;
+	s.fd = kernel_socket(KERNEL_V4, SOCK_STREAM, &port);
+	sender = g_thread_new("splice-sender", splice_sender, &s);
+	addr = sockaddr(KERNEL_V4, port);
+	conn = ncm_lwip_stack_connect(stack, addr, 10000, NULL, &error);
+	g_assert_no_error(error);
+	g_assert_no_errno(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	g_assert_no_errno(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)));
+	socket = g_socket_new_from_fd(sv[0], &error);
+	g_assert_no_error(error);
+	local = g_socket_connection_factory_create_connection(socket);
+	out = G_POLLABLE_OUTPUT_STREAM(g_io_stream_get_output_stream(G_IO_STREAM(local)));
+
+	/* Nobody reads the local socket: splicing stops when it is full, and
+	 * what it did not take stays in lwIP, its window shut. */
+	g_assert_cmpint(splice_some(conn, out, FALSE, &spliced), ==, -1);
+	first = spliced;
+	g_assert_cmpuint(first, >, 0);
+	held = splice_held(&s, spliced);
+	g_test_message("%" G_GSIZE_FORMAT " bytes spliced before the local socket filled, %"
+		       G_GSSIZE_FORMAT " then held by lwIP", first, held);
+	g_assert_cmpint(held, <=, SPLICE_WND);
+	g_assert_cmpint(g_atomic_int_get(&s.done), ==, 0);
+
+	/* A slow reader: every splice is partial; the window opens only for
+	 * what the socket took each time. */
+	s.local_fd = sv[1];
+	reader = g_thread_new("splice-reader", splice_reader, &s);
+	while (!g_atomic_int_get(&s.dripped)) {
+		g_assert_cmpint(splice_some(conn, out, FALSE, &spliced), ==, -1);
+		g_usleep(1000);
+	}
+	held = splice_held(&s, spliced);
+	g_test_message("%" G_GSIZE_FORMAT " bytes spliced to a slow reader, %" G_GSSIZE_FORMAT
+		       " then held by lwIP", spliced - first, held);
+	g_assert_cmpint(held, <=, SPLICE_WND);
+	g_assert_cmpint(g_atomic_int_get(&s.done), ==, 0);
+
+	/* Then it reads fast: everything arrives, in order, once. */
+	g_atomic_int_set(&s.go, 1);
+	g_assert_cmpint(splice_some(conn, out, TRUE, &spliced), ==, 0);
+	g_assert_true(g_socket_shutdown(socket, FALSE, TRUE, &error));
+	g_assert_no_error(error);
+	g_thread_join(reader);
+	g_thread_join(sender);
+	close(g_atomic_int_get(&s.conn_fd));
+	close(s.fd);
+	close(sv[1]);
+	g_assert_cmpint(g_atomic_int_get(&s.done), ==, 1);
+	g_assert_cmpuint(spliced, ==, SPLICE_SIZE);
+	g_assert_cmpint(s.received, ==, SPLICE_SIZE);
+	expect = make_data(SPLICE_SIZE, 0x5911);
+	g_assert_cmphex(s.hash, ==, fnv1a(FNV_INIT, expect, SPLICE_SIZE));
 }
 
 #ifdef TCP_RAW_PEER
@@ -1580,6 +1771,7 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-tap/tcp/concurrent", test_concurrent);
 	g_test_add_func("/lwip-tap/tcp/reset", test_reset);
 	g_test_add_func("/lwip-tap/tcp/small-segments", test_small_segments);
+	g_test_add_func("/lwip-tap/tcp/splice", test_splice);
 	g_test_add_func("/lwip-tap/tcp/refused", test_refused);
 	g_test_add_func("/lwip-tap/tcp/timeout", test_timeout);
 	g_test_add_func("/lwip-tap/tcp/cancel", test_cancel);
