@@ -126,7 +126,7 @@ static const gchar description[] =
 	"  device (from the device, data moves from lwIP straight into the socket, at\n"
 	"  most --buffer a call); a side that does not read stops only its own\n"
 	"  connection, never the others. Below that, lwIP queues at most its window\n"
-	"  (4 MiB) per direction.\n"
+	"  (1 MiB) per direction.\n"
 	"  A SOCKS client has 20 s to send a complete request.\n"
 	"\n"
 	"SIGNALS\n"
