@@ -1,7 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/vm/guest-multi-scale.sh: aggregate throughput at 1, 2, 4 and 8 devices in one boot over cdc_ncm, ncm-tun (one process) and lwIP (one process, one NcmContext), all from ncm-bench --multi: one TCP stream per device each way (issue 20).
-# VM_SCALE_SECS (5) per run, VM_SCALE_COUNTS ("1 2 4 8"), VM_SCALE_PATHS ("cdc_ncm ncm-tun lwip").
+# VM_SCALE_SECS (5) per run, VM_SCALE_COUNTS ("1 2 4 8"), VM_SCALE_PATHS ("cdc_ncm ncm-tun lwip"), VM_SCALE_TESTS ("tcp_down,tcp_up").
+# A/B in one boot (tests/bench/multi-ab.sh): VM_SCALE_VARIANTS names directories /opt/ab/NAME, each one build's
+# libncm, libncm-lwip and ncm-tun, run in turn at each count, VM_SCALE_ROUNDS (1) times over, interleaved;
+# VM_SCALE_TUN_VARIANTS (default the same) for the ncm-tun path. VM_SCALE_ORDER=reverse lists the devices of
+# each multi path last gadget first: a bias that follows the gadget, not the list, is not the driver's order.
 # Prints ncm-bench's tables and one "scale:" line per path and count; asserts that every run ended and every device moved data.
 set -eu
 . "$VM_LIB"
@@ -12,6 +16,10 @@ command -v ncm-tun >/dev/null || fail "ncm-tun is not on PATH (run-vm.sh --bin)"
 secs=${VM_SCALE_SECS:-5}
 counts=${VM_SCALE_COUNTS:-1 2 4 8}
 paths=${VM_SCALE_PATHS:-cdc_ncm ncm-tun lwip}
+tests=$(echo "${VM_SCALE_TESTS:-tcp_down,tcp_up}" | tr , ' ')
+variants=${VM_SCALE_VARIANTS:-}
+rounds=${VM_SCALE_ROUNDS:-1}
+tun_variants=${VM_SCALE_TUN_VARIANTS-$variants}
 max=0
 for k in $counts; do [ "$k" -gt "$max" ] && max=$k; done
 VM_MULTI_SPARE=0
@@ -43,7 +51,7 @@ table() {
 	hi=$max
 	echo "scale table ($secs s per run; Mbit/s aggregate at$(for k in $counts; do printf ' %s' "$k"; done) devices):"
 	for p in $paths; do
-		for t in tcp_down tcp_up; do
+		for t in $tests; do
 			row=
 			for k in $counts; do
 				f=$VM_OUT/scale-$p-$k.json
@@ -61,12 +69,14 @@ table() {
 	done
 }
 
-# scale NAME K SPEC: ncm-bench's multi mode over the K devices of SPEC
-# (DEV+DEV+...), tcp_down and tcp_up; its table, then one line per test.
+# scale NAME K SPEC [VARIANT [ROUND]]: ncm-bench's multi mode over the K
+# devices of SPEC (DEV+DEV+...), each test; its table, then one line per test.
+# A VARIANT runs /opt/ab/VARIANT's libraries (and ncm-tun: exec= in SPEC).
 scale() {
-	local out=$VM_OUT/scale-$1-$2 rc=0 t
-	log "$1: $2 device(s)"
-	ncm-bench --multi --reps 1 --secs "$secs" --tests tcp_down,tcp_up --path "$1=$3" \
+	local out=$VM_OUT/scale-$1${4:+-$4}-$2${5:+-r$5} rc=0 t
+	log "$1${4:+ ($4)}: $2 device(s)"
+	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} ncm-bench --multi --reps 1 --secs "$secs" \
+		--tests "$(echo $tests | tr ' ' ,)" --path "$1=$3" \
 		--json "$out.json" >"$out.txt" 2>"$out.log" || rc=$?
 	cat "$out.txt"
 	if [ "$rc" != 0 ] || [ ! -s "$out.json" ]; then
@@ -74,7 +84,7 @@ scale() {
 		bad="$bad $1/$2(status $rc)"
 		return 0
 	fi
-	for t in tcp_down tcp_up; do
+	for t in $tests; do
 		if ! result "$out.json" "$t" | grep -q '"device_mbit_s"'; then
 			result "$out.json" "$t" || true
 			bad="$bad $1/$2/$t"
@@ -83,26 +93,29 @@ scale() {
 		# Every device moved data: the smallest per-device figure is above 0.
 		awk -v v="$(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":[^,]*,"min":\([^,]*\),.*/\1/p')" \
 			'BEGIN { exit !(v + 0 > 0) }' || bad="$bad $1/$2/$t(a device moved nothing)"
-		echo "scale: $1 $2 $t: total $(fig "$out.json" "$t" mbit_s %.1f) Mbit/s," \
+		echo "scale: $1${4:+ ($4)}${5:+ round $5} $2 $t: total $(fig "$out.json" "$t" mbit_s %.1f) Mbit/s," \
 			"per device min/median/max $(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":\([^,]*\),"min":\([^,]*\),"max":\([^,]*\),.*/\2 \1 \3/p' |
 				awk '{ printf "%.1f/%.1f/%.1f", $1, $2, $3 }')," \
 			"fairness $(fig "$out.json" "$t" fairness %.2f)," \
 			"system CPU $(fig "$out.json" "$t" system_cpu_s_per_mb %.4f) s/MB ($(fig "$out.json" "$t" system_cpu_busy_pct %.0f) % busy)," \
 			"event thread $(fig "$out.json" "$t" event_thread_cpu_pct %.0f) % of a CPU," \
-			"threads waiting for lwIP's core lock $(fig "$out.json" "$t" lwip_core_lock_waiting %.2f)"
+			"threads waiting for lwIP's core lock $(fig "$out.json" "$t" lwip_core_lock_waiting %.2f)," \
+			"per device $(result "$out.json" "$t" | sed -n 's/.*"device_mbit_s":\[\([^]]*\)\].*/\1/p')"
 	done
 }
 
-# spec PATH K: the multi path's devices 0..K-1 (DEV+DEV+...).
+# spec PATH K [VARIANT]: the multi path's devices 0..K-1 (DEV+DEV+...).
 spec() {
-	local i=0 s= d
+	local i=0 s= d j
 	while [ "$i" -lt "$2" ]; do
+		if [ "${VM_SCALE_ORDER:-}" = reverse ]; then j=$i i=$(($2 - 1 - i)); fi
 		case $1 in
 		cdc_ncm) d="$(multi_peer_ip4 "$i")%$(multi_host_netdev "$i")" ;;
-		ncm-tun) d="$(multi_peer_ip4 "$i"),ipv4=$(multi_host_ip4 "$i")/24,dev=serial=$(multi_serial "$i"),name=nbm%d" ;;
+		ncm-tun) d="$(multi_peer_ip4 "$i"),ipv4=$(multi_host_ip4 "$i")/24,dev=serial=$(multi_serial "$i"),name=nbm%d${3:+,exec=/opt/ab/$3/ncm-tun}" ;;
 		lwip) d="$(multi_peer_ip4 "$i"),ipv4=$(multi_host_ip4 "$i")/24,dev=serial=$(multi_serial "$i")" ;;
 		esac
 		s="$s${s:++}$d"
+		[ "${VM_SCALE_ORDER:-}" != reverse ] || i=$j
 		i=$((i + 1))
 	done
 	echo "$s"
@@ -157,9 +170,13 @@ for p in $paths; do
 			$IP addr replace "$(multi_host_ip4 "$i")/24" dev "$(multi_host_netdev "$i")"
 			i=$((i + 1))
 		done
-		for k in $counts; do
-			multi_kernel_up "$k"
-			scale cdc_ncm "$k" "$(spec cdc_ncm "$k")"
+		r=1
+		while [ "$r" -le "$rounds" ]; do
+			for k in $counts; do
+				multi_kernel_up "$k"
+				scale cdc_ncm "$k" "$(spec cdc_ncm "$k")" "" "$( [ "$rounds" -gt 1 ] && echo "$r")"
+			done
+			r=$((r + 1))
 		done
 		# Back to userspace: cdc_ncm goes, and each gadget announces its link
 		# afresh for the next driver.
@@ -168,12 +185,27 @@ for p in $paths; do
 		while [ "$i" -lt "$max" ]; do gadget_bounce "$i"; i=$((i + 1)); done
 		;;
 	ncm-tun|lwip)
-		for k in $counts; do scale "$p" "$k" "$(spec "$p" "$k")"; done
+		r=1
+		while [ "$r" -le "$rounds" ]; do
+			for k in $counts; do
+				vs=$variants
+				[ "$p" != ncm-tun ] || vs=$tun_variants
+				if [ -z "$vs" ]; then
+					scale "$p" "$k" "$(spec "$p" "$k")" "" "$( [ "$rounds" -gt 1 ] && echo "$r")"
+					continue
+				fi
+				for v in $vs; do
+					scale "$p" "$k" "$(spec "$p" "$k" "$v")" "$v" "$( [ "$rounds" -gt 1 ] && echo "$r")"
+				done
+			done
+			r=$((r + 1))
+		done
 		;;
 	*) fail "VM_SCALE_PATHS: unknown path $p" ;;
 	esac
 done
-table
+# The table reads one point per path and count: not A/B or rounds (the scale: lines have them).
+[ -n "$variants" ] || [ "$rounds" -gt 1 ] || table
 vm_info
 echo "guest load: $(cat /proc/loadavg)"
 check "every ncm-bench run ended with every device moving data (failed:${bad:- none})" [ -z "$bad" ]

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/bench/multi-ab.sh BASE_BUILD NAME=BUILD...: builds side by side at several devices in one VM boot (issue 20).
+# tests/vm/guest-multi-scale.sh in profile multi, BASE_BUILD's ncm-bench; each NAME=BUILD's
+# libncm, libncm-lwip and ncm-tun run in turn at each count (VM_SCALE_VARIANTS), so boot-to-boot
+# noise (about ±25 %) does not enter the comparison. VM_SCALE_PATHS, _COUNTS, _TESTS, _SECS,
+# _ROUNDS, _ORDER and _TUN_VARIANTS pass through (defaults here: lwip, "1 8", tcp_up, 5 s, 2 rounds). The results are the
+# "scale:" lines of OUT/guest.log (MULTI_AB_OUT, default BASE_BUILD/multi-ab). Take the VM lock around it.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+base=$(realpath "$1")
+shift
+out=${MULTI_AB_OUT:-$base/multi-ab}
+files=() names=()
+for v in "$@"; do
+	n=${v%%=*} b=$(realpath "${v#*=}")
+	files+=(--file "$b/netstack/libncm-lwip.so.0:/opt/ab/$n/libncm-lwip.so.0"
+		--file "$b/libncm/libncm.so.0:/opt/ab/$n/libncm.so.0"
+		--file "$b/examples/ncm-tun/ncm-tun:/opt/ab/$n/ncm-tun")
+	names+=("$n")
+done
+envs=(--env "VM_SCALE_VARIANTS=${names[*]-}"
+	--env "VM_SCALE_PATHS=${VM_SCALE_PATHS:-lwip}" --env "VM_SCALE_COUNTS=${VM_SCALE_COUNTS:-1 8}"
+	--env "VM_SCALE_TESTS=${VM_SCALE_TESTS:-tcp_up}" --env "VM_SCALE_SECS=${VM_SCALE_SECS:-5}"
+	--env "VM_SCALE_ROUNDS=${VM_SCALE_ROUNDS:-2}")
+for v in VM_SCALE_ORDER VM_SCALE_TUN_VARIANTS; do
+	[ -z "${!v+set}" ] || envs+=(--env "$v=${!v}")
+done
+rm -rf "$out"
+tests/vm/run-vm.sh --script tests/vm/guest-multi-scale.sh --profile multi --out "$out" \
+	--timeout "${MULTI_AB_TIMEOUT:-900}" "${envs[@]}" "${files[@]}" \
+	--bin "$base/examples/ncm-bench/ncm-bench" --bin "$base/examples/ncm-tun/ncm-tun" >"$out.log" 2>&1 || {
+	tail -30 "$out.log"
+	echo "multi-ab: the VM run failed; log: $out.log" >&2
+	exit 1
+}
+grep '^scale:' "$out/guest.log"
