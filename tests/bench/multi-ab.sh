@@ -23,7 +23,12 @@ envs=(--env "VM_SCALE_VARIANTS=${names[*]-}"
 	--env "VM_SCALE_PATHS=${VM_SCALE_PATHS:-lwip}" --env "VM_SCALE_COUNTS=${VM_SCALE_COUNTS:-1 8}"
 	--env "VM_SCALE_TESTS=${VM_SCALE_TESTS:-tcp_up}" --env "VM_SCALE_SECS=${VM_SCALE_SECS:-5}"
 	--env "VM_SCALE_ROUNDS=${VM_SCALE_ROUNDS:-2}")
-for v in VM_SCALE_ORDER VM_SCALE_TUN_VARIANTS; do
+if [ "${VM_SCALE_SS:-}" = 1 ]; then
+	# ss -ti needs inet_diag, which the base image leaves out.
+	kmods=$(echo "${VM_CACHE_DIR:-.cache/vm}"/kernel-*/lib/modules/*/kernel/net/ipv4)
+	files+=(--file "$kmods/inet_diag.ko:/tmp/inet_diag.ko" --file "$kmods/tcp_diag.ko:/tmp/tcp_diag.ko")
+fi
+for v in VM_SCALE_ORDER VM_SCALE_TUN_VARIANTS VM_SCALE_SS; do
 	[ -z "${!v+set}" ] || envs+=(--env "$v=${!v}")
 done
 rm -rf "$out"

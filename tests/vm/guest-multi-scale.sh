@@ -6,6 +6,8 @@
 # libncm, libncm-lwip and ncm-tun, run in turn at each count, VM_SCALE_ROUNDS (1) times over, interleaved;
 # VM_SCALE_TUN_VARIANTS (default the same) for the ncm-tun path. VM_SCALE_ORDER=reverse lists the devices of
 # each multi path last gadget first: a bias that follows the gadget, not the list, is not the driver's order.
+# VM_SCALE_SS=1 saves the host's TCP senders' ss -tin (cwnd, retransmits, and how long each was limited by the
+# receiver's window or its send buffer) at the end of each run to scale-*.ss (inet_diag from multi-ab.sh).
 # Prints ncm-bench's tables and one "scale:" line per path and count; asserts that every run ended and every device moved data.
 set -eu
 . "$VM_LIB"
@@ -29,6 +31,9 @@ peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
 wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
 
 bad=
+if [ "${VM_SCALE_SS:-}" = 1 ]; then
+	for m in inet_diag tcp_diag; do insmod "/tmp/$m.ko" 2>/dev/null || true; done
+fi
 # result FILE TEST: the result's line (ncm-bench writes one per line).
 result() { grep "^{\"path\":\"[^\"]*\",\"test\":\"$2\"," "$1"; }
 # member FILE TEST KEY: the median of summary KEY, or a plain number KEY.
@@ -75,9 +80,16 @@ table() {
 scale() {
 	local out=$VM_OUT/scale-$1${4:+-$4}-$2${5:+-r$5} rc=0 t
 	log "$1${4:+ ($4)}: $2 device(s)"
+	local ss=
+	if [ "${VM_SCALE_SS:-}" = 1 ]; then
+		# The senders' tcp_info is cumulative: the last sample before they close holds the whole run.
+		(while :; do ss -tin state established >"$out.ss.tmp" 2>&1 && mv "$out.ss.tmp" "$out.ss"; sleep 0.5; done) &
+		ss=$!
+	fi
 	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} ncm-bench --multi --reps 1 --secs "$secs" \
 		--tests "$(echo $tests | tr ' ' ,)" --path "$1=$3" \
 		--json "$out.json" >"$out.txt" 2>"$out.log" || rc=$?
+	[ -z "$ss" ] || kill "$ss" 2>/dev/null || true
 	cat "$out.txt"
 	if [ "$rc" != 0 ] || [ ! -s "$out.json" ]; then
 		tail -n 30 "$out.log"
