@@ -24,9 +24,10 @@ envs=(--env "VM_SCALE_VARIANTS=${names[*]-}"
 	--env "VM_SCALE_TESTS=${VM_SCALE_TESTS:-tcp_up}" --env "VM_SCALE_SECS=${VM_SCALE_SECS:-5}"
 	--env "VM_SCALE_ROUNDS=${VM_SCALE_ROUNDS:-2}")
 if [ "${VM_SCALE_SS:-}" = 1 ]; then
-	# ss -ti needs inet_diag, which the base image leaves out.
+	# The base image has neither ss nor inet_diag.
 	kmods=$(echo "${VM_CACHE_DIR:-.cache/vm}"/kernel-*/lib/modules/*/kernel/net/ipv4)
-	files+=(--file "$kmods/inet_diag.ko:/tmp/inet_diag.ko" --file "$kmods/tcp_diag.ko:/tmp/tcp_diag.ko")
+	files+=(--file "$kmods/inet_diag.ko:/tmp/inet_diag.ko" --file "$kmods/tcp_diag.ko:/tmp/tcp_diag.ko"
+		--bin "$(command -v ss)")
 fi
 for v in VM_SCALE_ORDER VM_SCALE_TUN_VARIANTS VM_SCALE_SS; do
 	[ -z "${!v+set}" ] || envs+=(--env "$v=${!v}")
