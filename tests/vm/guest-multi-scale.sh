@@ -83,7 +83,12 @@ scale() {
 	local ss=
 	if [ "${VM_SCALE_SS:-}" = 1 ]; then
 		# The senders' tcp_info is cumulative: the last sample before they close holds the whole run.
-		(while :; do ss -tin state established >"$out.ss.tmp" 2>&1 && mv "$out.ss.tmp" "$out.ss"; sleep 0.5; done) &
+		# Only samples that list a socket: the last ones come after the streams closed.
+		(while :; do
+			ss -tin state established >"$out.ss.tmp" 2>&1 &&
+				[ "$(grep -c . "$out.ss.tmp")" -gt 1 ] && mv "$out.ss.tmp" "$out.ss"
+			sleep 0.5
+		done) &
 		ss=$!
 	fi
 	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} ncm-bench --multi --reps 1 --secs "$secs" \
