@@ -317,18 +317,6 @@ void ncm_lwip_assert_core_locked(const char *function);
  * on 64-bit hosts. */
 #define LWIP_CHKSUM_ALGORITHM 3
 
-/* ... and what tcp_write() copies it sums in the same pass
- * (ncm-lwip-sumcopy.c), not in a second one over the copy. 0 in a build
- * for a before/after comparison (tests/bench/ab.sh). */
-#ifndef NCM_LWIP_SUMCOPY
-#define NCM_LWIP_SUMCOPY 1
-#endif
-#include <stdint.h>
-uint16_t nlw_chksum_copy(void *dst, const void *src, uint16_t len);
-#if NCM_LWIP_SUMCOPY
-#define LWIP_CHKSUM_COPY(dst, src, len) nlw_chksum_copy(dst, src, len)
-#endif
-
 /* ---- APIs ---------------------------------------------------------------- */
 
 /* Raw API plus the tcpip thread; no BSD sockets (they would clash with the
