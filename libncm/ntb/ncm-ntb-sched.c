@@ -5,7 +5,10 @@
 #include "ncm-ntb-sched.h"
 
 #define USEC_PER_SEC 1000000
+/* -D overrides it for a before/after comparison (tests/bench/ab.sh). */
+#ifndef DEFAULT_BYTES_IN_FLIGHT
 #define DEFAULT_BYTES_IN_FLIGHT (256u * 1024u)
+#endif
 #define DEFAULT_MIN_SLOTS 8u
 #define DEFAULT_MAX_SLOTS 16u
 

@@ -5,6 +5,11 @@
 #include "ncm-usb-device.h"
 
 
+/* -D overrides the high-speed depth for a before/after comparison. */
+#ifndef NCM_RX_TRANSFERS_HS
+#define NCM_RX_TRANSFERS_HS 16
+#endif
+
 /* In-flight depth by speed: usbfs keeps up only with several reads queued,
  * and a gadget must never find all of them busy while the event thread is
  * in the sink (see rx_completed()): more than f_ncm's 10 IN requests at
@@ -15,7 +20,7 @@ default_rx_transfers(guint speed_mbps)
 	if (speed_mbps >= 5000)
 		return 32;
 	if (speed_mbps >= 480)
-		return 16;
+		return NCM_RX_TRANSFERS_HS;
 	return 4;
 }
 
