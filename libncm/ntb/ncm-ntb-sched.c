@@ -8,9 +8,6 @@
 #define DEFAULT_BYTES_IN_FLIGHT (256u * 1024u)
 #define DEFAULT_MIN_SLOTS 8u
 #define DEFAULT_MAX_SLOTS 16u
-#ifndef WRITABLE_DIV
-#define WRITABLE_DIV 4u  /* wake a waiting producer at 1/WRITABLE_DIV of the pool free */
-#endif
 
 unsigned
 ncm_ntb_sched_default_slots(size_t ntb_size)
@@ -38,21 +35,6 @@ ncm_ntb_sched_init(NcmNtbSched *s, unsigned n_slots, size_t ntb_size, int64_t fl
 	s->ntb_size = ntb_size;
 	s->pace = pace;
 	s->tokens_at = now;
-}
-
-/*
- * Woken at the first free slot, a producer fills that one NTB and waits
- * again: a wake-up and, when it shares a CPU with the thread that reaps the
- * completions, two context switches per NTB, the costly mode ncm-tun's
- * upload fell into in some boots (issue 15). A quarter of the pool still
- * leaves three quarters in flight, so the device does not run dry waiting.
- */
-bool
-ncm_ntb_sched_writable(const NcmNtbSched *s)
-{
-	unsigned want = s->n_slots / WRITABLE_DIV ? s->n_slots / WRITABLE_DIV : 1;
-
-	return s->n_free >= want || ncm_ntb_sched_in_flight(s) == 0;
 }
 
 static void

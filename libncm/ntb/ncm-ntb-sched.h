@@ -87,11 +87,6 @@ ncm_ntb_sched_in_flight(const NcmNtbSched *s)
 	return s->n_slots - s->n_free - s->n_held - (s->open >= 0 ? 1u : 0u);
 }
 
-/* Whether a producer that found every slot taken may be woken now: a
- * quarter of the pool (at least one slot) is free again, or nothing is left
- * in flight. */
-bool ncm_ntb_sched_writable(const NcmNtbSched *s);
-
 /* Whether the open NTB, holding @datagrams, is due for the last-resort flush. */
 bool ncm_ntb_sched_flush_due(const NcmNtbSched *s, unsigned datagrams, int64_t now);
 

@@ -396,9 +396,8 @@ tx_complete(struct libusb_transfer *xfer)
 	ncm_ntb_sched_release(&self->sched, slot->index);
 	if (ncm_ntb_sched_held(&self->sched))
 		drain_paced_locked(self, now);
-	wake = self->want_writable && ncm_ntb_sched_writable(&self->sched);
-	if (wake)
-		self->want_writable = FALSE;
+	wake = self->want_writable;
+	self->want_writable = FALSE;
 	ncm_mutex_unlock(&self->tx_lock);
 	if (wake && self->sink.writable) {
 		NCM_TOUCH(self, "sink.writable");

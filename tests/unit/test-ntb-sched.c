@@ -168,55 +168,6 @@ test_default_slots(void)
 	g_assert_cmpuint(ncm_ntb_sched_default_slots(1u << 20), ==, 8);
 }
 
-/* A producer that found the pool full is woken once a quarter of it is
- * free, not at the first slot; with nothing left in flight, at once. */
-static void
-test_writable(void)
-{
-	NcmNtbSched s;
-
-	ncm_ntb_sched_init(&s, 16, NTB, FLUSH_US, 0, 0);
-	for (int i = 0; i < 16; i++) {
-		g_assert_cmpint(ncm_ntb_sched_open(&s, 0), ==, i == 0 ? 15 : 15 - i);
-		ncm_ntb_sched_close(&s, 100, 0);
-	}
-	g_assert_false(ncm_ntb_sched_writable(&s));
-	for (unsigned i = 0; i < 3; i++) {
-		ncm_ntb_sched_release(&s, i);
-		g_assert_false(ncm_ntb_sched_writable(&s));
-	}
-	ncm_ntb_sched_release(&s, 3);
-	g_assert_true(ncm_ntb_sched_writable(&s));
-
-	/* A pool of 2: one free slot is enough. */
-	ncm_ntb_sched_init(&s, 2, NTB, FLUSH_US, 0, 0);
-	for (int i = 0; i < 2; i++) {
-		g_assert_cmpint(ncm_ntb_sched_open(&s, 0), >=, 0);
-		ncm_ntb_sched_close(&s, 100, 0);
-	}
-	g_assert_false(ncm_ntb_sched_writable(&s));
-	ncm_ntb_sched_release(&s, 0);
-	g_assert_true(ncm_ntb_sched_writable(&s));
-
-	/* The pacer holds 14 of 16 and two are in flight: once those two are
-	 * back nothing can complete until the producer runs again. */
-	ncm_ntb_sched_init(&s, 16, NTB, FLUSH_US, 1000, 0);
-	for (int i = 0; i < 16; i++) {
-		g_assert_cmpint(ncm_ntb_sched_open(&s, 0), >=, 0);
-		ncm_ntb_sched_close(&s, NTB, 0);
-	}
-	/* 1000 B/s fills the two-NTB bucket in 32.768 s. */
-	g_assert_cmpint(ncm_ntb_sched_next(&s, 2 * NTB * 1000), ==, 15);
-	g_assert_cmpint(ncm_ntb_sched_next(&s, 2 * NTB * 1000), ==, 14);
-	g_assert_cmpint(ncm_ntb_sched_next(&s, 2 * NTB * 1000), ==, -1);
-	g_assert_cmpuint(ncm_ntb_sched_held(&s), ==, 14);
-	g_assert_cmpuint(ncm_ntb_sched_in_flight(&s), ==, 2);
-	ncm_ntb_sched_release(&s, 15);
-	g_assert_false(ncm_ntb_sched_writable(&s));
-	ncm_ntb_sched_release(&s, 14);
-	g_assert_true(ncm_ntb_sched_writable(&s));
-}
-
 int
 main(int argc, char **argv)
 {
@@ -227,6 +178,5 @@ main(int argc, char **argv)
 	g_test_add_func("/ntb-sched/pacing-long-idle", test_pacing_long_idle);
 	g_test_add_func("/ntb-sched/cancel", test_cancel);
 	g_test_add_func("/ntb-sched/default-slots", test_default_slots);
-	g_test_add_func("/ntb-sched/writable", test_writable);
 	return g_test_run();
 }
