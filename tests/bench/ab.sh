@@ -12,6 +12,9 @@
 # AB_COUNT=1 (and COUNT_SYSCALLS=1) also counts, with the guest's perf, the
 # syscalls, context switches and wake-ups of each run and reports them per MB
 # (tests/bench/count-report.py): work units that the host's load does not move.
+# AB_SCHED=1 records the guest scheduler's switches, wake-ups and migrations
+# per run (tests/bench/sched-report.py): per thread, CPU time on each CPU and
+# who woke it from where.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 base=$(realpath "$1")
@@ -27,10 +30,10 @@ for v in "$@"; do
 	names+=("$n")
 done
 envs=(--env "AB_VARIANTS=$(IFS=,; echo "${names[*]-}")")
-for v in AB_REPS AB_SECS AB_TESTS AB_PATH AB_COUNT COUNT_SYSCALLS; do
+for v in AB_REPS AB_SECS AB_TESTS AB_PATH AB_COUNT COUNT_SYSCALLS AB_SCHED; do
 	[ -z "${!v:-}" ] || envs+=(--env "$v=${!v}")
 done
-if [ -n "${AB_COUNT:-}" ]; then
+if [ -n "${AB_COUNT:-}${AB_SCHED:-}" ]; then
 	command -v perf >/dev/null || { echo "ab: AB_COUNT needs perf (apt-get install linux-perf)" >&2; exit 1; }
 	files+=(--bin "$(command -v perf)")
 fi

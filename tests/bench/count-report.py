@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/bench/count-report.py OUT [SECS]: work units per MB from tests/bench/ab.sh's AB_COUNT=1.
 # Per variant, the median over rounds of each perf stat count divided by the MB
-# the run moved: for ncm-tun, the bytes libncm sent (its "usb tx" line, the whole
-# session); for cdc_ncm, which has no such counter, Mbit/s times SECS (default 5).
+# the run moved: for ncm-tun, the bytes libncm sent and received (its "usb tx"
+# and "usb rx" lines, the whole session: tcp_down's data comes in); for cdc_ncm, which has no such counter, Mbit/s times SECS (default 5).
 # Ratios to base are medians of same-round pairs.
 import glob
 import os
@@ -28,7 +28,8 @@ for stat in sorted(glob.glob(os.path.join(out, "ab-*-*.stat"))):
     mt = re.search(r"^tcp_\w+\s*\|\s*([\d.]+) Mbit/s", txt, re.M)
     mbit = float(mt.group(1)) if mt else 0.0
     mu = re.findall(r"usb tx: \d+ NTBs, \d+ datagrams, (\d+) bytes", log)
-    mb = int(mu[-1]) / 1e6 if mu else mbit * secs / 8
+    mr = re.findall(r"usb rx: \d+ NTBs, \d+ datagrams, (\d+) bytes", log)
+    mb = (int(mu[-1]) + (int(mr[-1]) if mr else 0)) / 1e6 if mu else mbit * secs / 8
     if mb <= 0:
         continue
     runs.setdefault(v, {})[rnd] = (mbit, {k: c / mb for k, c in counts.items()})

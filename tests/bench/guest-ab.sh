@@ -23,21 +23,43 @@ EVENTS=raw_syscalls:sys_enter,sched:sched_switch,sched:sched_wakeup,irq:softirq_
 [ -z "${COUNT_SYSCALLS:-}" ] || for s in ioctl poll ppoll read readv write writev futex; do
 	EVENTS=$EVENTS,syscalls:sys_enter_$s
 done
-if [ -n "${AB_COUNT:-}" ]; then
+if [ -n "${AB_COUNT:-}${AB_SCHED:-}" ]; then
 	# perf finds tracepoints through tracefs, which the guest does not mount itself.
 	[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null ||
 		mount -t debugfs nodev /sys/kernel/debug || true
 fi
 
-# run OUT COMMAND...: COMMAND, under perf stat into OUT.stat with AB_COUNT.
+# snap OUT SUFFIX: the per-CPU interrupt, softirq and time counters, for deltas over a run.
+snap() {
+	cat /proc/interrupts >"$1.irq$2"
+	cat /proc/softirqs >"$1.softirq$2"
+	grep '^cpu' /proc/stat >"$1.cpu$2"
+}
+
+# run OUT COMMAND...: COMMAND, under perf stat into OUT.stat with AB_COUNT;
+# with AB_SCHED also under perf record of the scheduler's switches, wake-ups
+# and migrations into OUT.sched (which thread ran on which CPU, woken by whom:
+# tests/bench/sched-report.py) and the per-CPU counters around it.
 run() {
-	local out=$1
+	local out=$1 rec=
 	shift
-	if [ -n "${AB_COUNT:-}" ]; then
-		perf stat -a -x, -o "$out.stat" -e "$EVENTS" -- "$@"
-	else
-		"$@"
+	# Not around cdc_ncm: under a recording perf it can fall into dummy_hcd's
+	# spinlock contention (PERF.md), and one boot hung there for minutes.
+	if [ -n "${AB_SCHED:-}" ] && [ "${out##*/ab-cdc_ncm-}" = "$out" ]; then
+		rec="perf record -a -q -o /tmp/ab-sched.data -e sched:sched_switch,sched:sched_wakeup,sched:sched_migrate_task --"
+		snap "$out" 0
 	fi
+	if [ -n "${AB_COUNT:-}" ]; then
+		perf stat -a -x, -o "$out.stat" -e "$EVENTS" -- $rec "$@"
+	else
+		$rec "$@"
+	fi
+	local rc=$?
+	if [ -n "$rec" ]; then
+		snap "$out" 1
+		cp /tmp/ab-sched.data "$out.sched" && rm -f /tmp/ab-sched.data
+	fi
+	return $rc
 }
 
 bench_setup
