@@ -1473,8 +1473,15 @@ main(int argc, char **argv)
 	if (t.dev) {
 		gint64 closing = g_get_monotonic_time();
 
+		NcmStats s;
+
 		ncm_device_close(t.dev);
 		printf("close: %" G_GINT64_FORMAT " ms\n", (g_get_monotonic_time() - closing) / 1000);
+		/* After close nothing more goes out: what the peer may count, tail
+		 * nudges and ARP included. */
+		ncm_device_get_stats(t.dev, &s);
+		printf("final: tx_datagrams=%" G_GUINT64_FORMAT " rx_nudges=%" G_GUINT64_FORMAT "\n",
+		       s.tx_datagrams, s.rx_nudges);
 	}
 	g_clear_object(&t.dev);
 	g_clear_object(&t.ctx);
