@@ -96,7 +96,7 @@ ncm_lwip_stack_listen(NcmLwipStack *stack, GInetSocketAddress *address, guint ba
 	nlw_core_unlock();
 	if (err != ERR_OK) {
 		g_set_error(error, G_IO_ERROR, nlw_err_to_io(err), "cannot listen: %s",
-			    lwip_strerr(err));
+			    nlw_strerr(err));
 		g_object_unref(self);
 		return NULL;
 	}

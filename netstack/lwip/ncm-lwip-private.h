@@ -110,6 +110,9 @@ gboolean nlw_routable(const ip_addr_t *ip);
 /* lwIP's err_t as a G_IO_ERROR code. */
 gint nlw_err_to_io(err_t err);
 
+/* lwIP's err_t in words, for GError messages (never empty). */
+const char *nlw_strerr(err_t err);
+
 /*
  * Runs a blocking control-plane call (connect, accept, receive) for an
  * async API on a thread of its own; the GTask then completes on the

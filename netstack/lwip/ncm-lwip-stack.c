@@ -394,6 +394,48 @@ nlw_routable(const ip_addr_t *ip)
 	       ip4_addr_isbroadcast(ip_2_ip4(ip), netif);
 }
 
+/* lwIP's own lwip_strerr() is "" unless built with LWIP_DEBUG. */
+const char *
+nlw_strerr(err_t err)
+{
+	switch (err) {
+	case ERR_OK:
+		return "no error";
+	case ERR_MEM:
+	case ERR_BUF:
+		return "lwIP is out of buffers (too many connections or queued data; close some or raise MEMP_NUM_* in lwipopts.h)";
+	case ERR_TIMEOUT:
+		return "timed out";
+	case ERR_RTE:
+		return "no route to host (is a netif up with an address on that network?)";
+	case ERR_INPROGRESS:
+		return "operation in progress";
+	case ERR_VAL:
+	case ERR_ARG:
+		return "invalid argument";
+	case ERR_WOULDBLOCK:
+		return "operation would block";
+	case ERR_USE:
+		return "address in use (another listener or socket has this port)";
+	case ERR_ALREADY:
+		return "already connecting";
+	case ERR_ISCONN:
+		return "already connected";
+	case ERR_CONN:
+		return "not connected";
+	case ERR_IF:
+		return "the network interface failed";
+	case ERR_ABRT:
+		return "connection aborted";
+	case ERR_RST:
+		return "connection reset by peer";
+	case ERR_CLSD:
+		return "connection closed";
+	default:
+		return "unknown lwIP error";
+	}
+}
+
 gint
 nlw_err_to_io(err_t err)
 {

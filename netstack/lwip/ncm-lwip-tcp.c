@@ -952,7 +952,7 @@ connect_start(GInetSocketAddress *address, guint timeout_ms, GError **error)
 	nlw_core_unlock();
 	if (err != ERR_OK) {
 		g_set_error(error, G_IO_ERROR, nlw_err_to_io(err), "cannot connect: %s",
-			    err == ERR_RTE ? "no route to host" : lwip_strerr(err));
+			    nlw_strerr(err));
 		nlw_conn_unref(c);
 		return NULL;
 	}

@@ -80,7 +80,7 @@ ncm_lwip_stack_udp_bind(NcmLwipStack *stack, GInetSocketAddress *address, GError
 	nlw_core_unlock();
 	if (err != ERR_OK) {
 		g_set_error(error, G_IO_ERROR, nlw_err_to_io(err), "cannot bind: %s",
-			    lwip_strerr(err));
+			    nlw_strerr(err));
 		g_object_unref(self);
 		return NULL;
 	}
@@ -136,7 +136,7 @@ ncm_lwip_udp_socket_send_to(NcmLwipUdpSocket *self, GInetSocketAddress *to, cons
 		g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_CLOSED, "socket is closed");
 	else
 		g_set_error(error, G_IO_ERROR, nlw_err_to_io(err), "cannot send: %s",
-			    lwip_strerr(err));
+			    nlw_strerr(err));
 	return FALSE;
 }
 

@@ -1111,6 +1111,35 @@ test_refused(void)
 	expect_connect_error(KERNEL_V6, port, 10000, G_IO_ERROR_CONNECTION_REFUSED);
 }
 
+/* lwIP's lwip_strerr() is "" in our build: the messages must still say what went wrong. */
+static void
+test_error_messages(void)
+{
+	g_autoptr(GInetSocketAddress) any = sockaddr("0.0.0.0", 0);
+	g_autoptr(GInetSocketAddress) again = NULL;
+	g_autoptr(GInetSocketAddress) far = sockaddr("10.250.1.1", 9);
+	g_autoptr(NcmLwipListener) first = NULL;
+	g_autoptr(NcmLwipListener) second = NULL;
+	g_autoptr(GError) error = NULL;
+	NcmLwipConnection *conn;
+
+	if (!have_tap())
+		return;
+	first = ncm_lwip_stack_listen(stack, any, 0, &error);
+	g_assert_no_error(error);
+	again = sockaddr("0.0.0.0", ncm_lwip_listener_get_port(first));
+	second = ncm_lwip_stack_listen(stack, again, 0, &error);
+	g_assert_null(second);
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_ADDRESS_IN_USE);
+	g_assert_nonnull(strstr(error->message, "address in use"));
+	g_clear_error(&error);
+	/* Off the netif's network, no gateway: refused at once, with a reason. */
+	conn = ncm_lwip_stack_connect(stack, far, 2000, NULL, &error);
+	g_assert_null(conn);
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_NETWORK_UNREACHABLE);
+	g_assert_nonnull(strstr(error->message, "no route to host"));
+}
+
 static void
 test_timeout(void)
 {
@@ -1774,6 +1803,7 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-tap/tcp/splice", test_splice);
 	g_test_add_func("/lwip-tap/tcp/refused", test_refused);
 	g_test_add_func("/lwip-tap/tcp/timeout", test_timeout);
+	g_test_add_func("/lwip-tap/tcp/error-messages", test_error_messages);
 	g_test_add_func("/lwip-tap/tcp/cancel", test_cancel);
 	g_test_add_func("/lwip-tap/tcp/async-echo", test_async_echo);
 	g_test_add_func("/lwip-tap/tcp/time-wait", test_time_wait);

@@ -6,7 +6,9 @@ set -eu
 
 gadget_setup ncm
 rc=0
-vmtest-driver landed -s 1400 -t 30 >"$VM_OUT/landed.txt" 2>&1 || rc=$?
+# Two OUT transfers: the pool must fill whatever the producer's speed (under
+# TSan it once built frames slower than f_ncm drained 16 slots, for 30 s).
+vmtest-driver landed -s 1400 -t 30 --tx-transfers 2 >"$VM_OUT/landed.txt" 2>&1 || rc=$?
 cat "$VM_OUT/landed.txt"
 # A touch after the drop aborts with this message (libncm/usb/ncm-usb-landed.c).
 check "no touch after the in-flight drop" sh -c "! grep -q 'ran after this completion dropped' '$VM_OUT/landed.txt'"

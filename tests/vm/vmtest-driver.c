@@ -45,6 +45,7 @@ static gchar *opt_to;
 static gchar *opt_wait_file;
 static gboolean opt_allow_bad;
 static gint opt_rx_transfers;
+static gint opt_tx_transfers;
 static gboolean opt_max_size;
 
 static const GOptionEntry entries[] = {
@@ -83,6 +84,8 @@ static const GOptionEntry entries[] = {
 	  "rx: bad NTBs are expected (the script checks their count)", NULL },
 	{ "rx-transfers", 0, 0, G_OPTION_ARG_INT, &opt_rx_transfers,
 	  "Bulk-IN transfers in flight (0 = by speed; 1 makes each failure a retry round)", "N" },
+	{ "tx-transfers", 0, 0, G_OPTION_ARG_INT, &opt_tx_transfers,
+	  "Bulk-OUT transfers in flight (0 = libncm's default; few fill the pool at any producer speed)", "N" },
 	{ "max-size", 0, 0, G_OPTION_ARG_NONE, &opt_max_size,
 	  "tx: frames of the device's maximum (ncm_device_get_max_frame), then check that "
 	  "one byte more is refused and counted", NULL },
@@ -389,6 +392,7 @@ init_options(NcmDeviceOptions *opts)
 	opts->detach_kernel_driver = !opt_no_detach;
 	opts->nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
 	opts->rx_transfers = (guint)MAX(opt_rx_transfers, 0);
+	opts->tx_transfers = (guint)MAX(opt_tx_transfers, 0);
 }
 
 static gboolean
