@@ -8,6 +8,10 @@
 # each multi path last gadget first: a bias that follows the gadget, not the list, is not the driver's order.
 # VM_SCALE_SS=1 saves the host's TCP senders' ss -tin (cwnd, retransmits, and how long each was limited by the
 # receiver's window or its send buffer) at the end of each run to scale-*.ss (inet_diag from multi-ab.sh).
+# VM_SCALE_DIAG=1 (multi-ab.sh MULTI_AB_DIAG=1, needs VM_SCALE_SS=1) adds to each run, in scale-*.diag: both namespaces'
+# /proc/net/netstat and snmp counters (nstat's names, what changed), the gadget netdevs' /proc/net/dev, /proc/stat,
+# a sample each second of ss -tin in both namespaces and of every ncm-bench and ncm-tun thread's CPU ticks, and
+# LD_PRELOAD=/opt/diag/multi-diag-preload.so: every NcmStats / NcmLwipStats the programs read (scale-*.ncm.PID).
 # Prints ncm-bench's tables and one "scale:" line per path and count; asserts that every run ended and every device moved data.
 set -eu
 . "$VM_LIB"
@@ -31,7 +35,7 @@ peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
 wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
 
 bad=
-if [ "${VM_SCALE_SS:-}" = 1 ]; then
+if [ "${VM_SCALE_SS:-}" = 1 ] || [ "${VM_SCALE_DIAG:-}" = 1 ]; then
 	for m in inet_diag tcp_diag; do insmod "/tmp/$m.ko" 2>/dev/null || true; done
 fi
 # result FILE TEST: the result's line (ncm-bench writes one per line).
@@ -74,6 +78,48 @@ table() {
 	done
 }
 
+# net_snap: /proc/net/netstat and snmp on stdin as "TcpExtName value"
+# (nstat's names: each prefix's header line, then its values line).
+net_snap() {
+	awk '{ p = $1; sub(/:$/, "", p); if (!(p in h)) { h[p] = $0; next }
+		n = split(h[p], k); for (i = 2; i <= n; i++) print p k[i], $i; delete h[p] }'
+}
+
+# diag_snap OUT TAG: the counters VM_SCALE_DIAG diffs, to OUT.TAG.*.
+diag_snap() {
+	cat /proc/net/netstat /proc/net/snmp | net_snap >"$1.$2.host-net"
+	peer_run cat /proc/net/netstat /proc/net/snmp | net_snap >"$1.$2.peer-net"
+	peer_run cat /proc/net/dev >"$1.$2.peer-dev"
+	head -1 /proc/stat >"$1.$2.stat"
+}
+
+# diag_sample: one sample of the senders' and receivers' TCP state and of
+# the drivers' threads' CPU ticks (utime stime per thread).
+diag_sample() {
+	local p pids=
+	echo "=== sample $(cut -d' ' -f1 /proc/uptime) $(head -1 /proc/stat)"
+	for p in $(pidof ncm-bench ncm-tun 2>/dev/null); do pids="$pids /proc/$p/task/*/stat"; done
+	# comm may hold spaces: the fields after its closing parenthesis.
+	[ -z "$pids" ] || awk '{ s = $0; c = s; sub(/^[^(]*\(/, "", c); sub(/\).*/, "", c); sub(/^.*\) /, "", s)
+		split(s, f, " "); print "thread", $1, c, f[12], f[13] }' $pids 2>/dev/null
+	echo "--- peer ss"
+	peer_run ss -tinH state established 2>&1
+	echo "--- host ss"
+	ss -tinH state established 2>&1
+}
+
+# diag_end OUT: what changed between OUT.0.* and OUT.1.*, to OUT.diag.
+diag_end() {
+	local f
+	for f in host-net peer-net; do
+		awk -v w="$f" 'NR == FNR { a[$1] = $2; next } $2 != a[$1] { print w, $1, $2 - a[$1] }' \
+			"$1.0.$f" "$1.1.$f"
+	done >>"$1.diag"
+	{ echo "peer-dev before"; cat "$1.0.peer-dev"; echo "peer-dev after"; cat "$1.1.peer-dev"
+	  echo "stat before $(cat "$1.0.stat")"; echo "stat after $(cat "$1.1.stat")"; } >>"$1.diag"
+	rm -f "$1".[01].*
+}
+
 # scale NAME K SPEC [VARIANT [ROUND]]: ncm-bench's multi mode over the K
 # devices of SPEC (DEV+DEV+...), each test; its table, then one line per test.
 # A VARIANT runs /opt/ab/VARIANT's libraries (and ncm-tun: exec= in SPEC).
@@ -91,10 +137,24 @@ scale() {
 		done) &
 		ss=$!
 	fi
-	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} ncm-bench --multi --reps 1 --secs "$secs" \
+	local diag= pre=
+	if [ "${VM_SCALE_DIAG:-}" = 1 ]; then
+		rm -f "$out".diag "$out".samples "$out".ncm.*
+		diag_snap "$out" 0
+		(while :; do diag_sample >>"$out.samples"; sleep 1; done) &
+		diag=$!
+		pre="LD_PRELOAD=/opt/diag/multi-diag-preload.so MULTI_DIAG_LOG=$out.ncm"
+	fi
+	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} $pre ncm-bench --multi --reps 1 --secs "$secs" \
 		--tests "$(echo $tests | tr ' ' ,)" --path "$1=$3" \
 		--json "$out.json" >"$out.txt" 2>"$out.log" || rc=$?
 	[ -z "$ss" ] || kill "$ss" 2>/dev/null || true
+	if [ -n "$diag" ]; then
+		kill "$diag" 2>/dev/null || true
+		wait "$diag" 2>/dev/null || true
+		diag_snap "$out" 1
+		diag_end "$out"
+	fi
 	cat "$out.txt"
 	if [ "$rc" != 0 ] || [ ! -s "$out.json" ]; then
 		tail -n 30 "$out.log"
