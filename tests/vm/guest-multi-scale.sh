@@ -8,7 +8,7 @@
 # each multi path last gadget first: a bias that follows the gadget, not the list, is not the driver's order.
 # VM_SCALE_SS=1 saves the host's TCP senders' ss -tin (cwnd, retransmits, and how long each was limited by the
 # receiver's window or its send buffer) at the end of each run to scale-*.ss (inet_diag from multi-ab.sh).
-# VM_SCALE_DIAG=1 (multi-ab.sh MULTI_AB_DIAG=1, needs VM_SCALE_SS=1) adds to each run, in scale-*.diag: both namespaces'
+# VM_SCALE_DIAG=1 (multi-ab.sh MULTI_AB_DIAG=1, which brings ss and inet_diag) adds to each run, in scale-*.diag: both namespaces'
 # /proc/net/netstat and snmp counters (nstat's names, what changed), the gadget netdevs' /proc/net/dev, /proc/stat,
 # a sample each second of ss -tin in both namespaces and of every ncm-bench and ncm-tun thread's CPU ticks, and
 # LD_PRELOAD=/opt/diag/multi-diag-preload.so: every NcmStats / NcmLwipStats the programs read (scale-*.ncm.PID).
