@@ -37,6 +37,7 @@ if [ "${VM_SCALE_SS:-}" = 1 ] || [ "${MULTI_AB_DIAG:-}" = 1 ]; then
 	kmods=$(echo "${VM_CACHE_DIR:-.cache/vm}"/kernel-*/lib/modules/*/kernel/net/ipv4)
 	files+=(--file "$kmods/inet_diag.ko:/tmp/inet_diag.ko" --file "$kmods/tcp_diag.ko:/tmp/tcp_diag.ko"
 		--bin "$(command -v ss)")
+	[ "${MULTI_AB_DIAG:-}" != 1 ] || files+=(--bin "$(command -v tc)")
 fi
 for v in VM_SCALE_ORDER VM_SCALE_TUN_VARIANTS VM_SCALE_SS; do
 	[ -z "${!v+set}" ] || envs+=(--env "$v=${!v}")

@@ -173,7 +173,20 @@ def report(run):
             if len(f) == 3 and f[0] in ('host-net', 'peer-net') and NET_KEYS.match(f[1]):
                 print(f'  {f[0]} {f[1]} {f[2]}')
         txt = open(run + '.diag').read()
-        m0 = re.search(r'peer-dev before\n(.*?)peer-dev after\n(.*?)stat before', txt, re.S)
+        m0 = re.search(r'peer-dev before\n(.*?)peer-dev after\n(.*?)(?:qdisc|stat) before', txt, re.S)
+        mq = re.search(r'qdisc before\n(.*?)qdisc after\n(.*?)stat before', txt, re.S)
+        if mq:
+            def qd(block):
+                r = {}
+                for m in re.finditer(r'qdisc (\S+) \S+ dev (\S+).*?\n\s*Sent (\d+) bytes (\d+) pkt \(dropped (\d+), '
+                                     r'overlimits (\d+) requeues (\d+)\)', block):
+                    r[(m.group(2), m.group(1))] = [int(m.group(k)) for k in (4, 5, 7)]
+                return r
+            a, b = qd(mq.group(1)), qd(mq.group(2))
+            for k in sorted(b):
+                if k in a and k[0].startswith('gadget'):
+                    d = [y - x for x, y in zip(a[k], b[k])]
+                    print(f'  peer qdisc {k[1]} on {k[0]}: pkts {d[0]} dropped {d[1]} requeues {d[2]}')
         if m0:
             def dev(block):
                 r = {}

@@ -9,7 +9,7 @@
 # VM_SCALE_SS=1 saves the host's TCP senders' ss -tin (cwnd, retransmits, and how long each was limited by the
 # receiver's window or its send buffer) at the end of each run to scale-*.ss (inet_diag from multi-ab.sh).
 # VM_SCALE_DIAG=1 (multi-ab.sh MULTI_AB_DIAG=1, which brings ss and inet_diag) adds to each run, in scale-*.diag: both namespaces'
-# /proc/net/netstat and snmp counters (nstat's names, what changed), the gadget netdevs' /proc/net/dev, /proc/stat,
+# /proc/net/netstat and snmp counters (nstat's names, what changed), the gadget netdevs' /proc/net/dev and tc -s qdisc, /proc/stat,
 # a sample each second of ss -tin in both namespaces and of every ncm-bench and ncm-tun thread's CPU ticks, and
 # LD_PRELOAD=/opt/diag/multi-diag-preload.so: every NcmStats / NcmLwipStats the programs read (scale-*.ncm.PID).
 # Prints ncm-bench's tables and one "scale:" line per path and count; asserts that every run ended and every device moved data.
@@ -90,6 +90,8 @@ diag_snap() {
 	cat /proc/net/netstat /proc/net/snmp | net_snap >"$1.$2.host-net"
 	peer_run cat /proc/net/netstat /proc/net/snmp | net_snap >"$1.$2.peer-net"
 	peer_run cat /proc/net/dev >"$1.$2.peer-dev"
+	# A gadget's qdisc drops are not in /proc/net/dev.
+	peer_run tc -s qdisc show >"$1.$2.peer-qdisc" 2>&1 || true
 	head -1 /proc/stat >"$1.$2.stat"
 }
 
@@ -116,6 +118,7 @@ diag_end() {
 			"$1.0.$f" "$1.1.$f"
 	done >>"$1.diag"
 	{ echo "peer-dev before"; cat "$1.0.peer-dev"; echo "peer-dev after"; cat "$1.1.peer-dev"
+	  echo "qdisc before"; cat "$1.0.peer-qdisc"; echo "qdisc after"; cat "$1.1.peer-qdisc"
 	  echo "stat before $(cat "$1.0.stat")"; echo "stat after $(cat "$1.1.stat")"; } >>"$1.diag"
 	rm -f "$1".[01].*
 }
