@@ -15,7 +15,7 @@ import sys
 NET_KEYS = re.compile(r'^(TcpRetransSegs|TcpOutRsts|TcpInErrs|TcpExtTCP(Timeouts|LossProbes|LossProbeRecovery|'
                       r'SackRecovery|FastRetrans|SlowStartRetrans|LostRetransmit|SpuriousRTOs|DSACK\w*|'
                       r'OFOQueue|OFODrop|RcvQDrop|BacklogDrop|ZeroWindow\w*|WantZeroWindowAdv|ToZeroWindowAdv|'
-                      r'FromZeroWindowAdv|RcvCoalesce|Abort\w*|SackShifted|TimeoutRehash|RenoRecovery|'
+                      r'FromZeroWindowAdv|WinProbe|RcvCoalesce|Abort\w*|SackShifted|TimeoutRehash|RenoRecovery|'
                       r'SACKReneging|LossUndo|FullUndo|PartialUndo|DSACKUndo|SpuriousRtxHostQueues|'
                       r'RcvCollapsed|PruneCalled|RcvPruned)|TcpExtPruneCalled|TcpExtRcvPruned|'
                       r'TcpExtDelayedACK\w*|TcpExtListenDrops|IpExtInNoRoutes)$')
