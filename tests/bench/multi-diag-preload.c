@@ -9,6 +9,10 @@
  * on its own: a sampler thread could read a device that was just freed.
  * Devices are numbered in the order they were opened (ncm-bench opens a
  * multi path's devices in the order of its spec).
+ * $MULTI_DIAG_RX_TRANSFERS, when set, replaces NcmDeviceOptions.rx_transfers
+ * at open (neither ncm-bench nor ncm-tun has an option for it): how much
+ * receive buffer memory the devices cycle through is one suspect of
+ * issue 20's cost per MB at 8 devices.
  * Build: tests/bench/multi-diag.sh does it (gcc -shared -fPIC ... -ldl).
  */
 #define _GNU_SOURCE
@@ -16,6 +20,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,11 +83,24 @@ ncm_device_open(NcmContext *context, const NcmFunctionInfo *info, const NcmDevic
 	NcmDevice *(*real)(NcmContext *, const NcmFunctionInfo *, const NcmDeviceOptions *, GError **) =
 		(NcmDevice * (*)(NcmContext *, const NcmFunctionInfo *, const NcmDeviceOptions *, GError **))
 			dlsym(RTLD_NEXT, "ncm_device_open");
-	NcmDevice *dev = real ? real(context, info, options, error) : NULL;
+	const char *rx = getenv("MULTI_DIAG_RX_TRANSFERS");
+	NcmDeviceOptions o;
+	NcmDevice *dev;
+
+	if (rx && *rx) {
+		if (options)
+			o = *options;
+		else
+			ncm_device_options_init(&o);
+		o.rx_transfers = (guint)strtoul(rx, NULL, 10);
+		options = &o;
+	}
+	dev = real ? real(context, info, options, error) : NULL;
 
 	if (dev && md_ndevices < MD_MAX_DEVICES) {
 		md_devices[md_ndevices] = dev;
-		md_log("open %d serial=%s", md_ndevices, info && info->serial ? info->serial : "?");
+		md_log("open %d serial=%s rx_transfers=%u", md_ndevices, info && info->serial ? info->serial : "?",
+		       options ? options->rx_transfers : 0);
 		md_ndevices++;
 	}
 	return dev;

@@ -25,7 +25,7 @@ SS_KEYS = ('cwnd', 'ssthresh', 'rtt', 'rto', 'backoff', 'retrans', 'lost', 'unac
 
 
 def dev_index(addr):
-    m = re.match(r'192\.168\.(\d+)\.\d+:', addr)
+    m = re.search(r'192\.168\.(\d+)\.\d+\]?:', addr)
     return int(m.group(1)) - 100 if m else None
 
 
@@ -144,13 +144,18 @@ def report(run):
         live = [b for b in blocks if b['threads']]
         if len(live) >= 2:
             b0, b1 = live[0], live[-1]
-            dt = b1['t'] - b0['t']
-            print(f'  CPU over {dt:.1f} s of samples: {cpu_split(b0["cpu"], b1["cpu"])}')
-            for key in sorted(b1['threads']):
-                if key in b0['threads']:
-                    pct = (b1['threads'][key] - b0['threads'][key]) / dt  # USER_HZ 100: ticks/s = % of a CPU
-                    if pct >= 1:
-                        print(f'    thread {key[0]} {key[1]}: {pct:.0f} % of a CPU')
+            print(f'  CPU over {b1["t"] - b0["t"]:.1f} s of samples: {cpu_split(b0["cpu"], b1["cpu"])}')
+            # Each thread from its first sample to its last (threads come and go with the streams).
+            seen = {}
+            for b in live:
+                for key, ticks in b['threads'].items():
+                    first = seen.setdefault(key, [b['t'], ticks, b['t'], ticks])
+                    first[2], first[3] = b['t'], ticks
+            for key, (t0, v0, t1, v1) in sorted(seen.items()):
+                if t1 - t0 >= 2:
+                    pct = (v1 - v0) / (t1 - t0)  # USER_HZ 100: ticks per second = % of a CPU
+                    if pct >= 2:
+                        print(f'    thread {key[0]} {key[1]}: {pct:.0f} % of a CPU over {t1 - t0:.0f} s')
         for part in ('peer', 'host'):
             socks = last_with(blocks, part)
             for (loc, rem), info in sorted(socks.items(), key=lambda kv: (dev_index(kv[0][0]) or 0)):

@@ -12,6 +12,8 @@
 # /proc/net/netstat and snmp counters (nstat's names, what changed), the gadget netdevs' /proc/net/dev and tc -s qdisc, /proc/stat,
 # a sample each second of ss -tin in both namespaces and of every ncm-bench and ncm-tun thread's CPU ticks, and
 # LD_PRELOAD=/opt/diag/multi-diag-preload.so: every NcmStats / NcmLwipStats the programs read (scale-*.ncm.PID).
+# VM_SCALE_DIAG_RX ("16 4") runs each point once per value, with NcmDeviceOptions.rx_transfers set to it by that
+# preload (scale-PATH-rxN-K...).
 # Prints ncm-bench's tables and one "scale:" line per path and count; asserts that every run ended and every device moved data.
 set -eu
 . "$VM_LIB"
@@ -35,6 +37,7 @@ peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
 wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
 
 bad=
+diag_rx=
 if [ "${VM_SCALE_SS:-}" = 1 ] || [ "${VM_SCALE_DIAG:-}" = 1 ]; then
 	for m in inet_diag tcp_diag; do insmod "/tmp/$m.ko" 2>/dev/null || true; done
 fi
@@ -127,7 +130,7 @@ diag_end() {
 # devices of SPEC (DEV+DEV+...), each test; its table, then one line per test.
 # A VARIANT runs /opt/ab/VARIANT's libraries (and ncm-tun: exec= in SPEC).
 scale() {
-	local out=$VM_OUT/scale-$1${4:+-$4}-$2${5:+-r$5} rc=0 t
+	local out=$VM_OUT/scale-$1${4:+-$4}${diag_rx:+-rx$diag_rx}-$2${5:+-r$5} rc=0 t
 	log "$1${4:+ ($4)}: $2 device(s)"
 	local ss=
 	if [ "${VM_SCALE_SS:-}" = 1 ]; then
@@ -146,7 +149,7 @@ scale() {
 		diag_snap "$out" 0
 		(while :; do diag_sample >>"$out.samples"; sleep 1; done) &
 		diag=$!
-		pre="LD_PRELOAD=/opt/diag/multi-diag-preload.so MULTI_DIAG_LOG=$out.ncm"
+		pre="LD_PRELOAD=/opt/diag/multi-diag-preload.so MULTI_DIAG_LOG=$out.ncm MULTI_DIAG_RX_TRANSFERS=$diag_rx"
 	fi
 	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} $pre ncm-bench --multi --reps 1 --secs "$secs" \
 		--tests "$(echo $tests | tr ' ' ,)" --path "$1=$3" \
@@ -173,7 +176,7 @@ scale() {
 		# Every device moved data: the smallest per-device figure is above 0.
 		awk -v v="$(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":[^,]*,"min":\([^,]*\),.*/\1/p')" \
 			'BEGIN { exit !(v + 0 > 0) }' || bad="$bad $1/$2/$t(a device moved nothing)"
-		echo "scale: $1${4:+ ($4)}${5:+ round $5} $2 $t: total $(fig "$out.json" "$t" mbit_s %.1f) Mbit/s," \
+		echo "scale: $1${4:+ ($4)}${diag_rx:+ rx_transfers $diag_rx}${5:+ round $5} $2 $t: total $(fig "$out.json" "$t" mbit_s %.1f) Mbit/s," \
 			"per device min/median/max $(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":\([^,]*\),"min":\([^,]*\),"max":\([^,]*\),.*/\2 \1 \3/p' |
 				awk '{ printf "%.1f/%.1f/%.1f", $1, $2, $3 }')," \
 			"fairness $(fig "$out.json" "$t" fairness %.2f)," \
@@ -271,7 +274,11 @@ for p in $paths; do
 				vs=$variants
 				[ "$p" != ncm-tun ] || vs=$tun_variants
 				if [ -z "$vs" ]; then
-					scale "$p" "$k" "$(spec "$p" "$k")" "" "$( [ "$rounds" -gt 1 ] && echo "$r")"
+					for diag_rx in ${VM_SCALE_DIAG_RX:--}; do
+						diag_rx=${diag_rx#-}
+						scale "$p" "$k" "$(spec "$p" "$k")" "" "$( [ "$rounds" -gt 1 ] && echo "$r")"
+					done
+					diag_rx=
 					continue
 				fi
 				for v in $vs; do
