@@ -6,6 +6,8 @@
 # noise (about ±25 %) does not enter the comparison. VM_SCALE_PATHS, _COUNTS, _TESTS, _SECS,
 # _ROUNDS, _ORDER and _TUN_VARIANTS pass through (defaults here: lwip, "1 8", tcp_up, 5 s, 2 rounds). The results are the
 # "scale:" lines of OUT/guest.log (MULTI_AB_OUT, default BASE_BUILD/multi-ab). Take the VM lock around it.
+# MULTI_AB_DIAG=1 also builds tests/bench/multi-diag-preload.c and collects VM_SCALE_DIAG's evidence per run
+# (guest-multi-scale.sh); tests/bench/multi-diag-report.py OUT sums it up. No NAME=BUILD is needed: BASE alone runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 base=$(realpath "$1")
@@ -23,13 +25,21 @@ envs=(--env "VM_SCALE_VARIANTS=${names[*]-}"
 	--env "VM_SCALE_PATHS=${VM_SCALE_PATHS:-lwip}" --env "VM_SCALE_COUNTS=${VM_SCALE_COUNTS:-1 8}"
 	--env "VM_SCALE_TESTS=${VM_SCALE_TESTS:-tcp_up}" --env "VM_SCALE_SECS=${VM_SCALE_SECS:-5}"
 	--env "VM_SCALE_ROUNDS=${VM_SCALE_ROUNDS:-2}")
-if [ "${VM_SCALE_SS:-}" = 1 ]; then
+if [ "${MULTI_AB_DIAG:-}" = 1 ]; then
+	# shellcheck disable=SC2046 # pkg-config's flags are words
+	gcc -Wall -Wextra -Werror -O2 -shared -fPIC -Ilibncm -Inetstack -Inetstack/lwip -I"$base/libncm" \
+		$(pkg-config --cflags gio-2.0) -o "$base/multi-diag-preload.so" tests/bench/multi-diag-preload.c -ldl
+	files+=(--file "$base/multi-diag-preload.so:/opt/diag/multi-diag-preload.so")
+	envs+=(--env VM_SCALE_DIAG=1)
+fi
+if [ "${VM_SCALE_SS:-}" = 1 ] || [ "${MULTI_AB_DIAG:-}" = 1 ]; then
 	# The base image has neither ss nor inet_diag.
 	kmods=$(echo "${VM_CACHE_DIR:-.cache/vm}"/kernel-*/lib/modules/*/kernel/net/ipv4)
 	files+=(--file "$kmods/inet_diag.ko:/tmp/inet_diag.ko" --file "$kmods/tcp_diag.ko:/tmp/tcp_diag.ko"
 		--bin "$(command -v ss)")
+	[ "${MULTI_AB_DIAG:-}" != 1 ] || files+=(--bin "$(command -v tc)")
 fi
-for v in VM_SCALE_ORDER VM_SCALE_TUN_VARIANTS VM_SCALE_SS; do
+for v in VM_SCALE_ORDER VM_SCALE_TUN_VARIANTS VM_SCALE_SS VM_SCALE_DIAG_RX; do
 	[ -z "${!v+set}" ] || envs+=(--env "$v=${!v}")
 done
 rm -rf "$out"

@@ -8,6 +8,12 @@
 # each multi path last gadget first: a bias that follows the gadget, not the list, is not the driver's order.
 # VM_SCALE_SS=1 saves the host's TCP senders' ss -tin (cwnd, retransmits, and how long each was limited by the
 # receiver's window or its send buffer) at the end of each run to scale-*.ss (inet_diag from multi-ab.sh).
+# VM_SCALE_DIAG=1 (multi-ab.sh MULTI_AB_DIAG=1, which brings ss and inet_diag) adds to each run, in scale-*.diag: both namespaces'
+# /proc/net/netstat and snmp counters (nstat's names, what changed), the gadget netdevs' /proc/net/dev and tc -s qdisc, /proc/stat,
+# a sample each second of ss -tin in both namespaces and of every ncm-bench and ncm-tun thread's CPU ticks, and
+# LD_PRELOAD=/opt/diag/multi-diag-preload.so: every NcmStats / NcmLwipStats the programs read (scale-*.ncm.PID).
+# VM_SCALE_DIAG_RX ("16 4") runs each point once per value, with NcmDeviceOptions.rx_transfers set to it by that
+# preload (scale-PATH-rxN-K...).
 # Prints ncm-bench's tables and one "scale:" line per path and count; asserts that every run ended and every device moved data.
 set -eu
 . "$VM_LIB"
@@ -31,7 +37,8 @@ peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
 wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
 
 bad=
-if [ "${VM_SCALE_SS:-}" = 1 ]; then
+diag_rx=
+if [ "${VM_SCALE_SS:-}" = 1 ] || [ "${VM_SCALE_DIAG:-}" = 1 ]; then
 	for m in inet_diag tcp_diag; do insmod "/tmp/$m.ko" 2>/dev/null || true; done
 fi
 # result FILE TEST: the result's line (ncm-bench writes one per line).
@@ -74,11 +81,56 @@ table() {
 	done
 }
 
+# net_snap: /proc/net/netstat and snmp on stdin as "TcpExtName value"
+# (nstat's names: each prefix's header line, then its values line).
+net_snap() {
+	awk '{ p = $1; sub(/:$/, "", p); if (!(p in h)) { h[p] = $0; next }
+		n = split(h[p], k); for (i = 2; i <= n; i++) print p k[i], $i; delete h[p] }'
+}
+
+# diag_snap OUT TAG: the counters VM_SCALE_DIAG diffs, to OUT.TAG.*.
+diag_snap() {
+	cat /proc/net/netstat /proc/net/snmp | net_snap >"$1.$2.host-net"
+	peer_run cat /proc/net/netstat /proc/net/snmp | net_snap >"$1.$2.peer-net"
+	peer_run cat /proc/net/dev >"$1.$2.peer-dev"
+	# A gadget's qdisc drops are not in /proc/net/dev.
+	peer_run tc -s qdisc show >"$1.$2.peer-qdisc" 2>&1 || true
+	head -1 /proc/stat >"$1.$2.stat"
+}
+
+# diag_sample: one sample of the senders' and receivers' TCP state and of
+# the drivers' threads' CPU ticks (utime stime per thread).
+diag_sample() {
+	local p pids=
+	echo "=== sample $(cut -d' ' -f1 /proc/uptime) $(head -1 /proc/stat)"
+	for p in $(pidof ncm-bench ncm-tun 2>/dev/null); do pids="$pids /proc/$p/task/*/stat"; done
+	# comm may hold spaces: the fields after its closing parenthesis.
+	[ -z "$pids" ] || awk '{ s = $0; c = s; sub(/^[^(]*\(/, "", c); sub(/\).*/, "", c); sub(/^.*\) /, "", s)
+		split(s, f, " "); print "thread", $1, c, f[12], f[13] }' $pids 2>/dev/null
+	echo "--- peer ss"
+	peer_run ss -tinH state established 2>&1
+	echo "--- host ss"
+	ss -tinH state established 2>&1
+}
+
+# diag_end OUT: what changed between OUT.0.* and OUT.1.*, to OUT.diag.
+diag_end() {
+	local f
+	for f in host-net peer-net; do
+		awk -v w="$f" 'NR == FNR { a[$1] = $2; next } $2 != a[$1] { print w, $1, $2 - a[$1] }' \
+			"$1.0.$f" "$1.1.$f"
+	done >>"$1.diag"
+	{ echo "peer-dev before"; cat "$1.0.peer-dev"; echo "peer-dev after"; cat "$1.1.peer-dev"
+	  echo "qdisc before"; cat "$1.0.peer-qdisc"; echo "qdisc after"; cat "$1.1.peer-qdisc"
+	  echo "stat before $(cat "$1.0.stat")"; echo "stat after $(cat "$1.1.stat")"; } >>"$1.diag"
+	rm -f "$1".[01].*
+}
+
 # scale NAME K SPEC [VARIANT [ROUND]]: ncm-bench's multi mode over the K
 # devices of SPEC (DEV+DEV+...), each test; its table, then one line per test.
 # A VARIANT runs /opt/ab/VARIANT's libraries (and ncm-tun: exec= in SPEC).
 scale() {
-	local out=$VM_OUT/scale-$1${4:+-$4}-$2${5:+-r$5} rc=0 t
+	local out=$VM_OUT/scale-$1${4:+-$4}${diag_rx:+-rx$diag_rx}-$2${5:+-r$5} rc=0 t
 	log "$1${4:+ ($4)}: $2 device(s)"
 	local ss=
 	if [ "${VM_SCALE_SS:-}" = 1 ]; then
@@ -91,10 +143,24 @@ scale() {
 		done) &
 		ss=$!
 	fi
-	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} ncm-bench --multi --reps 1 --secs "$secs" \
+	local diag= pre=
+	if [ "${VM_SCALE_DIAG:-}" = 1 ]; then
+		rm -f "$out".diag "$out".samples "$out".ncm.*
+		diag_snap "$out" 0
+		(while :; do diag_sample >>"$out.samples"; sleep 1; done) &
+		diag=$!
+		pre="LD_PRELOAD=/opt/diag/multi-diag-preload.so MULTI_DIAG_LOG=$out.ncm MULTI_DIAG_RX_TRANSFERS=$diag_rx"
+	fi
+	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} $pre ncm-bench --multi --reps 1 --secs "$secs" \
 		--tests "$(echo $tests | tr ' ' ,)" --path "$1=$3" \
 		--json "$out.json" >"$out.txt" 2>"$out.log" || rc=$?
 	[ -z "$ss" ] || kill "$ss" 2>/dev/null || true
+	if [ -n "$diag" ]; then
+		kill "$diag" 2>/dev/null || true
+		wait "$diag" 2>/dev/null || true
+		diag_snap "$out" 1
+		diag_end "$out"
+	fi
 	cat "$out.txt"
 	if [ "$rc" != 0 ] || [ ! -s "$out.json" ]; then
 		tail -n 30 "$out.log"
@@ -110,7 +176,7 @@ scale() {
 		# Every device moved data: the smallest per-device figure is above 0.
 		awk -v v="$(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":[^,]*,"min":\([^,]*\),.*/\1/p')" \
 			'BEGIN { exit !(v + 0 > 0) }' || bad="$bad $1/$2/$t(a device moved nothing)"
-		echo "scale: $1${4:+ ($4)}${5:+ round $5} $2 $t: total $(fig "$out.json" "$t" mbit_s %.1f) Mbit/s," \
+		echo "scale: $1${4:+ ($4)}${diag_rx:+ rx_transfers $diag_rx}${5:+ round $5} $2 $t: total $(fig "$out.json" "$t" mbit_s %.1f) Mbit/s," \
 			"per device min/median/max $(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":\([^,]*\),"min":\([^,]*\),"max":\([^,]*\),.*/\2 \1 \3/p' |
 				awk '{ printf "%.1f/%.1f/%.1f", $1, $2, $3 }')," \
 			"fairness $(fig "$out.json" "$t" fairness %.2f)," \
@@ -208,7 +274,11 @@ for p in $paths; do
 				vs=$variants
 				[ "$p" != ncm-tun ] || vs=$tun_variants
 				if [ -z "$vs" ]; then
-					scale "$p" "$k" "$(spec "$p" "$k")" "" "$( [ "$rounds" -gt 1 ] && echo "$r")"
+					for diag_rx in ${VM_SCALE_DIAG_RX:--}; do
+						diag_rx=${diag_rx#-}
+						scale "$p" "$k" "$(spec "$p" "$k")" "" "$( [ "$rounds" -gt 1 ] && echo "$r")"
+					done
+					diag_rx=
 					continue
 				fi
 				for v in $vs; do

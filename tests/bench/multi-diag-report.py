@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/bench/multi-diag-report.py OUT: sums up what MULTI_AB_DIAG=1 (tests/bench/multi-ab.sh) collected per run.
+"""Per run (scale-PATH-K[-rR] in OUT): each device's Mbit/s; libncm's counters over
+ncm-bench's measured interval (or ncm-tun's SIGUSR1 reads); the peer's TCP sender per
+device from its last ss -tin sample (cwnd, retransmits, RTO, limited times); the host's
+receiver (ncm-tun); per-thread CPU and /proc/stat over the samples; and the TCP counters
+(nstat names) that changed in either namespace."""
+import glob
+import json
+import os
+import re
+import sys
+
+NET_KEYS = re.compile(r'^(TcpRetransSegs|TcpOutRsts|TcpInErrs|TcpExtTCP(Timeouts|LossProbes|LossProbeRecovery|'
+                      r'SackRecovery|FastRetrans|SlowStartRetrans|LostRetransmit|SpuriousRTOs|DSACK\w*|'
+                      r'OFOQueue|OFODrop|RcvQDrop|BacklogDrop|ZeroWindow\w*|WantZeroWindowAdv|ToZeroWindowAdv|'
+                      r'FromZeroWindowAdv|WinProbe|RcvCoalesce|Abort\w*|SackShifted|TimeoutRehash|RenoRecovery|'
+                      r'SACKReneging|LossUndo|FullUndo|PartialUndo|DSACKUndo|SpuriousRtxHostQueues|'
+                      r'RcvCollapsed|PruneCalled|RcvPruned)|TcpExtPruneCalled|TcpExtRcvPruned|'
+                      r'TcpExtDelayedACK\w*|TcpExtListenDrops|IpExtInNoRoutes)$')
+SS_KEYS = ('cwnd', 'ssthresh', 'rtt', 'rto', 'backoff', 'retrans', 'lost', 'unacked', 'bytes_acked',
+           'bytes_received', 'busy', 'rwnd_limited', 'sndbuf_limited', 'notsent', 'rcv_space', 'rcv_ssthresh',
+           'delivery_rate', 'app_limited', 'snd_wnd', 'dsack_dups', 'reord_seen')
+
+
+def dev_index(addr):
+    m = re.search(r'192\.168\.(\d+)\.\d+\]?:', addr)
+    return int(m.group(1)) - 100 if m else None
+
+
+def parse_ss(lines):
+    """ss -tinH: a socket line, then its indented info line."""
+    socks = {}
+    cur = None
+    for ln in lines:
+        if not ln.strip():
+            continue
+        if not ln[0].isspace() and not ln.startswith('---'):
+            f = ln.split()
+            cur = (f[2], f[3]) if len(f) >= 4 else None
+            continue
+        if cur is None:
+            continue
+        info = {}
+        tok = ln.split()
+        for j, t in enumerate(tok):
+            k, sep, v = t.partition(':')
+            if sep and k in SS_KEYS:
+                info[k] = v
+            elif t == 'delivery_rate' and j + 1 < len(tok):
+                info[k] = tok[j + 1]
+            elif t == 'app_limited':
+                info[t] = 'yes'
+        socks[cur] = info
+        cur = None
+    return socks
+
+
+def samples(path):
+    """The sampler's blocks: (uptime, cpu line, threads, peer ss, host ss)."""
+    out = []
+    block = None
+    part = None
+    for ln in open(path, errors='replace'):
+        if ln.startswith('=== sample '):
+            f = ln.split()
+            block = {'t': float(f[2]), 'cpu': [int(x) for x in f[4:]], 'threads': {}, 'peer': [], 'host': []}
+            out.append(block)
+            part = None
+        elif block is None:
+            continue
+        elif ln.startswith('thread '):
+            m = re.match(r'thread (\d+) (.*) (\d+) (\d+)$', ln.rstrip('\n'))
+            if m:
+                block['threads'][(int(m.group(1)), m.group(2))] = int(m.group(3)) + int(m.group(4))
+        elif ln.startswith('--- peer ss'):
+            part = 'peer'
+        elif ln.startswith('--- host ss'):
+            part = 'host'
+        elif part:
+            block[part].append(ln.rstrip('\n'))
+    return out
+
+
+def last_with(blocks, part):
+    """The last sample whose ss listed a data socket (the last ones come after the streams closed)."""
+    for b in reversed(blocks):
+        s = parse_ss(b[part])
+        if any(int(i.get('bytes_acked', i.get('bytes_received', 0)) or 0) > 10**6 for i in s.values()):
+            return s
+    return {}
+
+
+def cpu_split(c0, c1):
+    names = ['user', 'nice', 'system', 'idle', 'iowait', 'irq', 'softirq', 'steal']
+    d = [b - a for a, b in zip(c0, c1)]
+    tot = sum(d[:8]) or 1
+    return ', '.join(f'{n} {100 * v / tot:.0f}%' for n, v in zip(names, d[:8]) if v)
+
+
+def ncm_deltas(run):
+    """Per (pid, device) the first and last counters read; lwIP's likewise."""
+    devs, lw = {}, {}
+    for path in glob.glob(run + '.ncm.*'):
+        pid = path.rsplit('.', 1)[1]
+        for ln in open(path, errors='replace'):
+            f = ln.split()
+            if len(f) > 2 and f[1] == 'dev':
+                vals = dict(zip(f[3::2], map(int, f[4::2])))
+                d = devs.setdefault((pid, int(f[2])), [float(f[0]), vals, float(f[0]), vals])
+                d[2], d[3] = float(f[0]), vals
+            elif len(f) > 2 and f[1] == 'lwip':
+                vals = dict(zip(f[2::2], map(int, f[3::2])))
+                d = lw.setdefault(pid, [float(f[0]), vals, float(f[0]), vals])
+                d[2], d[3] = float(f[0]), vals
+    return devs, lw
+
+
+def report(run):
+    name = os.path.basename(run)
+    print(f'== {name}')
+    try:
+        res = [r for r in json.load(open(run + '.json'))['results'] if 'device_mbit_s' in r]
+        for r in res:
+            print(f"  {r['test']}: {r['mbit_s']['median']:.1f} Mbit/s, fairness {r['fairness']:.2f},"
+                  f" per device {' '.join(f'{v:.1f}' for v in r['device_mbit_s'])}")
+    except (OSError, ValueError, KeyError) as e:
+        print(f'  no result: {e}')
+    devs, lw = ncm_deltas(run)
+    interesting = ('rx_ntbs', 'rx_datagrams', 'rx_bad_ntbs', 'rx_rejects', 'rx_overflows', 'rx_stalls', 'rx_errors',
+                   'rx_sink_drops', 'rx_batches', 'rx_nudges', 'rx_nudge_freed', 'rx_acks_thinned', 'tx_ntbs',
+                   'tx_would_block', 'tx_errors', 'tx_acks_merged', 'tx_flush_timer')
+    for (pid, i), (t0, a, t1, b) in sorted(devs.items()):
+        dt = t1 - t0
+        print(f'  libncm pid {pid} dev {i} over {dt:.2f} s: ' +
+              ' '.join(f'{k} {b.get(k, 0) - a.get(k, 0)}' for k in interesting) +
+              (f' | datagrams/NTB {(b["rx_datagrams"] - a["rx_datagrams"]) / max(1, b["rx_ntbs"] - a["rx_ntbs"]):.1f}'
+               if 'rx_ntbs' in a else ''))
+    for pid, (t0, a, t1, b) in lw.items():
+        print(f'  lwIP pid {pid} over {t1 - t0:.2f} s: ' + ' '.join(f'{k} {b[k] - a.get(k, 0)}' for k in b))
+    if os.path.exists(run + '.samples'):
+        blocks = samples(run + '.samples')
+        live = [b for b in blocks if b['threads']]
+        if len(live) >= 2:
+            b0, b1 = live[0], live[-1]
+            print(f'  CPU over {b1["t"] - b0["t"]:.1f} s of samples: {cpu_split(b0["cpu"], b1["cpu"])}')
+            # Each thread from its first sample to its last (threads come and go with the streams).
+            seen = {}
+            for b in live:
+                for key, ticks in b['threads'].items():
+                    first = seen.setdefault(key, [b['t'], ticks, b['t'], ticks])
+                    first[2], first[3] = b['t'], ticks
+            for key, (t0, v0, t1, v1) in sorted(seen.items()):
+                if t1 - t0 >= 2:
+                    pct = (v1 - v0) / (t1 - t0)  # USER_HZ 100: ticks per second = % of a CPU
+                    if pct >= 2:
+                        print(f'    thread {key[0]} {key[1]}: {pct:.0f} % of a CPU over {t1 - t0:.0f} s')
+        for part in ('peer', 'host'):
+            socks = last_with(blocks, part)
+            for (loc, rem), info in sorted(socks.items(), key=lambda kv: (dev_index(kv[0][0]) or 0)):
+                if int(info.get('bytes_acked', info.get('bytes_received', 0)) or 0) <= 10**6:
+                    continue
+                print(f'  {part} tcp dev {dev_index(loc)} {loc}->{rem}: ' +
+                      ' '.join(f'{k} {info[k]}' for k in SS_KEYS if k in info))
+        # When did each sender's bytes move: bytes_acked per device per sample.
+        series = {}
+        for b in blocks:
+            for (loc, rem), info in parse_ss(b['peer']).items():
+                if 'bytes_acked' in info and int(info['bytes_acked']) > 10**6:
+                    series.setdefault(dev_index(loc), []).append((b['t'], int(info['bytes_acked'])))
+        for i, pts in sorted(series.items(), key=lambda kv: kv[0] or 0):
+            steps = [f'{8 * (y1 - y0) / (t1 - t0) / 1e6:.0f}' for (t0, y0), (t1, y1) in zip(pts, pts[1:]) if t1 > t0]
+            print(f'  peer sender dev {i} Mbit/s per sample: {" ".join(steps)}')
+    if os.path.exists(run + '.diag'):
+        for ln in open(run + '.diag'):
+            f = ln.split()
+            if len(f) == 3 and f[0] in ('host-net', 'peer-net') and NET_KEYS.match(f[1]):
+                print(f'  {f[0]} {f[1]} {f[2]}')
+        txt = open(run + '.diag').read()
+        m0 = re.search(r'peer-dev before\n(.*?)peer-dev after\n(.*?)(?:qdisc|stat) before', txt, re.S)
+        mq = re.search(r'qdisc before\n(.*?)qdisc after\n(.*?)stat before', txt, re.S)
+        if mq:
+            def qd(block):
+                r = {}
+                for m in re.finditer(r'qdisc (\S+) \S+ dev (\S+).*?\n\s*Sent (\d+) bytes (\d+) pkt \(dropped (\d+), '
+                                     r'overlimits (\d+) requeues (\d+)\)', block):
+                    r[(m.group(2), m.group(1))] = [int(m.group(k)) for k in (4, 5, 7)]
+                return r
+            a, b = qd(mq.group(1)), qd(mq.group(2))
+            for k in sorted(b):
+                if k in a and k[0].startswith('gadget'):
+                    d = [y - x for x, y in zip(a[k], b[k])]
+                    print(f'  peer qdisc {k[1]} on {k[0]}: pkts {d[0]} dropped {d[1]} requeues {d[2]}')
+        if m0:
+            def dev(block):
+                r = {}
+                for ln in block.splitlines():
+                    if ':' in ln and 'gadget' in ln:
+                        n, v = ln.split(':', 1)
+                        r[n.strip()] = list(map(int, v.split()))
+                return r
+            a, b = dev(m0.group(1)), dev(m0.group(2))
+            for n in sorted(b):
+                if n in a:
+                    d = [y - x for x, y in zip(a[n], b[n])]
+                    # /proc/net/dev: rx bytes packets errs drop fifo frame compressed multicast, tx bytes packets errs drop ...
+                    print(f'  peer {n}: rx pkts {d[1]} errs {d[2]} drop {d[3]}, tx pkts {d[9]} errs {d[10]}'
+                          f' drop {d[11]} fifo {d[12]}')
+
+
+def main():
+    out = sys.argv[1]
+    runs = sorted({re.sub(r'\.(json|txt|log|samples|diag|ncm\.\d+)$', '', p)
+                   for p in glob.glob(os.path.join(out, 'scale-*'))
+                   if re.search(r'\.(json|samples)$', p)})
+    for run in runs:
+        report(run)
+
+
+if __name__ == '__main__':
+    main()
