@@ -347,14 +347,40 @@ strip_ansi='s/\x1bc//g; s/\x1b\[[0-9;?]*[A-Za-z]//g; s/\r$//'
 # --foreground keeps QEMU in our process group, so whoever kills the test
 # (meson on its timeout, Ctrl-C) kills the VM too; the trap covers a signal
 # sent to this script alone.
-timeout --foreground -k 10 "$timeout_s" "$qemu" "${accel_args[@]}" -smp "$smp" -m "$mem" \
-	-nographic -monitor none -no-reboot -nic none \
-	-kernel "$kernel_image" -initrd "$work/initrd.cpio" \
-	-append "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init $mitigations $cmdline_extra" \
-	-virtfs "local,path=$out,mount_tag=vmout,security_model=none,id=vmout" \
-	${VM_QEMU_ARGS:-} </dev/null > >(tee "$out/console.log" | sed -u "$strip_ansi") 2>&1 &
-vm_pid=$!
+boot_vm() {
+	timeout --foreground -k 10 "$timeout_s" "$qemu" "${accel_args[@]}" -smp "$smp" -m "$mem" \
+		-nographic -monitor none -no-reboot -nic none \
+		-kernel "$kernel_image" -initrd "$work/initrd.cpio" \
+		-append "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init $mitigations $cmdline_extra" \
+		-virtfs "local,path=$out,mount_tag=vmout,security_model=none,id=vmout" \
+		${VM_QEMU_ARGS:-} </dev/null > >(tee "$out/console.log" | sed -u "$strip_ansi") 2>&1 &
+	vm_pid=$!
+}
+
+# Now and then QEMU (TCG, a loaded host) stops in the firmware for good, its
+# console ending at "Booting from ROM..": no kernel line ever comes. Our
+# init's first line ("vm: kernel ...") comes within seconds of a good boot;
+# without it after VM_BOOT_WAIT seconds the VM is booted once more, so a
+# firmware hang costs a minute instead of the test.
+boot_wait=${VM_BOOT_WAIT:-60}
 qrc=0
+for attempt in 1 2; do
+	boot_vm
+	waited=0
+	while kill -0 "$vm_pid" 2>/dev/null && ! grep -q '^vm: ' "$out/console.log" 2>/dev/null; do
+		[ "$waited" -ge "$boot_wait" ] && break
+		sleep 1
+		waited=$((waited + 1))
+	done
+	if [ "$attempt" = 1 ] && kill -0 "$vm_pid" 2>/dev/null &&
+	   ! grep -q '^vm: ' "$out/console.log" 2>/dev/null; then
+		log "HARNESS: no output from the guest's init ${boot_wait}s after start (console ends: $(tail -c 80 "$out/console.log" | tr -d '\r\n\033')); booting it again"
+		kill "$vm_pid" 2>/dev/null || true
+		wait "$vm_pid" 2>/dev/null || true
+		continue
+	fi
+	break
+done
 wait "$vm_pid" || qrc=$?
 vm_pid=
 # Let tee write the last console lines before our summary.
