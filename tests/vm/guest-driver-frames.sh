@@ -38,18 +38,7 @@ ifn=$(gadget_ifname 0)
 before=$(peer_run cat "/sys/class/net/$ifn/statistics/rx_packets")
 vmtest-driver tx $opts -c "$count" -r 4000 | tee "$VM_OUT/tx.txt"
 after=$(peer_run cat "/sys/class/net/$ifn/statistics/rx_packets")
-got=$((after - before))
-echo "peer counted $got frames for $count sent (plus ARP)"
-check "peer received all $count frames" [ "$got" -ge "$count" ]
-# Exactly what libncm put on the wire, its ARP and any tail nudge (32 ARP
-# requests when the stream's end finds the last NTB held) included: more
-# would be duplicated frames, fewer lost ones.
-final=$(sed -n 's/^final: tx_datagrams=\([0-9]*\) rx_nudges=\([0-9]*\)$/\1 \2/p' "$VM_OUT/tx.txt")
-[ -n "$final" ] || fail "vmtest-driver printed no final counters"
-sent=${final% *} nudges=${final#* }
-echo "libncm sent $sent frames ($nudges tail nudges)"
-check "peer received exactly the frames libncm sent" [ "$got" -eq "$sent" ]
-check "libncm sent no more than the $count, ARP and its nudges" [ "$sent" -le $((count + 20 + 32 * nudges)) ]
+check_tx_counted $((after - before)) "$count" "$VM_OUT/tx.txt"
 
 # RX: the peer's Linux stack sends; libncm must see each datagram once.
 peer_run $IP neigh replace "$(host_ip4)" lladdr "$VM_HOST_MAC" dev "$ifn" nud permanent

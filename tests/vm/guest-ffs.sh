@@ -38,23 +38,12 @@ frames() {
 
 # tx N [options]: libncm sends N frames; the peer's TAP must count them all.
 tx() {
-	local n=$1 before after got final sent nudges
+	local n=$1 before after
 	shift
 	before=$(peer_run cat "/sys/class/net/$FFS_TAP/statistics/rx_packets")
 	vmtest-driver tx -c "$n" -r "$rate" "$@" | tee "$VM_OUT/tx.txt"
 	after=$(peer_run cat "/sys/class/net/$FFS_TAP/statistics/rx_packets")
-	got=$((after - before))
-	echo "peer counted $got frames for $n sent (plus ARP)"
-	check "peer received all $n frames" [ "$got" -ge "$n" ]
-	# Exactly what libncm put on the wire, its ARP and any tail nudge (32 ARP
-	# requests when the device is slow to answer) included: more would be
-	# duplicated frames, fewer lost ones.
-	final=$(sed -n 's/^final: tx_datagrams=\([0-9]*\) rx_nudges=\([0-9]*\)$/\1 \2/p' "$VM_OUT/tx.txt")
-	[ -n "$final" ] || fail "vmtest-driver printed no final counters"
-	sent=${final% *} nudges=${final#* }
-	echo "libncm sent $sent frames ($nudges tail nudges)"
-	check "peer received exactly the frames libncm sent" [ "$got" -eq "$sent" ]
-	check "libncm sent no more than the $n, ARP and its nudges" [ "$sent" -le $((n + 20 + 32 * nudges)) ]
+	check_tx_counted $((after - before)) "$n" "$VM_OUT/tx.txt"
 }
 
 # rx N [options]: the peer's stack sends N datagrams; libncm must see each once.

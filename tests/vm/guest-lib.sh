@@ -51,6 +51,23 @@ check() {
 	if "$@"; then ok "$desc"; else fail "$desc"; fi
 }
 
+# check_tx_counted GOT N TXFILE: a peer counted GOT frames while
+# vmtest-driver tx (output in TXFILE) sent N. All N arrived, and exactly
+# what libncm put on the wire, its ARP and any tail nudge (32 ARP requests
+# when the end of a stream finds the last NTB held) included: more would be
+# duplicated frames, fewer lost ones.
+check_tx_counted() {
+	local got=$1 n=$2 final sent nudges
+	echo "peer counted $got frames for $n sent (plus ARP)"
+	check "peer received all $n frames" [ "$got" -ge "$n" ]
+	final=$(sed -n 's/^final: tx_datagrams=\([0-9]*\) rx_nudges=\([0-9]*\)$/\1 \2/p' "$3")
+	[ -n "$final" ] || fail "vmtest-driver printed no final counters"
+	sent=${final% *} nudges=${final#* }
+	echo "libncm sent $sent frames ($nudges tail nudges)"
+	check "peer received exactly the frames libncm sent" [ "$got" -eq "$sent" ]
+	check "libncm sent no more than the $n, ARP and its nudges" [ "$sent" -le $((n + 20 + 32 * nudges)) ]
+}
+
 # wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.1 s until it
 # succeeds; returns 1 with a message once SECONDS have passed. Enumeration
 # time under TCG varies a lot, so never replace this with a fixed sleep.

@@ -187,18 +187,21 @@ scale() {
 	done
 }
 
+# round_tag R: a run's round in its file name and scale: line, when there are several.
+round_tag() { [ "$rounds" -le 1 ] || echo "$1"; }
+
 # spec PATH K [VARIANT]: the multi path's devices 0..K-1 (DEV+DEV+...).
 spec() {
-	local i=0 s= d j
+	local i=0 s= d g
 	while [ "$i" -lt "$2" ]; do
-		if [ "${VM_SCALE_ORDER:-}" = reverse ]; then j=$i i=$(($2 - 1 - i)); fi
+		g=$i
+		[ "${VM_SCALE_ORDER:-}" != reverse ] || g=$(($2 - 1 - i))
 		case $1 in
-		cdc_ncm) d="$(multi_peer_ip4 "$i")%$(multi_host_netdev "$i")" ;;
-		ncm-tun) d="$(multi_peer_ip4 "$i"),ipv4=$(multi_host_ip4 "$i")/24,dev=serial=$(multi_serial "$i"),name=nbm%d${3:+,exec=/opt/ab/$3/ncm-tun}" ;;
-		lwip) d="$(multi_peer_ip4 "$i"),ipv4=$(multi_host_ip4 "$i")/24,dev=serial=$(multi_serial "$i")" ;;
+		cdc_ncm) d="$(multi_peer_ip4 "$g")%$(multi_host_netdev "$g")" ;;
+		ncm-tun) d="$(multi_peer_ip4 "$g"),ipv4=$(multi_host_ip4 "$g")/24,dev=serial=$(multi_serial "$g"),name=nbm%d${3:+,exec=/opt/ab/$3/ncm-tun}" ;;
+		lwip) d="$(multi_peer_ip4 "$g"),ipv4=$(multi_host_ip4 "$g")/24,dev=serial=$(multi_serial "$g")" ;;
 		esac
 		s="$s${s:++}$d"
-		[ "${VM_SCALE_ORDER:-}" != reverse ] || i=$j
 		i=$((i + 1))
 	done
 	echo "$s"
@@ -255,9 +258,10 @@ for p in $paths; do
 		done
 		r=1
 		while [ "$r" -le "$rounds" ]; do
+			rtag=$(round_tag "$r")
 			for k in $counts; do
 				multi_kernel_up "$k"
-				scale cdc_ncm "$k" "$(spec cdc_ncm "$k")" "" "$( [ "$rounds" -gt 1 ] && echo "$r")"
+				scale cdc_ncm "$k" "$(spec cdc_ncm "$k")" "" "$rtag"
 			done
 			r=$((r + 1))
 		done
@@ -270,19 +274,20 @@ for p in $paths; do
 	ncm-tun|lwip)
 		r=1
 		while [ "$r" -le "$rounds" ]; do
+			rtag=$(round_tag "$r")
 			for k in $counts; do
 				vs=$variants
 				[ "$p" != ncm-tun ] || vs=$tun_variants
 				if [ -z "$vs" ]; then
 					for diag_rx in ${VM_SCALE_DIAG_RX:--}; do
 						diag_rx=${diag_rx#-}
-						scale "$p" "$k" "$(spec "$p" "$k")" "" "$( [ "$rounds" -gt 1 ] && echo "$r")"
+						scale "$p" "$k" "$(spec "$p" "$k")" "" "$rtag"
 					done
 					diag_rx=
 					continue
 				fi
 				for v in $vs; do
-					scale "$p" "$k" "$(spec "$p" "$k" "$v")" "$v" "$( [ "$rounds" -gt 1 ] && echo "$r")"
+					scale "$p" "$k" "$(spec "$p" "$k" "$v")" "$v" "$rtag"
 				done
 			done
 			r=$((r + 1))

@@ -363,23 +363,19 @@ boot_vm() {
 # without it after VM_BOOT_WAIT seconds the VM is booted once more, so a
 # firmware hang costs a minute instead of the test.
 boot_wait=${VM_BOOT_WAIT:-60}
+guest_silent() { kill -0 "$vm_pid" 2>/dev/null && ! grep -q '^vm: ' "$out/console.log" 2>/dev/null; }
 qrc=0
 for attempt in 1 2; do
 	boot_vm
 	waited=0
-	while kill -0 "$vm_pid" 2>/dev/null && ! grep -q '^vm: ' "$out/console.log" 2>/dev/null; do
-		[ "$waited" -ge "$boot_wait" ] && break
+	while guest_silent && [ "$waited" -lt "$boot_wait" ]; do
 		sleep 1
 		waited=$((waited + 1))
 	done
-	if [ "$attempt" = 1 ] && kill -0 "$vm_pid" 2>/dev/null &&
-	   ! grep -q '^vm: ' "$out/console.log" 2>/dev/null; then
-		log "HARNESS: no output from the guest's init ${boot_wait}s after start (console ends: $(tail -c 80 "$out/console.log" | tr -d '\r\n\033')); booting it again"
-		kill "$vm_pid" 2>/dev/null || true
-		wait "$vm_pid" 2>/dev/null || true
-		continue
-	fi
-	break
+	{ [ "$attempt" = 1 ] && guest_silent; } || break
+	log "HARNESS: no output from the guest's init ${boot_wait}s after start (console ends: $(tail -c 80 "$out/console.log" | tr -d '\r\n\033')); booting it again"
+	kill "$vm_pid" 2>/dev/null || true
+	wait "$vm_pid" 2>/dev/null || true
 done
 wait "$vm_pid" || qrc=$?
 vm_pid=
