@@ -103,7 +103,7 @@ static unsigned vanished;         /* ep0 thread only: bit i = vanish_on[i] done 
 unsigned long st_ntbs_out, st_dgrams_out, st_ntbs_in, st_dgrams_in, st_tap_errors,
 	st_in_errors, st_out_errors, st_violations, st_notifications, st_stalls, st_requests,
 	st_stalled_requests, st_max_ntb_in, st_hostile, st_zlps, st_runts, st_holds,
-	st_hold_drops;
+	st_hold_drops, st_stranded_requests;
 
 int ep0 = -1, ep_intr = -1, ep_in = -1, ep_out = -1, tap = -1;
 bool ep0_gadgetfs;
@@ -165,13 +165,14 @@ summary(void)
 	say("summary: profile=%s ntbs_out=%lu datagrams_out=%lu ntbs_in=%lu datagrams_in=%lu "
 	    "violations=%lu notifications=%lu stalls=%lu requests=%lu stalled_requests=%lu "
 	    "in_errors=%lu out_errors=%lu tap_errors=%lu format=NTB%s input_size=%u "
-	    "max_ntb_in=%lu crafted=%lu runts=%lu zlps=%lu holds=%lu hold_drops=%lu",
+	    "max_ntb_in=%lu crafted=%lu runts=%lu zlps=%lu holds=%lu hold_drops=%lu stranded=%lu",
 	    prof.name, READ(st_ntbs_out), READ(st_dgrams_out), READ(st_ntbs_in),
 	    READ(st_dgrams_in), READ(st_violations), READ(st_notifications), READ(st_stalls),
 	    READ(st_requests), READ(st_stalled_requests), READ(st_in_errors),
 	    READ(st_out_errors), READ(st_tap_errors),
 	    n32 ? "32" : "16", isize, READ(st_max_ntb_in),
-	    READ(st_hostile), READ(st_runts), READ(st_zlps), READ(st_holds), READ(st_hold_drops));
+	    READ(st_hostile), READ(st_runts), READ(st_zlps), READ(st_holds), READ(st_hold_drops),
+	    READ(st_stranded_requests));
 }
 
 /* ---- descriptors --------------------------------------------------------- */
@@ -1122,6 +1123,8 @@ static const char usage_text[] =
 	"                           and the spec's data alt 1; --vid N, --pid N, --serial S\n"
 	"  --refuse-crc             (gadgetfs) offer CRC mode, STALL SET_CRC_MODE\n"
 	"  --mac-string-missing     (gadgetfs) iMACAddress names string 1, which is STALLed\n"
+	"  --ep0-delay-ms N         (gadgetfs) answer each request N ms late: after an OUT\n"
+	"                           one with data the host's next request comes first\n"
 	"  --tap NAME               the TAP interface to bridge to (default ffs0)\n"
 	"  --ready FILE             created once the descriptors are written (bind the UDC then)\n"
 	"  --profile NAME           basic (f_ncm's figures), apple (no interrupt endpoint),\n"
@@ -1251,7 +1254,7 @@ main(int argc, char **argv)
 	       O_STALL_INTR, O_HOSTILE, O_ZLP, O_RUNT, O_IN_STOP, O_STALL_INTR_ONCE, O_SPEED,
 	       O_SPEED_SPLIT, O_OVERLONG, O_FLAP, O_FLAP_MS, O_HOLD, O_VANISH, O_UDC_FD,
 	       O_APPLE_MODES, O_IAD_FIRST, O_GADGETFS, O_VID, O_PID, O_SERIAL, O_REFUSE_CRC,
-	       O_MAC_STRING_MISSING, O_MAX_SEGMENT, O_REPLAY, O_REPLAY_SKIP };
+	       O_MAC_STRING_MISSING, O_MAX_SEGMENT, O_REPLAY, O_REPLAY_SKIP, O_EP0_DELAY };
 	static const struct option opts[] = {
 		{ "ffs", required_argument, NULL, O_FFS },
 		{ "gadgetfs", required_argument, NULL, O_GADGETFS },
@@ -1286,6 +1289,7 @@ main(int argc, char **argv)
 		{ "hostile-one-in", required_argument, NULL, O_HOSTILE },
 		{ "replay", required_argument, NULL, O_REPLAY },
 		{ "replay-skip", required_argument, NULL, O_REPLAY_SKIP },
+		{ "ep0-delay-ms", required_argument, NULL, O_EP0_DELAY },
 		{ "zlp-after-ntb", no_argument, NULL, O_ZLP },
 		{ "runt-one-in", required_argument, NULL, O_RUNT },
 		{ "in-stop-after", required_argument, NULL, O_IN_STOP },
@@ -1381,6 +1385,7 @@ main(int argc, char **argv)
 			break;
 		case O_REPLAY: replay_add(optarg); break;
 		case O_REPLAY_SKIP: replay_skip = (size_t)num("replay-skip", optarg, 65536); break;
+		case O_EP0_DELAY: prof.ep0_delay_ms = (unsigned)num("ep0-delay-ms", optarg, 2000); break;
 		case O_ZLP: prof.zlp_after_ntb = true; break;
 		case O_RUNT: prof.runt_one_in = (unsigned)num("runt-one-in", optarg, 1000000); break;
 		case O_IN_STOP: prof.in_stop_after = (unsigned)num("in-stop-after", optarg, 1000000); break;
@@ -1422,6 +1427,8 @@ main(int argc, char **argv)
 			die("--gadgetfs serves one NCM function as the whole device: no --apple-modes, "
 			    "--iad-first, nor --refuse-input-size (gadgetfs cannot stall an OUT request "
 			    "with data)");
+	} else if (prof.ep0_delay_ms) {
+		die("--ep0-delay-ms needs --gadgetfs: it delays gadgetfs's events");
 	} else if (prof.refuse_crc || prof.mac_string_missing || prof.max_segment != FRAME_MAX) {
 		die("--refuse-crc, --mac-string-missing and --max-segment need --gadgetfs: f_fs in "
 		    "Linux 6.1 takes no CDC functional descriptor, so the host never sees CRC mode, "
