@@ -20,6 +20,8 @@
 #include <fcntl.h>
 #include <linux/usb/gadgetfs.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -369,6 +371,21 @@ gadgetfs_until_configured(void)
 void
 gadgetfs_loop(void)
 {
+	struct sched_param sp = { .sched_priority = 10 };
+	int r;
+
+	/*
+	 * The host sends its next request as soon as an OUT one's data stage
+	 * is in, which gadgetfs takes before ffs-ncm has read the request; if
+	 * ffs-ncm reads that data only after the next request came, the next
+	 * one is stranded (answer_stranded()). A device's firmware answers
+	 * ep0 at once: so does this thread, ahead of the data path and the
+	 * host's programs. Set here, after the data threads were started,
+	 * which would otherwise inherit it.
+	 */
+	r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (r)
+		say("ep0 thread stays at normal priority (SCHED_FIFO: %s)", strerror(r));
 	serve_events(false);
 	die("gadgetfs event loop ended");
 }
