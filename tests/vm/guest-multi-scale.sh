@@ -14,6 +14,9 @@
 # LD_PRELOAD=/opt/diag/multi-diag-preload.so: every NcmStats / NcmLwipStats the programs read (scale-*.ncm.PID).
 # VM_SCALE_DIAG_RX ("16 4") runs each point once per value, with NcmDeviceOptions.rx_transfers set to it by that
 # preload (scale-PATH-rxN-K...).
+# VM_SCALE_PERF=1 (multi-ab.sh MULTI_AB_PERF=1, which brings perf) runs each ncm-bench under a system-wide perf record
+# (cpu-clock at VM_SCALE_PERF_HZ, 499; call graphs) and folds the samples inside the interval every device was measuring
+# into scale-*-TEST.folded, with that interval and its bytes in scale-*-TEST.spans (tests/bench/multi-perf-report.py).
 # Prints ncm-bench's tables and one "scale:" line per path and count; asserts that every run ended and every device moved data.
 set -eu
 . "$VM_LIB"
@@ -35,6 +38,11 @@ host_use_userspace
 multi_setup "$max"
 peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
 wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
+# Its samples are the peer's (tests/bench/perf-stages.py tells the two ends apart by it).
+if [ "${VM_SCALE_PERF:-}" = 1 ]; then
+	pidof ncm-bench >"$VM_OUT/perf-peer.pid"
+	echo "${VM_SCALE_PERF_HZ:-499}" >"$VM_OUT/perf-hz"
+fi
 
 bad=
 diag_rx=
@@ -126,6 +134,19 @@ diag_end() {
 	rm -f "$1".[01].*
 }
 
+# perf_split OUT: /tmp/scale.perf's samples folded per test, each test's
+# measured interval alone (OUT-TEST.folded, OUT-TEST.spans).
+perf_split() {
+	local t
+	[ -s /tmp/scale.spans ] || { echo "perf: $1 measured nothing"; return 0; }
+	perf script -i /tmp/scale.perf -F comm,pid,time,ip,sym,dso >/tmp/scale.script 2>"$1.script.log"
+	for t in $tests; do
+		grep " $t " /tmp/scale.spans >"$1-$t.spans" || continue
+		perf_fold "$1-$t.spans" </tmp/scale.script >"$1-$t.folded"
+	done
+	rm -f /tmp/scale.script /tmp/scale.perf
+}
+
 # scale NAME K SPEC [VARIANT [ROUND]]: ncm-bench's multi mode over the K
 # devices of SPEC (DEV+DEV+...), each test; its table, then one line per test.
 # A VARIANT runs /opt/ab/VARIANT's libraries (and ncm-tun: exec= in SPEC).
@@ -151,9 +172,16 @@ scale() {
 		diag=$!
 		pre="LD_PRELOAD=/opt/diag/multi-diag-preload.so MULTI_DIAG_LOG=$out.ncm MULTI_DIAG_RX_TRANSFERS=$diag_rx"
 	fi
-	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} $pre ncm-bench --multi --reps 1 --secs "$secs" \
+	local perf=
+	if [ "${VM_SCALE_PERF:-}" = 1 ]; then
+		rm -f /tmp/scale.perf /tmp/scale.spans
+		perf="perf record -q -a -g -k mono -e cpu-clock -F ${VM_SCALE_PERF_HZ:-499} -o /tmp/scale.perf --"
+		pre="$pre NCM_BENCH_SPANS=/tmp/scale.spans"
+	fi
+	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} $pre $perf ncm-bench --multi --reps 1 --secs "$secs" \
 		--tests "$(echo $tests | tr ' ' ,)" --path "$1=$3" \
 		--json "$out.json" >"$out.txt" 2>"$out.log" || rc=$?
+	[ -z "$perf" ] || perf_split "$out"
 	[ -z "$ss" ] || kill "$ss" 2>/dev/null || true
 	if [ -n "$diag" ]; then
 		kill "$diag" 2>/dev/null || true
