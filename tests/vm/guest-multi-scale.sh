@@ -14,7 +14,7 @@
 # LD_PRELOAD=/opt/diag/multi-diag-preload.so: every NcmStats / NcmLwipStats the programs read (scale-*.ncm.PID).
 # VM_SCALE_DIAG_RX ("16 4") runs each point once per value, with NcmDeviceOptions.rx_transfers set to it by that
 # preload (scale-PATH-rxN-K...).
-# VM_SCALE_PERF=1 (multi-ab.sh MULTI_AB_PERF=1, which brings perf) runs each ncm-bench under a system-wide perf record
+# VM_SCALE_PERF=R (multi-ab.sh MULTI_AB_PERF=R, which brings perf) runs each ncm-bench of round R under a system-wide perf record
 # (cpu-clock at VM_SCALE_PERF_HZ, 499; call graphs) and folds the samples inside the interval every device was measuring
 # into scale-*-TEST.folded, with that interval and its bytes in scale-*-TEST.spans (tests/bench/multi-perf-report.py).
 # Prints ncm-bench's tables and one "scale:" line per path and count; asserts that every run ended and every device moved data.
@@ -39,7 +39,7 @@ multi_setup "$max"
 peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
 wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
 # Its samples are the peer's (tests/bench/perf-stages.py tells the two ends apart by it).
-if [ "${VM_SCALE_PERF:-}" = 1 ]; then
+if [ -n "${VM_SCALE_PERF:-}" ]; then
 	pidof ncm-bench >"$VM_OUT/perf-peer.pid"
 	echo "${VM_SCALE_PERF_HZ:-499}" >"$VM_OUT/perf-hz"
 fi
@@ -115,6 +115,13 @@ diag_sample() {
 	# comm may hold spaces: the fields after its closing parenthesis.
 	[ -z "$pids" ] || awk '{ s = $0; c = s; sub(/^[^(]*\(/, "", c); sub(/\).*/, "", c); sub(/^.*\) /, "", s)
 		split(s, f, " "); print "thread", $1, c, f[12], f[13] }' $pids 2>/dev/null
+	# Context switches per thread (voluntary: it slept; involuntary: preempted): "switches TID COMM VOL INVOL".
+	[ -z "$pids" ] || awk 'function out() { if (t != "") print "switches", t, c, v, n }
+		FNR == 1 { out(); t = FILENAME; sub(/\/status$/, "", t); sub(/.*\//, "", t) }
+		/^Name:/ { sub(/^Name:[ \t]*/, ""); gsub(/ /, "_"); c = $0 }
+		/^voluntary_ctxt/ { v = $2 } /^nonvoluntary_ctxt/ { n = $2 } END { out() }' \
+		$(echo $pids | sed 's,/stat,/status,g') 2>/dev/null
+	grep '^ctxt ' /proc/stat
 	echo "--- peer ss"
 	peer_run ss -tinH state established 2>&1
 	echo "--- host ss"
@@ -173,7 +180,7 @@ scale() {
 		pre="LD_PRELOAD=/opt/diag/multi-diag-preload.so MULTI_DIAG_LOG=$out.ncm MULTI_DIAG_RX_TRANSFERS=$diag_rx"
 	fi
 	local perf=
-	if [ "${VM_SCALE_PERF:-}" = 1 ]; then
+	if [ "${VM_SCALE_PERF:-}" = "$round" ]; then
 		rm -f /tmp/scale.perf /tmp/scale.spans
 		perf="perf record -q -a -g -k mono -e cpu-clock -F ${VM_SCALE_PERF_HZ:-499} -o /tmp/scale.perf --"
 		pre="$pre NCM_BENCH_SPANS=/tmp/scale.spans"
@@ -286,7 +293,7 @@ for p in $paths; do
 		done
 		r=1
 		while [ "$r" -le "$rounds" ]; do
-			rtag=$(round_tag "$r")
+			rtag=$(round_tag "$r") round=$r
 			for k in $counts; do
 				multi_kernel_up "$k"
 				scale cdc_ncm "$k" "$(spec cdc_ncm "$k")" "" "$rtag"
@@ -302,7 +309,7 @@ for p in $paths; do
 	ncm-tun|lwip)
 		r=1
 		while [ "$r" -le "$rounds" ]; do
-			rtag=$(round_tag "$r")
+			rtag=$(round_tag "$r") round=$r
 			for k in $counts; do
 				vs=$variants
 				[ "$p" != ncm-tun ] || vs=$tun_variants
