@@ -44,7 +44,8 @@ def load(folded, spans, peer_pid):
             parts = stack.split(";")
             stacks.append((int(parts[0]), parts[1], [ps.parse_frame(x) for x in parts[2:]], int(count)))
     host_pids = {pid for pid, comm, _, _ in stacks
-                 if comm.startswith(("ncm-tun", "ncm-bench", "bench-device", "tap-")) or comm in ("libusb", "lwip", "gmain")}
+                 if comm.startswith(("ncm-tun", "ncm-bench", "bench-", "ncm-usb-", "ncm-tap-", "pool-ncm-bench"))
+                 or comm in ("libusb", "lwip", "gmain")}
     host_pids.discard(peer_pid)
     r = {"mb": mb, "stage": collections.Counter(), "thread": collections.Counter(), "sym": collections.Counter()}
     for pid, comm, frames, count in stacks:
