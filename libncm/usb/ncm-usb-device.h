@@ -27,8 +27,7 @@
  *   ncm-usb-halt.c     clearing a STALL     ──> retry
  *   ncm-usb-retry.c    failed IN transfers back after their round
  *     ... all of them ─> ncm-usb-flight.c (submit/landed), ncm-usb-events.c
- *                        (signals to the owner), ncm-usb-buf.c, ncm-usb-wake.c
- *                        (a device's deadlines moved), the context
+ *                        (signals to the owner), ncm-usb-buf.c, the context
  */
 
 #define NCM_MAX_RX_TRANSFERS 64
@@ -98,7 +97,7 @@ struct _NcmDevice {
 	guint64 rx_quiet_tx_ntbs; /* stats.tx_ntbs when that spell began */
 	gboolean rx_quiet_told;   /* "receiving stopped" went out for this spell */
 	/* ncm-usb-timers.c: the device's tick runs when its deadline comes or
-	 * something may have moved it (ncm-usb-wake.c), not on every event
+	 * something may have moved it (ncm_device_wake()), not on every event
 	 * batch of every device. */
 	gint64 tick_due;          /* event thread only */
 	gint tick_kick;           /* atomic: any thread */
@@ -263,11 +262,6 @@ void ncm_device_tx_take_nudge(NcmDevice *self, NcmNudgeTx *ret_tx);
 void ncm_device_tx_cancel(NcmDevice *self);
 void ncm_device_tx_free(NcmDevice *self);
 
-/* ncm-usb-wake.c, any thread: the device's deadlines may have moved (a
- * completion, an NTB opened, a transfer parked): its tick runs at the next
- * event batch, and the event thread wakes by @deadline_us (ncm_context_wake()). */
-void ncm_device_wake(NcmDevice *self, gint64 deadline_us);
-
 /* ncm-usb-notify.c */
 gboolean ncm_device_intr_start(NcmDevice *self, GError **error);
 
@@ -276,6 +270,10 @@ gboolean ncm_device_intr_start(NcmDevice *self, GError **error);
 void ncm_device_timers_setup(NcmDevice *self);
 void ncm_device_timers_start(NcmDevice *self);
 void ncm_device_timers_stop(NcmDevice *self);
+/* Any thread: the device's deadlines may have moved (a completion, an NTB
+ * opened, a transfer parked): its tick runs at the next event batch, and the
+ * event thread wakes by @deadline_us (ncm_context_wake()). */
+void ncm_device_wake(NcmDevice *self, gint64 deadline_us);
 void ncm_device_nudge_ntb_begin(NcmDevice *self, gint64 now);
 void ncm_device_nudge_learn(NcmDevice *self, const guint8 *frame, gsize len);
 void ncm_device_nudge_ntb_end(NcmDevice *self);

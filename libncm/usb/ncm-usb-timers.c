@@ -154,6 +154,12 @@ device_tick(gpointer data, gint64 now)
 	return next;
 }
 
+void
+ncm_device_wake(NcmDevice *self, gint64 deadline_us)
+{
+	g_atomic_int_set(&self->tick_kick, 1);
+	ncm_context_wake(self->context, deadline_us);
+}
 
 /* At open, before the event thread ticks the device. */
 void
