@@ -96,11 +96,6 @@ struct _NcmDevice {
 	guint rx_quiet_asks;      /* ... and how many since */
 	guint64 rx_quiet_tx_ntbs; /* stats.tx_ntbs when that spell began */
 	gboolean rx_quiet_told;   /* "receiving stopped" went out for this spell */
-	/* ncm-usb-timers.c: the device's tick runs when its deadline comes or
-	 * something may have moved it (ncm_device_wake()), not on every event
-	 * batch of every device. */
-	gint64 tick_due;          /* event thread only */
-	gint tick_kick;           /* atomic: any thread */
 
 	/*
 	 * Guards state, in_flight and the stalled list. Taken around every
@@ -270,10 +265,6 @@ gboolean ncm_device_intr_start(NcmDevice *self, GError **error);
 void ncm_device_timers_setup(NcmDevice *self);
 void ncm_device_timers_start(NcmDevice *self);
 void ncm_device_timers_stop(NcmDevice *self);
-/* Any thread: the device's deadlines may have moved (a completion, an NTB
- * opened, a transfer parked): its tick runs at the next event batch, and the
- * event thread wakes by @deadline_us (ncm_context_wake()). */
-void ncm_device_wake(NcmDevice *self, gint64 deadline_us);
 void ncm_device_nudge_ntb_begin(NcmDevice *self, gint64 now);
 void ncm_device_nudge_learn(NcmDevice *self, const guint8 *frame, gsize len);
 void ncm_device_nudge_ntb_end(NcmDevice *self);

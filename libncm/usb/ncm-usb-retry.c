@@ -30,7 +30,7 @@ ncm_device_retry_park(NcmDevice *self, struct libusb_transfer *xfer)
 	/* Before the count drops: from then on close() may free the device.
 	 * It matters only when a thread doing synchronous libusb I/O ran this
 	 * callback while the event thread sleeps towards its next deadline. */
-	ncm_device_wake(self, ncm_retry_deadline(retry_of(self, xfer)));
+	ncm_context_wake(self->context, ncm_retry_deadline(retry_of(self, xfer)));
 	ncm_mutex_lock(&self->flight_lock);
 	park_locked(self, xfer);
 	ncm_device_landed_locked(self);
@@ -49,7 +49,7 @@ ncm_device_retry_return(NcmDevice *self, struct libusb_transfer *xfer)
 	}
 	ncm_mutex_unlock(&self->flight_lock);
 	if (parked)
-		ncm_device_wake(self, g_get_monotonic_time());
+		ncm_context_wake(self->context, g_get_monotonic_time());
 }
 
 static void

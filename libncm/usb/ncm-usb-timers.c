@@ -122,43 +122,19 @@ rx_quiet_tick(NcmDevice *self, const NcmNudgeTx *tx, gint64 now)
 	return G_MAXINT64;
 }
 
-/*
- * Longest a device's tick may be skipped while nothing kicked it: a bound
- * on what a missed kick could cost, well under the nudge's 100 ms.
- */
-#define NCM_TICK_SKIP_MAX_US (20 * G_TIME_SPAN_MILLISECOND)
-
 static gint64
 device_tick(gpointer data, gint64 now)
 {
 	NcmDevice *self = data;
 	NcmNudgeTx tx;
-	gint64 quiet, next;
+	gint64 quiet;
 
-	/*
-	 * The context ticks every device between every event batch; at 8
-	 * devices that was 8 ticks (4 lock round trips each) per batch that
-	 * mostly concerned one device (issue 20). A device with no completion,
-	 * no kick and no deadline due has nothing to do.
-	 */
-	if (!self->rx_done_pending && !g_atomic_int_get(&self->tick_kick) && now < self->tick_due)
-		return self->tick_due;
-	g_atomic_int_set(&self->tick_kick, 0);
 	rx_batch_end(self);
 	ncm_device_tx_take_nudge(self, &tx);
 	quiet = rx_quiet_tick(self, &tx, now);
 	ncm_nudge_merge_tx(&self->nudge, &tx);
 	quiet = MIN(quiet, ncm_device_retry_tick(self, now));
-	next = MIN(MIN(ncm_device_tx_tick(self, now), nudge_tick(self, now)), quiet);
-	self->tick_due = MIN(next, now + NCM_TICK_SKIP_MAX_US);
-	return next;
-}
-
-void
-ncm_device_wake(NcmDevice *self, gint64 deadline_us)
-{
-	g_atomic_int_set(&self->tick_kick, 1);
-	ncm_context_wake(self->context, deadline_us);
+	return MIN(MIN(ncm_device_tx_tick(self, now), nudge_tick(self, now)), quiet);
 }
 
 /* At open, before the event thread ticks the device. */
@@ -184,7 +160,6 @@ ncm_device_timers_start(NcmDevice *self)
 	ncm_mutex_lock(&self->tx_lock);
 	self->nudge_tx.asked_at = g_get_monotonic_time();
 	ncm_mutex_unlock(&self->tx_lock);
-	ncm_device_wake(self, g_get_monotonic_time());
 }
 
 /* At close, once nothing is in flight. */

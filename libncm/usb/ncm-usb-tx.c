@@ -111,7 +111,7 @@ drain_paced_locked(NcmDevice *self, gint64 now)
 	while ((slot = ncm_ntb_sched_next(&self->sched, now)) >= 0)
 		submit_locked(self, &self->tx[slot], now);
 	if (ncm_ntb_sched_held(&self->sched))
-		ncm_device_wake(self, ncm_ntb_sched_pace_deadline(&self->sched, now));
+		ncm_context_wake(self->context, ncm_ntb_sched_pace_deadline(&self->sched, now));
 }
 
 static void
@@ -172,7 +172,7 @@ open_ntb_locked(NcmDevice *self)
 	 * there (issue 15).
 	 */
 	if (ncm_ntb_sched_in_flight(&self->sched) == 0)
-		ncm_device_wake(self, now + self->options.flush_timeout_us);
+		ncm_context_wake(self->context, now + self->options.flush_timeout_us);
 	return TRUE;
 }
 
@@ -261,10 +261,8 @@ ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors, guint n_vectors)
 		}
 		/* The tail nudge learns the host's addresses from its own ARP
 		 * requests; ncm-usb-timers.c takes them on the event thread. */
-		if (ncm_nudge_learn_tx(&self->nudge_tx, frame, len)) {
+		if (ncm_nudge_learn_tx(&self->nudge_tx, frame, len))
 			self->nudge_tx.asked_at = g_get_monotonic_time();
-			ncm_device_wake(self, self->nudge_tx.asked_at);
-		}
 		self->tx[ncm_ntb_sched_open_slot(&self->sched)].bytes += (guint32)len;
 		if (ack.tcp)
 			ncm_ack_track(&self->tx_acks, self->packer.buf, self->packer.tail,
@@ -391,8 +389,6 @@ tx_complete(struct libusb_transfer *xfer)
 		NCM_STAT_ADD(self, tx_errors, 1);
 		break;
 	}
-	/* The pool, the flush and stuck deadlines, rx_quiet's count moved. */
-	g_atomic_int_set(&self->tick_kick, 1);
 	ncm_mutex_lock(&self->tx_lock);
 	now = g_get_monotonic_time();
 	self->tx_busy_since = now;
