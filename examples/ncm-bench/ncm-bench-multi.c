@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-bench-multi.c: multi paths: N devices measured at once, one TCP stream each, and what they add up to. */
+#include <errno.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "ncm-bench-multi-stats.h"
@@ -151,14 +153,15 @@ stream_main(gpointer data)
 }
 
 /*
- * Whole-system CPU per MB and busy share over the interval in which every
- * device was inside its measured interval: from the latest start to the
- * earliest end. The bytes each device moved in it are its rate over its
- * own interval times the common one's length (a stream is steady past its
- * first second). FALSE when the intervals do not overlap or lack a CPU read.
+ * The interval in which every device was inside its measured interval: from
+ * the latest start to the earliest end, and the bytes each device moved in it
+ * (its rate over its own interval times the common one's length: a stream is
+ * steady past its first second). FALSE when the intervals do not overlap or
+ * lack a CPU read.
  */
 static gboolean
-group_cpu(const Stream *s, gsize n, double *ret_s_per_mb, double *ret_busy_pct)
+group_span(const Stream *s, gsize n, const BenchProbe **ret_a, const BenchProbe **ret_b,
+	   double *ret_bytes)
 {
 	const BenchProbe *a = NULL, *b = NULL;
 	double bytes = 0;
@@ -182,6 +185,47 @@ group_cpu(const Stream *s, gsize n, double *ret_s_per_mb, double *ret_busy_pct)
 		bytes += (double)s[i].rep.span_bytes / (double)(sp->b.t_us - sp->a.t_us) *
 			 (double)(b->t_us - a->t_us);
 	}
+	*ret_a = a;
+	*ret_b = b;
+	*ret_bytes = bytes;
+	return TRUE;
+}
+
+/*
+ * NCM_BENCH_SPANS=FILE: the common interval and its bytes, in the format of
+ * the single-device runs (ncm-bench-throughput.c), so that a profile taken
+ * with perf record -k mono keeps the samples the CPU per MB is computed over.
+ */
+static void
+group_span_log(const BenchTransport *t, const char *test, const BenchProbe *a,
+	       const BenchProbe *b, double bytes)
+{
+	const char *path = g_getenv("NCM_BENCH_SPANS");
+	FILE *f;
+
+	if (!path)
+		return;
+	f = fopen(path, "a");
+	if (!f) {
+		bench_progress("NCM_BENCH_SPANS: cannot open %s: %s", path, g_strerror(errno));
+		return;
+	}
+	fprintf(f, "%s %s %" G_GINT64_FORMAT " %" G_GINT64_FORMAT " %" G_GUINT64_FORMAT "\n", t->name,
+		test, a->t_us, b->t_us, (guint64)bytes);
+	fclose(f);
+}
+
+/* Whole-system CPU per MB and busy share over group_span's interval. */
+static gboolean
+group_cpu(const BenchTransport *t, const char *test, const Stream *s, gsize n,
+	  double *ret_s_per_mb, double *ret_busy_pct)
+{
+	const BenchProbe *a, *b;
+	double bytes;
+
+	if (!group_span(s, n, &a, &b, &bytes))
+		return FALSE;
+	group_span_log(t, test, a, b, bytes);
 	*ret_s_per_mb = bench_cpu_s_per_mb(&a->cpu, &b->cpu, sysconf(_SC_CLK_TCK), (guint64)bytes);
 	*ret_busy_pct = 100 * bench_cpu_busy_share(&a->cpu, &b->cpu);
 	return TRUE;
@@ -300,7 +344,7 @@ multi_test(BenchCtx *ctx, const char *test)
 			v.aggregate[k] += s[i].rep.mbit;
 		}
 		mbytes += v.aggregate[k] / 8 * ctx->opt->secs;
-		if (group_cpu(s, n, &v.sys_cpu[v.n_cpu], &v.busy_pct[v.n_cpu]))
+		if (group_cpu(t, test, s, n, &v.sys_cpu[v.n_cpu], &v.busy_pct[v.n_cpu]))
 			v.n_cpu++;
 		/* No event thread (cdc_ncm) reads 0 ticks both times: no figure. */
 		if (ev1 > 0 && t1 > t0)

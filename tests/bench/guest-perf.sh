@@ -20,46 +20,6 @@ echo "$BENCH_SERVER_PID" >"$VM_OUT/perf-peer.pid"
 carrier_keeper "$TUN" &
 keeper=$!
 
-# fold SPANS: perf script's samples (leaf first) into root-first folded stacks,
-# counting only samples inside one of the measured intervals.
-fold() {
-	awk -v spans="$1" '
-	BEGIN {
-		n = 0
-		while ((getline line < spans) > 0) {
-			split(line, f, " ")
-			n++; lo[n] = f[3] / 1e6; hi[n] = f[4] / 1e6
-		}
-	}
-	function flush(   i, s, keep) {
-		if (head == "") return
-		keep = 0
-		for (i = 1; i <= n; i++) if (t >= lo[i] && t <= hi[i]) keep = 1
-		if (keep) {
-			s = head
-			for (i = nf; i >= 1; i--) s = s ";" fr[i]
-			count[s]++
-		}
-		head = ""; nf = 0
-	}
-	/^[^ \t]/ {
-		flush()
-		# "COMM PID TIME:" where COMM may hold spaces
-		t = $NF; sub(":$", "", t); pid = $(NF - 1)
-		comm = $0; sub("[ \t]+[0-9]+[ \t]+[0-9.]+:[ \t]*$", "", comm); gsub("[ ;]", "_", comm)
-		head = pid ";" comm; nf = 0
-		next
-	}
-	/^[ \t]+[0-9a-f]+ / {
-		sym = $2; dso = $NF; gsub("[()]", "", dso); sub(".*/", "", dso)
-		if (sym == "[unknown]" || sym == "") sym = "?"
-		fr[++nf] = sym " [" dso "]"
-		next
-	}
-	/^$/ { flush() }
-	END { flush(); for (s in count) print s, count[s] }'
-}
-
 # bench PATHSPEC TEST BASE [perf record options]: one ncm-bench run, under perf
 # when options are given; the measured intervals go to BASE.spans.
 bench() {
@@ -102,7 +62,7 @@ for path in $(echo "${PERF_PATHS:-cdc_ncm,ncm-tun,lwip}" | tr , ' '); do
 		# shellcheck disable=SC2086
 		bench "$spec" "$test" "$base" -e cpu-clock -F "$HZ" ${PERF_RECORD_ARGS:--g} || { rc=1; continue; }
 		perf script -i /tmp/perf.data -F comm,pid,time,ip,sym,dso 2>"$base.script.log" |
-			fold /tmp/spans >"$base.folded"
+			perf_fold /tmp/spans >"$base.folded"
 		echo "perf: $path $test: $(awk '{ s += $NF } END { print s + 0 }' "$base.folded") samples in $(cat "$base.spans")"
 	done
 done

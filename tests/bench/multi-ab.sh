@@ -8,6 +8,9 @@
 # "scale:" lines of OUT/guest.log (MULTI_AB_OUT, default BASE_BUILD/multi-ab). Take the VM lock around it.
 # MULTI_AB_DIAG=1 also builds tests/bench/multi-diag-preload.c and collects VM_SCALE_DIAG's evidence per run
 # (guest-multi-scale.sh); tests/bench/multi-diag-report.py OUT sums it up. No NAME=BUILD is needed: BASE alone runs.
+# MULTI_AB_PERF=R profiles each run of round R (VM_SCALE_PERF, the host's perf; VM_SCALE_PERF_HZ passes through);
+# tests/bench/multi-perf-report.py OUT compares the runs' CPU per MB by stage and symbol. Frame pointers help:
+# build with -Dc_args=-fno-omit-frame-pointer.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 base=$(realpath "$1")
@@ -32,6 +35,11 @@ if [ "${MULTI_AB_DIAG:-}" = 1 ]; then
 	files+=(--file "$base/multi-diag-preload.so:/opt/diag/multi-diag-preload.so")
 	envs+=(--env VM_SCALE_DIAG=1)
 fi
+if [ -n "${MULTI_AB_PERF:-}" ]; then
+	command -v perf >/dev/null || { echo "multi-ab: MULTI_AB_PERF needs perf (apt-get install linux-perf)" >&2; exit 1; }
+	files+=(--bin "$(command -v perf)")
+	envs+=(--env "VM_SCALE_PERF=$MULTI_AB_PERF")
+fi
 if [ "${VM_SCALE_SS:-}" = 1 ] || [ "${MULTI_AB_DIAG:-}" = 1 ]; then
 	# The base image has neither ss nor inet_diag.
 	kmods=$(echo "${VM_CACHE_DIR:-.cache/vm}"/kernel-*/lib/modules/*/kernel/net/ipv4)
@@ -39,7 +47,7 @@ if [ "${VM_SCALE_SS:-}" = 1 ] || [ "${MULTI_AB_DIAG:-}" = 1 ]; then
 		--bin "$(command -v ss)")
 	[ "${MULTI_AB_DIAG:-}" != 1 ] || files+=(--bin "$(command -v tc)")
 fi
-for v in VM_SCALE_ORDER VM_SCALE_TUN_VARIANTS VM_SCALE_SS VM_SCALE_DIAG_RX; do
+for v in VM_SCALE_ORDER VM_SCALE_TUN_VARIANTS VM_SCALE_SS VM_SCALE_DIAG_RX VM_SCALE_PERF_HZ; do
 	[ -z "${!v+set}" ] || envs+=(--env "$v=${!v}")
 done
 rm -rf "$out"

@@ -6,6 +6,7 @@ ncm-bench's measured interval (or ncm-tun's SIGUSR1 reads); the peer's TCP sende
 device from its last ss -tin sample (cwnd, retransmits, RTO, limited times); the host's
 receiver (ncm-tun); per-thread CPU and /proc/stat over the samples; and the TCP counters
 (nstat names) that changed in either namespace."""
+import collections
 import glob
 import json
 import os
@@ -65,7 +66,8 @@ def samples(path):
     for ln in open(path, errors='replace'):
         if ln.startswith('=== sample '):
             f = ln.split()
-            block = {'t': float(f[2]), 'cpu': [int(x) for x in f[4:]], 'threads': {}, 'peer': [], 'host': []}
+            block = {'t': float(f[2]), 'cpu': [int(x) for x in f[4:]], 'threads': {}, 'switches': {}, 'ctxt': None,
+                     'peer': [], 'host': []}
             out.append(block)
             part = None
         elif block is None:
@@ -74,6 +76,12 @@ def samples(path):
             m = re.match(r'thread (\d+) (.*) (\d+) (\d+)$', ln.rstrip('\n'))
             if m:
                 block['threads'][(int(m.group(1)), m.group(2))] = int(m.group(3)) + int(m.group(4))
+        elif ln.startswith('switches '):
+            f = ln.split()
+            if len(f) == 5:
+                block['switches'][(int(f[1]), f[2])] = (int(f[3]), int(f[4]))
+        elif ln.startswith('ctxt '):
+            block['ctxt'] = int(ln.split()[1])
         elif ln.startswith('--- peer ss'):
             part = 'peer'
         elif ln.startswith('--- host ss'):
@@ -117,9 +125,36 @@ def ncm_deltas(run):
     return devs, lw
 
 
+def switch_rates(live, res):
+    """Context switches per second and per MB (the run's aggregate rate): the whole guest's, and
+    per kind of thread (digits folded: the 8 TAP readers are one row), voluntary (slept) and not."""
+    mbs = res[0]['mbit_s']['median'] / 8 if res else 0
+    per = (lambda r: f'{r / mbs:.0f}/MB' if mbs else '-')
+    c = [b for b in live if b['ctxt'] is not None]
+    if len(c) >= 2 and c[-1]['t'] > c[0]['t']:
+        r = (c[-1]['ctxt'] - c[0]['ctxt']) / (c[-1]['t'] - c[0]['t'])
+        print(f'  context switches, whole guest: {r:.0f}/s, {per(r)}')
+    seen = {}
+    for b in live:
+        for key, sw in b['switches'].items():
+            first = seen.setdefault(key, [b['t'], sw, b['t'], sw])
+            first[2], first[3] = b['t'], sw
+    kinds = collections.defaultdict(lambda: [0.0, 0.0, 0])
+    for (tid, comm), (t0, a, t1, b) in seen.items():
+        if t1 - t0 >= 2:
+            k = kinds[re.sub(r'\d+', 'N', comm)]
+            k[0] += (b[0] - a[0]) / (t1 - t0)
+            k[1] += (b[1] - a[1]) / (t1 - t0)
+            k[2] += 1
+    for comm, (v, n, cnt) in sorted(kinds.items(), key=lambda kv: -(kv[1][0] + kv[1][1])):
+        if v + n >= 10:
+            print(f'    switches {comm} (x{cnt}): voluntary {v:.0f}/s {per(v)}, involuntary {n:.0f}/s {per(n)}')
+
+
 def report(run):
     name = os.path.basename(run)
     print(f'== {name}')
+    res = []
     try:
         res = [r for r in json.load(open(run + '.json'))['results'] if 'device_mbit_s' in r]
         for r in res:
@@ -156,6 +191,7 @@ def report(run):
                     pct = (v1 - v0) / (t1 - t0)  # USER_HZ 100: ticks per second = % of a CPU
                     if pct >= 2:
                         print(f'    thread {key[0]} {key[1]}: {pct:.0f} % of a CPU over {t1 - t0:.0f} s')
+            switch_rates(live, res)
         for part in ('peer', 'host'):
             socks = last_with(blocks, part)
             for (loc, rem), info in sorted(socks.items(), key=lambda kv: (dev_index(kv[0][0]) or 0)):

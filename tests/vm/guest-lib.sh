@@ -810,3 +810,45 @@ ffs_gadget_teardown() {
 	$IP netns del "$PEER_NS" 2>/dev/null || true
 	GADGET_PROFILE= USB_DEV= PEER_IFNAMES=
 }
+
+# perf_fold SPANS: perf script's samples (leaf first) into root-first folded stacks,
+# counting only samples inside one of the measured intervals (NCM_BENCH_SPANS'
+# lines: NAME TEST START_US END_US BYTES; perf record -k mono). Used by
+# tests/bench/guest-perf.sh and guest-multi-scale.sh (VM_SCALE_PERF).
+perf_fold() {
+	awk -v spans="$1" '
+	BEGIN {
+		n = 0
+		while ((getline line < spans) > 0) {
+			split(line, f, " ")
+			n++; lo[n] = f[3] / 1e6; hi[n] = f[4] / 1e6
+		}
+	}
+	function flush(   i, s, keep) {
+		if (head == "") return
+		keep = 0
+		for (i = 1; i <= n; i++) if (t >= lo[i] && t <= hi[i]) keep = 1
+		if (keep) {
+			s = head
+			for (i = nf; i >= 1; i--) s = s ";" fr[i]
+			count[s]++
+		}
+		head = ""; nf = 0
+	}
+	/^[^ \t]/ {
+		flush()
+		# "COMM PID TIME:" where COMM may hold spaces
+		t = $NF; sub(":$", "", t); pid = $(NF - 1)
+		comm = $0; sub("[ \t]+[0-9]+[ \t]+[0-9.]+:[ \t]*$", "", comm); gsub("[ ;]", "_", comm)
+		head = pid ";" comm; nf = 0
+		next
+	}
+	/^[ \t]+[0-9a-f]+ / {
+		sym = $2; dso = $NF; gsub("[()]", "", dso); sub(".*/", "", dso)
+		if (sym == "[unknown]" || sym == "") sym = "?"
+		fr[++nf] = sym " [" dso "]"
+		next
+	}
+	/^$/ { flush() }
+	END { flush(); for (s in count) print s, count[s] }'
+}

@@ -14,6 +14,9 @@
 # LD_PRELOAD=/opt/diag/multi-diag-preload.so: every NcmStats / NcmLwipStats the programs read (scale-*.ncm.PID).
 # VM_SCALE_DIAG_RX ("16 4") runs each point once per value, with NcmDeviceOptions.rx_transfers set to it by that
 # preload (scale-PATH-rxN-K...).
+# VM_SCALE_PERF=R (multi-ab.sh MULTI_AB_PERF=R, which brings perf) runs each ncm-bench of round R under a system-wide perf record
+# (cpu-clock at VM_SCALE_PERF_HZ, 499; call graphs) and folds the samples inside the interval every device was measuring
+# into scale-*-TEST.folded, with that interval and its bytes in scale-*-TEST.spans (tests/bench/multi-perf-report.py).
 # Prints ncm-bench's tables and one "scale:" line per path and count; asserts that every run ended and every device moved data.
 set -eu
 . "$VM_LIB"
@@ -35,6 +38,11 @@ host_use_userspace
 multi_setup "$max"
 peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
 wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
+# Its samples are the peer's (tests/bench/perf-stages.py tells the two ends apart by it).
+if [ -n "${VM_SCALE_PERF:-}" ]; then
+	pidof ncm-bench >"$VM_OUT/perf-peer.pid"
+	echo "${VM_SCALE_PERF_HZ:-499}" >"$VM_OUT/perf-hz"
+fi
 
 bad=
 diag_rx=
@@ -107,6 +115,13 @@ diag_sample() {
 	# comm may hold spaces: the fields after its closing parenthesis.
 	[ -z "$pids" ] || awk '{ s = $0; c = s; sub(/^[^(]*\(/, "", c); sub(/\).*/, "", c); sub(/^.*\) /, "", s)
 		split(s, f, " "); print "thread", $1, c, f[12], f[13] }' $pids 2>/dev/null
+	# Context switches per thread (voluntary: it slept; involuntary: preempted): "switches TID COMM VOL INVOL".
+	[ -z "$pids" ] || awk 'function out() { if (t != "") print "switches", t, c, v, n }
+		FNR == 1 { out(); t = FILENAME; sub(/\/status$/, "", t); sub(/.*\//, "", t) }
+		/^Name:/ { sub(/^Name:[ \t]*/, ""); gsub(/ /, "_"); c = $0 }
+		/^voluntary_ctxt/ { v = $2 } /^nonvoluntary_ctxt/ { n = $2 } END { out() }' \
+		$(echo $pids | sed 's,/stat,/status,g') 2>/dev/null
+	grep '^ctxt ' /proc/stat
 	echo "--- peer ss"
 	peer_run ss -tinH state established 2>&1
 	echo "--- host ss"
@@ -124,6 +139,19 @@ diag_end() {
 	  echo "qdisc before"; cat "$1.0.peer-qdisc"; echo "qdisc after"; cat "$1.1.peer-qdisc"
 	  echo "stat before $(cat "$1.0.stat")"; echo "stat after $(cat "$1.1.stat")"; } >>"$1.diag"
 	rm -f "$1".[01].*
+}
+
+# perf_split OUT: /tmp/scale.perf's samples folded per test, each test's
+# measured interval alone (OUT-TEST.folded, OUT-TEST.spans).
+perf_split() {
+	local t
+	[ -s /tmp/scale.spans ] || { echo "perf: $1 measured nothing"; return 0; }
+	perf script -i /tmp/scale.perf -F comm,pid,time,ip,sym,dso >/tmp/scale.script 2>"$1.script.log"
+	for t in $tests; do
+		grep " $t " /tmp/scale.spans >"$1-$t.spans" || continue
+		perf_fold "$1-$t.spans" </tmp/scale.script >"$1-$t.folded"
+	done
+	rm -f /tmp/scale.script /tmp/scale.perf
 }
 
 # scale NAME K SPEC [VARIANT [ROUND]]: ncm-bench's multi mode over the K
@@ -151,9 +179,16 @@ scale() {
 		diag=$!
 		pre="LD_PRELOAD=/opt/diag/multi-diag-preload.so MULTI_DIAG_LOG=$out.ncm MULTI_DIAG_RX_TRANSFERS=$diag_rx"
 	fi
-	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} $pre ncm-bench --multi --reps 1 --secs "$secs" \
+	local perf=
+	if [ "${VM_SCALE_PERF:-}" = "$round" ]; then
+		rm -f /tmp/scale.perf /tmp/scale.spans
+		perf="perf record -q -a -g -k mono -e cpu-clock -F ${VM_SCALE_PERF_HZ:-499} -o /tmp/scale.perf --"
+		pre="$pre NCM_BENCH_SPANS=/tmp/scale.spans"
+	fi
+	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} $pre $perf ncm-bench --multi --reps 1 --secs "$secs" \
 		--tests "$(echo $tests | tr ' ' ,)" --path "$1=$3" \
 		--json "$out.json" >"$out.txt" 2>"$out.log" || rc=$?
+	[ -z "$perf" ] || perf_split "$out"
 	[ -z "$ss" ] || kill "$ss" 2>/dev/null || true
 	if [ -n "$diag" ]; then
 		kill "$diag" 2>/dev/null || true
@@ -258,7 +293,7 @@ for p in $paths; do
 		done
 		r=1
 		while [ "$r" -le "$rounds" ]; do
-			rtag=$(round_tag "$r")
+			rtag=$(round_tag "$r") round=$r
 			for k in $counts; do
 				multi_kernel_up "$k"
 				scale cdc_ncm "$k" "$(spec cdc_ncm "$k")" "" "$rtag"
@@ -274,7 +309,7 @@ for p in $paths; do
 	ncm-tun|lwip)
 		r=1
 		while [ "$r" -le "$rounds" ]; do
-			rtag=$(round_tag "$r")
+			rtag=$(round_tag "$r") round=$r
 			for k in $counts; do
 				vs=$variants
 				[ "$p" != ncm-tun ] || vs=$tun_variants
