@@ -18,7 +18,7 @@
  * the reap and the reap that says EAGAIN (issue 15). 0 turns it off.
  */
 #ifndef NCM_EVENT_LINGER_US
-#define NCM_EVENT_LINGER_US 250
+#define NCM_EVENT_LINGER_US 0
 #endif
 
 struct _NcmContext {
