@@ -35,7 +35,9 @@
  * sections are microseconds long (a frame copied into the NTB, a slot
  * released), and GLib's futex mutex sleeps at the first miss: the holder
  * then pays a futex wake and both threads a context switch, more than the
- * wait itself (issue 15: tcp_up's thread hand-offs). 0 turns it off.
+ * wait itself. On ncm-tun's upload (the TAP reader and the event thread on
+ * tx_lock) it cut futex calls per MB 5-6x and context switches 0.7x
+ * (issue 15, tests/bench/RESULTS.md). 0 turns it off.
  */
 #ifndef NCM_MUTEX_SPINS
 #define NCM_MUTEX_SPINS 200

@@ -9,17 +9,6 @@
 
 /* Idle ceiling for the event loop: timers re-arm it sooner through wake. */
 #define NCM_EVENT_IDLE_US (100 * G_TIME_SPAN_MILLISECOND)
-/*
- * How long the loop lets completions gather before it polls again while a
- * timeout asked for it (ncm_context_linger(): a device with a deep OUT
- * queue). A bus hands its completions back in bursts (dummy_hcd every 1 ms
- * frame, a real controller per interrupt), but one at a time: polling at
- * once wakes this thread for nearly every transfer, each wake-up a poll,
- * the reap and the reap that says EAGAIN (issue 15). 0 turns it off.
- */
-#ifndef NCM_EVENT_LINGER_US
-#define NCM_EVENT_LINGER_US 0
-#endif
 
 struct _NcmContext {
 	GObject parent;
@@ -27,7 +16,6 @@ struct _NcmContext {
 	GThread *event_thread;
 	gint stop;                 /* atomic: ends the event thread */
 	gint64 armed_deadline;     /* atomic: when the event thread will next look at timers */
-	gboolean linger;           /* event thread only: a timeout asked for ncm_context_linger() */
 	guint64 main_dispatches;   /* atomic */
 	GMainContext *owner;
 	gboolean fresh_scans;      /* libusb's list goes stale here (no udevd) */
@@ -75,7 +63,6 @@ event_thread_main(gpointer data)
 		 */
 		libusb_lock_events(self->usb);
 		ncm_mutex_lock(&self->lock);
-		self->linger = FALSE;
 		for (guint i = 0; i < self->timeouts->len; i++) {
 			NcmTimeout *t = &g_array_index(self->timeouts, NcmTimeout, i);
 
@@ -84,10 +71,6 @@ event_thread_main(gpointer data)
 		ncm_mutex_unlock(&self->lock);
 		libusb_unlock_events(self->usb);
 
-		if (NCM_EVENT_LINGER_US > 0 && self->linger && next - now > NCM_EVENT_LINGER_US) {
-			g_usleep(NCM_EVENT_LINGER_US);
-			now = g_get_monotonic_time();
-		}
 		__atomic_store_n(&self->armed_deadline, next, __ATOMIC_RELAXED);
 		gint64 wait = MAX(next - now, 0);
 		struct timeval tv = { .tv_sec = wait / G_USEC_PER_SEC,
@@ -306,12 +289,6 @@ ncm_context_recall(NcmContext *self, const gchar *key, gpointer ret_data, gsize 
 		memcpy(ret_data, found, len);
 	ncm_mutex_unlock(&self->lock);
 	return found != NULL;
-}
-
-void
-ncm_context_linger(NcmContext *self)
-{
-	self->linger = TRUE;
 }
 
 void

@@ -28,12 +28,6 @@ typedef gint64 (*NcmTimeoutFunc)(gpointer data, gint64 now_us);
 void ncm_context_add_timeout(NcmContext *self, NcmTimeoutFunc func, gpointer data);
 /* Once this returns, @func no longer runs for @data. FALSE when it was not there. */
 gboolean ncm_context_remove_timeout(NcmContext *self, NcmTimeoutFunc func, gpointer data);
-/*
- * From a timeout: no hurry for the next completions (a deep OUT queue keeps
- * the device busy), so the loop sleeps NCM_EVENT_LINGER_US before it polls
- * again and reaps them in one wake-up. Asked anew on every pass.
- */
-void ncm_context_linger(NcmContext *self);
 /* Makes the event thread look at its timeouts before @deadline_us (monotonic). */
 void ncm_context_wake(NcmContext *self, gint64 deadline_us);
 

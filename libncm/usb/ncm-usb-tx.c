@@ -6,11 +6,6 @@
 
 
 #define NCM_DEFAULT_FLUSH_US 2000
-/* With this many OUT NTBs queued the device has work for a while: the event
- * thread may let completions gather (ncm_context_linger()). */
-#ifndef NCM_TX_LINGER_MIN
-#define NCM_TX_LINGER_MIN 4
-#endif
 /* No OUT completion for this long while transfers are in flight: say so. */
 #define NCM_TX_STUCK_US (10 * G_USEC_PER_SEC)
 
@@ -347,8 +342,6 @@ ncm_device_tx_tick(NcmDevice *self, gint64 now)
 				      is_open_locked(self) ? ncm_ntb_packer_count(&self->packer) : 0,
 				      now);
 	next = MIN(next, check_stuck_locked(self, now));
-	if (ncm_ntb_sched_in_flight(&self->sched) >= NCM_TX_LINGER_MIN)
-		ncm_context_linger(self->context);
 	ncm_mutex_unlock(&self->tx_lock);
 	return next;
 }
