@@ -30,9 +30,39 @@
 #define ncm_tsan_release(addr) ((void)(addr))
 #endif
 
+/*
+ * How many times a lock is tried before the thread sleeps on it. libncm's
+ * sections are microseconds long (a frame copied into the NTB, a slot
+ * released), and GLib's futex mutex sleeps at the first miss: the holder
+ * then pays a futex wake and both threads a context switch, more than the
+ * wait itself. On ncm-tun's upload (the TAP reader and the event thread on
+ * tx_lock) it cut futex calls per MB 5-6x and context switches 0.7x
+ * (issue 15, tests/bench/RESULTS.md). 0 turns it off.
+ */
+#ifndef NCM_MUTEX_SPINS
+#define NCM_MUTEX_SPINS 200
+#endif
+
+static inline void
+ncm_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
 static inline void
 ncm_mutex_lock(GMutex *mutex)
 {
+	for (int i = 0; i < NCM_MUTEX_SPINS; i++) {
+		if (g_mutex_trylock(mutex)) {
+			ncm_tsan_acquire(mutex);
+			return;
+		}
+		ncm_cpu_relax();
+	}
 	g_mutex_lock(mutex);
 	ncm_tsan_acquire(mutex);
 }

@@ -140,7 +140,7 @@ sys_mutex_lock(sys_mutex_t *mutex)
 	if (!g_mutex_trylock(&m->mutex)) {
 		gint64 t0 = g_get_monotonic_time();
 
-		g_mutex_lock(&m->mutex);
+		ncm_mutex_lock(&m->mutex);  /* spins a little first (ncm-sync.h) */
 		if (mutex == &lock_tcpip_core) {
 			__atomic_add_fetch(&core_waits, 1, __ATOMIC_RELAXED);
 			__atomic_add_fetch(&core_wait_us, (guint64)(g_get_monotonic_time() - t0),
