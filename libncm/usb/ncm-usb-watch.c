@@ -95,7 +95,7 @@ device_set_fingerprint(NcmContext *context)
 	GString *s = g_string_new(NULL);
 	ssize_t n;
 
-	if (ncm_context_needs_fresh_scan(context) && libusb_init(&usb) < 0)
+	if (ncm_context_needs_fresh_scan(context) && ncm_context_init_fresh_usb(&usb) < 0)
 		return g_string_free(s, FALSE);  /* differs from any real set: rescan */
 	n = libusb_get_device_list(usb, &list);
 	for (ssize_t i = 0; i < n; i++)
