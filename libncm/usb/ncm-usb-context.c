@@ -125,9 +125,9 @@ ncm_context_initable_init(GInitable *initable, GCancellable *cancellable, GError
 	}
 	self->fresh_scans = !ncm_context_hotplug_usable();
 	self->event_thread = g_thread_new("ncm-usb-events", event_thread_main, self);
-	g_mutex_lock(&live_lock);
+	ncm_mutex_lock(&live_lock);
 	live_contexts = g_slist_prepend(live_contexts, self);
-	g_mutex_unlock(&live_lock);
+	ncm_mutex_unlock(&live_lock);
 	return TRUE;
 }
 
@@ -144,9 +144,9 @@ ncm_context_finalize(GObject *object)
 
 	/* What hangs on the context may still talk to libusb (deregistering). */
 	g_datalist_clear(&self->attached);
-	g_mutex_lock(&live_lock);
+	ncm_mutex_lock(&live_lock);
 	live_contexts = g_slist_remove(live_contexts, self);
-	g_mutex_unlock(&live_lock);
+	ncm_mutex_unlock(&live_lock);
 	if (self->event_thread) {
 		g_atomic_int_set(&self->stop, 1);
 		libusb_interrupt_event_handler(self->usb);
@@ -245,7 +245,7 @@ ncm_context_init_fresh_usb(libusb_context **out)
 {
 	int r;
 
-	g_mutex_lock(&live_lock);
+	ncm_mutex_lock(&live_lock);
 	for (GSList *l = live_contexts; l; l = l->next) {
 		NcmContext *c = l->data;
 
@@ -265,7 +265,7 @@ ncm_context_init_fresh_usb(libusb_context **out)
 		g_cond_broadcast(&c->park_cond);
 		ncm_mutex_unlock(&c->park_lock);
 	}
-	g_mutex_unlock(&live_lock);
+	ncm_mutex_unlock(&live_lock);
 	return r;
 }
 
