@@ -56,7 +56,7 @@ ncm_context_switch_apple_devices(NcmContext *self, GError **error)
 	 * re-enumerated (as after this very switch): it would name the old
 	 * node. A short-lived context scans sysfs afresh, as enumerate does.
 	 */
-	if (ncm_context_needs_fresh_scan(self) && libusb_init(&usb) < 0) {
+	if (ncm_context_needs_fresh_scan(self) && ncm_context_init_fresh_usb(&usb) < 0) {
 		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
 			    "cannot rescan USB devices: is /dev/bus/usb readable?");
 		return 0;

@@ -20,6 +20,11 @@ struct _NcmContext {
 	GMainContext *owner;
 	gboolean fresh_scans;      /* libusb's list goes stale here (no udevd) */
 
+	/* A fresh scan context is starting: the event thread waits (park_lock guards). */
+	GMutex park_lock;
+	GCond park_cond;
+	gboolean parked_for_init;
+
 	/*
 	 * Guards timeouts and memory. Lock order: lock, then whatever a
 	 * timeout takes (a device's tx_lock). Never taken from inside those.
@@ -42,6 +47,13 @@ static guint signals[N_SIGNALS];
 
 static void ncm_context_initable_iface_init(GInitableIface *iface);
 
+/*
+ * Every initialised context of the process, for ncm_context_init_fresh_usb().
+ * live_lock also serialises fresh inits, so their event-lock grabs never cross.
+ */
+static GMutex live_lock;
+static GSList *live_contexts;
+
 G_DEFINE_TYPE_WITH_CODE(NcmContext, ncm_context, G_TYPE_OBJECT,
 			G_IMPLEMENT_INTERFACE(G_TYPE_INITABLE, ncm_context_initable_iface_init))
 
@@ -51,6 +63,11 @@ event_thread_main(gpointer data)
 	NcmContext *self = data;
 
 	while (!g_atomic_int_get(&self->stop)) {
+		ncm_mutex_lock(&self->park_lock);
+		while (self->parked_for_init)
+			ncm_cond_wait(&self->park_cond, &self->park_lock);
+		ncm_mutex_unlock(&self->park_lock);
+
 		gint64 now = g_get_monotonic_time();
 		gint64 next = now + NCM_EVENT_IDLE_US;
 
@@ -108,6 +125,9 @@ ncm_context_initable_init(GInitable *initable, GCancellable *cancellable, GError
 	}
 	self->fresh_scans = !ncm_context_hotplug_usable();
 	self->event_thread = g_thread_new("ncm-usb-events", event_thread_main, self);
+	ncm_mutex_lock(&live_lock);
+	live_contexts = g_slist_prepend(live_contexts, self);
+	ncm_mutex_unlock(&live_lock);
 	return TRUE;
 }
 
@@ -124,6 +144,9 @@ ncm_context_finalize(GObject *object)
 
 	/* What hangs on the context may still talk to libusb (deregistering). */
 	g_datalist_clear(&self->attached);
+	ncm_mutex_lock(&live_lock);
+	live_contexts = g_slist_remove(live_contexts, self);
+	ncm_mutex_unlock(&live_lock);
 	if (self->event_thread) {
 		g_atomic_int_set(&self->stop, 1);
 		libusb_interrupt_event_handler(self->usb);
@@ -136,6 +159,8 @@ ncm_context_finalize(GObject *object)
 	if (self->usb)
 		libusb_exit(self->usb);
 	g_mutex_clear(&self->lock);
+	g_mutex_clear(&self->park_lock);
+	g_cond_clear(&self->park_cond);
 	g_main_context_unref(self->owner);
 	G_OBJECT_CLASS(ncm_context_parent_class)->finalize(object);
 }
@@ -144,6 +169,8 @@ static void
 ncm_context_init(NcmContext *self)
 {
 	g_mutex_init(&self->lock);
+	g_mutex_init(&self->park_lock);
+	g_cond_init(&self->park_cond);
 	self->timeouts = g_array_new(FALSE, FALSE, sizeof(NcmTimeout));
 	self->memory = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	self->owner = g_main_context_ref_thread_default();
@@ -198,6 +225,48 @@ gboolean
 ncm_context_needs_fresh_scan(NcmContext *self)
 {
 	return self->fresh_scans;
+}
+
+/*
+ * libusb 1.0.26 adds a new context to the process's list before it scans,
+ * but takes hotplug messages for it only after the scan. A disconnect that
+ * libusb notices in between on any other context's event thread (a POLLERR
+ * on an unplugged device's open handle calls linux_device_disconnected(),
+ * which walks every context) takes the device off the new context's list
+ * without a message to hold the list's reference: the device and its parent
+ * hub leak at libusb_exit(). So no context of ours handles events meanwhile:
+ * each event thread is parked (interrupted, it would otherwise win its
+ * event lock straight back) and the event lock held, which also keeps out
+ * threads handling events inside synchronous I/O. libusb_exit() needs
+ * nothing: it unlists the context before all else.
+ */
+int
+ncm_context_init_fresh_usb(libusb_context **out)
+{
+	int r;
+
+	ncm_mutex_lock(&live_lock);
+	for (GSList *l = live_contexts; l; l = l->next) {
+		NcmContext *c = l->data;
+
+		ncm_mutex_lock(&c->park_lock);
+		c->parked_for_init = TRUE;
+		ncm_mutex_unlock(&c->park_lock);
+		libusb_interrupt_event_handler(c->usb);
+		libusb_lock_events(c->usb);
+	}
+	r = libusb_init(out);
+	for (GSList *l = live_contexts; l; l = l->next) {
+		NcmContext *c = l->data;
+
+		libusb_unlock_events(c->usb);
+		ncm_mutex_lock(&c->park_lock);
+		c->parked_for_init = FALSE;
+		g_cond_broadcast(&c->park_cond);
+		ncm_mutex_unlock(&c->park_lock);
+	}
+	ncm_mutex_unlock(&live_lock);
+	return r;
 }
 
 gboolean

@@ -12,6 +12,9 @@ GMainContext *ncm_context_get_owner(NcmContext *self);
 gboolean ncm_context_is_event_thread(NcmContext *self);
 /* TRUE when libusb's own device list cannot be trusted to show arrivals. */
 gboolean ncm_context_needs_fresh_scan(NcmContext *self);
+/* libusb_init() for such a short-lived scan context, safe against a device
+ * leaving meanwhile (libusb_exit() it as usual). Owner's thread, no lock held. */
+int ncm_context_init_fresh_usb(libusb_context **out);
 /* Whether libusb's hotplug events can be relied on here (udevd runs). */
 gboolean ncm_context_hotplug_usable(void);
 

@@ -282,7 +282,7 @@ ncm_context_enumerate(NcmContext *self, const NcmMatch *match, GError **error)
 	 * Without udevd, libusb's Linux device list never learns of arrivals:
 	 * a short-lived context scans sysfs afresh, and open() wraps the node.
 	 */
-	if (fresh && libusb_init(&usb) < 0) {
+	if (fresh && ncm_context_init_fresh_usb(&usb) < 0) {
 		/* The context's own list would be stale here: better no answer than a wrong one. */
 		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
 			    "cannot rescan USB devices: is /dev/bus/usb readable?");

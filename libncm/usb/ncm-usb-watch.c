@@ -83,28 +83,58 @@ rescan(NcmWatch *self)
 	return TRUE;
 }
 
+static gint
+compare_names(gconstpointer a, gconstpointer b)
+{
+	return g_strcmp0(*(const gchar *const *)a, *(const gchar *const *)b);
+}
+
+/* The usbfs nodes, /dev/bus/usb/BBB/DDD, as "bus:addr," in name order. */
+static void
+append_usbfs_nodes(GString *s)
+{
+	g_autoptr(GDir) buses = g_dir_open("/dev/bus/usb", 0, NULL);
+	g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+	const gchar *bus, *dev;
+
+	while (buses && (bus = g_dir_read_name(buses))) {
+		g_autofree gchar *path = g_build_filename("/dev/bus/usb", bus, NULL);
+		g_autoptr(GDir) devs = g_dir_open(path, 0, NULL);
+
+		while (devs && (dev = g_dir_read_name(devs)))
+			g_ptr_array_add(names, g_strdup_printf("%u:%u", (guint)g_ascii_strtoull(bus, NULL, 10),
+							       (guint)g_ascii_strtoull(dev, NULL, 10)));
+	}
+	g_ptr_array_sort(names, compare_names);
+	for (guint i = 0; i < names->len; i++)
+		g_string_append_printf(s, "%s,", (const gchar *)g_ptr_array_index(names, i));
+}
+
 /*
  * Which devices exist, by bus and address, without talking to any of them:
  * polling must not send control requests to a device that is streaming.
+ * Where libusb's list goes stale, the usbfs nodes say it: a fresh libusb
+ * context each poll would park the event threads every second
+ * (ncm_context_init_fresh_usb()), so one is made only when the set changed.
  */
 static gchar *
 device_set_fingerprint(NcmContext *context)
 {
-	libusb_context *own = ncm_context_get_usb(context), *usb = own;
+	libusb_context *usb = ncm_context_get_usb(context);
 	libusb_device **list;
 	GString *s = g_string_new(NULL);
 	ssize_t n;
 
-	if (ncm_context_needs_fresh_scan(context) && libusb_init(&usb) < 0)
-		return g_string_free(s, FALSE);  /* differs from any real set: rescan */
+	if (ncm_context_needs_fresh_scan(context)) {
+		append_usbfs_nodes(s);
+		return g_string_free(s, FALSE);
+	}
 	n = libusb_get_device_list(usb, &list);
 	for (ssize_t i = 0; i < n; i++)
 		g_string_append_printf(s, "%u:%u,", libusb_get_bus_number(list[i]),
 				       libusb_get_device_address(list[i]));
 	if (n >= 0)
 		libusb_free_device_list(list, 1);
-	if (usb != own)
-		libusb_exit(usb);
 	return g_string_free(s, FALSE);
 }
 
