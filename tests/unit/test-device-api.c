@@ -7,22 +7,12 @@
 #include "ncm-usb-function.h"
 #include "ncm-sync.h"
 
-#ifdef NCM_TSAN
 /*
  * GTask hands its data between threads through GLib's thread pool and
- * main context, whose futexes TSan cannot see (Debian's GLib is not
- * instrumented): it then reports GLib's own slice and closure memory as
- * racing. As in tests/vm/vmtest-tsan.h, accesses made inside uninstrumented
- * libraries are ignored; every access by libncm or this test is still
- * checked, and libncm annotates its own hand-overs (ncm_tsan_release/acquire).
+ * main context, whose futexes TSan cannot see: vmtest-tsan.h says why
+ * accesses made inside uninstrumented libraries are ignored.
  */
-const char *__tsan_default_options(void);
-const char *
-__tsan_default_options(void)
-{
-	return "ignore_noninstrumented_modules=1";
-}
-#endif
+#include "vmtest-tsan.h"
 
 typedef struct {
 	GMainContext *expected;   /* where the callback must run */

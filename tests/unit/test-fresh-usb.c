@@ -5,15 +5,7 @@
 /* Linked in from the library's sources: the helper is private. */
 #include "ncm-usb-context.h"
 
-#ifdef NCM_TSAN
-/* As in test-device-api.c: GLib and libusb are not instrumented. */
-const char *__tsan_default_options(void);
-const char *
-__tsan_default_options(void)
-{
-	return "ignore_noninstrumented_modules=1";
-}
-#endif
+#include "vmtest-tsan.h"  /* GLib and libusb are not instrumented */
 
 /*
  * The leak itself needs a device unplugged in a window of a few
