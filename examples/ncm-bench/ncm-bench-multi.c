@@ -191,30 +191,6 @@ group_span(const Stream *s, gsize n, const BenchProbe **ret_a, const BenchProbe 
 	return TRUE;
 }
 
-/*
- * NCM_BENCH_SPANS=FILE: the common interval and its bytes, in the format of
- * the single-device runs (ncm-bench-throughput.c), so that a profile taken
- * with perf record -k mono keeps the samples the CPU per MB is computed over.
- */
-static void
-group_span_log(const BenchTransport *t, const char *test, const BenchProbe *a,
-	       const BenchProbe *b, double bytes)
-{
-	const char *path = g_getenv("NCM_BENCH_SPANS");
-	FILE *f;
-
-	if (!path)
-		return;
-	f = fopen(path, "a");
-	if (!f) {
-		bench_progress("NCM_BENCH_SPANS: cannot open %s: %s", path, g_strerror(errno));
-		return;
-	}
-	fprintf(f, "%s %s %" G_GINT64_FORMAT " %" G_GINT64_FORMAT " %" G_GUINT64_FORMAT "\n", t->name,
-		test, a->t_us, b->t_us, (guint64)bytes);
-	fclose(f);
-}
-
 /* Whole-system CPU per MB and busy share over group_span's interval. */
 static gboolean
 group_cpu(const BenchTransport *t, const char *test, const Stream *s, gsize n,
@@ -225,7 +201,8 @@ group_cpu(const BenchTransport *t, const char *test, const Stream *s, gsize n,
 
 	if (!group_span(s, n, &a, &b, &bytes))
 		return FALSE;
-	group_span_log(t, test, a, b, bytes);
+	/* The common interval, as the single-device runs write theirs. */
+	bench_span_log(t, test, a, b, (guint64)bytes);
 	*ret_s_per_mb = bench_cpu_s_per_mb(&a->cpu, &b->cpu, sysconf(_SC_CLK_TCK), (guint64)bytes);
 	*ret_busy_pct = 100 * bench_cpu_busy_share(&a->cpu, &b->cpu);
 	return TRUE;

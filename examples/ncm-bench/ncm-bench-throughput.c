@@ -270,13 +270,14 @@ span_cost(BenchTransport *t, const BenchRep *rep, SpanCosts *c)
  * recording with that clock (perf record -k mono) can keep exactly the
  * samples the Mbit/s and CPU per MB were computed over.
  */
-static void
-span_log(const BenchTransport *t, const char *test, const BenchRep *rep)
+void
+bench_span_log(const BenchTransport *t, const char *test, const BenchProbe *a,
+	       const BenchProbe *b, guint64 bytes)
 {
 	const char *path = g_getenv("NCM_BENCH_SPANS");
 	FILE *f;
 
-	if (!path || !rep->span.b.taken || rep->span_bytes == 0)
+	if (!path)
 		return;
 	f = fopen(path, "a");
 	if (!f) {
@@ -284,7 +285,7 @@ span_log(const BenchTransport *t, const char *test, const BenchRep *rep)
 		return;
 	}
 	fprintf(f, "%s %s %" G_GINT64_FORMAT " %" G_GINT64_FORMAT " %" G_GUINT64_FORMAT "\n", t->name,
-		test, rep->span.a.t_us, rep->span.b.t_us, rep->span_bytes);
+		test, a->t_us, b->t_us, bytes);
 	fclose(f);
 }
 
@@ -335,7 +336,8 @@ bench_throughput_test(BenchCtx *ctx, const char *test, BenchRepFunc rep_fn)
 		v[n] = rep.mbit;
 		mbytes += v[n] / 8 * ctx->opt->secs;
 		span_cost(t, &rep, &sc);
-		span_log(t, test, &rep);
+		if (rep.span.b.taken && rep.span_bytes > 0)
+			bench_span_log(t, test, &rep.span.a, &rep.span.b, rep.span_bytes);
 	}
 	if (n < reps) {
 		bench_result_fail(r, error);

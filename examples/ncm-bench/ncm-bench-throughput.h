@@ -28,6 +28,9 @@ typedef struct {
 } BenchSpan;
 
 void bench_probe_take(BenchSpan *span, BenchProbe *p, guint64 bytes);
+/* NCM_BENCH_SPANS=FILE: appends the interval from @a to @b and its bytes (a profiler keeps those samples). */
+void bench_span_log(const BenchTransport *t, const char *test, const BenchProbe *a,
+		    const BenchProbe *b, guint64 bytes);
 
 /* One repetition: its Mbit/s, and its measured interval with what the receivers confirmed in it. */
 typedef struct {
