@@ -1,7 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-bench-multi.c: multi paths: N devices measured at once, one TCP stream each, and what they add up to. */
-#include <errno.h>
-#include <stdio.h>
 #include <unistd.h>
 
 #include "ncm-bench-multi-stats.h"

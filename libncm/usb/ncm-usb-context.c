@@ -20,10 +20,12 @@ struct _NcmContext {
 	GMainContext *owner;
 	gboolean fresh_scans;      /* libusb's list goes stale here (no udevd) */
 
-	/* A fresh scan context is starting: the event thread waits (park_lock guards). */
+	/* A fresh scan context is starting: the event thread waits. Set and
+	 * cleared under park_lock; read without it first (atomic), so that the
+	 * event loop takes no lock per round while nothing parks it. */
 	GMutex park_lock;
 	GCond park_cond;
-	gboolean parked_for_init;
+	gint parked_for_init;
 
 	/*
 	 * Guards timeouts and memory. Lock order: lock, then whatever a
@@ -63,10 +65,12 @@ event_thread_main(gpointer data)
 	NcmContext *self = data;
 
 	while (!g_atomic_int_get(&self->stop)) {
-		ncm_mutex_lock(&self->park_lock);
-		while (self->parked_for_init)
-			ncm_cond_wait(&self->park_cond, &self->park_lock);
-		ncm_mutex_unlock(&self->park_lock);
+		if (g_atomic_int_get(&self->parked_for_init)) {
+			ncm_mutex_lock(&self->park_lock);
+			while (g_atomic_int_get(&self->parked_for_init))
+				ncm_cond_wait(&self->park_cond, &self->park_lock);
+			ncm_mutex_unlock(&self->park_lock);
+		}
 
 		gint64 now = g_get_monotonic_time();
 		gint64 next = now + NCM_EVENT_IDLE_US;
@@ -250,7 +254,7 @@ ncm_context_init_fresh_usb(libusb_context **out)
 		NcmContext *c = l->data;
 
 		ncm_mutex_lock(&c->park_lock);
-		c->parked_for_init = TRUE;
+		g_atomic_int_set(&c->parked_for_init, TRUE);
 		ncm_mutex_unlock(&c->park_lock);
 		libusb_interrupt_event_handler(c->usb);
 		libusb_lock_events(c->usb);
@@ -261,7 +265,7 @@ ncm_context_init_fresh_usb(libusb_context **out)
 
 		libusb_unlock_events(c->usb);
 		ncm_mutex_lock(&c->park_lock);
-		c->parked_for_init = FALSE;
+		g_atomic_int_set(&c->parked_for_init, FALSE);
 		g_cond_broadcast(&c->park_cond);
 		ncm_mutex_unlock(&c->park_lock);
 	}
