@@ -34,15 +34,7 @@ def load(folded, spans, peer_pid):
         for line in f:
             p = line.split()
             mb += int(p[4]) / 1e6
-    stacks = []
-    with open(folded) as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if not line:
-                continue
-            stack, count = line.rsplit(" ", 1)
-            parts = stack.split(";")
-            stacks.append((int(parts[0]), parts[1], [ps.parse_frame(x) for x in parts[2:]], int(count)))
+    stacks = ps.read_folded(folded)
     host_pids = {pid for pid, comm, _, _ in stacks
                  if comm.startswith(("ncm-tun", "ncm-bench", "bench-", "ncm-usb-", "ncm-tap-", "pool-ncm-bench"))
                  or comm in ("libusb", "lwip", "gmain")}

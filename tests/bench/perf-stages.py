@@ -84,6 +84,21 @@ def parse_frame(f):
     return m.group(1), m.group(2)
 
 
+def read_folded(path):
+    """A folded profile (pid;comm;frame;... count per line) as (pid, comm, frames, count),
+    frames root first as (sym, dso)."""
+    stacks = []
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            stack, count = line.rsplit(" ", 1)
+            parts = stack.split(";")
+            stacks.append((int(parts[0]), parts[1], [parse_frame(x) for x in parts[2:]], int(count)))
+    return stacks
+
+
 def is_kernel(dso):
     return dso.startswith("[")
 
@@ -127,19 +142,10 @@ def load(d, path, test, peer_pid):
             p = line.split()
             secs += (int(p[3]) - int(p[2])) / 1e6
             mb += int(p[4]) / 1e6
-    stacks = []
+    stacks = read_folded(base + ".folded")
     pids_by_comm = collections.defaultdict(set)
-    with open(base + ".folded") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if not line:
-                continue
-            stack, count = line.rsplit(" ", 1)
-            parts = stack.split(";")
-            pid, comm = int(parts[0]), parts[1]
-            frames = [parse_frame(x) for x in parts[2:]]
-            stacks.append((pid, comm, frames, int(count)))
-            pids_by_comm[comm].add(pid)
+    for pid, comm, _, _ in stacks:
+        pids_by_comm[comm].add(pid)
     # The host's processes: ncm-bench's client (any of its threads), ncm-tun and ncm-proxy.
     host_pids = set()
     for comm, pids in pids_by_comm.items():
