@@ -125,6 +125,17 @@ def ncm_deltas(run):
     return devs, lw
 
 
+def first_and_last(blocks, field):
+    """Per key of each block's FIELD (threads come and go with the streams):
+    [time, value] of its first sample, then of its last."""
+    seen = {}
+    for b in blocks:
+        for key, v in b[field].items():
+            first = seen.setdefault(key, [b['t'], v, b['t'], v])
+            first[2], first[3] = b['t'], v
+    return seen
+
+
 def switch_rates(live, res):
     """Context switches per second and per MB (the run's aggregate rate): the whole guest's, and
     per kind of thread (digits folded: the 8 TAP readers are one row), voluntary (slept) and not."""
@@ -134,11 +145,7 @@ def switch_rates(live, res):
     if len(c) >= 2 and c[-1]['t'] > c[0]['t']:
         r = (c[-1]['ctxt'] - c[0]['ctxt']) / (c[-1]['t'] - c[0]['t'])
         print(f'  context switches, whole guest: {r:.0f}/s, {per(r)}')
-    seen = {}
-    for b in live:
-        for key, sw in b['switches'].items():
-            first = seen.setdefault(key, [b['t'], sw, b['t'], sw])
-            first[2], first[3] = b['t'], sw
+    seen = first_and_last(live, 'switches')
     kinds = collections.defaultdict(lambda: [0.0, 0.0, 0])
     for (tid, comm), (t0, a, t1, b) in seen.items():
         if t1 - t0 >= 2:
@@ -181,11 +188,7 @@ def report(run):
             b0, b1 = live[0], live[-1]
             print(f'  CPU over {b1["t"] - b0["t"]:.1f} s of samples: {cpu_split(b0["cpu"], b1["cpu"])}')
             # Each thread from its first sample to its last (threads come and go with the streams).
-            seen = {}
-            for b in live:
-                for key, ticks in b['threads'].items():
-                    first = seen.setdefault(key, [b['t'], ticks, b['t'], ticks])
-                    first[2], first[3] = b['t'], ticks
+            seen = first_and_last(live, 'threads')
             for key, (t0, v0, t1, v1) in sorted(seen.items()):
                 if t1 - t0 >= 2:
                     pct = (v1 - v0) / (t1 - t0)  # USER_HZ 100: ticks per second = % of a CPU
