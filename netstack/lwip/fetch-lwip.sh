@@ -61,8 +61,10 @@ is_root() {
 	[ "$(id -u)" -eq 0 ]
 }
 
+# grep reads to the end (no -q): quitting at the first match would kill
+# apt-cache with SIGPIPE, and pipefail turn a found record into a missing one.
 have_source_record() {
-	apt-cache showsrc lwip 2>/dev/null | grep -q '^Package: lwip$'
+	apt-cache showsrc lwip 2>/dev/null | grep -x 'Package: lwip' >/dev/null
 }
 
 # Lists the apt source files, ours excluded.

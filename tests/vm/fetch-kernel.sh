@@ -24,7 +24,7 @@ done
 # rather than pinning a version that would rot.
 current_pkg() {
 	apt-cache depends linux-image-amd64 2>/dev/null |
-		sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -n1
+		sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -n1 || true
 }
 
 # extract_vmlinux BZIMAGE CONFIG OUTPUT: QEMU boots an uncompressed ELF kernel
@@ -66,6 +66,14 @@ if [ -s "$cache/kernel-version" ] &&
 fi
 
 pkg=$(current_pkg)
+# A machine whose packages came preinstalled may hold no binary package
+# lists at all (images drop them to save space, and tests/install-deps.sh
+# updates only when something is missing): fetch them once, as root.
+if [ -z "$pkg" ] && [ "$(id -u)" = 0 ]; then
+	log "apt-cache knows no linux-image-amd64: apt-get update"
+	apt-get update -q >&2 || log "apt-get update failed"
+	pkg=$(current_pkg)
+fi
 if [ -z "$pkg" ]; then
 	# Offline or no package lists: a kernel fetched earlier is still good.
 	if [ -s "$cache/kernel-version" ] &&
@@ -74,7 +82,7 @@ if [ -z "$pkg" ]; then
 		cat "$cache/kernel-version"
 		exit 0
 	fi
-	die "apt-cache knows no linux-image-amd64 dependency (run apt-get update?)"
+	die "apt-cache knows no linux-image-amd64 dependency: run 'apt-get update' as root, then again"
 fi
 ver=${pkg#linux-image-}
 root=$cache/kernel-$ver
