@@ -315,9 +315,7 @@ NCM_EXPORT NcmSendResult ncm_device_sendv(NcmDevice *self, const GOutputVector *
  * ncm_device_flush:
  * @self: an #NcmDevice.
  *
- * The producer has nothing more queued: send the open NTB now, or, while
- * two or more NTBs are in flight, at the first of their completions (it
- * would only queue behind them; frames sent meanwhile join it). Does
+ * The producer has nothing more queued: send the open NTB now. Does
  * nothing when it is empty, or the device is not running.
  * Thread: any, as ncm_device_send().
  */

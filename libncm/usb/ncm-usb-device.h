@@ -149,7 +149,6 @@ struct _NcmDevice {
 	NcmNtbPacker packer;
 	guint16 tx_sequence;
 	gboolean want_writable;
-	gboolean flush_deferred;  /* ncm_device_flush() left the open NTB to the next OUT completion */
 	gint64 tx_busy_since;     /* the last OUT completion, or the submit that ended an idle spell */
 	gboolean tx_stuck_told;   /* the "takes no data" error went out since the last completion */
 	NcmAckTable tx_acks;      /* pure ACKs in the open NTB (ncm-ack.h) */

@@ -134,7 +134,6 @@ close_ntb_locked(NcmDevice *self, NcmFlushReason reason)
 	size_t len;
 	int go;
 
-	self->flush_deferred = FALSE;
 	slot->datagrams = ncm_ntb_packer_count(&self->packer);
 	len = ncm_ntb_packer_finish(&self->packer, &zlp);
 	slot->xfer->length = (int)len;
@@ -283,40 +282,14 @@ ncm_device_send(NcmDevice *self, const guint8 *frame, gsize len)
 	return ncm_device_sendv(self, &v, 1);
 }
 
-/*
- * With two or more OUT transfers in flight, a flushed NTB would only queue
- * behind them: it goes out at the first of their completions instead, when
- * at least one is still ahead of it, so it reaches the device no later, and
- * what the producer sends meanwhile joins it. ncm-tun flushes at the end of
- * every TAP burst, about one TSO packet: each such NTB went out part full,
- * and each cost a submit, a reap and a completion (issue 15).
- */
-#define NCM_FLUSH_DEFER_IN_FLIGHT 2
-
 void
 ncm_device_flush(NcmDevice *self)
 {
 	ncm_mutex_lock(&self->tx_lock);
 	if (is_open_locked(self) && ncm_ntb_packer_count(&self->packer) > 0 &&
-	    g_atomic_int_get(&self->running)) {
-		if (ncm_ntb_sched_in_flight(&self->sched) >= NCM_FLUSH_DEFER_IN_FLIGHT)
-			self->flush_deferred = TRUE;
-		else
-			close_ntb_locked(self, NCM_FLUSH_EXPLICIT);
-	}
-	ncm_mutex_unlock(&self->tx_lock);
-}
-
-/* Tx lock held, at an OUT completion: the NTB ncm_device_flush() left open goes now. */
-static void
-deferred_flush_locked(NcmDevice *self)
-{
-	if (!self->flush_deferred)
-		return;
-	self->flush_deferred = FALSE;
-	if (is_open_locked(self) && ncm_ntb_packer_count(&self->packer) > 0 &&
 	    g_atomic_int_get(&self->running))
 		close_ntb_locked(self, NCM_FLUSH_EXPLICIT);
+	ncm_mutex_unlock(&self->tx_lock);
 }
 
 void
@@ -421,7 +394,6 @@ tx_complete(struct libusb_transfer *xfer)
 	self->tx_busy_since = now;
 	self->tx_stuck_told = FALSE;
 	ncm_ntb_sched_release(&self->sched, slot->index);
-	deferred_flush_locked(self);
 	if (ncm_ntb_sched_held(&self->sched))
 		drain_paced_locked(self, now);
 	wake = self->want_writable;
