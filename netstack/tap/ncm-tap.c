@@ -21,17 +21,6 @@
 
 /* Larger than any frame the kernel hands a TAP (64 KiB MTU + Ethernet + VLAN). */
 #define TAP_READ_BUF (65536 + 32)
-/*
- * Read-ahead buffers the reader keeps for the next packets. Each packet read
- * ahead was a fresh 64 KiB malloc, shrunk, then freed: glibc's thread arena
- * gave the pages back (madvise) when the queue emptied and faulted them in,
- * zeroed, at the next wait, about 28 times per MB of upload (issue 15).
- * Only packets of TAP_SPARE_MIN bytes or more keep their full buffer (TSO
- * packets), so the queue's byte limit still bounds memory to a few MiB.
- */
-#define TAP_SPARE_MAX 8
-#define TAP_SPARE_MIN (16 * 1024)
-#define TAP_QUEUED_FULL (sizeof(TapQueued) + NCM_ETH_HLEN + TAP_READ_BUF)
 /* A segment's headers: Ethernet, IP with options or IPv6, TCP with options. */
 #define TAP_SEG_HDR_MAX (NCM_ETH_HLEN + 60 + 60)
 
@@ -61,8 +50,6 @@ struct _NcmTap {
 	TapVnetHdr rd_hdr;  /* the header of the packet in buf (reader thread) */
 	guint8 *seg_buf;  /* the headers of a TSO packet's segment (reader thread, vnet only) */
 	TapQueue txq;     /* read while the link was full (reader thread; ncm-tap-queue.h) */
-	TapQueued *spare[TAP_SPARE_MAX];  /* full-size read-ahead buffers (reader thread) */
-	guint n_spare;
 	gboolean unflushed;  /* frames went to the link since its last flush (reader thread) */
 	GMainContext *owner;  /* the thread-default context at open: gone_func runs there */
 	GSourceFunc gone_func;  /* set while detached */
@@ -213,22 +200,6 @@ try_send(NcmTap *tap, const guint8 *frame, gsize len)
 	return try_sendv(tap, &v, 1);
 }
 
-static TapQueued *
-spare_take(NcmTap *tap)
-{
-	return tap->n_spare ? tap->spare[--tap->n_spare] : g_malloc(TAP_QUEUED_FULL);
-}
-
-/* A packet read ahead is sent: its buffer back to the spares when full-size. */
-static void
-spare_put(NcmTap *tap, TapQueued *p)
-{
-	if (p->len >= TAP_SPARE_MIN && tap->n_spare < TAP_SPARE_MAX)
-		tap->spare[tap->n_spare++] = p;
-	else
-		g_free(p);
-}
-
 /* Queued ACKs into the link, oldest first; FALSE when it is full again (the rest wait). */
 static gboolean
 send_acks(NcmTap *tap)
@@ -241,7 +212,7 @@ send_acks(NcmTap *tap)
 			return FALSE;
 		}
 		STAT_ADD(tap, tx_acks_ahead, 1);
-		spare_put(tap, p);
+		g_free(p);
 	}
 	return TRUE;
 }
@@ -430,19 +401,19 @@ static gboolean
 read_ahead(NcmTap *tap)
 {
 	for (;;) {
-		TapQueued *p = spare_take(tap);
+		TapQueued *p = g_malloc(sizeof(TapQueued) + NCM_ETH_HLEN + TAP_READ_BUF);
 		gssize n = read_frame(tap, &p->hdr, p->frame);
 
+		if (n == READ_DROPPED) {
+			g_free(p);
+			continue;
+		}
 		if (n <= 0) {
-			p->len = TAP_SPARE_MIN;
-			spare_put(tap, p);
-			if (n == READ_DROPPED)
-				continue;
+			g_free(p);
 			return n != READ_GONE;
 		}
 		p->len = (gsize)n;
-		if (p->len < TAP_SPARE_MIN)
-			p = g_realloc(p, sizeof(TapQueued) + p->len);
+		p = g_realloc(p, sizeof(TapQueued) + p->len);
 		STAT_ADD(tap, tx_queued, 1);
 		if (!tap_queue_push(&tap->txq, p))
 			STAT_ADD(tap, tx_drops_queue, 1);
@@ -466,7 +437,7 @@ drain_burst(NcmTap *tap)
 				return FALSE;
 		if ((p = tap_queue_pop_bulk(&tap->txq))) {
 			ok = send_packet(tap, &p->hdr, p->frame, p->len);
-			spare_put(tap, p);
+			g_free(p);
 		} else {
 			n = read_frame(tap, &tap->rd_hdr, tap->buf);
 			if (n == 0 || n == READ_ERROR)
@@ -765,8 +736,6 @@ ncm_tap_free(NcmTap *tap)
 	close(tap->stop_fd);
 	g_free(tap->buf);
 	g_free(tap->seg_buf);
-	while (tap->n_spare)
-		g_free(tap->spare[--tap->n_spare]);
 	tap_gro_clear(&tap->gro);
 	g_free(tap->name);
 	g_main_context_unref(tap->owner);
