@@ -30,27 +30,55 @@ put_be32(guint8 *p, guint32 v)
 	put_be16(p + 2, (guint16)v);
 }
 
+/* Folds a 64-bit ones' complement sum to 16 bits. */
+static guint16
+fold64(guint64 s)
+{
+	s = (s & 0xffffffffu) + (s >> 32);
+	s = (s & 0xffffffffu) + (s >> 32);
+	return tap_csum_fold((guint32)s);
+}
+
+/*
+ * The ones' complement sum does not care about byte order (RFC 1071): the
+ * bulk is summed in the host's order, 64-bit words as two 32-bit halves
+ * into 64-bit sums (no carry to track), and only the folded result is
+ * swapped. Per byte that is a quarter of the instructions of big-endian
+ * 32-bit words, which mattered on ncm-tun's upload: every TSO segment's
+ * payload is summed here (issue 15: 2.4 % of the guest's busy samples,
+ * most under QEMU's TCG).
+ */
 guint32
 tap_csum_add(guint32 sum, const guint8 *p, gsize len)
 {
-	/* 32-bit big-endian words into 64 bits: 2^16 = 1 in ones' complement. */
-	guint64 s = sum;
-	guint32 w;
+	guint64 lo = 0, hi = 0, w;
+	guint32 w32;
+	guint16 w16, s16;
 
-	for (; len >= 4; p += 4, len -= 4) {
-		memcpy(&w, p, 4);
-		s += GUINT32_FROM_BE(w);
+	for (; len >= 8; p += 8, len -= 8) {
+		memcpy(&w, p, 8);
+		lo += (guint32)w;
+		hi += w >> 32;
+	}
+	lo += hi;
+	if (len >= 4) {
+		memcpy(&w32, p, 4);
+		lo += w32;
+		p += 4;
+		len -= 4;
 	}
 	if (len >= 2) {
-		s += ncm_be16_at(p, len, 0);
+		memcpy(&w16, p, 2);
+		lo += w16;
 		p += 2;
 		len -= 2;
 	}
+	/* A last odd byte is the high half of a big-endian word. */
 	if (len)
-		s += (guint32)p[0] << 8;
-	s = (s & 0xffffffffu) + (s >> 32);
-	s = (s & 0xffffffffu) + (s >> 32);
-	return (guint32)s;
+		lo += GUINT16_FROM_BE((guint16)(p[0] << 8));
+	s16 = GUINT16_FROM_BE(fold64(lo));
+	lo = (guint64)sum + s16;
+	return (guint32)((lo & 0xffffffffu) + (lo >> 32));
 }
 
 guint16

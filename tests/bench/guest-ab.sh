@@ -20,9 +20,11 @@ REPS=${AB_REPS:-3}
 TESTS=${AB_TESTS:-tcp_down,tcp_up,tcp_bidir}
 
 EVENTS=raw_syscalls:sys_enter,sched:sched_switch,sched:sched_wakeup,irq:softirq_entry
-[ -z "${COUNT_SYSCALLS:-}" ] || for s in ioctl poll ppoll read readv write writev futex; do
+[ -z "${COUNT_SYSCALLS:-}" ] || for s in ioctl poll ppoll read readv write writev futex madvise; do
 	EVENTS=$EVENTS,syscalls:sys_enter_$s
 done
+# and the user page faults: memory handed back and touched again costs one each, zeroed.
+[ -z "${COUNT_SYSCALLS:-}" ] || EVENTS=$EVENTS,exceptions:page_fault_user
 if [ -n "${AB_COUNT:-}${AB_SCHED:-}" ]; then
 	# perf finds tracepoints through tracefs, which the guest does not mount itself.
 	[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null ||

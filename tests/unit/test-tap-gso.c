@@ -163,6 +163,33 @@ test_csum_reference(void)
 	}
 }
 
+/* The host-order sum against the largest inputs: 64 KiB of 0xff, seeds to 2^32 - 1. */
+static void
+test_csum_extremes(void)
+{
+	static const guint32 seeds[] = { 0, 1, 0xffff, 0x10000, 0xfffffffeu, 0xffffffffu };
+	gsize n = 65535;
+	guint8 *buf = g_malloc(n + 1);
+
+	memset(buf, 0xff, n + 1);
+	for (guint i = 0; i < G_N_ELEMENTS(seeds); i++) {
+		for (gsize len = n - 9; len <= n; len++) {
+			guint64 s = seeds[i];
+
+			for (gsize k = 0; k + 1 < len; k += 2)
+				s += 0xffff;
+			if (len & 1)
+				s += 0xff00;
+			while (s >> 16)
+				s = (s & 0xffff) + (s >> 16);
+			g_assert_cmpuint(tap_csum_fold(tap_csum_add(seeds[i], buf + (len & 1), len)), ==, s);
+		}
+	}
+	memset(buf, 0, n + 1);
+	g_assert_cmpuint(tap_csum_add(0, buf, n), ==, 0);
+	g_free(buf);
+}
+
 /* ---- segmentation ----------------------------------------------------------- */
 
 typedef struct {
@@ -718,6 +745,7 @@ main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/tap-gso/csum/reference", test_csum_reference);
+	g_test_add_func("/tap-gso/csum/extremes", test_csum_extremes);
 	g_test_add_func("/tap-gso/segment/v4", test_segment_v4);
 	g_test_add_func("/tap-gso/segment/v6", test_segment_v6);
 	g_test_add_func("/tap-gso/segment/invalid", test_segment_invalid);
