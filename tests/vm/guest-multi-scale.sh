@@ -5,7 +5,8 @@
 # A/B in one boot (tests/bench/multi-ab.sh): VM_SCALE_VARIANTS names directories /opt/ab/NAME, each one build's
 # libncm, libncm-lwip and ncm-tun, run in turn at each count, VM_SCALE_ROUNDS (1) times over, interleaved;
 # VM_SCALE_TUN_VARIANTS (default the same) for the ncm-tun path. VM_SCALE_ORDER=reverse lists the devices of
-# each multi path last gadget first: a bias that follows the gadget, not the list, is not the driver's order.
+# each multi path last gadget first: a bias that follows the gadget, not the list, is not the driver's order;
+# VM_SCALE_ORDER=alternate does so in every second round (the scale: line says "reversed"), both in one boot.
 # VM_SCALE_SS=1 saves the host's TCP senders' ss -tin (cwnd, retransmits, and how long each was limited by the
 # receiver's window or its send buffer) at the end of each run to scale-*.ss (inet_diag from multi-ab.sh).
 # VM_SCALE_DIAG=1 (multi-ab.sh MULTI_AB_DIAG=1, which brings ss and inet_diag) adds to each run, in scale-*.diag: both namespaces'
@@ -211,7 +212,7 @@ scale() {
 		# Every device moved data: the smallest per-device figure is above 0.
 		awk -v v="$(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":[^,]*,"min":\([^,]*\),.*/\1/p')" \
 			'BEGIN { exit !(v + 0 > 0) }' || bad="$bad $1/$2/$t(a device moved nothing)"
-		echo "scale: $1${4:+ ($4)}${diag_rx:+ rx_transfers $diag_rx}${5:+ round $5} $2 $t: total $(fig "$out.json" "$t" mbit_s %.1f) Mbit/s," \
+		echo "scale: $1${4:+ ($4)}${diag_rx:+ rx_transfers $diag_rx}${5:+ round $5}$(! reversed || echo ' reversed') $2 $t: total $(fig "$out.json" "$t" mbit_s %.1f) Mbit/s," \
 			"per device min/median/max $(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":\([^,]*\),"min":\([^,]*\),"max":\([^,]*\),.*/\2 \1 \3/p' |
 				awk '{ printf "%.1f/%.1f/%.1f", $1, $2, $3 }')," \
 			"fairness $(fig "$out.json" "$t" fairness %.2f)," \
@@ -225,12 +226,22 @@ scale() {
 # round_tag R: a run's round in its file name and scale: line, when there are several.
 round_tag() { [ "$rounds" -le 1 ] || echo "$1"; }
 
+# reversed: this round lists the gadgets last first (VM_SCALE_ORDER=reverse,
+# or alternate: every second round, so both orders meet in one boot).
+reversed() {
+	case ${VM_SCALE_ORDER:-} in
+	reverse) return 0 ;;
+	alternate) [ $((round % 2)) = 0 ] ;;
+	*) return 1 ;;
+	esac
+}
+
 # spec PATH K [VARIANT]: the multi path's devices 0..K-1 (DEV+DEV+...).
 spec() {
 	local i=0 s= d g
 	while [ "$i" -lt "$2" ]; do
 		g=$i
-		[ "${VM_SCALE_ORDER:-}" != reverse ] || g=$(($2 - 1 - i))
+		! reversed || g=$(($2 - 1 - i))
 		case $1 in
 		cdc_ncm) d="$(multi_peer_ip4 "$g")%$(multi_host_netdev "$g")" ;;
 		ncm-tun) d="$(multi_peer_ip4 "$g"),ipv4=$(multi_host_ip4 "$g")/24,dev=serial=$(multi_serial "$g"),name=nbm%d${3:+,exec=/opt/ab/$3/ncm-tun}" ;;
