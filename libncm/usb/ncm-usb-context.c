@@ -77,12 +77,13 @@ G_DEFINE_TYPE_WITH_CODE(NcmContext, ncm_context, G_TYPE_OBJECT,
 
 /*
  * Lock held. A device's timeout hands its batch of received frames to its
- * sink (ncm-usb-timers.c): lwIP takes the ACKs there and sends on at once.
- * With one thread serving 8 busy devices, the device opened last got its
- * ACKs latest in every round, and lwIP's uploads fell off down the list
- * (mean shares 1.08 to 0.92 by position over 4 runs; flat, 0.97-1.05, this
- * way: tests/bench/RESULTS.md, issue 20), so each round starts one device
- * further on.
+ * sink (lwIP takes the ACKs there and sends on at once) and flushes a
+ * partly filled OUT NTB (ncm-usb-timers.c). With one thread serving 8 busy
+ * devices in open order, the device opened last was served last in every
+ * round, and uploads fell off down the list (mean shares 1.11 to 0.79 for
+ * ncm-tun, 1.08 to 0.91 for lwIP; flat with the gadgets listed in reverse,
+ * so not the emulation's): each round starts one device further on
+ * (tests/bench/RESULTS.md, issue 20).
  */
 static void
 run_timeouts(NcmContext *self, gint64 now, gint64 *next)
