@@ -13,8 +13,20 @@ gboolean ncm_context_is_event_thread(NcmContext *self);
 /* TRUE when libusb's own device list cannot be trusted to show arrivals. */
 gboolean ncm_context_needs_fresh_scan(NcmContext *self);
 /* libusb_init() for such a short-lived scan context, safe against a device
- * leaving meanwhile (libusb_exit() it as usual). Owner's thread, no lock held. */
+ * leaving meanwhile (libusb_exit() it as usual). Any thread, also a libusb
+ * callback's (one of ours: NCM_HANDLING_SCOPE()); no libncm lock held. */
 int ncm_context_init_fresh_usb(libusb_context **out);
+/*
+ * First in every transfer callback: until it returns, this thread handles
+ * @ctx's events (so holds its event lock), which a context created or
+ * dropped from inside it must know, or it would wait for that lock itself.
+ * The event thread says so once for its whole life.
+ */
+NcmContext *ncm_context_handling_enter(NcmContext *ctx);
+void ncm_context_handling_leave(NcmContext **prev);
+#define NCM_HANDLING_SCOPE(ctx) \
+	G_GNUC_UNUSED __attribute__((cleanup(ncm_context_handling_leave))) NcmContext * \
+		ncm_handling_prev_ = ncm_context_handling_enter(ctx)
 /* Whether libusb's hotplug events can be relied on here (udevd runs). */
 gboolean ncm_context_hotplug_usable(void);
 

@@ -67,6 +67,7 @@ intr_complete(struct libusb_transfer *xfer)
 	NCM_COMPLETION_SCOPE();
 	NcmDevice *self = xfer->user_data;
 	int r;
+	NCM_HANDLING_SCOPE(self->context);
 
 	switch (xfer->status) {
 	case LIBUSB_TRANSFER_COMPLETED:

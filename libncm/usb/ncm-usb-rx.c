@@ -195,6 +195,7 @@ rx_complete(struct libusb_transfer *xfer)
 	NcmDevice *self = slot->device;
 	gboolean stall = FALSE;
 	const char *why;
+	NCM_HANDLING_SCOPE(self->context);
 
 	switch (xfer->status) {
 	case LIBUSB_TRANSFER_COMPLETED:

@@ -5,7 +5,10 @@
 # A/B in one boot (tests/bench/multi-ab.sh): VM_SCALE_VARIANTS names directories /opt/ab/NAME, each one build's
 # libncm, libncm-lwip and ncm-tun, run in turn at each count, VM_SCALE_ROUNDS (1) times over, interleaved;
 # VM_SCALE_TUN_VARIANTS (default the same) for the ncm-tun path. VM_SCALE_ORDER=reverse lists the devices of
-# each multi path last gadget first: a bias that follows the gadget, not the list, is not the driver's order.
+# each multi path last gadget first: a bias that follows the gadget, not the list, is not the driver's order;
+# VM_SCALE_ORDER=alternate does so in every second round (the scale: line says "reversed"), both in one boot.
+# VM_SCALE_BACKLOG ("1000 10000") sets net.core.netdev_max_backlog per round, cycling through the list: at 8 devices
+# the gadgets' receive path overflows a CPU's input backlog (the scale: line counts those drops, softnet_stat).
 # VM_SCALE_SS=1 saves the host's TCP senders' ss -tin (cwnd, retransmits, and how long each was limited by the
 # receiver's window or its send buffer) at the end of each run to scale-*.ss (inet_diag from multi-ab.sh).
 # VM_SCALE_DIAG=1 (multi-ab.sh MULTI_AB_DIAG=1, which brings ss and inet_diag) adds to each run, in scale-*.diag: both namespaces'
@@ -185,9 +188,12 @@ scale() {
 		perf="perf record -q -a -g -k mono -e cpu-clock -F ${VM_SCALE_PERF_HZ:-499} -o /tmp/scale.perf --"
 		pre="$pre NCM_BENCH_SPANS=/tmp/scale.spans"
 	fi
+	local drops0
+	drops0=$(backlog_drops)
 	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} $pre $perf ncm-bench --multi --reps 1 --secs "$secs" \
 		--tests "$(echo $tests | tr ' ' ,)" --path "$1=$3" \
 		--json "$out.json" >"$out.txt" 2>"$out.log" || rc=$?
+	drops=$(($(backlog_drops) - drops0))
 	[ -z "$perf" ] || perf_split "$out"
 	[ -z "$ss" ] || kill "$ss" 2>/dev/null || true
 	if [ -n "$diag" ]; then
@@ -211,13 +217,14 @@ scale() {
 		# Every device moved data: the smallest per-device figure is above 0.
 		awk -v v="$(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":[^,]*,"min":\([^,]*\),.*/\1/p')" \
 			'BEGIN { exit !(v + 0 > 0) }' || bad="$bad $1/$2/$t(a device moved nothing)"
-		echo "scale: $1${4:+ ($4)}${diag_rx:+ rx_transfers $diag_rx}${5:+ round $5} $2 $t: total $(fig "$out.json" "$t" mbit_s %.1f) Mbit/s," \
+		echo "scale: $1${4:+ ($4)}${diag_rx:+ rx_transfers $diag_rx}${5:+ round $5}$(! reversed || echo ' reversed') $2 $t: total $(fig "$out.json" "$t" mbit_s %.1f) Mbit/s," \
 			"per device min/median/max $(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":\([^,]*\),"min":\([^,]*\),"max":\([^,]*\),.*/\2 \1 \3/p' |
 				awk '{ printf "%.1f/%.1f/%.1f", $1, $2, $3 }')," \
 			"fairness $(fig "$out.json" "$t" fairness %.2f)," \
 			"system CPU $(fig "$out.json" "$t" system_cpu_s_per_mb %.4f) s/MB ($(fig "$out.json" "$t" system_cpu_busy_pct %.0f) % busy)," \
 			"event thread $(fig "$out.json" "$t" event_thread_cpu_pct %.0f) % of a CPU," \
 			"threads waiting for lwIP's core lock $(fig "$out.json" "$t" lwip_core_lock_waiting %.2f)," \
+			"backlog drops $drops (netdev_max_backlog $(cat /proc/sys/net/core/netdev_max_backlog))," \
 			"per device $(result "$out.json" "$t" | sed -n 's/.*"device_mbit_s":\[\([^]]*\)\].*/\1/p')"
 	done
 }
@@ -225,12 +232,41 @@ scale() {
 # round_tag R: a run's round in its file name and scale: line, when there are several.
 round_tag() { [ "$rounds" -le 1 ] || echo "$1"; }
 
+# backlog_drops: frames the kernel dropped because a CPU's input backlog was
+# full (netdev_max_backlog), both namespaces: /proc/net/softnet_stat's second column.
+backlog_drops() {
+	local n=0 d
+	while read -r _ d _; do n=$((n + 0x$d)); done </proc/net/softnet_stat
+	echo "$n"
+}
+
+# backlog_set R: VM_SCALE_BACKLOG's value for round R (cycled), as
+# net.core.netdev_max_backlog; nothing when unset.
+backlog_set() {
+	set -- "$1" ${VM_SCALE_BACKLOG:-}
+	[ $# -gt 1 ] || return 0
+	local r=$1
+	shift
+	eval "backlog=\${$(( (r - 1) % $# + 1 ))}"
+	echo "$backlog" >/proc/sys/net/core/netdev_max_backlog
+}
+
+# reversed: this round lists the gadgets last first (VM_SCALE_ORDER=reverse,
+# or alternate: every second round, so both orders meet in one boot).
+reversed() {
+	case ${VM_SCALE_ORDER:-} in
+	reverse) return 0 ;;
+	alternate) [ $((round % 2)) = 0 ] ;;
+	*) return 1 ;;
+	esac
+}
+
 # spec PATH K [VARIANT]: the multi path's devices 0..K-1 (DEV+DEV+...).
 spec() {
 	local i=0 s= d g
 	while [ "$i" -lt "$2" ]; do
 		g=$i
-		[ "${VM_SCALE_ORDER:-}" != reverse ] || g=$(($2 - 1 - i))
+		! reversed || g=$(($2 - 1 - i))
 		case $1 in
 		cdc_ncm) d="$(multi_peer_ip4 "$g")%$(multi_host_netdev "$g")" ;;
 		ncm-tun) d="$(multi_peer_ip4 "$g"),ipv4=$(multi_host_ip4 "$g")/24,dev=serial=$(multi_serial "$g"),name=nbm%d${3:+,exec=/opt/ab/$3/ncm-tun}" ;;
@@ -294,6 +330,7 @@ for p in $paths; do
 		r=1
 		while [ "$r" -le "$rounds" ]; do
 			rtag=$(round_tag "$r") round=$r
+			backlog_set "$r"
 			for k in $counts; do
 				multi_kernel_up "$k"
 				scale cdc_ncm "$k" "$(spec cdc_ncm "$k")" "" "$rtag"
@@ -310,6 +347,7 @@ for p in $paths; do
 		r=1
 		while [ "$r" -le "$rounds" ]; do
 			rtag=$(round_tag "$r") round=$r
+			backlog_set "$r"
 			for k in $counts; do
 				vs=$variants
 				[ "$p" != ncm-tun ] || vs=$tun_variants
