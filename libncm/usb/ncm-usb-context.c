@@ -8,7 +8,7 @@
 
 
 /* Idle ceiling for the event loop: timers re-arm it sooner through wake. */
-#define NCM_EVENT_IDLE_US (100 * G_TIME_SPAN_MILLISECOND)
+#define NCM_EVENT_IDLE_MS 100
 
 struct _NcmContext {
 	GObject parent;
@@ -26,6 +26,7 @@ struct _NcmContext {
 	GMutex park_lock;
 	GCond park_cond;
 	gint parked_for_init;
+	gint idle_ms;              /* the loop's idle ceiling (atomic; tests raise it) */
 	/* The gate (below): threads that hold this context's event lock and
 	 * wait for live_lock (atomic); whether the gate took the event lock
 	 * (under live_lock). */
@@ -116,7 +117,7 @@ event_thread_main(gpointer data)
 		}
 
 		gint64 now = g_get_monotonic_time();
-		gint64 next = now + NCM_EVENT_IDLE_US;
+		gint64 next = now + g_atomic_int_get(&self->idle_ms) * G_TIME_SPAN_MILLISECOND;
 
 		/*
 		 * Under libusb's event lock: a thread doing synchronous libusb I/O
@@ -355,6 +356,7 @@ ncm_context_init(NcmContext *self)
 	g_mutex_init(&self->lock);
 	g_mutex_init(&self->park_lock);
 	g_cond_init(&self->park_cond);
+	self->idle_ms = NCM_EVENT_IDLE_MS;
 	self->timeouts = g_array_new(FALSE, FALSE, sizeof(NcmTimeout));
 	self->memory = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	self->owner = g_main_context_ref_thread_default();
@@ -409,6 +411,13 @@ gboolean
 ncm_context_needs_fresh_scan(NcmContext *self)
 {
 	return self->fresh_scans;
+}
+
+void
+ncm_context_set_idle_ms(NcmContext *self, gint ms)
+{
+	g_atomic_int_set(&self->idle_ms, ms);
+	libusb_interrupt_event_handler(self->usb);
 }
 
 /* A short-lived scan context, inside the gate like every libusb_init() of ours. */

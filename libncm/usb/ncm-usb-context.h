@@ -16,6 +16,9 @@ gboolean ncm_context_needs_fresh_scan(NcmContext *self);
  * leaving meanwhile (libusb_exit() it as usual). Any thread, also a libusb
  * callback's (one of ours: NCM_HANDLING_SCOPE()); no libncm lock held. */
 int ncm_context_init_fresh_usb(libusb_context **out);
+/* The event loop's idle ceiling (100 ms): a test raises it to show that
+ * what must wake the event thread does so, by a margin no load undoes. */
+void ncm_context_set_idle_ms(NcmContext *self, gint ms);
 /*
  * First in every transfer callback: until it returns, this thread handles
  * @ctx's events (so holds its event lock), which a context created or
