@@ -5,7 +5,8 @@
 # sched_wakeup and sched_migrate_task): the run's Mbit/s, then per thread
 # group (ncm-tun's threads by name, the bench, ksoftirqd, kworkers, idle) the
 # CPU seconds on CPU 0 and 1, switches in, wake-ups received and how many of
-# them came from the other CPU, and migrations; then the IPIs (RES, CAL) and
+# them came from the other CPU, and migrations; who woke whom (the thread that
+# ran the wake-up, by group); then the IPIs (RES, CAL) and
 # softirqs per CPU from /proc around the run. Per MB where MB is known: the
 # bytes libncm moved both ways (ncm-tun), else Mbit/s x the measured seconds.
 import collections
@@ -45,6 +46,7 @@ def parse(path):
     pre = collections.Counter()   # (preempted group, group that ran instead)
     last = {}                     # tid of a WATCH thread -> the CPU it last ran on
     together = collections.Counter()
+    wakers = collections.Counter()  # (waker group, woken group)
     on = {}          # cpu -> (tid, since)
     t0 = t1 = None
     for line in txt.splitlines():
@@ -83,13 +85,14 @@ def parse(path):
             if target != cpu:
                 run[pid]["woken_cross"] += 1
             run[int(m["tid"])]["wakes_other"] += 1
+            wakers[(group(m["comm"]), group(a["comm"]))] += 1
         elif ev == "sched_migrate_task":
             a = dict(re.findall(r"(\w+)=(\S+)", rest))
             run[int(a["pid"])]["migrations"] += 1
     groups = collections.defaultdict(collections.Counter)
     for tid, c in run.items():
         groups[group(names.get(tid, "?"))].update(c)
-    return groups, pre, together, (t1 - t0) if t0 is not None else 0.0
+    return groups, pre, together, wakers, (t1 - t0) if t0 is not None else 0.0
 
 
 def proc_delta(base, kind, rows):
@@ -131,7 +134,7 @@ for f in files:
     name = os.path.basename(base)
     if only and name not in only:
         continue
-    groups, pre, together, span = parse(f)
+    groups, pre, together, wakers, span = parse(f)
     mbit, mb = moved_mb(base)
     print("%s: %.0f Mbit/s, %.1f s recorded%s" % (name, mbit, span,
           ", %.0f MB through libncm" % mb if mb else ""))
@@ -146,6 +149,8 @@ for f in files:
     print("  woken where the other last ran: " + ", ".join(
         "%s on %s's CPU %d/%d" % (p[0], p[1], together[p], together[p + ("n",)])
         for p in PAIRS if together[p + ("n",)]))
+    print("  who woke whom%s: " % (" (per MB)" if mb else "") + ", ".join(
+        "%s->%s %.1f" % (a, b, n / mb if mb else n) for (a, b), n in wakers.most_common(10)))
     irq = proc_delta(base, "irq", {"RES", "CAL", "TLB", "LOC"})
     sirq = proc_delta(base, "softirq", {"NET_RX", "NET_TX", "TIMER", "HRTIMER", "TASKLET", "SCHED"})
     print("  per CPU (0/1): " + ", ".join("%s %s" % (k, "/".join(map(str, v)))
