@@ -367,6 +367,7 @@ tx_complete(struct libusb_transfer *xfer)
 	NcmDevice *self = slot->device;
 	gboolean wake;
 	gint64 now;
+	NCM_HANDLING_SCOPE(self->context);  /* sink.writable runs user code */
 
 	switch (xfer->status) {
 	case LIBUSB_TRANSFER_COMPLETED:
