@@ -7,8 +7,10 @@
 # VM_SCALE_TUN_VARIANTS (default the same) for the ncm-tun path. VM_SCALE_ORDER=reverse lists the devices of
 # each multi path last gadget first: a bias that follows the gadget, not the list, is not the driver's order;
 # VM_SCALE_ORDER=alternate does so in every second round (the scale: line says "reversed"), both in one boot.
-# VM_SCALE_BACKLOG ("1000 10000") sets net.core.netdev_max_backlog per round, cycling through the list: at 8 devices
-# the gadgets' receive path overflows a CPU's input backlog (the scale: line counts those drops, softnet_stat).
+# VM_SCALE_BACKLOG ("1000 10000") sets net.core.netdev_max_backlog per round, cycling through the list; 10000 by
+# default: at 8 devices the gadgets' receive path overflows a CPU's input backlog of Linux's 1000 (the scale: line
+# counts those drops, softnet_stat), and whose frames are dropped then decides fairness on every path, cdc_ncm's too.
+# Real gadgets are separate machines with a backlog each, so the default measures the host side, not that.
 # VM_SCALE_SS=1 saves the host's TCP senders' ss -tin (cwnd, retransmits, and how long each was limited by the
 # receiver's window or its send buffer) at the end of each run to scale-*.ss (inet_diag from multi-ab.sh).
 # VM_SCALE_DIAG=1 (multi-ab.sh MULTI_AB_DIAG=1, which brings ss and inet_diag) adds to each run, in scale-*.diag: both namespaces'
@@ -241,9 +243,9 @@ backlog_drops() {
 }
 
 # backlog_set R: VM_SCALE_BACKLOG's value for round R (cycled), as
-# net.core.netdev_max_backlog; nothing when unset.
+# net.core.netdev_max_backlog.
 backlog_set() {
-	set -- "$1" ${VM_SCALE_BACKLOG:-}
+	set -- "$1" ${VM_SCALE_BACKLOG:-10000}
 	[ $# -gt 1 ] || return 0
 	local r=$1
 	shift
