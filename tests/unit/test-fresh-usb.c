@@ -14,6 +14,26 @@
  * event thread does while handling events, the fresh init waits.
  */
 
+/*
+ * Runs @func (a libusb_init() of ours, which sets *@done when it returns)
+ * on a thread while the test holds @ctx's event lock, as @ctx's event
+ * thread does inside libusb_handle_events(): it must not finish before the
+ * lock is let go, and must finish after.
+ */
+static void
+assert_waits_for_event_lock(NcmContext *ctx, GThreadFunc func, gpointer data, gint *done)
+{
+	GThread *t;
+
+	libusb_lock_events(ncm_context_get_usb(ctx));
+	t = g_thread_new("starting", func, data);
+	g_usleep(200 * G_TIME_SPAN_MILLISECOND);
+	g_assert_false(g_atomic_int_get(done));
+	libusb_unlock_events(ncm_context_get_usb(ctx));
+	g_thread_join(t);
+	g_assert_true(g_atomic_int_get(done));
+}
+
 typedef struct {
 	gint done;             /* atomic */
 	int result;
@@ -36,24 +56,12 @@ test_waits_for_event_lock(void)
 	g_autoptr(GError) error = NULL;
 	g_autoptr(NcmContext) ctx = ncm_context_new(&error);
 	FreshInit f = { 0 };
-	GThread *t;
-	gint64 end;
 
 	if (!ctx) {
 		g_test_skip(error->message);
 		return;
 	}
-	/* Stands in for the event thread inside libusb_handle_events(). */
-	libusb_lock_events(ncm_context_get_usb(ctx));
-	t = g_thread_new("fresh-init", fresh_init_thread, &f);
-	g_usleep(200 * G_TIME_SPAN_MILLISECOND);
-	g_assert_false(g_atomic_int_get(&f.done));
-	libusb_unlock_events(ncm_context_get_usb(ctx));
-
-	end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
-	while (!g_atomic_int_get(&f.done) && g_get_monotonic_time() < end)
-		g_usleep(10 * G_TIME_SPAN_MILLISECOND);
-	g_thread_join(t);
+	assert_waits_for_event_lock(ctx, fresh_init_thread, &f, &f.done);
 	g_assert_cmpint(f.result, ==, 0);
 	libusb_exit(f.fresh);
 }
@@ -130,18 +138,12 @@ test_new_context_waits(void)
 	g_autoptr(GError) error = NULL;
 	g_autoptr(NcmContext) ctx = ncm_context_new(&error);
 	NewContext n = { 0 };
-	GThread *t;
 
 	if (!ctx) {
 		g_test_skip(error->message);
 		return;
 	}
-	libusb_lock_events(ncm_context_get_usb(ctx));
-	t = g_thread_new("new-context", new_context_thread, &n);
-	g_usleep(200 * G_TIME_SPAN_MILLISECOND);
-	g_assert_false(g_atomic_int_get(&n.done));
-	libusb_unlock_events(ncm_context_get_usb(ctx));
-	g_thread_join(t);
+	assert_waits_for_event_lock(ctx, new_context_thread, &n, &n.done);
 	g_assert_nonnull(n.ctx);
 	g_object_unref(n.ctx);
 }
