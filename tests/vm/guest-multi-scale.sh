@@ -246,7 +246,6 @@ backlog_drops() {
 # net.core.netdev_max_backlog.
 backlog_set() {
 	set -- "$1" ${VM_SCALE_BACKLOG:-10000}
-	[ $# -gt 1 ] || return 0
 	local r=$1
 	shift
 	eval "backlog=\${$(( (r - 1) % $# + 1 ))}"
