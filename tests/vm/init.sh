@@ -52,6 +52,14 @@ mount -t debugfs debugfs /sys/kernel/debug
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 vmout /out ||
 	harness_error "cannot mount the 9p result share"
 /usr/bin/ip link set lo up
+# A crash, or an ncm-bench that hung (NCM_BENCH_HANG_CORE: its watchdog
+# aborts), leaves a core in the result share for gdb on the host, which has
+# the same binaries and libraries (tests/vm/README.md, "A core from the
+# guest"). ASan marks its shadow memory not to be dumped.
+echo "/out/core.%e.%p" >/proc/sys/kernel/core_pattern
+ulimit -c unlimited
+export NCM_BENCH_HANG_CORE=1
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}disable_coredump=0"
 
 # A newline first: the firmware leaves the cursor mid-line.
 echo
