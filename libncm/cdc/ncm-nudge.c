@@ -72,6 +72,9 @@ ncm_nudge_learn_tx(NcmNudgeTx *tx, const uint8_t *frame, size_t len)
 	    memcmp(arp.tpa, zero, NCM_IP4_ALEN) == 0 ||
 	    memcmp(arp.spa, arp.tpa, NCM_IP4_ALEN) == 0)
 		return NCM_NUDGE_TX_OTHER;
+	/* A request not yet merged says more than an answer after it. */
+	if (arp.op == NCM_ARP_REPLY && tx->fresh && !tx->answer)
+		return NCM_NUDGE_TX_ANSWER;
 	memcpy(tx->host_mac, arp.sha, NCM_ETH_ALEN);
 	memcpy(tx->host_ip4, arp.spa, NCM_IP4_ALEN);
 	memcpy(tx->peer_ip4, arp.tpa, NCM_IP4_ALEN);

@@ -464,6 +464,13 @@ test_learn_tx_answer(void)
 	ncm_nudge_merge_tx(&n, &tx);
 	g_assert_cmpmem(n.peer_ip4, 4, lan_ip, 4);
 	g_assert_false(tx.fresh);
+	/* Between two merges, an answer does not overwrite a request. */
+	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)), ==,
+			NCM_NUDGE_TX_ASK);
+	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, peer_mac, 2, host_mac, host_ip, peer_mac, lan_ip)), ==,
+			NCM_NUDGE_TX_ANSWER);
+	ncm_nudge_merge_tx(&n, &tx);
+	g_assert_cmpmem(n.peer_ip4, 4, peer_ip, 4);
 }
 
 /* A device that never answers: nudges back off, doubling to a minute; any RX resets that. */
