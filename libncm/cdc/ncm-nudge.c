@@ -58,31 +58,35 @@ ncm_nudge_learn(NcmNudge *nudge, const uint8_t *frame, size_t len)
 		learn_peer_mac(nudge, &eth, &arp);
 }
 
-bool
+NcmNudgeTxKind
 ncm_nudge_learn_tx(NcmNudgeTx *tx, const uint8_t *frame, size_t len)
 {
 	NcmEthView eth;
 	NcmArpView arp;
 
-	/* A request from a unicast address that names both ends. */
+	/* A request or a reply from a unicast address that names both ends. */
 	if (!ncm_eth_view(&eth, frame, len) || !ncm_eth_arp(&eth, &arp) ||
-	    arp.op != NCM_ARP_REQUEST || ncm_eth_is_multicast(arp.sha) ||
+	    (arp.op != NCM_ARP_REQUEST && arp.op != NCM_ARP_REPLY) ||
+	    ncm_eth_is_multicast(arp.sha) ||
 	    memcmp(arp.sha, zero, NCM_ETH_ALEN) == 0 || memcmp(arp.spa, zero, NCM_IP4_ALEN) == 0 ||
 	    memcmp(arp.tpa, zero, NCM_IP4_ALEN) == 0 ||
 	    memcmp(arp.spa, arp.tpa, NCM_IP4_ALEN) == 0)
-		return false;
+		return NCM_NUDGE_TX_OTHER;
+	/* A request not yet merged says more than an answer after it. */
+	if (arp.op == NCM_ARP_REPLY && tx->fresh && !tx->answer)
+		return NCM_NUDGE_TX_ANSWER;
 	memcpy(tx->host_mac, arp.sha, NCM_ETH_ALEN);
 	memcpy(tx->host_ip4, arp.spa, NCM_IP4_ALEN);
 	memcpy(tx->peer_ip4, arp.tpa, NCM_IP4_ALEN);
 	tx->fresh = true;
-	return true;
+	tx->answer = arp.op == NCM_ARP_REPLY;
+	return tx->answer ? NCM_NUDGE_TX_ANSWER : NCM_NUDGE_TX_ASK;
 }
 
 void
 ncm_nudge_merge_tx(NcmNudge *nudge, NcmNudgeTx *tx)
 {
-	if (tx->fresh) {
-		tx->fresh = false;
+	if (tx->fresh && (!tx->answer || !nudge->have_peer_ip4 || nudge->peer_from_answer)) {
 		/* A MAC learned for another address is not this one's. */
 		if (!nudge->have_peer_ip4 || memcmp(nudge->peer_ip4, tx->peer_ip4, 4) != 0)
 			nudge->have_peer_mac = false;
@@ -90,7 +94,9 @@ ncm_nudge_merge_tx(NcmNudge *nudge, NcmNudgeTx *tx)
 		memcpy(nudge->host_ip4, tx->host_ip4, 4);
 		memcpy(nudge->peer_ip4, tx->peer_ip4, 4);
 		nudge->have_host_mac = nudge->have_host_ip4 = nudge->have_peer_ip4 = true;
+		nudge->peer_from_answer = tx->answer;
 	}
+	tx->fresh = false;
 	/* Answered already if anything arrived since. */
 	if (tx->asked_at > nudge->last_rx)
 		nudge->asked_at = tx->asked_at;
@@ -108,6 +114,7 @@ ncm_nudge_carry(NcmNudge *nudge, const NcmNudge *last)
 	nudge->have_host_ip4 = last->have_host_ip4;
 	nudge->have_peer_mac = last->have_peer_mac;
 	nudge->have_peer_ip4 = last->have_peer_ip4;
+	nudge->peer_from_answer = last->peer_from_answer;
 }
 
 void

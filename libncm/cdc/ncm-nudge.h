@@ -40,17 +40,25 @@
 #define NCM_NUDGE_BACKOFF_US 1000000  /* first wait after a fruitless nudge ... */
 #define NCM_NUDGE_BACKOFF_MAX_US 60000000  /* ... doubling up to this */
 
-/* What the host's own ARP requests say, learned where frames are sent. */
+/* What the host's own ARP packets say, learned where frames are sent. */
 typedef struct {
 	uint8_t host_mac[6];
 	uint8_t host_ip4[4];
 	uint8_t peer_ip4[4];
 	bool fresh;        /* addresses not yet merged (ncm_nudge_merge_tx()) */
+	bool answer;       /* ... and they came from a reply, not a request */
 	int64_t asked_at;  /* when the last one (or the session) started, 0 once merged */
 } NcmNudgeTx;
 
+/* What a frame the host sends is to the nudge (ncm_nudge_learn_tx()). */
+typedef enum {
+	NCM_NUDGE_TX_OTHER,   /* teaches nothing */
+	NCM_NUDGE_TX_ANSWER,  /* an ARP reply: the host's addresses, and the asker's IP */
+	NCM_NUDGE_TX_ASK,     /* an ARP request: the same, and an ask that waits for RX */
+} NcmNudgeTxKind;
+
 typedef struct {
-	/* host_*, peer_ip4: the host's own ARP requests (_merge_tx()); peer_mac:
+	/* host_*, peer_ip4: the host's own ARP packets (_merge_tx()); peer_mac:
 	 * the device's ARP for peer_ip4 (ncm_nudge_learn()). */
 	uint8_t host_mac[6];
 	uint8_t host_ip4[4];
@@ -60,6 +68,7 @@ typedef struct {
 	bool have_host_ip4;
 	bool have_peer_mac;
 	bool have_peer_ip4;
+	bool peer_from_answer;  /* peer_ip4 is who asked the host, not whom it asked */
 	int64_t asked_at;  /* a host ARP request not answered by any RX yet, or 0 */
 	int64_t not_before;  /* backoff after a fruitless nudge */
 	int64_t backoff;
@@ -98,13 +107,23 @@ void ncm_nudge_ntb_begin(NcmNudge *nudge, int64_t now);
  * NTB with one other frame are not a stream (they re-armed the nudge). */
 bool ncm_nudge_ntb_end(NcmNudge *nudge);
 
-/* A frame the host sends: true when it is an ARP request, whose addresses
- * @tx now holds (the caller sets @tx->asked_at). */
-bool ncm_nudge_learn_tx(NcmNudgeTx *tx, const uint8_t *frame, size_t len);
+/*
+ * A frame the host sends. Its ARP requests and its ARP replies both speak
+ * for the host alone, and @tx then holds their addresses. Replies count
+ * because a host stack may never ask: one that learnt the device's MAC
+ * from the device's own request (lwIP does, and so does Linux) only
+ * answers, and a nudge that waited for a request would never go out (a
+ * TCP download through lwIP stalled for good on a held tail in the VM,
+ * issue 20's vm-multi-lwip). On NCM_NUDGE_TX_ASK the caller sets
+ * @tx->asked_at.
+ */
+NcmNudgeTxKind ncm_nudge_learn_tx(NcmNudgeTx *tx, const uint8_t *frame, size_t len);
 
 /* Takes what @tx learned, and a pending ask, into @nudge (the two live on
- * different threads). A session's start is an ask too: whatever the device
- * held through the last session must come now. */
+ * different threads). Whom the host asked wins over who asked it: an
+ * answer's address is taken only until a request's is known. A session's
+ * start is an ask too: whatever the device held through the last session
+ * must come now. */
 void ncm_nudge_merge_tx(NcmNudge *nudge, NcmNudgeTx *tx);
 
 /* A new session on the same function starts from what the last one learned:

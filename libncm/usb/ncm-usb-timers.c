@@ -6,8 +6,8 @@
 
 /*
  * RX reports what it sees here (NTBs, the addresses in ARP packets), TX
- * leaves what the host's own ARP requests say in its nudge_tx mailbox,
- * and this file decides when the tail nudge (ncm-nudge.h) goes out,
+ * leaves what the host's own ARP requests and replies say in its nudge_tx
+ * mailbox, and this file decides when the tail nudge (ncm-nudge.h) goes out,
  * through TX like any frame. So RX and TX never call each other.
  */
 

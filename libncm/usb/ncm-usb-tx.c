@@ -260,8 +260,8 @@ ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors, guint n_vectors)
 			p += vectors[i].size;
 		}
 		/* The tail nudge learns the host's addresses from its own ARP
-		 * requests; ncm-usb-timers.c takes them on the event thread. */
-		if (ncm_nudge_learn_tx(&self->nudge_tx, frame, len))
+		 * packets; ncm-usb-timers.c takes them on the event thread. */
+		if (ncm_nudge_learn_tx(&self->nudge_tx, frame, len) == NCM_NUDGE_TX_ASK)
 			self->nudge_tx.asked_at = g_get_monotonic_time();
 		self->tx[ncm_ntb_sched_open_slot(&self->sched)].bytes += (guint32)len;
 		if (ack.tcp)

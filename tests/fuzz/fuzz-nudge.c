@@ -15,12 +15,38 @@
 
 static const uint8_t zero[6];
 
-/* The host's own addresses, as its last ARP request (sent, not received) named them. */
+/* The host's own addresses, as each of its ARP packets (sent, not received) named them. */
+#define HOST_SAID_MAX 512
+
 typedef struct {
-	bool seen;
-	uint8_t mac[6];
-	uint8_t ip[4];
+	unsigned n;
+	bool overflow;     /* more than HOST_SAID_MAX: the check is skipped */
+	uint8_t mac[HOST_SAID_MAX][6];
+	uint8_t ip[HOST_SAID_MAX][4];
 } HostSaid;
+
+static void
+host_said(HostSaid *host, const NcmNudgeTx *tx)
+{
+	if (host->n == HOST_SAID_MAX) {
+		host->overflow = true;
+		return;
+	}
+	memcpy(host->mac[host->n], tx->host_mac, 6);
+	memcpy(host->ip[host->n], tx->host_ip4, 4);
+	host->n++;
+}
+
+static bool
+host_named(const HostSaid *host, const uint8_t *mac, const uint8_t *ip)
+{
+	if (host->overflow)
+		return true;
+	for (unsigned i = 0; i < host->n; i++)
+		if (memcmp(host->mac[i], mac, 6) == 0 && memcmp(host->ip[i], ip, 4) == 0)
+			return true;
+	return false;
+}
 
 static void
 check_request(const NcmNudge *n, const HostSaid *host)
@@ -36,7 +62,7 @@ check_request(const NcmNudge *n, const HostSaid *host)
 	}
 	/* Issue 16: the nudge speaks only in the host's name, never with an
 	 * address a received frame named. */
-	FUZZ_CHECK(host->seen && memcmp(f + 22, host->mac, 6) == 0 && memcmp(f + 28, host->ip, 4) == 0);
+	FUZZ_CHECK(host_named(host, f + 22, f + 28));
 	/* Never a request from or to 0.0.0.0, never from a multicast MAC. */
 	FUZZ_CHECK(memcmp(f + 28, zero, 4) != 0 && memcmp(f + 38, zero, 4) != 0);
 	FUZZ_CHECK(!(f[6] & 1) && memcmp(f + 6, f + 22, 6) == 0);
@@ -52,12 +78,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	NcmNudge n;
 	NcmNudgeTx tx;
-	HostSaid host = { 0 };
+	static HostSaid host;
 	int64_t now = 0;
 	size_t off = 0;
 
 	ncm_nudge_init(&n);
 	memset(&tx, 0, sizeof(tx));
+	host.n = 0;
+	host.overflow = false;
 	while (off + 2 <= size) {
 		unsigned frames = data[off + 1] % 8;
 		bool sent = data[off + 1] & 8;
@@ -81,11 +109,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(buf, data + off, len);
 			if (!sent)
 				ncm_nudge_learn(&n, buf, len);
-			else if (ncm_nudge_learn_tx(&tx, buf, len)) {
-				tx.asked_at = now;
-				host.seen = true;
-				memcpy(host.mac, tx.host_mac, 6);
-				memcpy(host.ip, tx.host_ip4, 4);
+			else {
+				NcmNudgeTxKind kind = ncm_nudge_learn_tx(&tx, buf, len);
+
+				if (kind == NCM_NUDGE_TX_ASK)
+					tx.asked_at = now;
+				if (kind != NCM_NUDGE_TX_OTHER)
+					host_said(&host, &tx);
 			}
 			free(buf);
 			off += len;

@@ -64,7 +64,8 @@ asked(NcmNudge *n)
 	NcmNudgeTx tx = { 0 };
 	guint8 f[60];
 
-	g_assert_true(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)));
+	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)), ==,
+			NCM_NUDGE_TX_ASK);
 	ncm_nudge_merge_tx(n, &tx);
 }
 
@@ -380,14 +381,22 @@ test_learn_tx(void)
 	NcmNudge n;
 
 	ncm_nudge_init(&n);
-	/* Replies, gratuitous requests and probes from the host say nothing. */
-	g_assert_false(ncm_nudge_learn_tx(&tx, f, arp(f, peer_mac, 2, host_mac, host_ip, peer_mac, peer_ip)));
-	g_assert_false(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, host_ip)));
-	g_assert_false(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, (const guint8 *)none, none, peer_ip)));
+	/* Gratuitous requests and replies, probes, other opcodes and short frames from the host say nothing. */
+	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, host_ip)), ==,
+			NCM_NUDGE_TX_OTHER);
+	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 2, host_mac, host_ip, none, host_ip)), ==,
+			NCM_NUDGE_TX_OTHER);
+	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, (const guint8 *)none, none, peer_ip)),
+			==, NCM_NUDGE_TX_OTHER);
+	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, peer_mac, 2, host_mac, host_ip, peer_mac, (const guint8 *)none)),
+			==, NCM_NUDGE_TX_OTHER);
+	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, peer_mac, 3, host_mac, host_ip, peer_mac, peer_ip)), ==,
+			NCM_NUDGE_TX_OTHER);
 	g_assert_false(tx.fresh);
 	for (gsize len = 0; len < 42; len++)
-		g_assert_false(ncm_nudge_learn_tx(&tx, f, len));
-	g_assert_true(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)));
+		g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, len), ==, NCM_NUDGE_TX_OTHER);
+	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)), ==,
+			NCM_NUDGE_TX_ASK);
 	tx.asked_at = 5000;
 	ncm_nudge_merge_tx(&n, &tx);
 	g_assert_false(tx.fresh);
@@ -404,10 +413,64 @@ test_learn_tx(void)
 	ncm_nudge_ntb_end(&n);
 	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, G_MAXINT64);
 	/* A request merged after an NTB that came later was answered already. */
-	g_assert_true(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)));
+	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)), ==,
+			NCM_NUDGE_TX_ASK);
 	tx.asked_at = 5500;
 	ncm_nudge_merge_tx(&n, &tx);
 	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, G_MAXINT64);
+}
+
+/*
+ * A host stack that learnt the device's MAC from the device's own ARP
+ * request only answers and never asks (lwIP does). Its reply names both
+ * ends all the same, so the nudge can go out after a stream; on old code it
+ * never could, and a held tail stalled a TCP download for good (issue 20's
+ * vm-multi-lwip). A request names whom the host talks to, which an answer
+ * does not replace.
+ */
+static void
+test_learn_tx_answer(void)
+{
+	static const guint8 lan_ip[4] = { 192, 168, 77, 9 };
+	guint8 f[60], got[60], want[60];
+	NcmNudgeTx tx = { 0 };
+	NcmNudge n;
+	gint64 t;
+
+	ncm_nudge_init(&n);
+	/* The device asks first (the host cannot learn from that), the host answers. */
+	ncm_nudge_learn(&n, f, arp(f, bcast, 1, peer_mac, peer_ip, none, host_ip));
+	g_assert_false(n.have_host_mac || n.have_peer_ip4);
+	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, peer_mac, 2, host_mac, host_ip, peer_mac, peer_ip)), ==,
+			NCM_NUDGE_TX_ANSWER);
+	ncm_nudge_merge_tx(&n, &tx);
+	g_assert_true(n.have_host_mac && n.have_host_ip4 && n.have_peer_ip4);
+	/* An answer is no ask: nothing is due until a stream ends. */
+	g_assert_cmpint(n.asked_at, ==, 0);
+	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, G_MAXINT64);
+	t = stream(&n, 1000000, NCM_NUDGE_STREAM_NTBS, 1000);
+	g_assert_true(ncm_nudge_armed(&n));
+	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, t + 100000);
+	g_assert_true(ncm_nudge_frame(&n, got));
+	arp(want, bcast, 1, host_mac, host_ip, none, peer_ip);
+	g_assert_cmpmem(got, 60, want, 60);
+	/* The host's own request wins over its answers, and stays. */
+	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, lan_ip)), ==,
+			NCM_NUDGE_TX_ASK);
+	ncm_nudge_merge_tx(&n, &tx);
+	g_assert_cmpmem(n.peer_ip4, 4, lan_ip, 4);
+	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, peer_mac, 2, host_mac, host_ip, peer_mac, peer_ip)), ==,
+			NCM_NUDGE_TX_ANSWER);
+	ncm_nudge_merge_tx(&n, &tx);
+	g_assert_cmpmem(n.peer_ip4, 4, lan_ip, 4);
+	g_assert_false(tx.fresh);
+	/* Between two merges, an answer does not overwrite a request. */
+	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)), ==,
+			NCM_NUDGE_TX_ASK);
+	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, peer_mac, 2, host_mac, host_ip, peer_mac, lan_ip)), ==,
+			NCM_NUDGE_TX_ANSWER);
+	ncm_nudge_merge_tx(&n, &tx);
+	g_assert_cmpmem(n.peer_ip4, 4, peer_ip, 4);
 }
 
 /* A device that never answers: nudges back off, doubling to a minute; any RX resets that. */
@@ -423,7 +486,8 @@ test_backoff(void)
 	for (guint i = 0; i < 10; i++) {
 		gint64 wait = MIN((gint64)NCM_NUDGE_BACKOFF_US << i, (gint64)NCM_NUDGE_BACKOFF_MAX_US);
 
-		g_assert_true(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)));
+		g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)), ==,
+				NCM_NUDGE_TX_ASK);
 		tx.asked_at = now;
 		ncm_nudge_merge_tx(&n, &tx);
 		due = ncm_nudge_due(&n, 100000);
@@ -484,6 +548,7 @@ main(int argc, char **argv)
 	g_test_add_func("/nudge/frame", test_frame);
 	g_test_add_func("/nudge/after-nudge", test_after_nudge);
 	g_test_add_func("/nudge/learn-tx", test_learn_tx);
+	g_test_add_func("/nudge/learn-tx-answer", test_learn_tx_answer);
 	g_test_add_func("/nudge/backoff", test_backoff);
 	g_test_add_func("/nudge/carry-and-start", test_carry_and_start);
 	return g_test_run();

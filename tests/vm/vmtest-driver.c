@@ -47,6 +47,7 @@ static gboolean opt_allow_bad;
 static gint opt_rx_transfers;
 static gint opt_tx_transfers;
 static gboolean opt_max_size;
+static gboolean opt_answer_arp;
 
 static const GOptionEntry entries[] = {
 	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32, "Ask for NTB32", NULL },
@@ -89,6 +90,9 @@ static const GOptionEntry entries[] = {
 	{ "max-size", 0, 0, G_OPTION_ARG_NONE, &opt_max_size,
 	  "tx: frames of the device's maximum (ncm_device_get_max_frame), then check that "
 	  "one byte more is refused and counted", NULL },
+	{ "answer-arp", 0, 0, G_OPTION_ARG_NONE, &opt_answer_arp,
+	  "tail: never ask the peer's address; wait for its ARP request and answer it, as a host "
+	  "stack does that learnt the device's MAC from the device", NULL },
 	G_OPTION_ENTRY_NULL
 };
 
@@ -99,6 +103,8 @@ typedef struct {
 	guint8 mac[6];
 	guint8 peer_mac[6];
 	gint got_arp;          /* atomic */
+	gint got_arp_request;  /* atomic: the peer asked for the host's address */
+	guint8 asker_mac[6];   /* ... from this MAC (written before the flag) */
 	gint got_na;           /* atomic */
 	gint removed;          /* atomic */
 	gint arrived;          /* atomic */
@@ -251,6 +257,10 @@ on_receive(gpointer data, const guint8 *f, gsize len)
 	    memcmp(f + 28, peer4, 4) == 0) {
 		memcpy(t->peer_mac, f + 22, 6);
 		g_atomic_int_set(&t->got_arp, 1);
+	} else if (f[12] == 0x08 && f[13] == 0x06 && len >= 42 && f[21] == 1 &&
+		   memcmp(f + 28, peer4, 4) == 0 && !g_atomic_int_get(&t->got_arp_request)) {
+		memcpy(t->asker_mac, f + 22, 6);
+		g_atomic_int_set(&t->got_arp_request, 1);
 	} else if (f[12] == 0x86 && f[13] == 0xdd && len >= 14 + 40 + 24 && f[20] == 58 &&
 		   f[54] == 136 && memcmp(f + 62, peer6, 16) == 0) {
 		g_atomic_int_set(&t->got_na, 1);
@@ -590,6 +600,33 @@ resolve_peer(Test *t)
 		wait_flag(&t->got_arp, 1);
 	}
 	return g_atomic_int_get(&t->got_arp);
+}
+
+/*
+ * --answer-arp: the host only answers. The peer's ARP request for the host
+ * (the script sends it with arping) gets the host's reply, and the host
+ * never sends a request of its own.
+ */
+static gboolean
+answer_peer(Test *t)
+{
+	guint8 f[42];
+
+	if (!wait_flag(&t->got_arp_request, 20))
+		return FALSE;
+	memcpy(t->peer_mac, t->asker_mac, 6);
+	memcpy(f, t->peer_mac, 6);
+	memcpy(f + 6, t->mac, 6);
+	f[12] = 0x08, f[13] = 0x06;
+	const guint8 hdr[8] = { 0, 1, 8, 0, 6, 4, 0, 2 };
+	memcpy(f + 14, hdr, 8);
+	memcpy(f + 22, t->mac, 6);
+	inet_pton(AF_INET, HOST_IP4, f + 28);
+	memcpy(f + 32, t->peer_mac, 6);
+	inet_pton(AF_INET, PEER_IP4, f + 38);
+	send_frame(t, f, sizeof(f));
+	ncm_device_flush(t->dev);
+	return TRUE;
 }
 
 static void
@@ -1265,7 +1302,14 @@ cmd_tail(Test *t)
 	gint64 end = g_get_monotonic_time() + opt_timeout * G_USEC_PER_SEC;
 	NcmStats s;
 
-	if (!resolve_peer(t)) {
+	if (opt_answer_arp) {
+		printf("waiting for the peer's ARP request\n");
+		fflush(stdout);
+		if (!answer_peer(t)) {
+			printf("FAIL: no ARP request from the peer\n");
+			return 1;
+		}
+	} else if (!resolve_peer(t)) {
 		printf("FAIL: no ARP reply from the peer\n");
 		return 1;
 	}
