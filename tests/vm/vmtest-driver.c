@@ -142,19 +142,31 @@ csum_add(guint32 sum, const guint8 *p, gsize len)
 	return (guint16)sum;
 }
 
+/* The host's ARP packet about the peer's address: a broadcast request
+ * (@to NULL), or the reply to the peer at @to. */
 static gsize
-build_arp(Test *t, guint8 *f)
+build_arp_op(Test *t, guint8 *f, const guint8 *to)
 {
-	memset(f, 0xff, 6);
+	static const guint8 bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	const guint8 hdr[8] = { 0, 1, 8, 0, 6, 4, 0, to ? 2 : 1 };
+
+	memcpy(f, to ? to : bcast, 6);
 	memcpy(f + 6, t->mac, 6);
 	f[12] = 0x08, f[13] = 0x06;
-	const guint8 hdr[8] = { 0, 1, 8, 0, 6, 4, 0, 1 };
 	memcpy(f + 14, hdr, 8);
 	memcpy(f + 22, t->mac, 6);
 	inet_pton(AF_INET, HOST_IP4, f + 28);
 	memset(f + 32, 0, 6);
+	if (to)
+		memcpy(f + 32, to, 6);
 	inet_pton(AF_INET, PEER_IP4, f + 38);
 	return 42;
+}
+
+static gsize
+build_arp(Test *t, guint8 *f)
+{
+	return build_arp_op(t, f, NULL);
 }
 
 static gsize
@@ -615,16 +627,7 @@ answer_peer(Test *t)
 	if (!wait_flag(&t->got_arp_request, 20))
 		return FALSE;
 	memcpy(t->peer_mac, t->asker_mac, 6);
-	memcpy(f, t->peer_mac, 6);
-	memcpy(f + 6, t->mac, 6);
-	f[12] = 0x08, f[13] = 0x06;
-	const guint8 hdr[8] = { 0, 1, 8, 0, 6, 4, 0, 2 };
-	memcpy(f + 14, hdr, 8);
-	memcpy(f + 22, t->mac, 6);
-	inet_pton(AF_INET, HOST_IP4, f + 28);
-	memcpy(f + 32, t->peer_mac, 6);
-	inet_pton(AF_INET, PEER_IP4, f + 38);
-	send_frame(t, f, sizeof(f));
+	send_frame(t, f, build_arp_op(t, f, t->peer_mac));
 	ncm_device_flush(t->dev);
 	return TRUE;
 }
