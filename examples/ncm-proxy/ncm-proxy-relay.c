@@ -1,7 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-proxy-relay.c: one proxied connection's copying stage: two bounded pipes between a kernel socket and lwIP. */
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <string.h>
 
 #include "ncm-proxy.h"
@@ -53,39 +51,6 @@ struct _ProxyRelay {
 };
 
 static gboolean pipe_pump(ProxyPipe *pipe);
-
-/* EXPERIMENT: options for the host socket (0: leave the kernel's). */
-#ifndef PROXY_HOST_SNDBUF
-#define PROXY_HOST_SNDBUF 0
-#endif
-#ifndef PROXY_HOST_RCVBUF
-#define PROXY_HOST_RCVBUF 0
-#endif
-#ifndef PROXY_SPLICE_MAX
-#define PROXY_SPLICE_MAX G_MAXSIZE
-#endif
-#ifndef PROXY_SPLICE_MIN
-#define PROXY_SPLICE_MIN 0
-#endif
-#ifndef PROXY_HOST_NODELAY
-#define PROXY_HOST_NODELAY 0
-#endif
-
-static void
-host_socket_tune(GIOStream *host)
-{
-	GSocket *sock;
-
-	if (!G_IS_SOCKET_CONNECTION(host))
-		return;
-	sock = g_socket_connection_get_socket(G_SOCKET_CONNECTION(host));
-	if (PROXY_HOST_SNDBUF)
-		g_socket_set_option(sock, SOL_SOCKET, SO_SNDBUF, PROXY_HOST_SNDBUF, NULL);
-	if (PROXY_HOST_RCVBUF)
-		g_socket_set_option(sock, SOL_SOCKET, SO_RCVBUF, PROXY_HOST_RCVBUF, NULL);
-	if (PROXY_HOST_NODELAY)
-		g_socket_set_option(sock, IPPROTO_TCP, TCP_NODELAY, 1, NULL);
-}
 
 static void
 relay_free(ProxyRelay *r)
@@ -216,9 +181,8 @@ static PipeStep
 pipe_splice(ProxyPipe *pipe)
 {
 	g_autoptr(GError) error = NULL;
-	gssize n = ncm_lwip_connection_splice_nonblocking(
-		pipe->splice_from, pipe->out, MAX(MIN(pipe->relay->proxy->buffer, PROXY_SPLICE_MAX), PROXY_SPLICE_MIN),
-		&error);
+	gssize n = ncm_lwip_connection_splice_nonblocking(pipe->splice_from, pipe->out,
+							  pipe->relay->proxy->buffer, &error);
 
 	/* Readable means the data is there and the socket is what is full. */
 	if (n < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
@@ -308,7 +272,6 @@ proxy_relay_start(Proxy *proxy, GIOStream *host, GIOStream *device, GBytes *earl
 	r->device = device;
 	r->name = g_strdup_printf("%s > %s", from, to);
 	r->link.data = r;
-	host_socket_tune(host);
 	g_queue_push_tail_link(&proxy->relays, &r->link);
 	pipe_init(&r->out, r, host, device);
 	pipe_init(&r->in, r, device, host);

@@ -2,7 +2,6 @@
 /* ncm-proxy: any program reaches an NCM device through libncm and lwIP, without privileges: SOCKS5 and ssh-style forwards. */
 #include <errno.h>
 #include <glib-unix.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -469,18 +468,6 @@ cleanup(Main *m)
 	g_main_loop_unref(m->loop);
 }
 
-/* EXPERIMENT */
-static void
-main_sched(void)
-{
-#if defined(SCHED_BATCH) && defined(PROXY_SCHED_BATCH)
-	struct sched_param sp = {0};
-
-	if (sched_setscheduler(0, SCHED_BATCH, &sp) != 0)
-		g_debug("SCHED_BATCH for the main loop: %s", g_strerror(errno));
-#endif
-}
-
 int
 main(int argc, char **argv)
 {
@@ -512,7 +499,6 @@ main(int argc, char **argv)
 	g_message("running on %s%s%s (SIGUSR1 prints statistics, SIGINT/SIGTERM stop)",
 		  proxy_device_describe(m.device), m.socks ? ", SOCKS5 on " : "",
 		  m.socks ? (opt_socks ? opt_socks : "127.0.0.1:1080") : "");
-	main_sched();
 	g_main_loop_run(m.loop);
 	cleanup(&m);
 	return m.status;

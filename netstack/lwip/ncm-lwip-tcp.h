@@ -84,9 +84,7 @@ typedef struct {
 #define NLW_CONN_WRITE_MAX (256 * 1024)
 /* The most pbufs one nlw_conn_send_to() hands over: ~180 KB of full
  * segments, on the stack. */
-#ifndef NLW_CONN_SEND_VECTORS
 #define NLW_CONN_SEND_VECTORS 128
-#endif
 
 NlwConn *nlw_conn_new(void);
 NlwConn *nlw_conn_ref(NlwConn *c);
