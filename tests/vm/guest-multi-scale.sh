@@ -356,28 +356,25 @@ for p in $paths; do
 			for k in $counts; do
 				vs=$variants
 				[ "$p" != ncm-tun ] || vs=$tun_variants
-				if [ -z "$vs" ]; then
-					for diag_rx in ${VM_SCALE_DIAG_RX:--}; do
-						diag_rx=${diag_rx#-}
-						first=1
-						for per_ctx in ${VM_SCALE_LWIP_PER_CTX:--}; do
-							per_ctx=${per_ctx#-}
-							[ "$p" = lwip ] || per_ctx=
-							if [ -n "$per_ctx" ] && [ -z "$first" ] && [ "$per_ctx" -ge "$k" ]; then
-								continue
-							fi
-							first=
-							scale "$p" "$k" "$(spec "$p" "$k")" "" "$rtag"
-							[ -n "$per_ctx" ] || break
+				for diag_rx in ${VM_SCALE_DIAG_RX:--}; do
+					diag_rx=${diag_rx#-}
+					first=1
+					for per_ctx in ${VM_SCALE_LWIP_PER_CTX:--}; do
+						per_ctx=${per_ctx#-}
+						[ "$p" = lwip ] || per_ctx=
+						if [ -n "$per_ctx" ] && [ -z "$first" ] && [ "$per_ctx" -ge "$k" ]; then
+							continue
+						fi
+						first=
+						for v in ${vs:--}; do
+							v=${v#-}
+							scale "$p" "$k" "$(spec "$p" "$k" "$v")" "$v" "$rtag"
 						done
-						per_ctx=
+						[ -n "$per_ctx" ] || break
 					done
-					diag_rx=
-					continue
-				fi
-				for v in $vs; do
-					scale "$p" "$k" "$(spec "$p" "$k" "$v")" "$v" "$rtag"
+					per_ctx=
 				done
+				diag_rx=
 			done
 			r=$((r + 1))
 		done
