@@ -12,9 +12,10 @@
  * GRO holds segments across polls and flushes at a PSH so that it is not
  * delayed; a batch here is handed to lwIP whole, at once, so a PSH inside
  * it waits for nothing, and the merged frame carries it. Ending runs there
- * cost lwIP a segment and an ACK per PSH: at 8 devices a sender marks one
- * every few segments (each stream is slower, so each of its writes is
- * shorter), and runs were a third as long as at 1 device (issue 20).
+ * cost lwIP a segment and an ACK per PSH: a Linux sender short of send
+ * buffer pushes at each wake-up, which at 8 slow streams is every few
+ * segments (ncm-tun's GSO found the same: tests/vm/README.md, issue 20),
+ * and runs were a third as long as at 1 device.
  * lwIP 2.1's pbuf lengths are 16-bit, so a run stops short of 64 KiB.
  */
 
