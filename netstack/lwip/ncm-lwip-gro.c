@@ -84,7 +84,7 @@ parse(struct pbuf *p, Seg *s)
 
 /* @b continues the run that @a heads, which holds @run_data bytes of data
  * so far: everything but the sequence number, the IP ID and checksum and
- * (for the last) PSH matches. */
+ * PSH matches. */
 static gboolean
 continues(const Seg *a, gsize run_data, const Seg *b)
 {
