@@ -250,16 +250,28 @@ device_env(NcmDevice *dev, const char *name)
 /*
  * The lwip paths open at the same time (a multi path's devices) share one
  * context, so one libusb event thread serves them all, as in a program
- * that drives many devices. The weak pointer clears with the last path.
+ * that drives many devices. NCM_BENCH_LWIP_PER_CONTEXT=K shards them: a
+ * new context (and event thread) for every K devices, to measure whether
+ * one event thread is what limits many devices (issue 20). The weak
+ * pointer clears with the last path of the newest context.
  */
 static NcmContext *lwt_shared_ctx;
+static guint lwt_shared_users;
 
 static NcmContext *
 shared_context(GError **error)
 {
-	if (lwt_shared_ctx)
+	const char *env = g_getenv("NCM_BENCH_LWIP_PER_CONTEXT");
+	guint per = env ? (guint)g_ascii_strtoull(env, NULL, 10) : 0;
+
+	if (lwt_shared_ctx && (per == 0 || lwt_shared_users < per)) {
+		lwt_shared_users++;
 		return g_object_ref(lwt_shared_ctx);
+	}
+	if (lwt_shared_ctx)
+		g_object_remove_weak_pointer(G_OBJECT(lwt_shared_ctx), (gpointer *)&lwt_shared_ctx);
 	lwt_shared_ctx = ncm_context_new(error);
+	lwt_shared_users = 1;
 	if (lwt_shared_ctx)
 		g_object_add_weak_pointer(G_OBJECT(lwt_shared_ctx), (gpointer *)&lwt_shared_ctx);
 	return lwt_shared_ctx;

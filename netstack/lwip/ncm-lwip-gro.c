@@ -7,9 +7,16 @@
  * does not depend on the segment's size. An NTB carries up to dozens of
  * in-order segments of one bulk flow; merged, lwIP does that work once per
  * run (as Linux does with GRO). The rules are Linux's: same flow, next in
- * sequence, same ACK, window, header sizes and options, flags ACK (a PSH
- * ends the run, merged), no IP options, nothing Ethernet-padded. lwIP
- * 2.1's pbuf lengths are 16-bit, so a run stops short of 64 KiB.
+ * sequence, same ACK, window, header sizes and options, flags ACK, no IP
+ * options, nothing Ethernet-padded; but a PSH does not end a run. Linux's
+ * GRO holds segments across polls and flushes at a PSH so that it is not
+ * delayed; a batch here is handed to lwIP whole, at once, so a PSH inside
+ * it waits for nothing, and the merged frame carries it. Ending runs there
+ * cost lwIP a segment and an ACK per PSH: a Linux sender short of send
+ * buffer pushes at each wake-up, which at 8 slow streams is every few
+ * segments (ncm-tun's GSO found the same: tests/vm/README.md, issue 20),
+ * and runs were a third as long as at 1 device.
+ * lwIP 2.1's pbuf lengths are 16-bit, so a run stops short of 64 KiB.
  */
 
 #include <string.h>
@@ -77,7 +84,7 @@ parse(struct pbuf *p, Seg *s)
 
 /* @b continues the run that @a heads, which holds @run_data bytes of data
  * so far: everything but the sequence number, the IP ID and checksum and
- * (for the last) PSH matches. */
+ * PSH matches. */
 static gboolean
 continues(const Seg *a, gsize run_data, const Seg *b)
 {
@@ -152,14 +159,13 @@ nlw_gro_merge(struct pbuf **batch, gboolean *summed, guint n, guint64 *merged_ou
 		gboolean psh;
 		guint j = i + 1;
 
-		if (summed[i] && parse(batch[i], &head) && head.data > 0 &&
-		    !(head.f[head.l4 + 13] & TCP_FLAG_PSH)) {
+		if (summed[i] && parse(batch[i], &head) && head.data > 0) {
 			run_data = head.data;
 			psh = FALSE;
-			while (j < n && !psh && summed[j] && parse(batch[j], &next) && next.data > 0 &&
+			while (j < n && summed[j] && parse(batch[j], &next) && next.data > 0 &&
 			       ETH_HLEN + (head.hlen - ETH_HLEN) + run_data + next.data <= 0xFFFF &&
 			       continues(&head, run_data, &next)) {
-				psh = (next.f[next.l4 + 13] & TCP_FLAG_PSH) != 0;
+				psh |= (next.f[next.l4 + 13] & TCP_FLAG_PSH) != 0;
 				run_data += next.data;
 				j++;
 			}

@@ -19,6 +19,9 @@
 # LD_PRELOAD=/opt/diag/multi-diag-preload.so: every NcmStats / NcmLwipStats the programs read (scale-*.ncm.PID).
 # VM_SCALE_DIAG_RX ("16 4") runs each point once per value, with NcmDeviceOptions.rx_transfers set to it by that
 # preload (scale-PATH-rxN-K...).
+# VM_SCALE_LWIP_PER_CTX ("8 2") runs each lwip point once per value K, with NCM_BENCH_LWIP_PER_CONTEXT=K: a new
+# NcmContext, so a new event thread, for every K devices (scale-lwip-ctxK-N...; a value not below the count runs
+# only if it comes first: it would repeat one context).
 # VM_SCALE_PERF=R (multi-ab.sh MULTI_AB_PERF=R, which brings perf) runs each ncm-bench of round R under a system-wide perf record
 # (cpu-clock at VM_SCALE_PERF_HZ, 499; call graphs) and folds the samples inside the interval every device was measuring
 # into scale-*-TEST.folded, with that interval and its bytes in scale-*-TEST.spans (tests/bench/multi-perf-report.py).
@@ -51,6 +54,7 @@ fi
 
 bad=
 diag_rx=
+per_ctx=
 if [ "${VM_SCALE_SS:-}" = 1 ] || [ "${VM_SCALE_DIAG:-}" = 1 ]; then
 	for m in inet_diag tcp_diag; do insmod "/tmp/$m.ko" 2>/dev/null || true; done
 fi
@@ -163,7 +167,7 @@ perf_split() {
 # devices of SPEC (DEV+DEV+...), each test; its table, then one line per test.
 # A VARIANT runs /opt/ab/VARIANT's libraries (and ncm-tun: exec= in SPEC).
 scale() {
-	local out=$VM_OUT/scale-$1${4:+-$4}${diag_rx:+-rx$diag_rx}-$2${5:+-r$5} rc=0 t
+	local out=$VM_OUT/scale-$1${4:+-$4}${diag_rx:+-rx$diag_rx}${per_ctx:+-ctx$per_ctx}-$2${5:+-r$5} rc=0 t
 	log "$1${4:+ ($4)}: $2 device(s)"
 	local ss=
 	if [ "${VM_SCALE_SS:-}" = 1 ]; then
@@ -192,7 +196,7 @@ scale() {
 	fi
 	local drops0
 	drops0=$(backlog_drops)
-	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} $pre $perf ncm-bench --multi --reps 1 --secs "$secs" \
+	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} ${per_ctx:+NCM_BENCH_LWIP_PER_CONTEXT=$per_ctx} $pre $perf ncm-bench --multi --reps 1 --secs "$secs" \
 		--tests "$(echo $tests | tr ' ' ,)" --path "$1=$3" \
 		--json "$out.json" >"$out.txt" 2>"$out.log" || rc=$?
 	drops=$(($(backlog_drops) - drops0))
@@ -219,7 +223,7 @@ scale() {
 		# Every device moved data: the smallest per-device figure is above 0.
 		awk -v v="$(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":[^,]*,"min":\([^,]*\),.*/\1/p')" \
 			'BEGIN { exit !(v + 0 > 0) }' || bad="$bad $1/$2/$t(a device moved nothing)"
-		echo "scale: $1${4:+ ($4)}${diag_rx:+ rx_transfers $diag_rx}${5:+ round $5}$(! reversed || echo ' reversed') $2 $t: total $(fig "$out.json" "$t" mbit_s %.1f) Mbit/s," \
+		echo "scale: $1${4:+ ($4)}${diag_rx:+ rx_transfers $diag_rx}${per_ctx:+ $per_ctx per context}${5:+ round $5}$(! reversed || echo ' reversed') $2 $t: total $(fig "$out.json" "$t" mbit_s %.1f) Mbit/s," \
 			"per device min/median/max $(result "$out.json" "$t" | sed -n 's/.*"per_device_mbit_s":{"median":\([^,]*\),"min":\([^,]*\),"max":\([^,]*\),.*/\2 \1 \3/p' |
 				awk '{ printf "%.1f/%.1f/%.1f", $1, $2, $3 }')," \
 			"fairness $(fig "$out.json" "$t" fairness %.2f)," \
@@ -352,17 +356,25 @@ for p in $paths; do
 			for k in $counts; do
 				vs=$variants
 				[ "$p" != ncm-tun ] || vs=$tun_variants
-				if [ -z "$vs" ]; then
-					for diag_rx in ${VM_SCALE_DIAG_RX:--}; do
-						diag_rx=${diag_rx#-}
-						scale "$p" "$k" "$(spec "$p" "$k")" "" "$rtag"
+				for diag_rx in ${VM_SCALE_DIAG_RX:--}; do
+					diag_rx=${diag_rx#-}
+					first=1
+					for per_ctx in ${VM_SCALE_LWIP_PER_CTX:--}; do
+						per_ctx=${per_ctx#-}
+						[ "$p" = lwip ] || per_ctx=
+						if [ -n "$per_ctx" ] && [ -z "$first" ] && [ "$per_ctx" -ge "$k" ]; then
+							continue
+						fi
+						first=
+						for v in ${vs:--}; do
+							v=${v#-}
+							scale "$p" "$k" "$(spec "$p" "$k" "$v")" "$v" "$rtag"
+						done
+						[ -n "$per_ctx" ] || break
 					done
-					diag_rx=
-					continue
-				fi
-				for v in $vs; do
-					scale "$p" "$k" "$(spec "$p" "$k" "$v")" "$v" "$rtag"
+					per_ctx=
 				done
+				diag_rx=
 			done
 			r=$((r + 1))
 		done
