@@ -58,7 +58,9 @@ NCM_EXPORT void ncm_device_options_init(NcmDeviceOptions *options);
  * @receive_done: the end of a burst of received NTBs (all that one libusb
  *   event batch reaped): flush what the frames caused.
  * @writable: TX room came back after ncm_device_send() returned
- *   %NCM_SEND_WOULD_BLOCK.
+ *   %NCM_SEND_WOULD_BLOCK: at the OUT completion that freed it, or, after
+ *   ncm_device_set_writable_batched(), once at the end of the libusb event
+ *   batch whose completions freed it.
  *
  * Where received datagrams go. Every callback runs on the libusb event thread
  * and must not block or call synchronous libusb functions. Each gets the
@@ -244,6 +246,27 @@ NCM_EXPORT NcmDevice *ncm_device_open_finish(GAsyncResult *result, GError **erro
  */
 NCM_EXPORT void ncm_device_set_sink(NcmDevice *self, const NcmLinkSink *sink,
 				    gpointer user_data);
+
+/**
+ * ncm_device_set_writable_batched: (skip)
+ * @self: an open, not yet started #NcmDevice.
+ * @batched: %TRUE: the sink hears @writable once per libusb event batch;
+ *   %FALSE (the default): at each OUT completion that freed room.
+ *
+ * Controllers complete OUT transfers in bursts. A sink that refills the
+ * freed room inside @writable itself (lwIP's netif sends its queued
+ * frames there) does it in one call per burst when batched, instead of one
+ * call per freed buffer: fewer lock rounds and flushes, and the transfers
+ * go out back to back. A sink whose @writable only wakes another thread
+ * should stay per completion: told later, that thread refills later.
+ * Either way a producer refused with %NCM_SEND_WOULD_BLOCK hears @writable
+ * once room came back. Call before ncm_device_start(); later it is a
+ * programming error (a critical) and changes nothing.
+ *
+ * Since: 0.2
+ * Thread: any. @writable runs on the libusb event thread either way.
+ */
+NCM_EXPORT void ncm_device_set_writable_batched(NcmDevice *self, gboolean batched);
 
 /**
  * ncm_device_start:

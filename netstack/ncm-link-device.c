@@ -25,6 +25,12 @@ device_set_sink(NcmLink *link, const NcmLinkSink *sink, gpointer user_data)
 	ncm_device_set_sink(((DeviceLink *)link)->device, sink, user_data);
 }
 
+static void
+device_set_writable_batched(NcmLink *link, gboolean batched)
+{
+	ncm_device_set_writable_batched(((DeviceLink *)link)->device, batched);
+}
+
 static gboolean
 device_start(NcmLink *link, GError **error)
 {
@@ -50,6 +56,7 @@ static const NcmLinkOps device_ops = {
 	.sendv = device_sendv,
 	.flush = device_flush,
 	.set_sink = device_set_sink,
+	.set_writable_batched = device_set_writable_batched,
 	.start = device_start,
 	.stop = device_stop,
 	.free = device_free,

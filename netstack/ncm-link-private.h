@@ -23,6 +23,11 @@ typedef struct {
 	void (*flush)(NcmLink *link);
 	/* Attaches the stack's sink; call before start. */
 	void (*set_sink)(NcmLink *link, const NcmLinkSink *sink, gpointer user_data);
+	/* Optional, before start: writable once per burst of freed room, for a
+	 * sink that refills inside the callback (ncm_device_set_writable_batched()).
+	 * NULL where there are no completions to batch (a TAP fd's writable
+	 * comes from poll()). */
+	void (*set_writable_batched)(NcmLink *link, gboolean batched);
 	/* Starts delivering frames to the sink. */
 	gboolean (*start)(NcmLink *link, GError **error);
 	/* Stops delivery and waits until no sink callback runs. Not from the data thread. */
@@ -46,6 +51,13 @@ static inline void
 ncm_link_flush(NcmLink *link)
 {
 	link->ops->flush(link);
+}
+
+static inline void
+ncm_link_set_writable_batched(NcmLink *link, gboolean batched)
+{
+	if (link->ops->set_writable_batched)
+		link->ops->set_writable_batched(link, batched);
 }
 
 G_END_DECLS

@@ -99,6 +99,14 @@ raw_link_set_sink(NcmLink *link, const NcmLinkSink *sink, gpointer user_data)
 	l->inner->ops->set_sink(l->inner, &raw_sink, l);
 }
 
+/* The stack's choice holds for the raw frames too: their sender waits for
+ * room on a condition with a bound (ROOM_WAIT_US), told once per batch. */
+static void
+raw_link_set_writable_batched(NcmLink *link, gboolean batched)
+{
+	ncm_link_set_writable_batched(((RawLink *)link)->inner, batched);
+}
+
 static gboolean
 raw_link_start(NcmLink *link, GError **error)
 {
@@ -126,6 +134,7 @@ static const NcmLinkOps raw_link_ops = {
 	.sendv = raw_link_sendv,
 	.flush = raw_link_flush,
 	.set_sink = raw_link_set_sink,
+	.set_writable_batched = raw_link_set_writable_batched,
 	.start = raw_link_start,
 	.stop = raw_link_stop,
 	.free = raw_link_free,

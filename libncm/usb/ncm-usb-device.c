@@ -254,6 +254,18 @@ ncm_device_set_sink(NcmDevice *self, const NcmLinkSink *sink, gpointer user_data
 	ncm_mutex_unlock(&self->flight_lock);
 }
 
+void
+ncm_device_set_writable_batched(NcmDevice *self, gboolean batched)
+{
+	g_return_if_fail(NCM_IS_DEVICE(self));
+	ncm_mutex_lock(&self->flight_lock);
+	if (self->state == NCM_STATE_OPEN)
+		self->writable_batched = !!batched;
+	else
+		g_critical("ncm_device_set_writable_batched() called after ncm_device_start()");
+	ncm_mutex_unlock(&self->flight_lock);
+}
+
 gboolean
 ncm_device_start(NcmDevice *self, GError **error)
 {

@@ -10,6 +10,7 @@
 #include "ncm-error.h"
 #include "ncm-ntb-retry.h"
 #include "ncm-ntb-sched.h"
+#include "ncm-ntb-wake.h"
 #include "ncm-ntb.h"
 #include "ncm-nudge.h"
 #include "ncm-sync.h"
@@ -80,6 +81,7 @@ struct _NcmDevice {
 	/* Set before start, then read-only on the event thread. */
 	NcmLinkSink sink;
 	gpointer sink_data;
+	gboolean writable_batched; /* the sink hears writable once per event batch */
 	/* Under libusb's event lock: NTBs were delivered since the sink last
 	 * heard receive_done (ncm-usb-timers.c tells it once per event batch). */
 	gboolean rx_done_pending;
@@ -148,7 +150,7 @@ struct _NcmDevice {
 	NcmNtbSched sched;        /* which slot is open, free, held by the pacer */
 	NcmNtbPacker packer;
 	guint16 tx_sequence;
-	gboolean want_writable;
+	NcmNtbWake tx_wake;       /* who hears writable, when (its own locking: ncm-ntb-wake.h) */
 	gint64 tx_busy_since;     /* the last OUT completion, or the submit that ended an idle spell */
 	gboolean tx_stuck_told;   /* the "takes no data" error went out since the last completion */
 	NcmAckTable tx_acks;      /* pure ACKs in the open NTB (ncm-ack.h) */
@@ -254,6 +256,9 @@ gboolean ncm_device_tx_setup(NcmDevice *self, GError **error);
 gint64 ncm_device_tx_tick(NcmDevice *self, gint64 now);
 /* Event thread: what the host's ARP requests taught TX since the last call. */
 void ncm_device_tx_take_nudge(NcmDevice *self, NcmNudgeTx *ret_tx);
+/* Event thread, between event batches: a batched sink hears writable if
+ * the batch's OUT completions freed room a producer was refused. */
+void ncm_device_tx_batch_end(NcmDevice *self);
 void ncm_device_tx_cancel(NcmDevice *self);
 void ncm_device_tx_free(NcmDevice *self);
 

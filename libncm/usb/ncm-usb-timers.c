@@ -129,6 +129,9 @@ device_tick(gpointer data, gint64 now)
 	NcmNudgeTx tx;
 	gint64 quiet;
 
+	/* Room first: lwIP refills the freed slots from its queue before the
+	 * received ACKs make it write more. */
+	ncm_device_tx_batch_end(self);
 	rx_batch_end(self);
 	ncm_device_tx_take_nudge(self, &tx);
 	quiet = rx_quiet_tick(self, &tx, now);

@@ -74,6 +74,7 @@ ncm_device_tx_setup(NcmDevice *self, GError **error)
 	ncm_ntb_sched_init(&self->sched, self->n_tx, n->tx_ntb_size, self->options.flush_timeout_us,
 			   self->options.pace_bytes_per_sec, g_get_monotonic_time());
 	ncm_ntb_packer_init(&self->packer, &pc, self->tx[0].buf, n->tx_ntb_size, 0);
+	ncm_ntb_wake_init(&self->tx_wake);
 	clamp_max_frame(self);
 	/* RX is set up first: this counts both directions. */
 	n->mapped_buffers = ncm_device_buf_mapped(self);
@@ -203,7 +204,7 @@ reserve_locked(NcmDevice *self, gsize len, NcmSendResult *ret)
 	}
 	return p;
 would_block:
-	self->want_writable = TRUE;
+	ncm_ntb_wake_refused(&self->tx_wake);
 	NCM_STAT_ADD(self, tx_would_block, 1);
 	*ret = NCM_SEND_WOULD_BLOCK;
 	return NULL;
@@ -397,8 +398,7 @@ tx_complete(struct libusb_transfer *xfer)
 	ncm_ntb_sched_release(&self->sched, slot->index);
 	if (ncm_ntb_sched_held(&self->sched))
 		drain_paced_locked(self, now);
-	wake = self->want_writable;
-	self->want_writable = FALSE;
+	wake = ncm_ntb_wake_completed(&self->tx_wake, self->writable_batched);
 	ncm_mutex_unlock(&self->tx_lock);
 	if (wake && self->sink.writable) {
 		NCM_TOUCH(self, "sink.writable");
@@ -406,6 +406,21 @@ tx_complete(struct libusb_transfer *xfer)
 	}
 	/* Last: once the count drops, close() may free the device. */
 	ncm_device_landed(self);
+}
+
+/*
+ * Event thread, from the device's timeout between libusb's event batches
+ * (ncm-usb-timers.c), for a sink that asked for it: every slot the batch's
+ * completions freed, told once (ncm-ntb-wake.h). Close removes that
+ * timeout before it frees anything, as for receive_done.
+ */
+void
+ncm_device_tx_batch_end(NcmDevice *self)
+{
+	if (!ncm_ntb_wake_batch_end(&self->tx_wake) || !self->sink.writable)
+		return;
+	NCM_TOUCH(self, "sink.writable");
+	self->sink.writable(self->sink_data);
 }
 
 void

@@ -141,7 +141,12 @@ fake_free(NcmLink *link)
 }
 
 static const NcmLinkOps fake_ops = {
-	fake_sendv, fake_flush, fake_set_sink, fake_start, fake_stop, fake_free,
+	.sendv = fake_sendv,
+	.flush = fake_flush,
+	.set_sink = fake_set_sink,
+	.start = fake_start,
+	.stop = fake_stop,
+	.free = fake_free,
 };
 
 static FakeLink *
