@@ -263,8 +263,9 @@ NCM_EXPORT void ncm_device_set_sink(NcmDevice *self, const NcmLinkSink *sink,
  * once room came back. Call before ncm_device_start(); later it is a
  * programming error (a critical) and changes nothing.
  *
- * Since: 0.2
  * Thread: any. @writable runs on the libusb event thread either way.
+ *
+ * Since: 0.2
  */
 NCM_EXPORT void ncm_device_set_writable_batched(NcmDevice *self, gboolean batched);
 
