@@ -75,6 +75,17 @@ group_abort(BenchTransport *t)
 }
 
 static void
+group_describe(BenchTransport *t, GString *out)
+{
+	for (guint i = 0; i < t->members->len; i++) {
+		BenchTransport *m = t->members->pdata[i];
+
+		if (m->ops->describe)
+			m->ops->describe(m, out);
+	}
+}
+
+static void
 group_free(BenchTransport *t)
 {
 	GroupTransport *g = (GroupTransport *)t;
@@ -101,6 +112,7 @@ static const BenchTransportOps group_ops = {
 	.udp_open = group_udp_open,
 	.event_thread_ticks = group_event_ticks,
 	.abort = group_abort,
+	.describe = group_describe,
 	.env = group_env,
 	.free = group_free,
 };
@@ -111,6 +123,7 @@ static const BenchTransportOps group_child_ops = {
 	.child_cpu_seconds = group_child_cpu_seconds,
 	.event_thread_ticks = group_event_ticks,
 	.abort = group_abort,
+	.describe = group_describe,
 	.env = group_env,
 	.free = group_free,
 };

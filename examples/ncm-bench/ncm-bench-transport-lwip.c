@@ -176,6 +176,23 @@ lwt_usb_count(BenchTransport *t, guint mark, guint64 *ret_rx_ntbs, guint64 *ret_
 }
 
 static void
+lwt_describe(BenchTransport *t, GString *out)
+{
+	LwtTransport *l = (LwtTransport *)t;
+	NcmStats st;
+
+	if (!l->dev)
+		return;
+	ncm_device_get_stats(l->dev, &st);
+	g_string_append_printf(out, "%s: rx_ntbs %" G_GUINT64_FORMAT " rx_datagrams %" G_GUINT64_FORMAT
+			       " rx_errors %" G_GUINT64_FORMAT " rx_nudges %" G_GUINT64_FORMAT
+			       " tx_ntbs %" G_GUINT64_FORMAT " tx_datagrams %" G_GUINT64_FORMAT
+			       " tx_would_block %" G_GUINT64_FORMAT " tx_errors %" G_GUINT64_FORMAT "\n",
+			       t->name, st.rx_ntbs, st.rx_datagrams, st.rx_errors, st.rx_nudges,
+			       st.tx_ntbs, st.tx_datagrams, st.tx_would_block, st.tx_errors);
+}
+
+static void
 lwt_free(BenchTransport *t)
 {
 	LwtTransport *l = (LwtTransport *)t;
@@ -205,6 +222,7 @@ static const BenchTransportOps lwt_ops = {
 	.core_lock_wait_us = lwt_core_lock_wait_us,
 	.usb_mark = lwt_usb_mark,
 	.usb_count = lwt_usb_count,
+	.describe = lwt_describe,
 	.env = lwt_env,
 	.free = lwt_free,
 };

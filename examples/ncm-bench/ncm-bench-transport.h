@@ -63,6 +63,13 @@ typedef struct {
 	 * the path hangs: stop helper processes, touch nothing shared. Or NULL.
 	 */
 	void (*abort)(BenchTransport *t);
+	/*
+	 * From the watchdog thread while the path hangs, before abort: one line
+	 * per device of what its driver counted (so a CI log tells which device
+	 * stopped and how), appended to @out. Counters only, read atomically.
+	 * Or NULL.
+	 */
+	void (*describe)(BenchTransport *t, GString *out);
 	/* JSON members (each after a comma) the path adds to the env, or NULL. */
 	const char *(*env)(BenchTransport *t);
 	void (*free)(BenchTransport *t);

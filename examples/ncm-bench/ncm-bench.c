@@ -561,6 +561,12 @@ on_hung(const char *path, const char *what, double limit_s)
 	if (run.current && !run.current_in_env)
 		bench_env_path(paths, run.current);
 	write_outputs(&run.opt, done, run.names, paths);
+	if (run.current && run.current->ops->describe) {
+		g_autoptr(GString) d = g_string_new(NULL);
+
+		run.current->ops->describe(run.current, d);
+		g_printerr("ncm-bench: %s: what the driver counted at the hang:\n%s", path, d->str);
+	}
 	if (run.current && run.current->ops->abort)
 		run.current->ops->abort(run.current);
 }
