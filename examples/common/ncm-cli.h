@@ -43,7 +43,8 @@ NcmFunctionInfo *cli_select_function(NcmContext *ctx, const NcmMatch *match, int
 
 /* NcmStats is all guint64 counters: @sum += @add, field by field. */
 void cli_stats_add(NcmStats *sum, const NcmStats *add);
-/* The "  usb rx: ..." and "  usb tx: ..." lines (ncm-bench reads their NTB counts),
+/* The "  usb rx: ..." and "  usb tx: ..." lines (ncm-bench reads their NTB counts, and
+ * prints them for its own devices when a test hangs),
  * with rejects by reason and tail nudges between them when there were any. */
 void cli_print_usb_stats(FILE *out, const NcmStats *st);
 

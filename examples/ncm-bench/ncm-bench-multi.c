@@ -75,7 +75,7 @@ group_abort(BenchTransport *t)
 }
 
 static void
-group_describe(BenchTransport *t, GString *out)
+group_describe(BenchTransport *t, FILE *out)
 {
 	for (guint i = 0; i < t->members->len; i++) {
 		BenchTransport *m = t->members->pdata[i];

@@ -27,6 +27,7 @@ bench_transport_lwip_new(const char *name, const char *spec, guint16 port, doubl
 #include <ncm.h>
 
 #include "ncm-bench-cpu.h"
+#include "ncm-cli.h"
 #include "ncm-bench-raw-link.h"
 #include "ncm-link-private.h"
 #include "ncm-lwip.h"
@@ -176,7 +177,7 @@ lwt_usb_count(BenchTransport *t, guint mark, guint64 *ret_rx_ntbs, guint64 *ret_
 }
 
 static void
-lwt_describe(BenchTransport *t, GString *out)
+lwt_describe(BenchTransport *t, FILE *out)
 {
 	LwtTransport *l = (LwtTransport *)t;
 	NcmStats st;
@@ -184,12 +185,8 @@ lwt_describe(BenchTransport *t, GString *out)
 	if (!l->dev)
 		return;
 	ncm_device_get_stats(l->dev, &st);
-	g_string_append_printf(out, "%s: rx_ntbs %" G_GUINT64_FORMAT " rx_datagrams %" G_GUINT64_FORMAT
-			       " rx_errors %" G_GUINT64_FORMAT " rx_nudges %" G_GUINT64_FORMAT
-			       " tx_ntbs %" G_GUINT64_FORMAT " tx_datagrams %" G_GUINT64_FORMAT
-			       " tx_would_block %" G_GUINT64_FORMAT " tx_errors %" G_GUINT64_FORMAT "\n",
-			       t->name, st.rx_ntbs, st.rx_datagrams, st.rx_errors, st.rx_nudges,
-			       st.tx_ntbs, st.tx_datagrams, st.tx_would_block, st.tx_errors);
+	fprintf(out, "%s:\n", t->name);
+	cli_print_usb_stats(out, &st);
 }
 
 static void

@@ -2,6 +2,8 @@
 /* ncm-bench-transport.h: how ncm-bench reaches its server over one network path (kernel sockets, ncm-tun or lwIP). */
 #pragma once
 
+#include <stdio.h>
+
 #include <gio/gio.h>
 
 G_BEGIN_DECLS
@@ -64,12 +66,12 @@ typedef struct {
 	 */
 	void (*abort)(BenchTransport *t);
 	/*
-	 * From the watchdog thread while the path hangs, before abort: one line
-	 * per device of what its driver counted (so a CI log tells which device
-	 * stopped and how), appended to @out. Counters only, read atomically.
-	 * Or NULL.
+	 * From the watchdog thread while the path hangs, before abort: what
+	 * each device's driver counted, as ncm-tun prints it
+	 * (cli_print_usb_stats()), so a CI log tells which device stopped and
+	 * how. Counters only, read atomically. Or NULL.
 	 */
-	void (*describe)(BenchTransport *t, GString *out);
+	void (*describe)(BenchTransport *t, FILE *out);
 	/* JSON members (each after a comma) the path adds to the env, or NULL. */
 	const char *(*env)(BenchTransport *t);
 	void (*free)(BenchTransport *t);

@@ -562,10 +562,8 @@ on_hung(const char *path, const char *what, double limit_s)
 		bench_env_path(paths, run.current);
 	write_outputs(&run.opt, done, run.names, paths);
 	if (run.current && run.current->ops->describe) {
-		g_autoptr(GString) d = g_string_new(NULL);
-
-		run.current->ops->describe(run.current, d);
-		g_printerr("ncm-bench: %s: what the driver counted at the hang:\n%s", path, d->str);
+		g_printerr("ncm-bench: %s: what the driver counted at the hang:\n", path);
+		run.current->ops->describe(run.current, stderr);
 	}
 	if (run.current && run.current->ops->abort)
 		run.current->ops->abort(run.current);

@@ -44,7 +44,7 @@ ncm-bench --multi --reps 1 --secs 2 --tests tcp_down --path "lwip=$spec" --json 
 	>"$VM_OUT/bench-multi.txt" 2>"$VM_OUT/bench-multi.log" || brc=$?
 log "ncm-bench --multi done"
 cat "$VM_OUT/bench-multi.txt"
-[ "$brc" = 0 ] || tail -n 20 "$VM_OUT/bench-multi.log"
+[ "$brc" = 0 ] || tail -n 60 "$VM_OUT/bench-multi.log"
 check "ncm-bench --multi over $n devices exited 0 (status $brc)" [ "$brc" = 0 ]
 bmin=$(sed -n "s/.*\"devices\":$n,\"per_device_mbit_s\":{\"median\":[^,]*,\"min\":\([^,]*\),.*/\1/p" "$VM_OUT/bench-multi.json")
 check "its tcp_down counted $n devices, the slowest above 0 Mbit/s (${bmin:-none})" \
