@@ -29,7 +29,9 @@ typedef struct {
 	guint8 packet_filter;        /* SET_ETHERNET_PACKET_FILTER bits; 0 = default */
 	/* RX quiet after a stream before the tail nudge, a workaround for
 	 * gadgets (Linux f_ncm) that hold a burst's last NTB: 32 ARP requests
-	 * to the device, once per stream end. 0 = 100 ms; NCM_NUDGE_OFF = never. */
+	 * to the device (IPv6 neighbour solicitations on a link where the host
+	 * speaks only IPv6), once per stream end. 0 = 100 ms; NCM_NUDGE_OFF =
+	 * never. */
 	guint nudge_ms;
 	/* Send and deliver every pure TCP ACK. By default a newer cumulative
 	 * ACK of a flow replaces an older one still in the open NTB, and a
@@ -123,7 +125,8 @@ typedef struct {
 	guint64 intr_malformed;
 	guint64 main_dispatches;       /* callbacks queued on the owner's main context */
 	guint64 rx_nudges;             /* tail nudges sent (NcmDeviceOptions.nudge_ms) */
-	guint64 rx_nudge_freed;        /* ... after which frames other than ARP came first:
+	guint64 rx_nudge_freed;        /* ... after which frames other than ARP or neighbour
+	                                * discovery came first:
 	                                * the device had probably held them */
 	guint64 tx_acks_merged;        /* pure TCP ACKs that replaced an older one of their
 	                                * flow in the open NTB (NcmDeviceOptions.no_ack_merge) */

@@ -93,6 +93,23 @@ ncm_eth_nd(const NcmEthView *eth, NcmNdView *ret)
 	return true;
 }
 
+uint16_t
+ncm_icmp6_checksum(const uint8_t ip6[NCM_IP6_HLEN], const uint8_t *msg, size_t len)
+{
+	uint32_t sum = (uint32_t)len + NCM_IP6_NEXT_ICMP6;
+
+	/* The pseudo-header's source and destination addresses. */
+	for (size_t i = 8; i < NCM_IP6_HLEN; i += 2)
+		sum += ncm_be16_at(ip6, NCM_IP6_HLEN, i);
+	for (size_t i = 0; i + 1 < len; i += 2)
+		sum += ncm_be16_at(msg, len, i);
+	if (len & 1)
+		sum += (uint32_t)msg[len - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
 bool
 ncm_ip6_is_unspecified(const uint8_t addr[16])
 {

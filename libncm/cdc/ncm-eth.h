@@ -87,5 +87,10 @@ typedef struct {
 /* False unless @eth carries IPv6 whose next header is ICMPv6 neighbour discovery. */
 bool ncm_eth_nd(const NcmEthView *eth, NcmNdView *ret);
 
+/* The ICMPv6 checksum of the @len-byte message @msg (its checksum field
+ * zero) sent in the IPv6 header @ip6, whose addresses the pseudo-header
+ * takes (RFC 8200 8.1): network order, ready to store. */
+uint16_t ncm_icmp6_checksum(const uint8_t ip6[NCM_IP6_HLEN], const uint8_t *msg, size_t len);
+
 /* True when the 16-byte address is :: (unspecified). */
 bool ncm_ip6_is_unspecified(const uint8_t addr[16]);

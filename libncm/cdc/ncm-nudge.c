@@ -23,20 +23,37 @@ ncm_nudge_init(NcmNudge *nudge)
  * LAN's neighbour caches with our MAC.
  */
 static void
-learn_peer_mac(NcmNudge *nudge, const NcmEthView *eth, const NcmArpView *arp)
+learn_peer_mac(NcmNudgeAddrs *v4, const NcmEthView *eth, const NcmArpView *arp)
 {
-	if (!nudge->have_peer_ip4 || memcmp(arp->spa, nudge->peer_ip4, NCM_IP4_ALEN) != 0)
+	if (!v4->have || memcmp(arp->spa, v4->peer_ip, NCM_IP4_ALEN) != 0)
 		return;
 	if (memcmp(eth->src, arp->sha, NCM_ETH_ALEN) != 0 || ncm_eth_is_multicast(arp->sha) ||
 	    memcmp(arp->sha, zero, NCM_ETH_ALEN) == 0)
 		return;
-	if (arp->op == NCM_ARP_REPLY &&
-	    (!nudge->have_host_mac || memcmp(arp->tha, nudge->host_mac, NCM_ETH_ALEN) != 0))
+	if (arp->op == NCM_ARP_REPLY && memcmp(arp->tha, v4->host_mac, NCM_ETH_ALEN) != 0)
 		return;
 	if (arp->op != NCM_ARP_REQUEST && arp->op != NCM_ARP_REPLY)
 		return;
-	memcpy(nudge->peer_mac, arp->sha, NCM_ETH_ALEN);
-	nudge->have_peer_mac = true;
+	memcpy(v4->peer_mac, arp->sha, NCM_ETH_ALEN);
+	v4->have_peer_mac = true;
+}
+
+/* The same for IPv6: the device's solicitation from the address, or its
+ * advertisement of it to the host's MAC. */
+static void
+learn_peer_mac6(NcmNudgeAddrs *v6, const NcmEthView *eth, const NcmNdView *nd)
+{
+	if (!v6->have || memcmp(nd->src, v6->peer_ip, 16) != 0 || nd->hop_limit != 255 ||
+	    ncm_eth_is_multicast(eth->src) || memcmp(eth->src, zero, NCM_ETH_ALEN) == 0)
+		return;
+	if (nd->type == NCM_ND_NA &&
+	    (memcmp(nd->target, v6->peer_ip, 16) != 0 ||
+	     memcmp(eth->dst, v6->host_mac, NCM_ETH_ALEN) != 0))
+		return;
+	if (nd->type != NCM_ND_NS && nd->type != NCM_ND_NA)
+		return;
+	memcpy(v6->peer_mac, eth->src, NCM_ETH_ALEN);
+	v6->have_peer_mac = true;
 }
 
 void
@@ -44,59 +61,129 @@ ncm_nudge_learn(NcmNudge *nudge, const uint8_t *frame, size_t len)
 {
 	NcmEthView eth;
 	NcmArpView arp;
-	bool is_arp;
+	NcmNdView nd;
 
 	if (!ncm_eth_view(&eth, frame, len))
 		return;
-	is_arp = ncm_eth_arp(&eth, &arp);
-	if (!is_arp) {
-		nudge->other = true;
-		nudge->other_datagrams++;
-		nudge->other_bytes += len;
+	if (ncm_eth_arp(&eth, &arp)) {
+		learn_peer_mac(&nudge->v4, &eth, &arp);
+		return;
 	}
-	if (is_arp)
-		learn_peer_mac(nudge, &eth, &arp);
+	/* Not data: 32 advertisements answering a nudge must not make a
+	 * stream that arms the next nudge. */
+	if (ncm_eth_nd(&eth, &nd)) {
+		learn_peer_mac6(&nudge->v6, &eth, &nd);
+		return;
+	}
+	nudge->other = true;
+	nudge->other_datagrams++;
+	nudge->other_bytes += len;
+}
+
+static bool
+ip6_is_multicast(const uint8_t addr[16])
+{
+	return addr[0] == 0xff;
+}
+
+/*
+ * An IPv6 solicitation or advertisement the host sent, in @said. Like an
+ * ARP packet, it must name both ends and come from a unicast MAC: a
+ * solicitation from a real address (not duplicate address detection's ::)
+ * for another one; an advertisement of the host's own address to the one
+ * that asked (an unsolicited one to all nodes names no peer).
+ */
+static bool
+said_nd(NcmNudgeSaid *said, const NcmEthView *eth, bool *answer)
+{
+	NcmNdView nd;
+	const uint8_t *peer;
+
+	if (!ncm_eth_nd(eth, &nd) || nd.hop_limit != 255 || nd.code != 0 ||
+	    ncm_ip6_is_unspecified(nd.src) || ip6_is_multicast(nd.src))
+		return false;
+	if (nd.type == NCM_ND_NS)
+		peer = nd.target;
+	else if (nd.type == NCM_ND_NA && memcmp(nd.target, nd.src, 16) == 0)
+		peer = nd.dst;
+	else
+		return false;
+	if (ncm_ip6_is_unspecified(peer) || ip6_is_multicast(peer) ||
+	    memcmp(peer, nd.src, 16) == 0)
+		return false;
+	*answer = nd.type == NCM_ND_NA;
+	memcpy(said->host_ip, nd.src, 16);
+	memcpy(said->peer_ip, peer, 16);
+	return true;
+}
+
+/* An ARP request or reply the host sent, in @said (see said_nd()). */
+static bool
+said_arp(NcmNudgeSaid *said, const NcmEthView *eth, bool *answer)
+{
+	NcmArpView arp;
+
+	if (!ncm_eth_arp(eth, &arp) || (arp.op != NCM_ARP_REQUEST && arp.op != NCM_ARP_REPLY) ||
+	    memcmp(arp.sha, eth->src, NCM_ETH_ALEN) != 0 ||
+	    memcmp(arp.spa, zero, NCM_IP4_ALEN) == 0 || memcmp(arp.tpa, zero, NCM_IP4_ALEN) == 0 ||
+	    memcmp(arp.spa, arp.tpa, NCM_IP4_ALEN) == 0)
+		return false;
+	*answer = arp.op == NCM_ARP_REPLY;
+	memcpy(said->host_ip, arp.spa, NCM_IP4_ALEN);
+	memcpy(said->peer_ip, arp.tpa, NCM_IP4_ALEN);
+	return true;
 }
 
 NcmNudgeTxKind
 ncm_nudge_learn_tx(NcmNudgeTx *tx, const uint8_t *frame, size_t len)
 {
 	NcmEthView eth;
-	NcmArpView arp;
+	NcmNudgeSaid got = { 0 }, *said;
+	bool answer = false, v6;
 
-	/* A request or a reply from a unicast address that names both ends. */
-	if (!ncm_eth_view(&eth, frame, len) || !ncm_eth_arp(&eth, &arp) ||
-	    (arp.op != NCM_ARP_REQUEST && arp.op != NCM_ARP_REPLY) ||
-	    ncm_eth_is_multicast(arp.sha) ||
-	    memcmp(arp.sha, zero, NCM_ETH_ALEN) == 0 || memcmp(arp.spa, zero, NCM_IP4_ALEN) == 0 ||
-	    memcmp(arp.tpa, zero, NCM_IP4_ALEN) == 0 ||
-	    memcmp(arp.spa, arp.tpa, NCM_IP4_ALEN) == 0)
+	/* Every frame the host sends comes here: data leaves at the type. */
+	if (!ncm_eth_view(&eth, frame, len) ||
+	    (eth.type != NCM_ETH_P_ARP && eth.type != NCM_ETH_P_IPV6) ||
+	    ncm_eth_is_multicast(eth.src) || memcmp(eth.src, zero, NCM_ETH_ALEN) == 0)
 		return NCM_NUDGE_TX_OTHER;
+	v6 = eth.type == NCM_ETH_P_IPV6;
+	if (!(v6 ? said_nd : said_arp)(&got, &eth, &answer))
+		return NCM_NUDGE_TX_OTHER;
+	said = v6 ? &tx->v6 : &tx->v4;
 	/* A request not yet merged says more than an answer after it. */
-	if (arp.op == NCM_ARP_REPLY && tx->fresh && !tx->answer)
+	if (answer && said->fresh && !said->answer)
 		return NCM_NUDGE_TX_ANSWER;
-	memcpy(tx->host_mac, arp.sha, NCM_ETH_ALEN);
-	memcpy(tx->host_ip4, arp.spa, NCM_IP4_ALEN);
-	memcpy(tx->peer_ip4, arp.tpa, NCM_IP4_ALEN);
-	tx->fresh = true;
-	tx->answer = arp.op == NCM_ARP_REPLY;
-	return tx->answer ? NCM_NUDGE_TX_ANSWER : NCM_NUDGE_TX_ASK;
+	memcpy(got.host_mac, eth.src, NCM_ETH_ALEN);
+	got.fresh = true;
+	got.answer = answer;
+	*said = got;
+	if (answer)
+		return NCM_NUDGE_TX_ANSWER;
+	tx->asked_v6 = v6;
+	return NCM_NUDGE_TX_ASK;
+}
+
+static void
+merge_said(NcmNudgeAddrs *addrs, NcmNudgeSaid *said)
+{
+	if (said->fresh && (!said->answer || !addrs->have || addrs->peer_from_answer)) {
+		/* A MAC learned for another address is not this one's. */
+		if (!addrs->have || memcmp(addrs->peer_ip, said->peer_ip, 16) != 0)
+			addrs->have_peer_mac = false;
+		memcpy(addrs->host_mac, said->host_mac, 6);
+		memcpy(addrs->host_ip, said->host_ip, 16);
+		memcpy(addrs->peer_ip, said->peer_ip, 16);
+		addrs->have = true;
+		addrs->peer_from_answer = said->answer;
+	}
+	said->fresh = false;
 }
 
 void
 ncm_nudge_merge_tx(NcmNudge *nudge, NcmNudgeTx *tx)
 {
-	if (tx->fresh && (!tx->answer || !nudge->have_peer_ip4 || nudge->peer_from_answer)) {
-		/* A MAC learned for another address is not this one's. */
-		if (!nudge->have_peer_ip4 || memcmp(nudge->peer_ip4, tx->peer_ip4, 4) != 0)
-			nudge->have_peer_mac = false;
-		memcpy(nudge->host_mac, tx->host_mac, 6);
-		memcpy(nudge->host_ip4, tx->host_ip4, 4);
-		memcpy(nudge->peer_ip4, tx->peer_ip4, 4);
-		nudge->have_host_mac = nudge->have_host_ip4 = nudge->have_peer_ip4 = true;
-		nudge->peer_from_answer = tx->answer;
-	}
-	tx->fresh = false;
+	merge_said(&nudge->v4, &tx->v4);
+	merge_said(&nudge->v6, &tx->v6);
 	/* Answered already if anything arrived since. */
 	if (tx->asked_at > nudge->last_rx)
 		nudge->asked_at = tx->asked_at;
@@ -106,15 +193,8 @@ ncm_nudge_merge_tx(NcmNudge *nudge, NcmNudgeTx *tx)
 void
 ncm_nudge_carry(NcmNudge *nudge, const NcmNudge *last)
 {
-	memcpy(nudge->host_mac, last->host_mac, 6);
-	memcpy(nudge->host_ip4, last->host_ip4, 4);
-	memcpy(nudge->peer_mac, last->peer_mac, 6);
-	memcpy(nudge->peer_ip4, last->peer_ip4, 4);
-	nudge->have_host_mac = last->have_host_mac;
-	nudge->have_host_ip4 = last->have_host_ip4;
-	nudge->have_peer_mac = last->have_peer_mac;
-	nudge->have_peer_ip4 = last->have_peer_ip4;
-	nudge->peer_from_answer = last->peer_from_answer;
+	nudge->v4 = last->v4;
+	nudge->v6 = last->v6;
 }
 
 void
@@ -175,7 +255,7 @@ ncm_nudge_armed(const NcmNudge *nudge)
 static bool
 can_nudge(const NcmNudge *nudge)
 {
-	return nudge->have_peer_ip4 && nudge->have_host_ip4 && nudge->have_host_mac;
+	return nudge->v4.have || nudge->v6.have;
 }
 
 int64_t
@@ -194,8 +274,8 @@ ncm_nudge_due(const NcmNudge *nudge, int64_t quiet_us)
 	return due;
 }
 
-bool
-ncm_nudge_frame(const NcmNudge *nudge, uint8_t out[NCM_NUDGE_FRAME_LEN])
+static size_t
+frame_arp(const NcmNudgeAddrs *v4, uint8_t *out)
 {
 	/* htype, ptype, hlen, plen, op: network order */
 	static const uint8_t arp_head[NCM_ARP_OFF_SHA] = {
@@ -206,20 +286,71 @@ ncm_nudge_frame(const NcmNudge *nudge, uint8_t out[NCM_NUDGE_FRAME_LEN])
 	};
 	uint8_t *arp = out + NCM_ETH_HLEN;
 
-	if (!can_nudge(nudge))
-		return false;
-	memset(out, 0, NCM_NUDGE_FRAME_LEN);
+	memset(out, 0, NCM_NUDGE_FRAME_ARP_LEN);
 	/* Unicast when the device's MAC is known, as Linux re-checks a neighbour. */
-	memcpy(out, nudge->have_peer_mac ? nudge->peer_mac : broadcast, NCM_ETH_ALEN);
-	memcpy(out + NCM_ETH_ALEN, nudge->host_mac, NCM_ETH_ALEN);
+	memcpy(out, v4->have_peer_mac ? v4->peer_mac : broadcast, NCM_ETH_ALEN);
+	memcpy(out + NCM_ETH_ALEN, v4->host_mac, NCM_ETH_ALEN);
 	out[2 * NCM_ETH_ALEN] = NCM_ETH_P_ARP >> 8; /* EtherType */
 	out[2 * NCM_ETH_ALEN + 1] = NCM_ETH_P_ARP & 0xff;
 	memcpy(arp, arp_head, sizeof(arp_head));
 	/* the target MAC stays zero: it is what the request asks for */
-	memcpy(arp + NCM_ARP_OFF_SHA, nudge->host_mac, NCM_ETH_ALEN);
-	memcpy(arp + NCM_ARP_OFF_SPA, nudge->host_ip4, NCM_IP4_ALEN);
-	memcpy(arp + NCM_ARP_OFF_TPA, nudge->peer_ip4, NCM_IP4_ALEN);
-	return true;
+	memcpy(arp + NCM_ARP_OFF_SHA, v4->host_mac, NCM_ETH_ALEN);
+	memcpy(arp + NCM_ARP_OFF_SPA, v4->host_ip, NCM_IP4_ALEN);
+	memcpy(arp + NCM_ARP_OFF_TPA, v4->peer_ip, NCM_IP4_ALEN);
+	return NCM_NUDGE_FRAME_ARP_LEN;
+}
+
+/*
+ * A neighbour solicitation for the device's address (RFC 4861 7.2.2):
+ * unicast when its MAC is known, else to its solicited-node group; hop
+ * limit 255, or the device drops it; the host's MAC as the source
+ * link-layer option, so the device answers without asking back.
+ */
+static size_t
+frame_ns(const NcmNudgeAddrs *v6, uint8_t *out)
+{
+	enum { IP = NCM_ETH_HLEN, MSG = IP + NCM_IP6_HLEN, MSG_LEN = 32 };
+	uint8_t *ip = out + IP, *msg = out + MSG;
+	uint16_t sum;
+
+	memset(out, 0, NCM_NUDGE_FRAME_NS_LEN);
+	memcpy(ip + 24, v6->peer_ip, 16);
+	if (v6->have_peer_mac) {
+		memcpy(out, v6->peer_mac, NCM_ETH_ALEN);
+	} else {
+		static const uint8_t solicited[13] = { 0xff, 0x02, [11] = 0x01, [12] = 0xff };
+
+		memcpy(ip + 24, solicited, sizeof(solicited));
+		out[0] = out[1] = 0x33;
+		memcpy(out + 2, ip + 24 + 12, 4);
+	}
+	memcpy(out + NCM_ETH_ALEN, v6->host_mac, NCM_ETH_ALEN);
+	out[2 * NCM_ETH_ALEN] = NCM_ETH_P_IPV6 >> 8;
+	out[2 * NCM_ETH_ALEN + 1] = NCM_ETH_P_IPV6 & 0xff;
+	ip[0] = 0x60;
+	ip[5] = MSG_LEN;
+	ip[6] = NCM_IP6_NEXT_ICMP6;
+	ip[7] = 255;
+	memcpy(ip + 8, v6->host_ip, 16);
+	msg[0] = NCM_ND_NS;
+	memcpy(msg + 8, v6->peer_ip, 16);
+	msg[24] = 1; /* source link-layer address, 8 bytes */
+	msg[25] = 1;
+	memcpy(msg + 26, v6->host_mac, NCM_ETH_ALEN);
+	sum = ncm_icmp6_checksum(ip, msg, MSG_LEN);
+	msg[2] = sum >> 8;
+	msg[3] = sum & 0xff;
+	return NCM_NUDGE_FRAME_NS_LEN;
+}
+
+size_t
+ncm_nudge_frame(const NcmNudge *nudge, uint8_t out[NCM_NUDGE_FRAME_MAX])
+{
+	if (nudge->v4.have)
+		return frame_arp(&nudge->v4, out);
+	if (nudge->v6.have)
+		return frame_ns(&nudge->v6, out);
+	return 0;
 }
 
 void

@@ -93,11 +93,13 @@ struct _NcmDevice {
 	guint fault_resubmit;     /* under flight_lock: NCM_TEST_FAIL_RESUBMIT's pipe, until used */
 #endif
 	NcmNudge nudge;           /* event thread only (RX reports, ncm-usb-timers.c sends) */
-	/* ncm-usb-timers.c, event thread only: the host's unanswered ARP requests. */
+	/* ncm-usb-timers.c, event thread only: the host's unanswered requests
+	 * (ARP, or neighbour solicitations). */
 	gint64 rx_quiet_since;    /* the first one no NTB followed, or 0 */
 	guint rx_quiet_asks;      /* ... and how many since */
 	guint64 rx_quiet_tx_ntbs; /* stats.tx_ntbs when that spell began */
 	gboolean rx_quiet_told;   /* "receiving stopped" went out for this spell */
+	gboolean rx_quiet_v6;     /* ... whose asks were neighbour solicitations */
 
 	/*
 	 * Guards state, in_flight and the stalled list. Taken around every
@@ -160,7 +162,7 @@ struct _NcmDevice {
 	gsize rx_lens[NCM_RX_COLLECT];
 	bool rx_skip[NCM_RX_COLLECT];
 	guint rx_n;
-	NcmNudgeTx nudge_tx;      /* the host's ARP requests, for the tail nudge */
+	NcmNudgeTx nudge_tx;      /* the host's ARP and ND packets, for the tail nudge */
 
 	NcmStats stats;           /* every field updated with relaxed atomics */
 };
@@ -254,7 +256,7 @@ gint64 ncm_device_retry_tick(NcmDevice *self, gint64 now);
 gboolean ncm_device_tx_setup(NcmDevice *self, GError **error);
 /* Event thread: the last-resort flush and paced NTBs due; returns the next deadline. */
 gint64 ncm_device_tx_tick(NcmDevice *self, gint64 now);
-/* Event thread: what the host's ARP requests taught TX since the last call. */
+/* Event thread: what the host's ARP and ND packets taught TX since the last call. */
 void ncm_device_tx_take_nudge(NcmDevice *self, NcmNudgeTx *ret_tx);
 /* Event thread, between event batches: a batched sink hears writable if
  * the batch's OUT completions freed room a producer was refused. */

@@ -5,8 +5,8 @@
 #include "ncm-usb-device.h"
 
 /*
- * RX reports what it sees here (NTBs, the addresses in ARP packets), TX
- * leaves what the host's own ARP requests and replies say in its nudge_tx
+ * RX reports what it sees here (NTBs, the addresses in ARP and neighbour
+ * discovery packets), TX leaves what the host's own ones say in its nudge_tx
  * mailbox, and this file decides when the tail nudge (ncm-nudge.h) goes out,
  * through TX like any frame. So RX and TX never call each other.
  */
@@ -26,8 +26,9 @@ nudge_key(NcmDevice *self)
 static gint64
 nudge_tick(NcmDevice *self, gint64 now)
 {
-	guint8 frame[NCM_NUDGE_FRAME_LEN];
+	guint8 frame[NCM_NUDGE_FRAME_MAX];
 	NcmNudgeTx own;
+	gsize len;
 	gint64 due;
 
 	if (self->options.nudge_ms == NCM_NUDGE_OFF)
@@ -39,10 +40,11 @@ nudge_tick(NcmDevice *self, gint64 now)
 		" ms, stream %" G_GINT64_FORMAT " ms, ask %" G_GINT64_FORMAT " ms", now / 1000,
 		self->nudge.last_data / 1000, self->nudge.stream_at / 1000,
 		self->nudge.asked_at / 1000);
-	if (ncm_nudge_frame(&self->nudge, frame)) {
+	len = ncm_nudge_frame(&self->nudge, frame);
+	if (len) {
 		/* One NTB, which the device answers with as many replies. */
 		for (guint i = 0; i < NCM_NUDGE_FRAMES; i++)
-			if (ncm_device_send(self, frame, sizeof(frame)) != NCM_SEND_OK)
+			if (ncm_device_send(self, frame, len) != NCM_SEND_OK)
 				break;
 		ncm_device_flush(self);
 		NCM_STAT_ADD(self, rx_nudges, 1);
@@ -73,7 +75,8 @@ rx_batch_end(NcmDevice *self)
 /*
  * A device that stops completing bulk-IN transfers looks like a quiet
  * peer: the host's IN transfers are always pending. What tells the two
- * apart is the host's own ARP requests for the address the device has
+ * apart is the host's own requests (ARP, or IPv6 neighbour solicitations)
+ * for the address the device has
  * answered before (the nudge learned its MAC from that answer): when
  * NCM_RX_QUIET_ASKS of them, over NCM_RX_QUIET_US, bring no NTB at all
  * while the device took as many OUT NTBs (else the requests never reached
@@ -83,10 +86,24 @@ rx_batch_end(NcmDevice *self)
 #define NCM_RX_QUIET_US (10 * G_USEC_PER_SEC)
 #define NCM_RX_QUIET_ASKS 3
 
+/* The address the quiet spell's requests asked for, for the message. */
+static gchar *
+rx_quiet_address(NcmDevice *self)
+{
+	const NcmNudgeAddrs *a = self->rx_quiet_v6 ? &self->nudge.v6 : &self->nudge.v4;
+	g_autoptr(GInetAddress) inet = g_inet_address_new_from_bytes(
+		a->peer_ip, self->rx_quiet_v6 ? G_SOCKET_FAMILY_IPV6 : G_SOCKET_FAMILY_IPV4);
+
+	return g_inet_address_to_string(inet);
+}
+
 static gint64
 rx_quiet_tick(NcmDevice *self, const NcmNudgeTx *tx, gint64 now)
 {
 	const NcmNudge *n = &self->nudge;
+	const NcmNudgeAddrs *asked = tx->asked_v6 ? &n->v6 : &n->v4;
+	const NcmNudgeSaid *said = tx->asked_v6 ? &tx->v6 : &tx->v4;
+	g_autofree gchar *address = NULL;
 	gint64 due;
 
 	if (self->rx_quiet_since && n->last_rx >= self->rx_quiet_since) {
@@ -96,11 +113,12 @@ rx_quiet_tick(NcmDevice *self, const NcmNudgeTx *tx, gint64 now)
 		self->rx_quiet_asks = 0;
 		self->rx_quiet_told = FALSE;
 	}
-	if (tx->asked_at > n->last_rx && n->have_peer_mac && n->have_peer_ip4 &&
-	    memcmp(tx->peer_ip4, n->peer_ip4, 4) == 0) {
+	if (tx->asked_at > n->last_rx && asked->have_peer_mac && asked->have &&
+	    memcmp(said->peer_ip, asked->peer_ip, sizeof(said->peer_ip)) == 0) {
 		if (!self->rx_quiet_since) {
 			self->rx_quiet_since = tx->asked_at;
 			self->rx_quiet_tx_ntbs = __atomic_load_n(&self->stats.tx_ntbs, __ATOMIC_RELAXED);
+			self->rx_quiet_v6 = tx->asked_v6;
 		}
 		self->rx_quiet_asks++;
 	}
@@ -112,13 +130,14 @@ rx_quiet_tick(NcmDevice *self, const NcmNudgeTx *tx, gint64 now)
 	if (now < due)
 		return due;
 	self->rx_quiet_told = TRUE;
+	address = rx_quiet_address(self);
 	ncm_device_post_error(self, g_error_new(NCM_ERROR, NCM_ERROR_PROTOCOL,
 				"receiving stopped: %04x:%04x has sent nothing for %d s while the "
-				"host asked for %u.%u.%u.%u %u times (ARP), an address it answered "
+				"host asked for %s %u times (%s), an address it answered "
 				"before; it no longer completes bulk-IN transfers: replug or reopen it",
 				self->info->vid, self->info->pid, (int)(NCM_RX_QUIET_US / G_USEC_PER_SEC),
-				n->peer_ip4[0], n->peer_ip4[1], n->peer_ip4[2], n->peer_ip4[3],
-				self->rx_quiet_asks));
+				address, self->rx_quiet_asks,
+				self->rx_quiet_v6 ? "neighbour solicitation" : "ARP"));
 	return G_MAXINT64;
 }
 

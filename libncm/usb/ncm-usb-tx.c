@@ -261,7 +261,7 @@ ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors, guint n_vectors)
 			p += vectors[i].size;
 		}
 		/* The tail nudge learns the host's addresses from its own ARP
-		 * packets; ncm-usb-timers.c takes them on the event thread. */
+		 * and neighbour discovery packets; ncm-usb-timers.c takes them on the event thread. */
 		if (ncm_nudge_learn_tx(&self->nudge_tx, frame, len) == NCM_NUDGE_TX_ASK)
 			self->nudge_tx.asked_at = g_get_monotonic_time();
 		self->tx[ncm_ntb_sched_open_slot(&self->sched)].bytes += (guint32)len;
@@ -347,13 +347,13 @@ ncm_device_tx_tick(NcmDevice *self, gint64 now)
 	return next;
 }
 
-/* Event thread: what the host's ARP requests taught TX since the last call. */
+/* Event thread: what the host's ARP and ND packets taught TX since the last call. */
 void
 ncm_device_tx_take_nudge(NcmDevice *self, NcmNudgeTx *ret_tx)
 {
 	ncm_mutex_lock(&self->tx_lock);
 	*ret_tx = self->nudge_tx;
-	self->nudge_tx.fresh = FALSE;
+	self->nudge_tx.v4.fresh = self->nudge_tx.v6.fresh = FALSE;
 	self->nudge_tx.asked_at = 0;
 	ncm_mutex_unlock(&self->tx_lock);
 }

@@ -109,23 +109,6 @@ answer_arp(TapL3 *l3, NcmLink *link, const NcmEthView *eth)
 	send_answer(l3, link, out, sizeof(out));
 }
 
-static guint16
-icmp6_checksum(const guint8 *ip6, const guint8 *icmp, gsize len)
-{
-	guint32 sum = (guint32)len + NCM_IP6_NEXT_ICMP6;
-
-	/* The pseudo-header's source and destination addresses. */
-	for (guint i = 8; i < NCM_IP6_HLEN; i += 2)
-		sum += ncm_be16_at(ip6, NCM_IP6_HLEN, i);
-	for (gsize i = 0; i + 1 < len; i += 2)
-		sum += ncm_be16_at(icmp, len, i);
-	if (len & 1)
-		sum += (guint32)icmp[len - 1] << 8;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (guint16)~sum;
-}
-
 static gboolean
 is_solicitation(const NcmNdView *nd)
 {
@@ -155,7 +138,7 @@ answer_ns(TapL3 *l3, NcmLink *link, const NcmEthView *eth, const NcmNdView *ns)
 	na[24] = 2;  /* target link-layer address */
 	na[25] = 1;
 	memcpy(na + 26, link->mac, NCM_ETH_ALEN);
-	put_be16(na + 2, icmp6_checksum(ip, na, 32));
+	put_be16(na + 2, ncm_icmp6_checksum(ip, na, 32));
 	send_answer(l3, link, out, sizeof(out));
 }
 

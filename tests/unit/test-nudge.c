@@ -47,7 +47,7 @@ ipv4_frame(guint8 *f, const guint8 *eth_dst)
 static gint64
 stream(NcmNudge *n, gint64 t, guint count, gint64 gap_us)
 {
-	guint8 f[60];
+	guint8 f[NCM_NUDGE_FRAME_MAX];
 
 	for (guint i = 0; i < count; i++, t += gap_us) {
 		ncm_nudge_ntb_begin(n, t);
@@ -62,7 +62,7 @@ static void
 asked(NcmNudge *n)
 {
 	NcmNudgeTx tx = { 0 };
-	guint8 f[60];
+	guint8 f[NCM_NUDGE_FRAME_MAX];
 
 	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)), ==,
 			NCM_NUDGE_TX_ASK);
@@ -73,7 +73,7 @@ asked(NcmNudge *n)
 static void
 learned(NcmNudge *n)
 {
-	guint8 f[60];
+	guint8 f[NCM_NUDGE_FRAME_MAX];
 
 	asked(n);
 	ncm_nudge_learn(n, f, arp(f, host_mac, 2, peer_mac, peer_ip, host_mac, host_ip));
@@ -86,11 +86,11 @@ test_learn_reply(void)
 
 	ncm_nudge_init(&n);
 	learned(&n);
-	g_assert_true(n.have_peer_mac && n.have_peer_ip4 && n.have_host_ip4 && n.have_host_mac);
-	g_assert_cmpmem(n.peer_mac, 6, peer_mac, 6);
-	g_assert_cmpmem(n.peer_ip4, 4, peer_ip, 4);
-	g_assert_cmpmem(n.host_mac, 6, host_mac, 6);
-	g_assert_cmpmem(n.host_ip4, 4, host_ip, 4);
+	g_assert_true(n.v4.have_peer_mac && n.v4.have);
+	g_assert_cmpmem(n.v4.peer_mac, 6, peer_mac, 6);
+	g_assert_cmpmem(n.v4.peer_ip, 4, peer_ip, 4);
+	g_assert_cmpmem(n.v4.host_mac, 6, host_mac, 6);
+	g_assert_cmpmem(n.v4.host_ip, 4, host_ip, 4);
 }
 
 /* What the device sends alone teaches nothing: the host's addresses and the
@@ -100,19 +100,19 @@ static void
 test_learn_rx_alone(void)
 {
 	NcmNudge n;
-	guint8 f[60];
+	guint8 f[NCM_NUDGE_FRAME_MAX];
 
 	ncm_nudge_init(&n);
 	ncm_nudge_learn(&n, f, arp(f, bcast, 1, peer_mac, peer_ip, none, host_ip));
 	ncm_nudge_learn(&n, f, arp(f, host_mac, 2, peer_mac, peer_ip, host_mac, host_ip));
 	ncm_nudge_learn(&n, f, ipv4_frame(f, host_mac));
-	g_assert_false(n.have_peer_mac || n.have_peer_ip4 || n.have_host_ip4 || n.have_host_mac);
-	g_assert_false(ncm_nudge_frame(&n, f));
+	g_assert_false(n.v4.have_peer_mac || n.v4.have || n.v4.have || n.v4.have);
+	g_assert_cmpuint(ncm_nudge_frame(&n, f), ==, 0);
 	asked(&n);
-	g_assert_false(n.have_peer_mac);
+	g_assert_false(n.v4.have_peer_mac);
 	ncm_nudge_learn(&n, f, arp(f, bcast, 1, peer_mac, peer_ip, none, host_ip));
-	g_assert_true(n.have_peer_mac);
-	g_assert_cmpmem(n.peer_mac, 6, peer_mac, 6);
+	g_assert_true(n.v4.have_peer_mac);
+	g_assert_cmpmem(n.v4.peer_mac, 6, peer_mac, 6);
 }
 
 /*
@@ -129,14 +129,14 @@ test_learn_bridged_lan(void)
 	static const guint8 lan_ip[4] = { 192, 168, 1, 50 };
 	static const guint8 router_ip[4] = { 192, 168, 1, 1 };
 	NcmNudge n;
-	guint8 f[60];
+	guint8 f[NCM_NUDGE_FRAME_MAX];
 
 	ncm_nudge_init(&n);
 	learned(&n);
 	ncm_nudge_learn(&n, f, arp(f, bcast, 1, lan_mac, lan_ip, none, router_ip));
 	ncm_nudge_learn(&n, f, arp(f, lan_mac, 2, router_mac, router_ip, lan_mac, lan_ip));
 	ncm_nudge_learn(&n, f, arp(f, host_mac, 2, router_mac, router_ip, host_mac, host_ip));
-	g_assert_true(ncm_nudge_frame(&n, f));
+	g_assert_cmpuint(ncm_nudge_frame(&n, f), ==, NCM_NUDGE_FRAME_ARP_LEN);
 	g_assert_cmpmem(f + 6, 6, host_mac, 6);     /* Ethernet source */
 	g_assert_cmpmem(f + 22, 6, host_mac, 6);    /* ARP sender MAC */
 	g_assert_cmpmem(f + 28, 4, host_ip, 4);     /* ARP sender IP */
@@ -152,7 +152,7 @@ test_learn_ignores(void)
 	static const guint8 other_mac[6] = { 0x02, 0x4e, 0x43, 0x4d, 0x00, 0x09 };
 	static const guint8 mcast_mac[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
 	NcmNudge n;
-	guint8 f[60];
+	guint8 f[NCM_NUDGE_FRAME_MAX];
 
 	ncm_nudge_init(&n);
 	asked(&n);
@@ -168,9 +168,9 @@ test_learn_ignores(void)
 	arp(f, host_mac, 2, peer_mac, peer_ip, host_mac, host_ip);
 	memcpy(f + 6, other_mac, 6);
 	ncm_nudge_learn(&n, f, 60);
-	g_assert_false(n.have_peer_mac);
-	g_assert_cmpmem(n.peer_ip4, 4, peer_ip, 4);
-	g_assert_cmpmem(n.host_ip4, 4, host_ip, 4);
+	g_assert_false(n.v4.have_peer_mac);
+	g_assert_cmpmem(n.v4.peer_ip, 4, peer_ip, 4);
+	g_assert_cmpmem(n.v4.host_ip, 4, host_ip, 4);
 	/* Not Ethernet/IPv4 ARP: each header field in turn. */
 	for (guint field = 14; field < 20; field++) {
 		NcmNudge m;
@@ -180,7 +180,7 @@ test_learn_ignores(void)
 		arp(f, host_mac, 2, peer_mac, peer_ip, host_mac, host_ip);
 		f[field] ^= 0x40;
 		ncm_nudge_learn(&m, f, 60);
-		g_assert_false(m.have_peer_mac);
+		g_assert_false(m.v4.have_peer_mac);
 	}
 }
 
@@ -198,8 +198,8 @@ test_learn_truncated(void)
 		ncm_nudge_init(&n);
 		asked(&n);
 		ncm_nudge_learn(&n, f, len);
-		g_assert_true(n.have_peer_mac == (len >= 42));
-		g_assert_true(n.have_host_mac && n.have_host_ip4 && n.have_peer_ip4);
+		g_assert_true(n.v4.have_peer_mac == (len >= 42));
+		g_assert_true(n.v4.have && n.v4.have && n.v4.have);
 	}
 }
 
@@ -243,7 +243,7 @@ learn_ipv4(NcmNudge *n, guint count, gsize len)
 static void
 learn_replies(NcmNudge *n, guint count)
 {
-	guint8 f[60];
+	guint8 f[NCM_NUDGE_FRAME_MAX];
 
 	for (guint i = 0; i < count; i++) {
 		arp(f, host_mac, 2, peer_mac, peer_ip, host_mac, host_ip);
@@ -309,13 +309,13 @@ test_not_due_unlearned(void)
 static void
 test_frame(void)
 {
-	guint8 want[60], got[60];
+	guint8 want[60], got[NCM_NUDGE_FRAME_MAX];
 	NcmNudge n;
 
 	ncm_nudge_init(&n);
 	learned(&n);
 	memset(got, 0xAA, sizeof(got));
-	g_assert_true(ncm_nudge_frame(&n, got));
+	g_assert_cmpuint(ncm_nudge_frame(&n, got), ==, NCM_NUDGE_FRAME_ARP_LEN);
 	arp(want, peer_mac, 1, host_mac, host_ip, none, peer_ip);
 	memcpy(want + 6, host_mac, 6);
 	g_assert_cmpmem(got, 60, want, 60);
@@ -335,7 +335,7 @@ replies(NcmNudge *n, gint64 t, guint count)
 static void
 test_after_nudge(void)
 {
-	guint8 f[60];
+	guint8 f[NCM_NUDGE_FRAME_MAX];
 	NcmNudge n;
 	gint64 t;
 
@@ -376,7 +376,7 @@ test_after_nudge(void)
 static void
 test_learn_tx(void)
 {
-	guint8 f[60], got[60], want[60];
+	guint8 f[NCM_NUDGE_FRAME_MAX], got[NCM_NUDGE_FRAME_MAX], want[60];
 	NcmNudgeTx tx = { 0 };
 	NcmNudge n;
 
@@ -392,19 +392,19 @@ test_learn_tx(void)
 			==, NCM_NUDGE_TX_OTHER);
 	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, peer_mac, 3, host_mac, host_ip, peer_mac, peer_ip)), ==,
 			NCM_NUDGE_TX_OTHER);
-	g_assert_false(tx.fresh);
+	g_assert_false(tx.v4.fresh);
 	for (gsize len = 0; len < 42; len++)
 		g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, len), ==, NCM_NUDGE_TX_OTHER);
 	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)), ==,
 			NCM_NUDGE_TX_ASK);
 	tx.asked_at = 5000;
 	ncm_nudge_merge_tx(&n, &tx);
-	g_assert_false(tx.fresh);
-	g_assert_true(n.have_host_mac && n.have_host_ip4 && n.have_peer_ip4);
-	g_assert_false(n.have_peer_mac);
+	g_assert_false(tx.v4.fresh);
+	g_assert_true(n.v4.have && n.v4.have && n.v4.have);
+	g_assert_false(n.v4.have_peer_mac);
 	/* Unanswered: due a quiet time after the request, to the broadcast address. */
 	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, 105000);
-	g_assert_true(ncm_nudge_frame(&n, got));
+	g_assert_cmpuint(ncm_nudge_frame(&n, got), ==, NCM_NUDGE_FRAME_ARP_LEN);
 	arp(want, bcast, 1, host_mac, host_ip, none, peer_ip);
 	memcpy(want + 6, host_mac, 6);
 	g_assert_cmpmem(got, 60, want, 60);
@@ -432,7 +432,7 @@ static void
 test_learn_tx_answer(void)
 {
 	static const guint8 lan_ip[4] = { 192, 168, 77, 9 };
-	guint8 f[60], got[60], want[60];
+	guint8 f[NCM_NUDGE_FRAME_MAX], got[NCM_NUDGE_FRAME_MAX], want[60];
 	NcmNudgeTx tx = { 0 };
 	NcmNudge n;
 	gint64 t;
@@ -440,44 +440,44 @@ test_learn_tx_answer(void)
 	ncm_nudge_init(&n);
 	/* The device asks first (the host cannot learn from that), the host answers. */
 	ncm_nudge_learn(&n, f, arp(f, bcast, 1, peer_mac, peer_ip, none, host_ip));
-	g_assert_false(n.have_host_mac || n.have_peer_ip4);
+	g_assert_false(n.v4.have || n.v4.have);
 	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, peer_mac, 2, host_mac, host_ip, peer_mac, peer_ip)), ==,
 			NCM_NUDGE_TX_ANSWER);
 	ncm_nudge_merge_tx(&n, &tx);
-	g_assert_true(n.have_host_mac && n.have_host_ip4 && n.have_peer_ip4);
+	g_assert_true(n.v4.have && n.v4.have && n.v4.have);
 	/* An answer is no ask: nothing is due until a stream ends. */
 	g_assert_cmpint(n.asked_at, ==, 0);
 	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, G_MAXINT64);
 	t = stream(&n, 1000000, NCM_NUDGE_STREAM_NTBS, 1000);
 	g_assert_true(ncm_nudge_armed(&n));
 	g_assert_cmpint(ncm_nudge_due(&n, 100000), ==, t + 100000);
-	g_assert_true(ncm_nudge_frame(&n, got));
+	g_assert_cmpuint(ncm_nudge_frame(&n, got), ==, NCM_NUDGE_FRAME_ARP_LEN);
 	arp(want, bcast, 1, host_mac, host_ip, none, peer_ip);
 	g_assert_cmpmem(got, 60, want, 60);
 	/* The host's own request wins over its answers, and stays. */
 	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, lan_ip)), ==,
 			NCM_NUDGE_TX_ASK);
 	ncm_nudge_merge_tx(&n, &tx);
-	g_assert_cmpmem(n.peer_ip4, 4, lan_ip, 4);
+	g_assert_cmpmem(n.v4.peer_ip, 4, lan_ip, 4);
 	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, peer_mac, 2, host_mac, host_ip, peer_mac, peer_ip)), ==,
 			NCM_NUDGE_TX_ANSWER);
 	ncm_nudge_merge_tx(&n, &tx);
-	g_assert_cmpmem(n.peer_ip4, 4, lan_ip, 4);
-	g_assert_false(tx.fresh);
+	g_assert_cmpmem(n.v4.peer_ip, 4, lan_ip, 4);
+	g_assert_false(tx.v4.fresh);
 	/* Between two merges, an answer does not overwrite a request. */
 	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, bcast, 1, host_mac, host_ip, none, peer_ip)), ==,
 			NCM_NUDGE_TX_ASK);
 	g_assert_cmpint(ncm_nudge_learn_tx(&tx, f, arp(f, peer_mac, 2, host_mac, host_ip, peer_mac, lan_ip)), ==,
 			NCM_NUDGE_TX_ANSWER);
 	ncm_nudge_merge_tx(&n, &tx);
-	g_assert_cmpmem(n.peer_ip4, 4, peer_ip, 4);
+	g_assert_cmpmem(n.v4.peer_ip, 4, peer_ip, 4);
 }
 
 /* A device that never answers: nudges back off, doubling to a minute; any RX resets that. */
 static void
 test_backoff(void)
 {
-	guint8 f[60];
+	guint8 f[NCM_NUDGE_FRAME_MAX];
 	NcmNudgeTx tx = { 0 };
 	NcmNudge n;
 	gint64 now = 1000000, due;
@@ -507,7 +507,7 @@ test_backoff(void)
 static void
 test_carry_and_start(void)
 {
-	guint8 a[60], b[60];
+	guint8 a[NCM_NUDGE_FRAME_MAX], b[NCM_NUDGE_FRAME_MAX];
 	NcmNudgeTx tx = { 0 };
 	NcmNudge last, next;
 

@@ -48,6 +48,7 @@ static gint opt_rx_transfers;
 static gint opt_tx_transfers;
 static gboolean opt_max_size;
 static gboolean opt_answer_arp;
+static gboolean opt_ipv6;
 
 static const GOptionEntry entries[] = {
 	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32, "Ask for NTB32", NULL },
@@ -93,6 +94,9 @@ static const GOptionEntry entries[] = {
 	{ "answer-arp", 0, 0, G_OPTION_ARG_NONE, &opt_answer_arp,
 	  "tail: never ask the peer's address; wait for its ARP request and answer it, as a host "
 	  "stack does that learnt the device's MAC from the device", NULL },
+	{ "ipv6", 0, 0, G_OPTION_ARG_NONE, &opt_ipv6,
+	  "tail: the host speaks only IPv6 (resolves the peer with a neighbour solicitation, never "
+	  "ARP); peer-send: sends to " HOST_IP6, NULL },
 	G_OPTION_ENTRY_NULL
 };
 
@@ -276,11 +280,14 @@ on_receive(gpointer data, const guint8 *f, gsize len)
 	} else if (f[12] == 0x86 && f[13] == 0xdd && len >= 14 + 40 + 24 && f[20] == 58 &&
 		   f[54] == 136 && memcmp(f + 62, peer6, 16) == 0) {
 		g_atomic_int_set(&t->got_na, 1);
-	} else if (f[12] == 0x08 && f[13] == 0x00 && len >= 14 + 28 + 4 && f[23] == 17 &&
-		   (f[36] << 8 | f[37]) == RX_PORT) {
+	} else if ((f[12] == 0x08 && f[13] == 0x00 && len >= 14 + 28 + 4 && f[23] == 17 &&
+		    (f[36] << 8 | f[37]) == RX_PORT) ||
+		   (f[12] == 0x86 && f[13] == 0xdd && len >= 14 + 48 + 4 && f[20] == 17 &&
+		    (f[56] << 8 | f[57]) == RX_PORT)) {
 		guint32 seq;
 
-		memcpy(&seq, f + 42, 4);
+		/* After the UDP header: IPv4's 20 bytes or IPv6's 40 in. */
+		memcpy(&seq, f + (f[12] == 0x08 ? 42 : 62), 4);
 		seq = ntohl(seq);
 		if (seq >= MAX_COUNT)
 			return;
@@ -614,6 +621,20 @@ resolve_peer(Test *t)
 	return g_atomic_int_get(&t->got_arp);
 }
 
+/* --ipv6: the host asks for the peer's IPv6 address, never its IPv4 one. */
+static gboolean
+solicit_peer(Test *t)
+{
+	guint8 f[128];
+
+	for (int i = 0; i < 20 && !g_atomic_int_get(&t->got_na); i++) {
+		send_frame(t, f, build_ns(t, f));
+		ncm_device_flush(t->dev);
+		wait_flag(&t->got_na, 1);
+	}
+	return g_atomic_int_get(&t->got_na);
+}
+
 /*
  * --answer-arp: the host only answers. The peer's ARP request for the host
  * (the script sends it with arping) gets the host's reply, and the host
@@ -663,7 +684,6 @@ print_stats(Test *t)
 static int
 cmd_frames(Test *t)
 {
-	guint8 f[128];
 	NcmNtbInfo ntb;
 
 	ncm_device_get_ntb_info(t->dev, &ntb);
@@ -680,12 +700,7 @@ cmd_frames(Test *t)
 	}
 	printf("arp: " PEER_IP4 " is at %02x:%02x:%02x:%02x:%02x:%02x\n", t->peer_mac[0],
 	       t->peer_mac[1], t->peer_mac[2], t->peer_mac[3], t->peer_mac[4], t->peer_mac[5]);
-	for (int i = 0; i < 20 && !g_atomic_int_get(&t->got_na); i++) {
-		send_frame(t, f, build_ns(t, f));
-		ncm_device_flush(t->dev);
-		wait_flag(&t->got_na, 1);
-	}
-	if (!g_atomic_int_get(&t->got_na)) {
+	if (!solicit_peer(t)) {
 		printf("FAIL: no neighbour advertisement from " PEER_IP6 "\n");
 		return 1;
 	}
@@ -1312,8 +1327,8 @@ cmd_tail(Test *t)
 			printf("FAIL: no ARP request from the peer\n");
 			return 1;
 		}
-	} else if (!resolve_peer(t)) {
-		printf("FAIL: no ARP reply from the peer\n");
+	} else if (opt_ipv6 ? !solicit_peer(t) : !resolve_peer(t)) {
+		printf("FAIL: no %s from the peer\n", opt_ipv6 ? "neighbour advertisement" : "ARP reply");
 		return 1;
 	}
 	printf("ready\n");
@@ -1348,17 +1363,21 @@ cmd_tail(Test *t)
 static int
 cmd_peer_send(void)
 {
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(RX_PORT) };
+	int fd = socket(opt_ipv6 ? AF_INET6 : AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in to4 = { .sin_family = AF_INET, .sin_port = htons(RX_PORT) };
+	struct sockaddr_in6 to6 = { .sin6_family = AF_INET6, .sin6_port = htons(RX_PORT) };
+	struct sockaddr *to = opt_ipv6 ? (struct sockaddr *)&to6 : (struct sockaddr *)&to4;
+	socklen_t to_len = opt_ipv6 ? sizeof(to6) : sizeof(to4);
 	guint8 payload[1472] = { 0 };
 	gint64 start = g_get_monotonic_time();
 
-	inet_pton(AF_INET, HOST_IP4, &to.sin_addr);
+	inet_pton(AF_INET, HOST_IP4, &to4.sin_addr);
+	inet_pton(AF_INET6, HOST_IP6, &to6.sin6_addr);
 	for (gint i = 0; i < opt_count; i++) {
 		guint32 seq = htonl((guint32)(opt_first + i));
 
 		memcpy(payload, &seq, 4);
-		while (sendto(fd, payload, (size_t)opt_size, 0, (struct sockaddr *)&to, sizeof(to)) < 0)
+		while (sendto(fd, payload, (size_t)opt_size, 0, to, to_len) < 0)
 			g_usleep(1000);
 		if (opt_rate <= 0)
 			continue;
