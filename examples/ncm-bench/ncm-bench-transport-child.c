@@ -70,7 +70,6 @@ typedef struct {
 	guint64 pending_rx;      /* the current block's "usb rx" count */
 	gboolean quiet;          /* in a block we asked for: not echoed */
 	gboolean stopping;       /* the statistics at exit are always echoed */
-	gboolean describing;     /* ... and from a hang on, every block */
 	gboolean running;        /* ncm-proxy said it runs */
 	char *env;
 } ChildTransport;
@@ -106,8 +105,7 @@ stats_line_locked(ChildTransport *child, const char *line)
 	guint64 n;
 
 	if (strstr(line, child->kind->stats_header))
-		child->quiet = child->stats->len < child->asked->len && !child->stopping &&
-			       !child->describing;
+		child->quiet = child->stats->len < child->asked->len && !child->stopping;
 	else if (!g_str_has_prefix(line, "  "))
 		child->quiet = FALSE;
 	if (sscanf(line, "  usb rx: %" G_GUINT64_FORMAT " NTBs", &n) == 1) {
@@ -604,25 +602,6 @@ child_usb_count(BenchTransport *t, guint mark, guint64 *ret_rx_ntbs, guint64 *re
 }
 
 /*
- * The watchdog found a test hung: the child's own statistics (ncm-tun's and
- * ncm-proxy's per device, what the lwIP path prints from libncm directly)
- * say which device stopped. The reader echoes the block to stderr.
- */
-static void
-child_describe(BenchTransport *t, FILE *out)
-{
-	ChildTransport *child = (ChildTransport *)t;
-	guint64 rx, tx;
-
-	ncm_mutex_lock(&child->lock);
-	child->describing = TRUE;
-	ncm_mutex_unlock(&child->lock);
-	if (!child_usb_count(t, child_usb_mark(t), &rx, &tx))
-		fprintf(out, "  %s sent no statistics within %d s\n", child->kind->program,
-			(int)(CHILD_STATS_TIMEOUT_US / G_USEC_PER_SEC));
-}
-
-/*
  * The main thread is stuck somewhere and may reap too: only signal and
  * watch, so that the device goes back to cdc_ncm before we exit.
  */
@@ -679,7 +658,6 @@ static const BenchTransportOps child_ops = {
 	.usb_mark = child_usb_mark,
 	.usb_count = child_usb_count,
 	.abort = child_abort,
-	.describe = child_describe,
 	.env = child_env,
 	.free = child_free,
 };
