@@ -4,6 +4,7 @@
 #include "ncm-tap.h"
 #include "ncm-tap-gso.h"
 #include "ncm-tap-l3.h"
+#include "ncm-tap-latch.h"
 #include "ncm-tap-queue.h"
 
 #include <errno.h>
@@ -34,8 +35,9 @@
 
 struct _NcmTap {
 	int fd;
-	int wake_fd;      /* the link's writable callback signals it */
-	int stop_fd;      /* ncm_tap_detach() signals it */
+	TapLatch room;    /* the link's writable posts it; the reader waits on it when the link is full */
+	int stop_fd;      /* ncm_tap_detach() signals it (and posts room, with stopping set) */
+	gint stopping;    /* atomic: ncm_tap_detach() asked the reader to stop */
 	gchar *name;
 	int ifindex;
 	gboolean persistent;
@@ -119,10 +121,9 @@ static void
 sink_writable(gpointer user_data)
 {
 	NcmTap *tap = user_data;
-	guint64 one = 1;
 
-	if (write(tap->wake_fd, &one, sizeof(one)) < 0)
-		g_debug("tap: eventfd write: %s", g_strerror(errno));
+	/* The event thread: a syscall only when the reader sleeps already. */
+	tap_latch_post(&tap->room);
 }
 
 static const NcmLinkSink tap_sink = {
@@ -231,9 +232,9 @@ wait_writable(NcmTap *tap)
 {
 	STAT_ADD(tap, tx_waits, 1);
 	for (;;) {
-		if (!wait_readable(tap, tap->wake_fd))
+		tap_latch_wait(&tap->room, -1);
+		if (g_atomic_int_get(&tap->stopping))
 			return FALSE;
-		eventfd_reset(tap->wake_fd);
 		if (!read_ahead(tap))
 			return FALSE;
 		if (send_acks(tap))
@@ -504,7 +505,8 @@ ncm_tap_attach(NcmTap *tap, NcmLink *link, GError **error)
 		return FALSE;
 	}
 	eventfd_reset(tap->stop_fd);
-	eventfd_reset(tap->wake_fd);
+	g_atomic_int_set(&tap->stopping, 0);
+	tap_latch_reset(&tap->room);
 	tap->reader = g_thread_new("ncm-tap-tx", reader_main, tap);
 	return TRUE;
 }
@@ -523,6 +525,9 @@ ncm_tap_detach(NcmTap *tap)
 
 	if (!tap->link)
 		return;
+	/* The reader waits either for the fd (stop_fd wakes it) or for room. */
+	g_atomic_int_set(&tap->stopping, 1);
+	tap_latch_post(&tap->room);
 	if (write(tap->stop_fd, &one, sizeof(one)) < 0)
 		g_warning("tap: eventfd write: %s", g_strerror(errno));
 	g_thread_join(tap->reader);
@@ -544,9 +549,9 @@ tap_new(int fd, NcmTapMode mode, const gchar *name, gboolean vnet)
 		fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 	tap->fd = fd;
 	tap->mode = mode;
-	tap->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	tap_latch_init(&tap->room);
 	tap->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	g_assert(tap->wake_fd >= 0 && tap->stop_fd >= 0);
+	g_assert(tap->stop_fd >= 0);
 	tap->name = g_strdup(name ? name : "");
 	tap->owner = g_main_context_ref_thread_default();
 	tap->buf = g_malloc(NCM_ETH_HLEN + TAP_READ_BUF);
@@ -732,7 +737,6 @@ ncm_tap_free(NcmTap *tap)
 		return;
 	ncm_tap_detach(tap);
 	close(tap->fd);
-	close(tap->wake_fd);
 	close(tap->stop_fd);
 	g_free(tap->buf);
 	g_free(tap->seg_buf);
