@@ -11,7 +11,7 @@
 enum {
 	TAP_LATCH_EMPTY,
 	TAP_LATCH_SET,
-	TAP_LATCH_SLEEPING,  /* empty, and the waiter is (about to be) in FUTEX_WAIT */
+	TAP_LATCH_SLEEPING, /* empty, and the waiter is (about to be) in FUTEX_WAIT */
 };
 
 static long
@@ -50,7 +50,7 @@ timed_out(TapLatch *l)
 	gint sleeping = TAP_LATCH_SLEEPING;
 
 	if (__atomic_compare_exchange_n(&l->state, &sleeping, TAP_LATCH_EMPTY, FALSE,
-					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return FALSE;
 	return __atomic_exchange_n(&l->state, TAP_LATCH_EMPTY, __ATOMIC_ACQ_REL) == TAP_LATCH_SET;
 }
@@ -58,23 +58,25 @@ timed_out(TapLatch *l)
 gboolean
 tap_latch_wait(TapLatch *l, gint64 timeout_us)
 {
-	struct timespec ts = { timeout_us / G_USEC_PER_SEC, (timeout_us % G_USEC_PER_SEC) * 1000 };
+	struct timespec ts = {timeout_us / G_USEC_PER_SEC, (timeout_us % G_USEC_PER_SEC) * 1000};
 
 	for (;;) {
 		gint empty = TAP_LATCH_EMPTY;
 
 		/* Takes a post; a SLEEPING left by a spurious wake-up reads as empty. */
-		if (__atomic_exchange_n(&l->state, TAP_LATCH_EMPTY, __ATOMIC_ACQ_REL) == TAP_LATCH_SET)
+		if (__atomic_exchange_n(&l->state, TAP_LATCH_EMPTY, __ATOMIC_ACQ_REL) ==
+		    TAP_LATCH_SET)
 			return TRUE;
 		/* A post between the two steps leaves SET: take it on the next turn. */
 		if (!__atomic_compare_exchange_n(&l->state, &empty, TAP_LATCH_SLEEPING, FALSE,
-						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			continue;
 		/* Returns at once (EAGAIN) when a post changed the word first. A
 		 * relative timeout restarts after a spurious wake-up: the reader's
 		 * only timed wait is in tests. */
 		if (futex(&l->state, FUTEX_WAIT_PRIVATE, TAP_LATCH_SLEEPING,
-			  timeout_us < 0 ? NULL : &ts) < 0 && errno == ETIMEDOUT)
+		          timeout_us < 0 ? NULL : &ts) < 0 &&
+		    errno == ETIMEDOUT)
 			return timed_out(l);
 	}
 }

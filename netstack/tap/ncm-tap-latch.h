@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-tap-latch.h: a one-waiter wake-up latch on a futex: no syscall unless the waiter sleeps (private). */
+/* ncm-tap-latch.h: a one-waiter wake-up latch on a futex, no syscall unless it sleeps (private). */
 #pragma once
 
 #include <glib.h>
@@ -20,8 +20,8 @@ G_BEGIN_DECLS
  * Any number of threads may post; one thread waits.
  */
 typedef struct {
-	gint state;   /* TAP_LATCH_*; futex word */
-	guint64 wakes;  /* FUTEX_WAKE calls made by posts (atomic; tests and stats) */
+	gint state;    /* TAP_LATCH_*; futex word */
+	guint64 wakes; /* FUTEX_WAKE calls made by posts (atomic; tests and stats) */
 } TapLatch;
 
 void tap_latch_init(TapLatch *l);

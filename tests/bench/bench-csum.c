@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* bench-csum.c: CPU time per MB of tap_csum_add, the TAP backend's Internet checksum, at a TSO segment's and a TSO packet's size. */
+/* bench-csum.c: CPU time per MB of tap_csum_add, the TAP backend's Internet checksum. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -15,7 +15,7 @@
 int
 main(int argc, char **argv)
 {
-	static const gsize sizes[] = { 1448, 65536 };
+	static const gsize sizes[] = {1448, 65536};
 	gdouble mb = argc > 1 ? g_ascii_strtod(argv[1], NULL) : 64;
 	guint8 *buf = g_malloc(65536 + 16);
 	guint32 sink = 0;
@@ -27,12 +27,12 @@ main(int argc, char **argv)
 		gint64 t0 = g_get_monotonic_time();
 
 		for (gsize i = 0; i < n; i++) {
-			buf[2 + i % len] ^= 1;  /* nothing to hoist out of the loop */
+			buf[2 + i % len] ^= 1; /* nothing to hoist out of the loop */
 			sink += tap_csum_add(sink & 0xffff, buf + 2, len);
 		}
 		printf("tap_csum_add len %5zu: %.3f ms per MB\n", len,
 		       (gdouble)(g_get_monotonic_time() - t0) / 1000.0 / ((gdouble)n * len / 1e6));
 	}
 	g_free(buf);
-	return sink == 1;  /* keeps the sums alive */
+	return sink == 1; /* keeps the sums alive */
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-tap-latch.c: the TAP reader's wake-up latch: posts are kept, sleepers woken, no wake-up lost, no syscall for an awake waiter. */
+/* test-tap-latch.c: the TAP reader's latch: posts kept, sleepers woken, no wake-up lost. */
 #include "ncm-tap-latch.h"
 
 /* Long enough that only a lost wake-up reaches it, short enough not to hang the suite. */
@@ -85,7 +85,7 @@ test_wakes_sleeper(void)
 typedef struct {
 	TapLatch ping, pong;
 	guint rounds;
-	gint lost;  /* atomic */
+	gint lost; /* atomic */
 } PingPong;
 
 static gpointer
@@ -107,7 +107,7 @@ ponger(gpointer data)
 static void
 test_ping_pong(void)
 {
-	PingPong p = { .rounds = 20000 };
+	PingPong p = {.rounds = 20000};
 	GThread *t;
 	guint i;
 
@@ -119,7 +119,7 @@ test_ping_pong(void)
 		if (!tap_latch_wait(&p.pong, LOST_US))
 			break;
 	}
-	tap_latch_post(&p.ping);  /* frees a ponger that lost one */
+	tap_latch_post(&p.ping); /* frees a ponger that lost one */
 	g_thread_join(t);
 	g_assert_false(g_atomic_int_get(&p.lost));
 	g_assert_cmpuint(i, ==, p.rounds);
