@@ -966,126 +966,6 @@ test_splice(void)
 	g_assert_cmphex(s.hash, ==, fnv1a(FNV_INIT, expect, SPLICE_SIZE));
 }
 
-/*
- * Splices as ncm-proxy's relay does with the eager splice: whenever lwIP's
- * queue is empty it arms ncm_lwip_connection_splice_arm(), and waits for
- * the input to turn readable (the eager splice gave up: @out full, or the
- * end). Returns as splice_some() does; what moved eagerly is added to
- * @eager as well as to @total.
- */
-static gssize
-eager_some(NcmLwipConnection *conn, GPollableOutputStream *out, gboolean until_eof,
-	   gsize *total, gsize *eager)
-{
-	GPollableInputStream *in =
-		G_POLLABLE_INPUT_STREAM(g_io_stream_get_input_stream(G_IO_STREAM(conn)));
-	gint64 deadline = g_get_monotonic_time() + IO_TIMEOUT_S * G_USEC_PER_SEC;
-
-	for (;;) {
-		g_autoptr(GError) error = NULL;
-		gssize n = ncm_lwip_connection_splice_nonblocking(conn, out, 64 * 1024, &error);
-		guint64 moved;
-
-		if (n == 0)
-			return 0;
-		if (n > 0) {
-			*total += (gsize)n;
-			continue;
-		}
-		g_assert_error(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK);
-		g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-		if (g_pollable_input_stream_is_readable(in)) {
-			if (!until_eof)
-				return -1;
-			g_usleep(1000);
-			continue;
-		}
-		if (!ncm_lwip_connection_splice_arm(conn, out, 64 * 1024))
-			continue;
-		/* Armed, the input reads as empty until the splice gives up. */
-		while (!g_pollable_input_stream_is_readable(in)) {
-			g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-			g_usleep(1000);
-		}
-		moved = ncm_lwip_connection_splice_disarm(conn);
-		*eager += moved;
-		*total += moved;
-	}
-}
-
-/* test_splice() through the eager splice: the link's thread writes into
- * the local socket; a full socket still holds lwIP's window shut, the
- * hand-backs to the caller's own splice lose and repeat nothing. */
-static void
-test_splice_eager(void)
-{
-	Splice s = {.conn_fd = -1};
-	g_autoptr(GInetSocketAddress) addr = NULL;
-	g_autoptr(NcmLwipConnection) conn = NULL;
-	g_autoptr(GSocketConnection) local = NULL;
-	g_autoptr(GSocket) socket = NULL;
-	g_autoptr(GError) error = NULL;
-	g_autofree guint8 *expect = NULL;
-	GPollableOutputStream *out;
-	GThread *sender, *reader;
-	int sv[2], small = 64 * 1024;
-	gsize spliced = 0, eager = 0;
-	guint16 port;
-	gssize held;
-
-	if (!have_tap())
-		return;
-	s.fd = kernel_socket(KERNEL_V4, SOCK_STREAM, &port);
-	sender = g_thread_new("splice-sender", splice_sender, &s);
-	addr = sockaddr(KERNEL_V4, port);
-	conn = ncm_lwip_stack_connect(stack, addr, 10000, NULL, &error);
-	g_assert_no_error(error);
-	g_assert_no_errno(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
-	g_assert_no_errno(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)));
-	socket = g_socket_new_from_fd(sv[0], &error);
-	g_assert_no_error(error);
-	local = g_socket_connection_factory_create_connection(socket);
-	out = G_POLLABLE_OUTPUT_STREAM(g_io_stream_get_output_stream(G_IO_STREAM(local)));
-	/* Disarming what is not armed is no error. */
-	g_assert_cmpuint(ncm_lwip_connection_splice_disarm(conn), ==, 0);
-
-	/* Nobody reads: the eager splice fills the socket and gives up. */
-	g_assert_cmpint(eager_some(conn, out, FALSE, &spliced, &eager), ==, -1);
-	held = splice_held(&s, spliced);
-	g_assert_cmpint(held, <=, SPLICE_WND);
-	g_assert_cmpint(g_atomic_int_get(&s.done), ==, 0);
-	/* Data is queued: arming is refused, the caller splices it first. */
-	g_assert_false(ncm_lwip_connection_splice_arm(conn, out, 64 * 1024));
-
-	s.local_fd = sv[1];
-	reader = g_thread_new("splice-reader", splice_reader, &s);
-	while (!g_atomic_int_get(&s.dripped)) {
-		g_assert_cmpint(eager_some(conn, out, FALSE, &spliced, &eager), ==, -1);
-		g_usleep(1000);
-	}
-	held = splice_held(&s, spliced);
-	g_assert_cmpint(held, <=, SPLICE_WND);
-	g_assert_cmpint(g_atomic_int_get(&s.done), ==, 0);
-
-	g_atomic_int_set(&s.go, 1);
-	g_assert_cmpint(eager_some(conn, out, TRUE, &spliced, &eager), ==, 0);
-	g_test_message("%" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT " bytes spliced eagerly", eager,
-		       spliced);
-	g_assert_true(g_socket_shutdown(socket, FALSE, TRUE, &error));
-	g_assert_no_error(error);
-	g_thread_join(reader);
-	g_thread_join(sender);
-	close(g_atomic_int_get(&s.conn_fd));
-	close(s.fd);
-	close(sv[1]);
-	g_assert_cmpint(g_atomic_int_get(&s.done), ==, 1);
-	g_assert_cmpuint(spliced, ==, SPLICE_SIZE);
-	g_assert_cmpuint(eager, >, 0);
-	g_assert_cmpint(s.received, ==, SPLICE_SIZE);
-	expect = make_data(SPLICE_SIZE, 0x5911);
-	g_assert_cmphex(s.hash, ==, fnv1a(FNV_INIT, expect, SPLICE_SIZE));
-}
-
 #ifdef TCP_RAW_PEER
 static void
 set_txqueuelen(int len)
@@ -1921,7 +1801,6 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-tap/tcp/reset", test_reset);
 	g_test_add_func("/lwip-tap/tcp/small-segments", test_small_segments);
 	g_test_add_func("/lwip-tap/tcp/splice", test_splice);
-	g_test_add_func("/lwip-tap/tcp/splice-eager", test_splice_eager);
 	g_test_add_func("/lwip-tap/tcp/refused", test_refused);
 	g_test_add_func("/lwip-tap/tcp/timeout", test_timeout);
 	g_test_add_func("/lwip-tap/tcp/error-messages", test_error_messages);
