@@ -17,15 +17,6 @@
  * the kernel and lwIP queue for it), and nothing it does blocks the main
  * loop. Both streams are pollable: kernel sockets poll their fd, lwIP
  * streams wake the main context when their state changes.
- *
- * A splice that found lwIP's queue empty arms the connection's eager
- * splice (ncm_lwip_connection_splice_arm()): what arrives next goes into
- * the socket from the link's thread at the end of its input, non-blocking,
- * without waking the main loop and waiting for it to dispatch the pipe.
- * What the socket does not take stays in lwIP as before, the eager splice
- * disarms itself and the pipe, woken, waits for the socket's room; the end
- * and errors also come through the pipe, after the data. The bounds stay:
- * the same writes of at most proxy->buffer, the same window held shut.
  */
 
 /* One dispatch moves at most this many buffers, so that a fast connection
@@ -66,9 +57,6 @@ relay_free(ProxyRelay *r)
 {
 	ProxyPipe *pipes[2] = { &r->out, &r->in };
 
-	/* Before the socket closes: no eager write may run after. */
-	if (r->in.splice_from != NULL)
-		r->in.bytes += ncm_lwip_connection_splice_disarm(r->in.splice_from);
 	for (guint i = 0; i < 2; i++) {
 		if (pipes[i]->source) {
 			g_source_destroy(pipes[i]->source);
@@ -196,16 +184,9 @@ pipe_splice(ProxyPipe *pipe)
 	gssize n = ncm_lwip_connection_splice_nonblocking(pipe->splice_from, pipe->out,
 							  pipe->relay->proxy->buffer, &error);
 
-	/* Readable means the data is there and the socket is what is full.
-	 * Else what comes next goes eagerly; unless it came meanwhile. */
-	if (n < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)) {
-		if (g_pollable_input_stream_is_readable(pipe->in))
-			return pipe_waits(pipe, TRUE);
-		if (!ncm_lwip_connection_splice_arm(pipe->splice_from, pipe->out,
-						    pipe->relay->proxy->buffer))
-			return PIPE_GO_ON;
-		return pipe_waits(pipe, FALSE);
-	}
+	/* Readable means the data is there and the socket is what is full. */
+	if (n < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+		return pipe_waits(pipe, g_pollable_input_stream_is_readable(pipe->in));
 	if (n < 0) {
 		relay_finish(pipe->relay, error);
 		return PIPE_STOP;
@@ -241,10 +222,6 @@ static gboolean
 pipe_pump(ProxyPipe *pipe)
 {
 	guint rounds = 0;
-
-	/* Woken, the eager splice has disarmed itself: count what it moved. */
-	if (pipe->splice_from != NULL)
-		pipe->bytes += ncm_lwip_connection_splice_disarm(pipe->splice_from);
 
 	for (;;) {
 		PipeStep step;

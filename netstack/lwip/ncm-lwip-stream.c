@@ -385,21 +385,3 @@ ncm_lwip_connection_splice_nonblocking(NcmLwipConnection *self, GPollableOutputS
 	}
 	return nlw_conn_send_to(self->conn, out, count, error);
 }
-
-gboolean
-ncm_lwip_connection_splice_arm(NcmLwipConnection *self, GPollableOutputStream *out, gsize count)
-{
-	g_return_val_if_fail(NCM_LWIP_IS_CONNECTION(self), FALSE);
-	g_return_val_if_fail(G_IS_POLLABLE_OUTPUT_STREAM(out), FALSE);
-	g_return_val_if_fail(count > 0, FALSE);
-	if (g_input_stream_is_closed(self->input))
-		return FALSE;
-	return nlw_conn_eager_arm(self->conn, out, count);
-}
-
-guint64
-ncm_lwip_connection_splice_disarm(NcmLwipConnection *self)
-{
-	g_return_val_if_fail(NCM_LWIP_IS_CONNECTION(self), 0);
-	return nlw_conn_eager_disarm(self->conn);
-}

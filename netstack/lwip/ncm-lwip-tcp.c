@@ -39,7 +39,6 @@ nlw_conn_unref(NlwConn *c)
 	/* The chain holds one reference per pbuf: freeing the head frees all. */
 	if (c->rx_head != NULL)
 		pbuf_free(c->rx_head);
-	g_clear_object(&c->eager_out);
 	g_assert(c->waiters == NULL);
 	g_cond_clear(&c->rx_cond);
 	g_cond_clear(&c->tx_cond);
@@ -100,21 +99,15 @@ wake_locked(NlwConn *c, gboolean rx, gboolean tx)
 /* Core lock: connections with wake_pending set, one reference each. */
 static GPtrArray *batch_wakes;
 
-static void eager_splice(NlwConn *c);
-
-/* Core lock held: the batch's NLW_BATCH_WAKE stage. An armed eager splice
- * moves what arrived first; only when it gave up does the reader wake. */
+/* Core lock held: the batch's NLW_BATCH_WAKE stage. */
 static void
 conns_wake_batch(void)
 {
 	for (guint i = 0; batch_wakes != NULL && i < batch_wakes->len; i++) {
 		NlwConn *c = g_ptr_array_index(batch_wakes, i);
 
-		if (c->wake_pending & WAKE_RX)
-			eager_splice(c);
 		ncm_mutex_lock(&c->lock);
-		wake_locked(c, (c->wake_pending & WAKE_RX) && !c->eager_armed,
-			    c->wake_pending & WAKE_TX);
+		wake_locked(c, c->wake_pending & WAKE_RX, c->wake_pending & WAKE_TX);
 		ncm_mutex_unlock(&c->lock);
 		c->wake_pending = 0;
 		nlw_conn_unref(c);
@@ -133,9 +126,6 @@ static void
 wake_soon_locked(NlwConn *c, guint dirs)
 {
 	if (!nlw_in_batch()) {
-		/* No batch end to splice at: the reader takes over. */
-		if (dirs & WAKE_RX)
-			c->eager_armed = FALSE;
 		wake_locked(c, dirs & WAKE_RX, dirs & WAKE_TX);
 		return;
 	}
@@ -155,8 +145,6 @@ fail_locked(NlwConn *c, gint code)
 {
 	if (c->error < 0)
 		c->error = code;
-	/* The reader sees the error after the data, in order. */
-	c->eager_armed = FALSE;
 	wake_locked(c, TRUE, TRUE);
 }
 
@@ -252,9 +240,7 @@ conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 
 	ncm_mutex_lock(&c->lock);
 	if (p == NULL) {
-		/* The reader passes the end on after what is queued. */
 		c->rx_eof = TRUE;
-		c->eager_armed = FALSE;
 	} else if (c->in_closed) {
 		/* Nobody reads any more: keep the window open. */
 		ncm_lwip_recved_chunked(pcb, p->tot_len);
@@ -577,55 +563,20 @@ nlw_conn_read(NlwConn *c, void *buf, gsize count, gboolean blocking, GCancellabl
 }
 
 /*
- * c->lock held, rx_bytes > 0 and not lent: @v points at the queue's first
- * @count bytes (at most NLW_CONN_SEND_VECTORS pbufs), and the queue is lent
- * until return_loan_locked(). The pbufs stay queued while a writer copies
- * from them without c->lock: lwIP's callbacks only append (past the
- * lengths taken here, even into rx_chunk), and rx_lent keeps every other
- * reader off the queue, so nothing frees or moves them meanwhile. lwIP's
- * input never waits for the syscall.
+ * The pbufs stay queued while @out copies from them, without c->lock:
+ * lwIP's callbacks only append (past the lengths taken here, even into
+ * rx_chunk), and rx_lent keeps every other reader off the queue, so
+ * nothing frees or moves them meanwhile. lwIP's input never waits for
+ * the syscall.
  */
-static guint
-lend_locked(NlwConn *c, GOutputVector *v, gsize count, gsize *ret_total)
-{
-	gsize total = 0, off = c->rx_off;
-	guint nv = 0;
-
-	for (struct pbuf *p = c->rx_head; p != NULL && nv < NLW_CONN_SEND_VECTORS && total < count;
-	     p = p->next) {
-		gsize take = MIN(p->len - off, count - total);
-
-		v[nv].buffer = (const guint8 *)p->payload + off;
-		v[nv].size = take;
-		nv++;
-		total += take;
-		off = 0;
-	}
-	c->rx_lent = TRUE;
-	*ret_total = total;
-	return nv;
-}
-
-/* c->lock held: ends the loan. Only what the writer took (@written of
- * @total lent) leaves the queue and reopens the window. */
-static NlwCredit
-return_loan_locked(NlwConn *c, GPollableReturn ret, gsize written, gsize total)
-{
-	c->rx_lent = FALSE;
-	if (ret != G_POLLABLE_RETURN_OK || written == 0)
-		return NLW_CREDIT_NONE;
-	consume_locked(c, MIN(written, total));
-	return credit_how_locked(c);
-}
-
 gssize
 nlw_conn_send_to(NlwConn *c, GPollableOutputStream *out, gsize count, GError **error)
 {
 	GOutputVector v[NLW_CONN_SEND_VECTORS];
-	NlwCredit how;
+	NlwCredit how = NLW_CREDIT_NONE;
 	GPollableReturn ret;
-	gsize total, written = 0;
-	guint nv;
+	gsize total = 0, off, written = 0;
+	guint nv = 0;
 	gssize n;
 
 	if (count == 0)
@@ -637,13 +588,29 @@ nlw_conn_send_to(NlwConn *c, GPollableOutputStream *out, gsize count, GError **e
 		ncm_mutex_unlock(&c->lock);
 		return n;
 	}
-	nv = lend_locked(c, v, count, &total);
+	off = c->rx_off;
+	for (struct pbuf *p = c->rx_head; p != NULL && nv < G_N_ELEMENTS(v) && total < count;
+	     p = p->next) {
+		gsize take = MIN(p->len - off, count - total);
+
+		v[nv].buffer = (const guint8 *)p->payload + off;
+		v[nv].size = take;
+		nv++;
+		total += take;
+		off = 0;
+	}
+	c->rx_lent = TRUE;
 	ncm_mutex_unlock(&c->lock);
 
 	ret = g_pollable_output_stream_writev_nonblocking(out, v, nv, &written, NULL, error);
 
 	ncm_mutex_lock(&c->lock);
-	how = return_loan_locked(c, ret, written, total);
+	c->rx_lent = FALSE;
+	/* Only what @out took leaves the queue and reopens the window. */
+	if (ret == G_POLLABLE_RETURN_OK && written > 0) {
+		consume_locked(c, MIN(written, total));
+		how = credit_how_locked(c);
+	}
 	ncm_mutex_unlock(&c->lock);
 	if (how != NLW_CREDIT_NONE)
 		post_credit(c, how);
@@ -657,126 +624,13 @@ nlw_conn_send_to(NlwConn *c, GPollableOutputStream *out, gsize count, GError **e
 	return (gssize)MIN(written, total);
 }
 
-/* The most writes one eager splice makes per batch: past them, the
- * reader's own splice takes over rather than the link thread stalling. */
-#define NLW_EAGER_WRITES 4
-
-/* Core lock held (the batch's end), c->lock not. One non-blocking write
- * of what is queued; FALSE when the splice should stop (disarmed). */
-static gboolean
-eager_write_once(NlwConn *c)
-{
-	GOutputVector v[NLW_CONN_SEND_VECTORS];
-	GPollableOutputStream *out;
-	GPollableReturn ret;
-	gsize total, written = 0;
-	NlwCredit how;
-	gboolean more;
-	guint nv;
-
-	ncm_mutex_lock(&c->lock);
-	if (!c->eager_armed || c->rx_lent || c->rx_bytes == 0) {
-		ncm_mutex_unlock(&c->lock);
-		return FALSE;
-	}
-	nv = lend_locked(c, v, c->eager_max, &total);
-	/* The owner's disarm waits for the core lock, so it stays. */
-	out = c->eager_out;
-	ncm_mutex_unlock(&c->lock);
-
-	ret = g_pollable_output_stream_writev_nonblocking(out, v, nv, &written, NULL, NULL);
-
-	ncm_mutex_lock(&c->lock);
-	how = return_loan_locked(c, ret, written, total);
-	if (ret == G_POLLABLE_RETURN_OK)
-		c->eager_bytes += MIN(written, total);
-	/* Full or failed: the owner's splice waits for room, or meets the
-	 * error itself. */
-	if (ret != G_POLLABLE_RETURN_OK || written < total)
-		c->eager_armed = FALSE;
-	more = c->eager_armed && c->rx_bytes > 0;
-	/* Held by this thread, the core lock is not to be waited for when
-	 * the mailbox is full: the next batch hands the credit over. Each
-	 * batch's is one NTB's worth, far from what a post is for. */
-	if (how == NLW_CREDIT_POSTED) {
-		how = NLW_CREDIT_WAITING;
-		c->credit_state = NLW_CREDIT_WAITING;
-	}
-	ncm_mutex_unlock(&c->lock);
-	if (how != NLW_CREDIT_NONE)
-		post_credit(c, how);
-	return more;
-}
-
-/* Core lock held: the batch's end, before its wake-ups. */
-static void
-eager_splice(NlwConn *c)
-{
-	guint writes = 0;
-
-	while (eager_write_once(c)) {
-		if (++writes == NLW_EAGER_WRITES) {
-			ncm_mutex_lock(&c->lock);
-			c->eager_armed = FALSE;
-			ncm_mutex_unlock(&c->lock);
-			break;
-		}
-	}
-}
-
-gboolean
-nlw_conn_eager_arm(NlwConn *c, GPollableOutputStream *out, gsize count)
-{
-	gboolean armed;
-
-	g_object_ref(out);
-	ncm_mutex_lock(&c->lock);
-	/* What is there already is the owner's to splice, in order. */
-	armed = c->rx_bytes == 0 && !c->rx_eof && c->error < 0 && !c->in_closed;
-	if (armed) {
-		/* Not armed, so no eager write uses the old one. */
-		if (c->eager_out != NULL)
-			g_object_unref(c->eager_out);
-		c->eager_out = g_steal_pointer(&out);
-		c->eager_max = count;
-		c->eager_armed = TRUE;
-	}
-	ncm_mutex_unlock(&c->lock);
-	if (out != NULL)
-		g_object_unref(out);
-	return armed;
-}
-
-guint64
-nlw_conn_eager_disarm(NlwConn *c)
-{
-	gboolean was_armed;
-	guint64 n;
-
-	ncm_mutex_lock(&c->lock);
-	was_armed = c->eager_armed;
-	c->eager_armed = FALSE;
-	ncm_mutex_unlock(&c->lock);
-	/* An eager write runs under the core lock: past it, none does. */
-	if (was_armed) {
-		nlw_core_lock();
-		nlw_core_unlock();
-	}
-	ncm_mutex_lock(&c->lock);
-	n = c->eager_bytes;
-	c->eager_bytes = 0;
-	ncm_mutex_unlock(&c->lock);
-	return n;
-}
-
 gboolean
 nlw_conn_readable(NlwConn *c)
 {
 	gboolean ready;
 
 	ncm_mutex_lock(&c->lock);
-	/* Armed, the queue is the eager splice's: nothing to read yet. */
-	ready = (c->rx_bytes > 0 && !c->eager_armed) || c->rx_eof || c->error >= 0;
+	ready = c->rx_bytes > 0 || c->rx_eof || c->error >= 0;
 	ncm_mutex_unlock(&c->lock);
 	return ready;
 }

@@ -49,15 +49,6 @@ typedef struct {
 	gboolean rx_lent; /* nlw_conn_send_to() reads the queue without the lock */
 	gboolean rx_eof;
 
-	/* The eager splice (nlw_conn_eager_arm()): while armed, what arrives
-	 * goes to eager_out from the thread that ran lwIP's input, at its
-	 * batch's end, and the input reads as empty. eager_out is a reference
-	 * kept until the next arm or the end. */
-	gboolean eager_armed;
-	GPollableOutputStream *eager_out;
-	gsize eager_max;
-	guint64 eager_bytes; /* moved since the owner last took the count */
-
 	/* Window credit for bytes read, returned by a posted callback. */
 	gsize credit;
 	NlwCredit credit_state;
@@ -119,13 +110,6 @@ gssize nlw_conn_write(NlwConn *c, const void *buf, gsize count, gboolean blockin
  * is full. Not under the core lock. */
 gssize nlw_conn_send_to(NlwConn *c, GPollableOutputStream *out, gsize count, GError **error);
 gboolean nlw_conn_readable(NlwConn *c);
-/* Arms the eager splice into @out, at most @count bytes a write: FALSE (and
- * not armed) when data, the end or an error is already there to splice.
- * Not under the core lock. */
-gboolean nlw_conn_eager_arm(NlwConn *c, GPollableOutputStream *out, gsize count);
-/* Disarms it; once it returns no eager write runs or will run. Returns the
- * bytes moved since the last call. Not under the core lock. */
-guint64 nlw_conn_eager_disarm(NlwConn *c);
 void nlw_conn_set_no_delay(NlwConn *c, gboolean no_delay);
 gboolean nlw_conn_writable(NlwConn *c);
 /* A source that is ready while the direction is (level-triggered), to be

@@ -459,50 +459,6 @@ gssize ncm_lwip_connection_splice_nonblocking(NcmLwipConnection *self,
 					      GError **error);
 
 /**
- * ncm_lwip_connection_splice_arm:
- * @self: an #NcmLwipConnection.
- * @out: where the received bytes go; its non-blocking writev must be safe
- *   to call from another thread while the caller uses the rest of its
- *   stream (a #GSocketConnection's output stream is).
- * @count: the most bytes one write moves.
- *
- * Hands the next received bytes to @out from the thread that runs lwIP's
- * input (the link's data thread), at the end of the frames it received,
- * instead of waking the caller's main context to splice them: one hop less
- * per chunk. Each write is one non-blocking writev straight from lwIP's
- * buffers, as ncm_lwip_connection_splice_nonblocking() makes; what @out
- * takes reopens the peer's window.
- *
- * The splice disarms itself, and the input stream becomes readable as
- * usual, when @out does not take everything (the caller then waits for
- * @out's room and splices the rest itself), when the stream ends or fails
- * (the caller sees that after the data, in order), or after a few writes
- * in one go. While armed the input stream reports nothing to read, and the
- * caller must not read or splice the connection itself.
- *
- * Thread: any; the connection's one reader.
- *
- * Returns: %TRUE when armed; %FALSE when received bytes, the end or an
- *   error are already there: splice or read them first.
- */
-gboolean ncm_lwip_connection_splice_arm(NcmLwipConnection *self, GPollableOutputStream *out,
-					gsize count);
-
-/**
- * ncm_lwip_connection_splice_disarm:
- * @self: an #NcmLwipConnection.
- *
- * Ends an armed splice (none is no error). Once it returns no write to the
- * @out of ncm_lwip_connection_splice_arm() is running or will run, so it
- * may be closed. It may wait for lwIP's core lock, never for @out.
- *
- * Thread: any but the link's data thread; the connection's one reader.
- *
- * Returns: the bytes the splice moved since the last call.
- */
-guint64 ncm_lwip_connection_splice_disarm(NcmLwipConnection *self);
-
-/**
  * NcmLwipListener:
  *
  * A listening TCP socket; ncm_lwip_listener_accept() hands out its
