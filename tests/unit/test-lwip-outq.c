@@ -205,7 +205,7 @@ test_push_during_drain(void)
 }
 
 #define THREADS 4
-#define PER_THREAD 20000
+#define PER_THREAD 5000
 
 typedef struct {
 	Link *l;
@@ -221,8 +221,9 @@ pusher_main(gpointer data)
 		guint v = p->id * PER_THREAD + i + 1;
 		gboolean blocked;
 
+		/* Full: the link's room comes back (a refusal blocks it). */
 		while (!nlw_outq_push(p->l->q, GUINT_TO_POINTER(v), &blocked))
-			nlw_outq_drain(p->l->q, &ops, p->l);
+			nlw_outq_writable(p->l->q, &ops, p->l);
 		if (i % 7 == 0) {
 			nlw_outq_hold(p->l->q);
 			nlw_outq_drain_held(p->l->q, &ops, p->l);
