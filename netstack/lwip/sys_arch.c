@@ -132,6 +132,52 @@ sys_mutex_new(sys_mutex_t *mutex)
  */
 static guint64 core_waits, core_wait_us;
 
+#ifdef NCM_LWIP_CORE_LOCK_DIAG
+/*
+ * A measuring build's view of who waits for the core lock (issue 20): the
+ * wait per thread name, printed to stderr at exit. Off by default: the
+ * counters above are what the API reports.
+ */
+#include <pthread.h>
+#include <stdio.h>
+
+#define DIAG_THREADS 64
+static GMutex diag_lock;
+static struct {
+	char name[16];
+	guint64 waits, wait_us;
+} diag[DIAG_THREADS];
+
+static void
+diag_add(gint64 us)
+{
+	char name[16] = "?";
+
+	pthread_getname_np(pthread_self(), name, sizeof(name));
+	g_mutex_lock(&diag_lock);
+	for (guint i = 0; i < DIAG_THREADS; i++) {
+		if (diag[i].name[0] == '\0')
+			g_strlcpy(diag[i].name, name, sizeof(diag[i].name));
+		if (strcmp(diag[i].name, name) == 0) {
+			diag[i].waits++;
+			diag[i].wait_us += (guint64)us;
+			break;
+		}
+	}
+	g_mutex_unlock(&diag_lock);
+}
+
+__attribute__((destructor)) static void
+diag_print(void)
+{
+	for (guint i = 0; i < DIAG_THREADS && diag[i].name[0] != '\0'; i++)
+		fprintf(stderr, "core-lock-diag: %s waits %" G_GUINT64_FORMAT " wait_ms %" G_GUINT64_FORMAT "\n",
+			diag[i].name, diag[i].waits, diag[i].wait_us / 1000);
+}
+#else
+#define diag_add(us) ((void)(us))
+#endif
+
 void
 sys_mutex_lock(sys_mutex_t *mutex)
 {
@@ -142,9 +188,11 @@ sys_mutex_lock(sys_mutex_t *mutex)
 
 		ncm_mutex_lock(&m->mutex);  /* spins a little first (ncm-sync.h) */
 		if (mutex == &lock_tcpip_core) {
+			gint64 us = g_get_monotonic_time() - t0;
+
 			__atomic_add_fetch(&core_waits, 1, __ATOMIC_RELAXED);
-			__atomic_add_fetch(&core_wait_us, (guint64)(g_get_monotonic_time() - t0),
-					   __ATOMIC_RELAXED);
+			__atomic_add_fetch(&core_wait_us, (guint64)us, __ATOMIC_RELAXED);
+			diag_add(us);
 		}
 	}
 	ncm_tsan_acquire(&m->mutex);
