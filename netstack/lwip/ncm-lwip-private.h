@@ -61,9 +61,6 @@ NcmLwipInputMode nlw_input_mode(void);
  */
 void nlw_core_lock(void);
 void nlw_core_unlock(void);
-/* nlw_core_unlock() that also releases @gate (when not NULL) right after
- * the core lock, before the work that follows the release. */
-void nlw_core_unlock_gate(GMutex *gate);
 void nlw_batch_begin(void);
 void nlw_batch_end(void);
 

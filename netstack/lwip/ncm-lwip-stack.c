@@ -97,12 +97,6 @@ nlw_core_unlocking(void)
 void
 nlw_core_unlock(void)
 {
-	nlw_core_unlock_gate(NULL);
-}
-
-void
-nlw_core_unlock_gate(GMutex *gate)
-{
 	gpointer after[NLW_UNLOCK_MAX];
 	NlwUnlockRun run = unlock_run;
 	guint n = 0;
@@ -113,8 +107,6 @@ nlw_core_unlock_gate(GMutex *gate)
 	if (unlock_take != NULL)
 		n = unlock_take(after, G_N_ELEMENTS(after));
 	UNLOCK_TCPIP_CORE();
-	if (gate != NULL)
-		ncm_mutex_unlock(gate);
 	for (guint i = 0; i < n; i++)
 		run(after[i]);
 }

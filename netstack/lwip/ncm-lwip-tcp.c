@@ -698,23 +698,11 @@ write_locked(struct tcp_pcb *pcb, const guint8 *buf, gsize count, GError **error
 	return (gssize)done;
 }
 
-/*
- * Experiment (issue 20): one writer at a time takes the core lock, so the
- * link's event thread waits for at most one writer's hold, however many
- * devices write. 0 by default.
- */
-#ifndef NLW_WRITER_GATE
-#define NLW_WRITER_GATE 0
-#endif
-static GMutex writer_gate;
-
 static gssize
 write_some(NlwConn *c, const void *buf, gsize count, GError **error)
 {
 	gssize n;
 
-	if (NLW_WRITER_GATE)
-		ncm_mutex_lock(&writer_gate);
 	nlw_core_lock();
 	if (c->pcb == NULL) {
 		set_write_error(c, error);
@@ -728,7 +716,7 @@ write_some(NlwConn *c, const void *buf, gsize count, GError **error)
 		ncm_mutex_unlock(&c->lock);
 	}
 	/* Flushes what tcp_output() packed into the link. */
-	nlw_core_unlock_gate(NLW_WRITER_GATE ? &writer_gate : NULL);
+	nlw_core_unlock();
 	return n;
 }
 
