@@ -84,7 +84,7 @@ drain_locked(NlwOutq *q, const NlwOutqOps *ops, gpointer data)
 			flush = TRUE;
 		}
 		if (blocked && q->writable_epoch == epoch)
-			q->blocked = TRUE;  /* room came meanwhile? then retry */
+			q->blocked = TRUE; /* room came meanwhile? then retry */
 		if (!flush)
 			break;
 		/* Closes the NTB once per drain, not per frame. */

@@ -8,16 +8,16 @@
 typedef struct {
 	NlwOutq *q;
 	GMutex lock;
-	GArray *sent;      /* guint: the items taken, in order */
-	guint freed;       /* atomic */
-	guint flushes;     /* atomic */
-	gint in_send;      /* atomic: senders inside send() now */
-	gint max_in_send;  /* atomic */
-	guint refuse_at;   /* refuse when this many were sent (0: never) */
+	GArray *sent;                 /* guint: the items taken, in order */
+	guint freed;                  /* atomic */
+	guint flushes;                /* atomic */
+	gint in_send;                 /* atomic: senders inside send() now */
+	gint max_in_send;             /* atomic */
+	guint refuse_at;              /* refuse when this many were sent (0: never) */
 	gboolean room_during_refusal; /* writable arrives while refusing */
 	gboolean push_during_send;    /* a frame is pushed from inside send() */
-	guint refuse_every; /* refuse one in N attempts (threads test) */
-	guint attempts;     /* atomic */
+	guint refuse_every;           /* refuse one in N attempts (threads test) */
+	guint attempts;               /* atomic */
 } Link;
 
 static NlwOutqSend
@@ -75,9 +75,9 @@ link_flush(gpointer data)
 }
 
 static const NlwOutqOps ops = {
-	.send = link_send,
-	.free = link_free_item,
-	.flush = link_flush,
+    .send = link_send,
+    .free = link_free_item,
+    .flush = link_flush,
 };
 
 static void
