@@ -98,12 +98,14 @@ void
 nlw_core_unlock(void)
 {
 	gpointer after[NLW_UNLOCK_MAX];
-	NlwUnlockRun run = unlock_run;
+	NlwUnlockRun run;
 	guint n = 0;
 
 	unlocking = TRUE;
 	nlw_batch_end();
 	unlocking = FALSE;
+	/* Both read under the lock: the batch may have registered them. */
+	run = unlock_run;
 	if (unlock_take != NULL)
 		n = unlock_take(after, G_N_ELEMENTS(after));
 	UNLOCK_TCPIP_CORE();
