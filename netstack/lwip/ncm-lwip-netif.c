@@ -515,10 +515,11 @@ ncm_lwip_netif_add(NcmLwipStack *stack, NcmLink *link, const NcmLwipNetifConfig 
 	/* Frames may arrive as soon as the link starts: the netif exists, but
 	 * it is down and drops them until it is up below. */
 	link->ops->set_sink(link, &netif_sink, n);
-	/* sink_writable() refills from txq in the callback, so one call per
-	 * burst of OUT completions refills every freed slot under one core
-	 * lock: tcp_up 1.19x at 0.85x the CPU per MB over six rounds
-	 * (tests/bench/RESULTS.md, 2026-12-04, branch wbatch15). */
+	/* sink_writable() refills from the output queue, so one call per
+	 * burst of OUT completions refills every freed slot in one drain
+	 * (under the core lock until session 14): tcp_up 1.19x at 0.85x the
+	 * CPU per MB over six rounds (tests/bench/RESULTS.md, 2026-12-04,
+	 * branch wbatch15). */
 	ncm_link_set_writable_batched(link, TRUE);
 	if (!link->ops->start(link, error)) {
 		g_object_unref(n);
