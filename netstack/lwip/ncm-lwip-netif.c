@@ -15,6 +15,7 @@
 #include "ncm-eth.h"
 #include "ncm-lwip-private.h"
 #include "ncm-lwip-gro.h"
+#include "ncm-lwip-outq.h"
 #include "ncm-lwip-rxsum.h"
 
 /* Frames collected on the link thread before they enter lwIP under one
@@ -37,12 +38,12 @@ struct _NcmLwipNetif {
 	NcmLink *link; /* NULL once removed */
 	gboolean started;
 
-	/* Core lock: output since the last ncm_link_flush(). */
-	gboolean flush_pending;
-	/* Core lock: frames refused with WOULD_BLOCK, sent in order on
-	 * sink->writable. A ring of pbuf references. */
-	struct pbuf *txq[NCM_LWIP_TXQ_LEN];
-	guint txq_head, txq_len;
+	/* Core lock: output since the last drain was arranged. */
+	gboolean out_pending;
+	/* Frames lwIP output, as pbuf references, on their way to the link:
+	 * sent by the thread that releases the core lock, or on writable
+	 * after NCM_SEND_WOULD_BLOCK (ncm-lwip-outq.h). */
+	NlwOutq outq;
 
 	/* Link thread only. */
 	struct pbuf *rx_batch[RX_BATCH];
@@ -63,34 +64,17 @@ G_DEFINE_TYPE(NcmLwipNetif, ncm_lwip_netif, G_TYPE_OBJECT)
 
 /* ---- Output ---------------------------------------------------------------- */
 
-/* Core lock held: the batch's NLW_BATCH_FLUSH stage. */
-static void
-netifs_flush(void)
+/*
+ * A TCP segment's pbuf stays untouched while referenced here: lwIP skips a
+ * segment whose pbuf has other references when it retransmits. So frames
+ * are read, sent and freed without the core lock (pbuf_free() takes lwIP's
+ * SYS_ARCH_PROTECT, as the readers' frees do).
+ */
+static NlwOutqSend
+outq_send(gpointer item, gpointer data)
 {
-	for (GList *l = netifs; l != NULL; l = l->next) {
-		NcmLwipNetif *n = l->data;
-
-		if (!n->flush_pending)
-			continue;
-		n->flush_pending = FALSE;
-		ncm_link_flush(n->link);
-		nlw_count(NLW_COUNT_TX_FLUSHES, 1);
-	}
-}
-
-/* Core lock held. Output outside a batch (timers, queued input on the
- * tcpip thread) would otherwise wait for the link's last-resort timer. */
-static void
-mark_output(NcmLwipNetif *n)
-{
-	n->flush_pending = TRUE;
-	if (!nlw_in_batch())
-		nlw_schedule_flush();
-}
-
-static NcmSendResult
-send_pbuf(NcmLwipNetif *n, struct pbuf *p)
-{
+	NcmLwipNetif *n = data;
+	struct pbuf *p = item;
 	GOutputVector v[TX_MAX_VECTORS];
 	struct pbuf *flat = NULL;
 	NcmSendResult r;
@@ -100,79 +84,126 @@ send_pbuf(NcmLwipNetif *n, struct pbuf *p)
 		v[count++] = (GOutputVector){q->payload, q->len};
 	if (pbuf_clen(p) > TX_MAX_VECTORS) {
 		flat = pbuf_clone(PBUF_RAW, PBUF_RAM, p);
-		if (flat == NULL)
-			return NCM_SEND_INVALID;
+		if (flat == NULL) {
+			nlw_count(NLW_COUNT_TX_DROPS, 1);
+			return NLW_OUTQ_DROPPED;
+		}
 		v[0] = (GOutputVector){flat->payload, flat->len};
 		count = 1;
 	}
 	r = ncm_link_sendv(n->link, v, count);
 	if (flat != NULL)
 		pbuf_free(flat);
-	return r;
+	if (r == NCM_SEND_WOULD_BLOCK)
+		return NLW_OUTQ_BLOCKED;
+	nlw_count(r == NCM_SEND_OK ? NLW_COUNT_TX_FRAMES : NLW_COUNT_TX_DROPS, 1);
+	return r == NCM_SEND_OK ? NLW_OUTQ_SENT : NLW_OUTQ_DROPPED;
 }
 
-/* Core lock held. */
 static void
-txq_push(NcmLwipNetif *n, struct pbuf *p)
+outq_free(gpointer item)
 {
-	if (n->txq_len == NCM_LWIP_TXQ_LEN) {
-		nlw_count(NLW_COUNT_TX_DROPS, 1);
-		return;
-	}
-	/* TCP leaves a segment it still references alone on retransmission,
-	 * so holding a reference keeps the bytes stable. */
-	pbuf_ref(p);
-	n->txq[(n->txq_head + n->txq_len) % NCM_LWIP_TXQ_LEN] = p;
-	n->txq_len++;
-	nlw_count(NLW_COUNT_TX_QUEUED, 1);
+	pbuf_free(item);
 }
 
-/* Core lock held: sends queued frames until the link refuses again. */
 static void
-txq_drain(NcmLwipNetif *n)
+outq_flush(gpointer data)
 {
-	while (n->txq_len > 0) {
-		struct pbuf *p = n->txq[n->txq_head];
-		NcmSendResult r = send_pbuf(n, p);
+	NcmLwipNetif *n = data;
 
-		if (r == NCM_SEND_WOULD_BLOCK)
-			return;
-		if (r == NCM_SEND_OK) {
-			nlw_count(NLW_COUNT_TX_FRAMES, 1);
-			mark_output(n);
+	ncm_link_flush(n->link);
+	nlw_count(NLW_COUNT_TX_FLUSHES, 1);
+}
+
+static const NlwOutqOps outq_ops = {
+	.send = outq_send,
+	.free = outq_free,
+	.flush = outq_flush,
+};
+
+/* Core lock: netifs whose drain waits for the release of the lock. */
+#define DRAIN_AFTER_MAX NLW_UNLOCK_MAX
+static NcmLwipNetif *drain_after[DRAIN_AFTER_MAX];
+static guint drain_after_len;
+
+/* Core lock held: the batch's NLW_BATCH_FLUSH stage. A thread about to
+ * release the core lock drains after it; the tcpip thread (timers, queued
+ * input, callbacks) drains right away, as it keeps the lock. */
+static void
+netifs_flush(void)
+{
+	for (GList *l = netifs; l != NULL; l = l->next) {
+		NcmLwipNetif *n = l->data;
+
+		if (!n->out_pending)
+			continue;
+		n->out_pending = FALSE;
+		if (nlw_core_unlocking() && drain_after_len < DRAIN_AFTER_MAX) {
+			nlw_outq_hold(&n->outq);
+			drain_after[drain_after_len++] = n;
 		} else {
-			nlw_count(NLW_COUNT_TX_DROPS, 1);
+			nlw_outq_drain(&n->outq, &outq_ops, n);
 		}
-		pbuf_free(p);
-		n->txq_head = (n->txq_head + 1) % NCM_LWIP_TXQ_LEN;
-		n->txq_len--;
 	}
+}
+
+/* Core lock held, about to be released: hands over the drains. */
+static guint
+netifs_take_drains(gpointer *ret, guint max)
+{
+	guint n = MIN(max, drain_after_len);
+
+	memcpy(ret, drain_after, n * sizeof(*ret));
+	/* max >= DRAIN_AFTER_MAX: nothing is left behind. */
+	drain_after_len = 0;
+	return n;
+}
+
+/* Core lock released. nlw_outq_close() waits for this before the netif's
+ * link goes. */
+static void
+netif_drain_after(gpointer data)
+{
+	NcmLwipNetif *n = data;
+
+	nlw_outq_drain_held(&n->outq, &outq_ops, n);
+}
+
+/* Core lock held. Output outside a batch (timers, queued input on the
+ * tcpip thread) would otherwise wait for the link's last-resort timer. */
+static void
+mark_output(NcmLwipNetif *n)
+{
+	n->out_pending = TRUE;
+	if (!nlw_in_batch())
+		nlw_schedule_flush();
 }
 
 /* netif->linkoutput: core lock held. Never fails towards lwIP: a frame the
- * link cannot take is queued, or dropped and counted (TCP retransmits). */
+ * queue cannot take is dropped and counted (TCP retransmits). */
 static err_t
 netif_linkoutput(struct netif *netif, struct pbuf *p)
 {
 	NcmLwipNetif *n = netif->state;
-	NcmSendResult r;
+	gboolean blocked;
 
-	if (n->txq_len > 0) {
-		txq_push(n, p);
+	/* Data lwIP only lends for this call (PBUF_REF) is copied. */
+	if (PBUF_NEEDS_COPY(p))
+		p = pbuf_clone(PBUF_RAW, PBUF_RAM, p);
+	else
+		pbuf_ref(p);
+	if (p == NULL) {
+		nlw_count(NLW_COUNT_TX_DROPS, 1);
 		return ERR_OK;
 	}
-	r = send_pbuf(n, p);
-	if (r == NCM_SEND_OK) {
-		nlw_count(NLW_COUNT_TX_FRAMES, 1);
-		mark_output(n);
-	} else if (r == NCM_SEND_WOULD_BLOCK) {
-		/* The link sends what it holds once it is full, but an open
-		 * NTB must still be flushed for writable to come. */
-		mark_output(n);
-		txq_push(n, p);
-	} else {
+	if (!nlw_outq_push(&n->outq, p, &blocked)) {
+		pbuf_free(p);
 		nlw_count(NLW_COUNT_TX_DROPS, 1);
+		return ERR_OK;
 	}
+	if (blocked)
+		nlw_count(NLW_COUNT_TX_QUEUED, 1);
+	mark_output(n);
 	return ERR_OK;
 }
 
@@ -320,14 +351,13 @@ sink_receive_done(gpointer user_data)
 	rx_drain(user_data);
 }
 
+/* No core lock: the queue has its own. */
 static void
 sink_writable(gpointer user_data)
 {
 	NcmLwipNetif *n = user_data;
 
-	nlw_core_lock();
-	txq_drain(n);
-	nlw_core_unlock();
+	nlw_outq_writable(&n->outq, &outq_ops, n);
 }
 
 static const NcmLinkSink netif_sink = {
@@ -443,6 +473,7 @@ netif_add_locked(NcmLwipNetif *n, const NcmLwipNetifConfig *config)
 		return FALSE;
 	add_ip6(n, config);
 	nlw_batch_on_end(NLW_BATCH_FLUSH, netifs_flush);
+	nlw_core_on_unlock(netifs_take_drains, netif_drain_after);
 	netifs = g_list_append(netifs, n);
 	return TRUE;
 }
@@ -484,10 +515,11 @@ ncm_lwip_netif_add(NcmLwipStack *stack, NcmLink *link, const NcmLwipNetifConfig 
 	/* Frames may arrive as soon as the link starts: the netif exists, but
 	 * it is down and drops them until it is up below. */
 	link->ops->set_sink(link, &netif_sink, n);
-	/* sink_writable() refills from txq in the callback, so one call per
-	 * burst of OUT completions refills every freed slot under one core
-	 * lock: tcp_up 1.19x at 0.85x the CPU per MB over six rounds
-	 * (tests/bench/RESULTS.md, 2026-12-04, branch wbatch15). */
+	/* sink_writable() refills from the output queue, so one call per
+	 * burst of OUT completions refills every freed slot in one drain
+	 * (under the core lock until session 14): tcp_up 1.19x at 0.85x the
+	 * CPU per MB over six rounds (tests/bench/RESULTS.md, 2026-12-04,
+	 * branch wbatch15). */
 	ncm_link_set_writable_batched(link, TRUE);
 	if (!link->ops->start(link, error)) {
 		g_object_unref(n);
@@ -560,13 +592,11 @@ ncm_lwip_netif_remove(NcmLwipNetif *n)
 		netif_remove(&n->netif);
 		netifs = g_list_remove(netifs, n);
 	}
-	while (n->txq_len > 0) {
-		pbuf_free(n->txq[n->txq_head]);
-		n->txq_head = (n->txq_head + 1) % NCM_LWIP_TXQ_LEN;
-		n->txq_len--;
-	}
-	n->flush_pending = FALSE;
+	n->out_pending = FALSE;
 	nlw_core_unlock();
+	/* Threads that took a drain before the netif left the list finish
+	 * it before the link goes; the queue's frames are freed with it. */
+	nlw_outq_close(&n->outq);
 	for (guint i = 0; i < n->rx_len; i++)
 		pbuf_free(n->rx_batch[i]);
 	n->rx_len = 0;
@@ -580,6 +610,7 @@ netif_finalize(GObject *object)
 	NcmLwipNetif *n = NCM_LWIP_NETIF(object);
 
 	ncm_lwip_netif_remove(n);
+	nlw_outq_clear(&n->outq, outq_free);
 	g_mutex_clear(&n->peer_lock);
 	G_OBJECT_CLASS(ncm_lwip_netif_parent_class)->finalize(object);
 }
@@ -588,6 +619,7 @@ static void
 ncm_lwip_netif_init(NcmLwipNetif *n)
 {
 	g_mutex_init(&n->peer_lock);
+	nlw_outq_init(&n->outq, NCM_LWIP_TXQ_LEN);
 }
 
 static void

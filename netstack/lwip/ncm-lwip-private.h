@@ -12,7 +12,9 @@
 /*
  * Lock order: the lwIP core lock first, then a connection's, listener's or
  * UDP socket's own lock, then a netif's peer lock. Code holding one of the
- * latter never takes the core lock.
+ * latter never takes the core lock. A netif's output queue lock
+ * (ncm-lwip-outq.h) comes after the core lock too, and is never held
+ * while the link sends.
  */
 
 /*
@@ -25,7 +27,7 @@
  *   ncm-lwip-listener.c  -> stream, tcp, stack
  *   ncm-lwip-stream.c    -> tcp, stack
  *   ncm-lwip-tcp.c       -> stack
- *   ncm-lwip-netif.c     -> stack
+ *   ncm-lwip-netif.c     -> stack, outq
  *   ncm-lwip-udp.c       -> stack
  *   ncm-lwip-dns.c       -> stack
  *   ncm-lwip-stack.c     -> none (netif and tcp register batch hooks)
@@ -86,6 +88,23 @@ typedef void (*NlwBatchHook)(void);
 
 /* Core lock held. Registering the same hook again is harmless. */
 void nlw_batch_on_end(NlwBatchStage stage, NlwBatchHook hook);
+
+/*
+ * Work that needs no lwIP state, done by the thread leaving
+ * nlw_core_unlock() right after it released the lock, so the others wait
+ * less (the netifs' sending, ncm-lwip-outq.h). @take, core lock held,
+ * hands over up to @max items that @run then gets one by one, lock
+ * released. One registration (netif), like the batch hooks.
+ */
+#define NLW_UNLOCK_MAX 16
+typedef guint (*NlwUnlockTake)(gpointer *ret_items, guint max);
+typedef void (*NlwUnlockRun)(gpointer item);
+
+/* Core lock held. */
+void nlw_core_on_unlock(NlwUnlockTake take, NlwUnlockRun run);
+/* Core lock held: whether the batch ending is nlw_core_unlock()'s (else the
+ * tcpip thread's, which keeps the lock). */
+gboolean nlw_core_unlocking(void);
 
 /* Waits until the tcpip thread has handled everything queued so far (such
  * as frames from NCM_LWIP_INPUT_QUEUED). Not under the core lock. */

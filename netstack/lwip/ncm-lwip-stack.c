@@ -26,6 +26,11 @@ static guint batch_depth;
 static gboolean flush_scheduled;
 /* Core lock: see nlw_batch_on_end(). */
 static NlwBatchHook batch_hooks[NLW_BATCH_N];
+/* Core lock: see nlw_core_on_unlock(); and whether the batch ending is
+ * nlw_core_unlock()'s. */
+static NlwUnlockTake unlock_take;
+static NlwUnlockRun unlock_run;
+static gboolean unlocking;
 
 void
 nlw_count(NlwCounter counter, guint64 n)
@@ -77,10 +82,35 @@ nlw_core_lock(void)
 }
 
 void
+nlw_core_on_unlock(NlwUnlockTake take, NlwUnlockRun run)
+{
+	unlock_take = take;
+	unlock_run = run;
+}
+
+gboolean
+nlw_core_unlocking(void)
+{
+	return unlocking;
+}
+
+void
 nlw_core_unlock(void)
 {
+	gpointer after[NLW_UNLOCK_MAX];
+	NlwUnlockRun run;
+	guint n = 0;
+
+	unlocking = TRUE;
 	nlw_batch_end();
+	unlocking = FALSE;
+	/* Both read under the lock: the batch may have registered them. */
+	run = unlock_run;
+	if (unlock_take != NULL)
+		n = unlock_take(after, G_N_ELEMENTS(after));
 	UNLOCK_TCPIP_CORE();
+	for (guint i = 0; i < n; i++)
+		run(after[i]);
 }
 
 gboolean

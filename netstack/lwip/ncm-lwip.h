@@ -22,8 +22,9 @@
  * the oldest (NcmLwipStats.syn_evicted).
  * Per UDP socket: at most NCM_LWIP_UDP_MAX_QUEUED datagrams and
  * NCM_LWIP_UDP_MAX_BYTES bytes wait to be received; more are dropped.
- * Per netif: at most NCM_LWIP_TXQ_LEN frames wait for link room (after
- * NCM_SEND_WOULD_BLOCK), as references to lwIP's pbufs: TCP segments are
+ * Per netif: at most NCM_LWIP_TXQ_LEN frames wait for the link (sent by
+ * the thread that releases lwIP's core lock, or after NCM_SEND_WOULD_BLOCK
+ * once the link has room), as references to lwIP's pbufs: TCP segments are
  * not copied, so the queue costs 32 KiB of pointers; frames beyond it are
  * dropped and counted (TCP retransmits them).
  */
@@ -50,7 +51,8 @@ G_BEGIN_DECLS
 /**
  * NCM_LWIP_TXQ_LEN:
  *
- * Frames one netif holds back while its link has no room.
+ * Frames one netif holds for its link: output not yet sent, and what waits
+ * while the link has no room.
  */
 #define NCM_LWIP_TXQ_LEN 4096
 
@@ -75,7 +77,7 @@ typedef enum {
  * @tx_frames: frames handed to a link.
  * @tx_queued: frames held back by %NCM_SEND_WOULD_BLOCK, sent on writable.
  * @tx_drops: frames dropped: queue full, link closed or frame invalid.
- * @tx_flushes: link flushes, one per batch.
+ * @tx_flushes: link flushes, one per drain of a netif's output.
  * @window_posts: receive-window updates posted to the tcpip thread.
  * @main_dispatches: callbacks and wake-ups the stack caused on main contexts.
  * @rx_compacted: small TCP segments copied into shared chunks.

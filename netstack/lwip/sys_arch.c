@@ -132,21 +132,89 @@ sys_mutex_new(sys_mutex_t *mutex)
  */
 static guint64 core_waits, core_wait_us;
 
+#ifdef NCM_LWIP_CORE_LOCK_DIAG
+/*
+ * A measuring build's view of who waits for the core lock (issue 20): the
+ * wait per thread name, printed to stderr at exit. Off by default: the
+ * counters above are what the API reports.
+ */
+#include <pthread.h>
+#include <stdio.h>
+
+#define DIAG_THREADS 64
+static GMutex diag_lock;
+static struct {
+	char name[16];
+	guint64 acquired, waits, wait_us; /* atomics */
+} diag[DIAG_THREADS];
+static __thread int diag_slot = -1;
+
+/* The calling thread's row, one per thread name. */
+static int
+diag_row(void)
+{
+	char name[16] = "?";
+
+	if (diag_slot >= 0)
+		return diag_slot;
+	pthread_getname_np(pthread_self(), name, sizeof(name));
+	g_mutex_lock(&diag_lock);
+	for (int i = 0; i < DIAG_THREADS; i++) {
+		if (diag[i].name[0] == '\0')
+			g_strlcpy(diag[i].name, name, sizeof(diag[i].name));
+		if (strcmp(diag[i].name, name) == 0) {
+			diag_slot = i;
+			break;
+		}
+	}
+	g_mutex_unlock(&diag_lock);
+	return diag_slot >= 0 ? diag_slot : DIAG_THREADS - 1;
+}
+
+static void
+diag_acquired(gint64 waited_us)
+{
+	int i = diag_row();
+
+	__atomic_add_fetch(&diag[i].acquired, 1, __ATOMIC_RELAXED);
+	if (waited_us >= 0) {
+		__atomic_add_fetch(&diag[i].waits, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&diag[i].wait_us, (guint64)waited_us, __ATOMIC_RELAXED);
+	}
+}
+
+__attribute__((destructor)) static void
+diag_print(void)
+{
+	for (guint i = 0; i < DIAG_THREADS && diag[i].name[0] != '\0'; i++)
+		fprintf(stderr, "core-lock-diag: %s acquired %" G_GUINT64_FORMAT " waits %" G_GUINT64_FORMAT
+			" wait_ms %" G_GUINT64_FORMAT "\n", diag[i].name, diag[i].acquired, diag[i].waits,
+			diag[i].wait_us / 1000);
+}
+#else
+#define diag_acquired(us) ((void)(us))
+#endif
+
 void
 sys_mutex_lock(sys_mutex_t *mutex)
 {
 	struct ncm_lwip_mutex *m = *mutex;
+	gint64 waited = -1;
 
 	if (!g_mutex_trylock(&m->mutex)) {
 		gint64 t0 = g_get_monotonic_time();
 
 		ncm_mutex_lock(&m->mutex);  /* spins a little first (ncm-sync.h) */
 		if (mutex == &lock_tcpip_core) {
+			gint64 us = g_get_monotonic_time() - t0;
+
 			__atomic_add_fetch(&core_waits, 1, __ATOMIC_RELAXED);
-			__atomic_add_fetch(&core_wait_us, (guint64)(g_get_monotonic_time() - t0),
-					   __ATOMIC_RELAXED);
+			__atomic_add_fetch(&core_wait_us, (guint64)us, __ATOMIC_RELAXED);
+			waited = us;
 		}
 	}
+	if (mutex == &lock_tcpip_core)
+		diag_acquired(waited);
 	ncm_tsan_acquire(&m->mutex);
 	g_atomic_pointer_set(&m->owner, g_thread_self());
 }

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-lwip-outq.h: a netif's frames on their way to its link, sent outside lwIP's core lock (private). */
+#pragma once
+
+#include <glib.h>
+
+/*
+ * lwIP's output runs under the core lock, which every device's writer
+ * threads and the link's event thread share. Packing a frame into an NTB
+ * (a copy, the link's own lock) and submitting a full NTB (a syscall) need
+ * no lwIP state, so the netif only queues its frames here under the core
+ * lock, and whichever thread released the lock sends them. One thread at a
+ * time drains a queue (frame order stays lwIP's); the others leave their
+ * frames to it and go on. Different netifs drain in parallel.
+ *
+ * Items are opaque (the netif's pbuf references); NlwOutqOps says how to
+ * send and free one, so the queue is tested without lwIP.
+ */
+
+typedef enum {
+	NLW_OUTQ_SENT,    /* the link took it */
+	NLW_OUTQ_BLOCKED, /* the link has no room: stays queued, first in line */
+	NLW_OUTQ_DROPPED, /* the link refused it for good: freed */
+} NlwOutqSend;
+
+typedef struct {
+	NlwOutqSend (*send)(gpointer item, gpointer data);
+	void (*free)(gpointer item);
+	/* After a drain sent something or was blocked: closes the link's
+	 * open NTB (a blocked link needs it flushed to report room again). */
+	void (*flush)(gpointer data);
+} NlwOutqOps;
+
+typedef struct {
+	/* Guards everything below. Taken inside the core lock or without it;
+	 * the link's own lock is taken inside it only by ops->send and
+	 * ops->flush, which run without it held (see nlw_outq_drain()). */
+	GMutex lock;
+	GCond idle; /* draining and holds went to 0 (nlw_outq_close() waits) */
+	gpointer *ring;
+	guint size, head, len;
+	/* A thread is sending: the only one that reads or pops ring[head..]. */
+	gboolean draining;
+	/* The link refused: nothing is tried until nlw_outq_writable(). */
+	gboolean blocked;
+	guint writable_epoch; /* bumped by each nlw_outq_writable() */
+	guint holds;          /* drains promised by nlw_outq_hold() */
+	gboolean closed;
+} NlwOutq;
+
+void nlw_outq_init(NlwOutq *q, guint size);
+/* Frees what is still queued with @free; nlw_outq_close() came first. */
+void nlw_outq_clear(NlwOutq *q, void (*free_item)(gpointer item));
+
+/* Any thread. FALSE when the queue is full or closed (the item stays the
+ * caller's). @ret_blocked: whether the item waits for link room. */
+gboolean nlw_outq_push(NlwOutq *q, gpointer item, gboolean *ret_blocked);
+/* Any thread: sends what is queued, unless another thread is at it
+ * (it sends this thread's items too) or the link is blocked. */
+void nlw_outq_drain(NlwOutq *q, const NlwOutqOps *ops, gpointer data);
+/* The link has room again: unblocks and drains. */
+void nlw_outq_writable(NlwOutq *q, const NlwOutqOps *ops, gpointer data);
+/* A drain to come on another code path (after a lock is released): the
+ * queue is not closed under it. nlw_outq_drain_held() drains and ends it. */
+void nlw_outq_hold(NlwOutq *q);
+void nlw_outq_drain_held(NlwOutq *q, const NlwOutqOps *ops, gpointer data);
+/* No more drains: waits for the one running and for every hold. */
+void nlw_outq_close(NlwOutq *q);
