@@ -608,31 +608,31 @@ tx_settle(Test *t)
 	}
 }
 
+/* Asks for the peer's address (ARP, or --ipv6's solicitation) until it answers. */
 static gboolean
-resolve_peer(Test *t)
+ask_peer(Test *t, gsize (*build)(Test *t, guint8 *f), gint *answered)
 {
 	guint8 f[128];
 
-	for (int i = 0; i < 20 && !g_atomic_int_get(&t->got_arp); i++) {
-		send_frame(t, f, build_arp(t, f));
+	for (int i = 0; i < 20 && !g_atomic_int_get(answered); i++) {
+		send_frame(t, f, build(t, f));
 		ncm_device_flush(t->dev);
-		wait_flag(&t->got_arp, 1);
+		wait_flag(answered, 1);
 	}
-	return g_atomic_int_get(&t->got_arp);
+	return g_atomic_int_get(answered);
+}
+
+static gboolean
+resolve_peer(Test *t)
+{
+	return ask_peer(t, build_arp, &t->got_arp);
 }
 
 /* --ipv6: the host asks for the peer's IPv6 address, never its IPv4 one. */
 static gboolean
 solicit_peer(Test *t)
 {
-	guint8 f[128];
-
-	for (int i = 0; i < 20 && !g_atomic_int_get(&t->got_na); i++) {
-		send_frame(t, f, build_ns(t, f));
-		ncm_device_flush(t->dev);
-		wait_flag(&t->got_na, 1);
-	}
-	return g_atomic_int_get(&t->got_na);
+	return ask_peer(t, build_ns, &t->got_na);
 }
 
 /*
