@@ -25,26 +25,50 @@
 #define TCP_HLEN 20
 #define IPPROTO_TCP_NUM 6
 
-/* One's complement sum of @len bytes, as native-order words, unfolded:
- * the sum's byte order matches the data's, and the 0xFFFF test after
- * folding holds in either order (RFC 1071, 2.B). */
+/* Adds @w to @sum, its carry into @carries: the compiler makes an add and
+ * an adc of it. */
+static inline void
+add64(guint64 *sum, guint64 *carries, guint64 w)
+{
+	*carries += __builtin_add_overflow(*sum, w, sum);
+}
+
+/*
+ * One's complement sum of @len bytes, as native-order words, unfolded: the
+ * sum's byte order matches the data's, and the 0xFFFF test after folding
+ * holds in either order (RFC 1071, 2.B). Whole 64-bit words with their
+ * carries counted apart, in scalar registers: the vector code compilers
+ * make of 32-bit words summed into 64 bits runs several times slower under
+ * QEMU's TCG, where the VM benchmarks run (tcp_sum_ok() was 7.3 % of the
+ * lwip path's download samples, tests/bench/PERF.md; the same change to
+ * ncm-tun's checksum: tests/bench/RESULTS.md), and costs the same natively.
+ */
 static guint64
 sum_bytes(guint64 sum, const guint8 *p, gsize len)
 {
-	guint32 w;
+	guint64 w, carries = 0;
+	guint32 w32;
 
-	/* 2^32 words of at most 2^32 - 1 each cannot overflow 64 bits. */
-	for (; len >= 4; p += 4, len -= 4) {
-		memcpy(&w, p, 4);
-		sum += w;
+	for (; len >= 8; p += 8, len -= 8) {
+		memcpy(&w, p, 8);
+		add64(&sum, &carries, w);
+	}
+	if (len >= 4) {
+		memcpy(&w32, p, 4);
+		add64(&sum, &carries, w32);
+		p += 4;
+		len -= 4;
 	}
 	if (len > 0) {
 		guint8 tail[4] = {0};
 
 		memcpy(tail, p, len);
-		memcpy(&w, tail, 4);
-		sum += w;
+		memcpy(&w32, tail, 4);
+		add64(&sum, &carries, w32);
 	}
+	/* Each carry is worth 1 modulo 2^64 - 1, which 2^16 - 1 divides. */
+	sum += carries;
+	sum += sum < carries;
 	return sum;
 }
 
