@@ -5,8 +5,8 @@
  * Why: lwIP sums every received TCP segment in tcp_input(), a whole batch
  * (up to 64 frames, ~96 KB) after the frame was copied, when the copy has
  * left the L1 cache, and with 32-bit sums that test for a carry on every
- * word. Summing the copy right after memcpy() reads it from L1 with 64-bit
- * sums and no carries; the netif then tells lwIP (per frame, through its
+ * word. Summing the copy right after memcpy() reads it from L1 in 64-bit
+ * words (ncm-csum.h); the netif then tells lwIP (per frame, through its
  * checksum flags) that this frame's TCP checksum was checked. The check
  * itself is kept: the device may forward packets from anywhere, and USB's
  * CRC covers only the wire. A frame that fails here is not dropped here but
@@ -16,6 +16,7 @@
 
 #include <string.h>
 
+#include "ncm-csum.h"
 #include "ncm-le.h"
 #include "ncm-lwip-rxsum.h"
 
@@ -24,53 +25,6 @@
 #define IP6_HLEN 40
 #define TCP_HLEN 20
 #define IPPROTO_TCP_NUM 6
-
-/* Adds @w to @sum, its carry into @carries: the compiler makes an add and
- * an adc of it. */
-static inline void
-add64(guint64 *sum, guint64 *carries, guint64 w)
-{
-	*carries += __builtin_add_overflow(*sum, w, sum);
-}
-
-/*
- * One's complement sum of @len bytes, as native-order words, unfolded: the
- * sum's byte order matches the data's, and the 0xFFFF test after folding
- * holds in either order (RFC 1071, 2.B). Whole 64-bit words with their
- * carries counted apart, in scalar registers: the vector code compilers
- * make of 32-bit words summed into 64 bits runs several times slower under
- * QEMU's TCG, where the VM benchmarks run (tcp_sum_ok() was 7.3 % of the
- * lwip path's download samples, tests/bench/PERF.md; the same change to
- * ncm-tun's checksum: tests/bench/RESULTS.md), and costs the same natively.
- */
-static guint64
-sum_bytes(guint64 sum, const guint8 *p, gsize len)
-{
-	guint64 w, carries = 0;
-	guint32 w32;
-
-	for (; len >= 8; p += 8, len -= 8) {
-		memcpy(&w, p, 8);
-		add64(&sum, &carries, w);
-	}
-	if (len >= 4) {
-		memcpy(&w32, p, 4);
-		add64(&sum, &carries, w32);
-		p += 4;
-		len -= 4;
-	}
-	if (len > 0) {
-		guint8 tail[4] = {0};
-
-		memcpy(tail, p, len);
-		memcpy(&w32, tail, 4);
-		add64(&sum, &carries, w32);
-	}
-	/* Each carry is worth 1 modulo 2^64 - 1, which 2^16 - 1 divides. */
-	sum += carries;
-	sum += sum < carries;
-	return sum;
-}
 
 static gboolean
 sum_ok(guint64 sum)
@@ -88,10 +42,10 @@ tcp_sum_ok(const guint8 *addrs, gsize addr_len, const guint8 *tcp, gsize tcp_len
 	/* zero, protocol, then the 16 or 32 bits of TCP length, big-endian;
 	 * a zero upper half of a 32-bit length adds nothing. */
 	guint8 tail[4] = {0, IPPROTO_TCP_NUM, (guint8)(tcp_len >> 8), (guint8)tcp_len};
-	guint64 sum = sum_bytes(0, addrs, 2 * addr_len);
+	guint64 sum = ncm_csum64_add(0, addrs, 2 * addr_len);
 
-	sum = sum_bytes(sum, tail, sizeof(tail));
-	return sum_ok(sum_bytes(sum, tcp, tcp_len));
+	sum = ncm_csum64_add(sum, tail, sizeof(tail));
+	return sum_ok(ncm_csum64_add(sum, tcp, tcp_len));
 }
 
 gboolean

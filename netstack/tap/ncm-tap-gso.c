@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "ncm-csum.h"
 #include "ncm-eth.h"
 #include "ncm-le.h"
 
@@ -39,65 +40,14 @@ fold64(guint64 s)
 	return tap_csum_fold((guint32)s);
 }
 
-/* Adds @w to the 64-bit ones' complement accumulator @acc, its carry into @carries. */
-static inline void
-add64(guint64 *acc, guint64 *carries, guint64 w)
-{
-	*carries += __builtin_add_overflow(*acc, w, acc);
-}
-
-/*
- * The ones' complement sum does not care about byte order (RFC 1071): the
- * bulk is summed in the host's order and only the folded result is
- * swapped. It goes in whole 64-bit words, each add's carry counted apart
- * (the compiler makes an add and an adc of it), four words a turn in
- * scalar registers: every TSO segment's payload is summed here on
- * ncm-tun's upload (issue 15), and under QEMU's TCG, where the VM
- * benchmarks run, the vector code compilers make of a 32-bit-halves loop
- * costs several times this (tests/bench/RESULTS.md).
- */
+/* The bulk is summed in the host's order (ncm-csum.h) and only the folded
+ * result is swapped. */
 guint32
 tap_csum_add(guint32 sum, const guint8 *p, gsize len)
 {
-	guint64 acc = 0, carries = 0, w0, w1, w2, w3, tail = 0;
-	guint32 w32;
-	guint16 w16, s16;
+	guint16 s16 = GUINT16_FROM_BE(fold64(ncm_csum64_add(0, p, len)));
+	guint64 acc = (guint64)sum + s16;
 
-	for (; len >= 32; p += 32, len -= 32) {
-		memcpy(&w0, p, 8);
-		memcpy(&w1, p + 8, 8);
-		memcpy(&w2, p + 16, 8);
-		memcpy(&w3, p + 24, 8);
-		add64(&acc, &carries, w0);
-		add64(&acc, &carries, w1);
-		add64(&acc, &carries, w2);
-		add64(&acc, &carries, w3);
-	}
-	for (; len >= 8; p += 8, len -= 8) {
-		memcpy(&w0, p, 8);
-		add64(&acc, &carries, w0);
-	}
-	if (len >= 4) {
-		memcpy(&w32, p, 4);
-		tail += w32;
-		p += 4;
-		len -= 4;
-	}
-	if (len >= 2) {
-		memcpy(&w16, p, 2);
-		tail += w16;
-		p += 2;
-		len -= 2;
-	}
-	/* A last odd byte is the high half of a big-endian word. */
-	if (len)
-		tail += GUINT16_FROM_BE((guint16)(p[0] << 8));
-	add64(&acc, &carries, tail);
-	/* The carries wrap around: each is worth 1 modulo 2^64 - 1. */
-	acc += carries;
-	acc += acc < carries;
-	s16 = GUINT16_FROM_BE(fold64(acc));
-	acc = (guint64)sum + s16;
 	return (guint32)((acc & 0xffffffffu) + (acc >> 32));
 }
 
