@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define NCM_ETH_HLEN 14
 #define NCM_ETH_ALEN 6
@@ -91,6 +92,22 @@ bool ncm_eth_nd(const NcmEthView *eth, NcmNdView *ret);
  * zero) sent in the IPv6 header @ip6, whose addresses the pseudo-header
  * takes (RFC 8200 8.1): network order, ready to store. */
 uint16_t ncm_icmp6_checksum(const uint8_t ip6[NCM_IP6_HLEN], const uint8_t *msg, size_t len);
+
+/* True for an IPv6 multicast address (ff00::/8). */
+static inline bool
+ncm_ip6_is_multicast(const uint8_t addr[16])
+{
+	return addr[0] == 0xff;
+}
+
+/* The MAC an IPv6 multicast address goes to (RFC 2464, 7): 33:33 and the
+ * address's last 32 bits. */
+static inline void
+ncm_eth_ip6_multicast_mac(uint8_t mac[NCM_ETH_ALEN], const uint8_t addr[16])
+{
+	mac[0] = mac[1] = 0x33;
+	memcpy(mac + 2, addr + 12, 4);
+}
 
 /* True when the 16-byte address is :: (unspecified). */
 bool ncm_ip6_is_unspecified(const uint8_t addr[16]);

@@ -80,12 +80,6 @@ ncm_nudge_learn(NcmNudge *nudge, const uint8_t *frame, size_t len)
 	nudge->other_bytes += len;
 }
 
-static bool
-ip6_is_multicast(const uint8_t addr[16])
-{
-	return addr[0] == 0xff;
-}
-
 /*
  * An IPv6 solicitation or advertisement the host sent, in @said. Like an
  * ARP packet, it must name both ends and come from a unicast MAC: a
@@ -100,7 +94,7 @@ said_nd(NcmNudgeSaid *said, const NcmEthView *eth, bool *answer)
 	const uint8_t *peer;
 
 	if (!ncm_eth_nd(eth, &nd) || nd.hop_limit != 255 || nd.code != 0 ||
-	    ncm_ip6_is_unspecified(nd.src) || ip6_is_multicast(nd.src))
+	    ncm_ip6_is_unspecified(nd.src) || ncm_ip6_is_multicast(nd.src))
 		return false;
 	if (nd.type == NCM_ND_NS)
 		peer = nd.target;
@@ -108,7 +102,7 @@ said_nd(NcmNudgeSaid *said, const NcmEthView *eth, bool *answer)
 		peer = nd.dst;
 	else
 		return false;
-	if (ncm_ip6_is_unspecified(peer) || ip6_is_multicast(peer) ||
+	if (ncm_ip6_is_unspecified(peer) || ncm_ip6_is_multicast(peer) ||
 	    memcmp(peer, nd.src, 16) == 0)
 		return false;
 	*answer = nd.type == NCM_ND_NA;
@@ -138,7 +132,7 @@ NcmNudgeTxKind
 ncm_nudge_learn_tx(NcmNudgeTx *tx, const uint8_t *frame, size_t len)
 {
 	NcmEthView eth;
-	NcmNudgeSaid got = { 0 }, *said;
+	NcmNudgeSaid got, *said;
 	bool answer = false, v6;
 
 	/* Every frame the host sends comes here: data leaves at the type. */
@@ -147,6 +141,8 @@ ncm_nudge_learn_tx(NcmNudgeTx *tx, const uint8_t *frame, size_t len)
 	    ncm_eth_is_multicast(eth.src) || memcmp(eth.src, zero, NCM_ETH_ALEN) == 0)
 		return NCM_NUDGE_TX_OTHER;
 	v6 = eth.type == NCM_ETH_P_IPV6;
+	/* IPv4 fills 4 of the 16 bytes; merges compare all 16. */
+	memset(&got, 0, sizeof(got));
 	if (!(v6 ? said_nd : said_arp)(&got, &eth, &answer))
 		return NCM_NUDGE_TX_OTHER;
 	said = v6 ? &tx->v6 : &tx->v4;
@@ -321,8 +317,7 @@ frame_ns(const NcmNudgeAddrs *v6, uint8_t *out)
 		static const uint8_t solicited[13] = { 0xff, 0x02, [11] = 0x01, [12] = 0xff };
 
 		memcpy(ip + 24, solicited, sizeof(solicited));
-		out[0] = out[1] = 0x33;
-		memcpy(out + 2, ip + 24 + 12, 4);
+		ncm_eth_ip6_multicast_mac(out, ip + 24);
 	}
 	memcpy(out + NCM_ETH_ALEN, v6->host_mac, NCM_ETH_ALEN);
 	out[2 * NCM_ETH_ALEN] = NCM_ETH_P_IPV6 >> 8;

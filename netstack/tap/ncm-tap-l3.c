@@ -195,10 +195,8 @@ tap_l3_to_frame(TapL3 *l3, const guint8 mac[6], guint8 *buf, gsize ip_len)
 	if (ip_len >= 40 && ip[0] >> 4 == 6) {
 		const guint8 *d = ip + 24;
 
-		if (d[0] == 0xff) {
-			const guint8 m[6] = { 0x33, 0x33, d[12], d[13], d[14], d[15] };
-
-			memcpy(dst, m, 6);
+		if (ncm_ip6_is_multicast(d)) {
+			ncm_eth_ip6_multicast_mac(dst, d);
 		} else {
 			peer_mac(l3, dst);
 		}
