@@ -313,9 +313,16 @@ void ncm_lwip_assert_core_locked(const char *function);
  * saving a second pass over every byte sent. */
 #define LWIP_CHECKSUM_ON_COPY 1
 
-/* lwIP's 32-bit-word summing loop: the fastest of its portable algorithms
- * on 64-bit hosts. */
+/* lwIP's sums on ours (ncm-lwip-csum.c): whole 64-bit words. */
+#include <stdint.h>
+uint16_t ncm_lwip_chksum(const void *data, int len);
+uint16_t ncm_lwip_chksum_copy(void *dst, const void *src, uint16_t len);
+#define LWIP_CHKSUM ncm_lwip_chksum
+#define LWIP_CHKSUM_COPY(dst, src, len) ncm_lwip_chksum_copy(dst, src, len)
+/* lwIP's own 32-bit loop is still built: unit test lwip-csum checks ours
+ * against it, and bench-csum times both. */
 #define LWIP_CHKSUM_ALGORITHM 3
+uint16_t lwip_standard_chksum(const void *dataptr, int len);
 
 /* ---- APIs ---------------------------------------------------------------- */
 

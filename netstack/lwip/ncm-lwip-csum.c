@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-lwip-csum.c: lwIP's checksum routines (LWIP_CHKSUM, LWIP_CHKSUM_COPY) on libncm's 64-bit sum. */
+
+/*
+ * Why: lwIP sums every segment it sends (tcp_write()'s checksum-on-copy)
+ * and every non-TCP packet it receives with its own 32-bit loop, which
+ * tests for a carry on every word: under QEMU's TCG, where the VM
+ * benchmarks run, it costs 2-3x ncm-csum.h's whole 64-bit words with the
+ * carries counted apart, natively 3x (tests/bench/bench-csum.c). The copy
+ * stays a memcpy() followed by the sum over the copy, still in L1: a loop
+ * that copies and sums in one pass ran slower under TCG than the two.
+ * Both return what lwIP's routines return: the folded, not inverted, sum
+ * of the bytes as 16-bit words in memory order, whatever the alignment.
+ */
+
+#include "lwip/opt.h"
+
+#include <string.h>
+
+#include "ncm-csum.h"
+
+static u16_t
+fold(uint64_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xFFFF) + (sum >> 16);
+	return (u16_t)sum;
+}
+
+u16_t
+ncm_lwip_chksum(const void *data, int len)
+{
+	return len > 0 ? fold(ncm_csum64_add(0, data, (size_t)len)) : 0;
+}
+
+u16_t
+ncm_lwip_chksum_copy(void *dst, const void *src, u16_t len)
+{
+	memcpy(dst, src, len);
+	return ncm_lwip_chksum(dst, len);
+}
