@@ -27,10 +27,20 @@ envs=()
 for v in PERF_TESTS PERF_PATHS PERF_SECS PERF_HZ PERF_RECORD_ARGS; do
 	[ -z "${!v:-}" ] || envs+=(--env "$v=${!v}")
 done
+# The libraries' detached symbols where the host has them (libc6-dbg:
+# glibc's internal names, such as which memcpy runs, instead of "?"), at
+# the build-id path perf looks up in the guest.
+debug_files=()
+for lib in $(ldd "$build/examples/ncm-bench/ncm-bench" "$build/examples/ncm-tun/ncm-tun" |
+	     awk '$3 ~ /^\// { print $3 }' | sort -u); do
+	id=$(readelf -n "$lib" 2>/dev/null | awk '/Build ID:/ { print $3 }')
+	dbg=/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug
+	[ -z "$id" ] || [ ! -f "$dbg" ] || debug_files+=(--file "$dbg:$dbg")
+done
 rm -rf "$out.prev"; [ ! -d "$out" ] || mv "$out" "$out.prev"
 echo "perf-stages: booting the VM (3 paths x ${PERF_TESTS:-3 tests}, ${PERF_SECS:-6} s each)..." >&2
 tests/vm/run-vm.sh --script tests/bench/guest-perf.sh --out "$out" --timeout 2400 \
-	"${envs[@]}" \
+	"${envs[@]}" "${debug_files[@]+"${debug_files[@]}"}" \
 	--bin "$(command -v perf)" --bin "$build/examples/ncm-bench/ncm-bench" \
 	--bin "$build/examples/ncm-tun/ncm-tun" --bin "$build/examples/ncm-proxy/ncm-proxy" \
 	>"$out.log" 2>&1 || {
