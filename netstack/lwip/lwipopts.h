@@ -69,8 +69,18 @@ void ncm_lwip_assert_core_locked(const char *function);
 /* ---- Memory -------------------------------------------------------------- */
 
 /* mem_malloc() is malloc(): no fixed heap to size for megabyte windows, and
- * ASan/valgrind then see every lwIP allocation. */
+ * ASan sees every lwIP allocation... */
 #define MEM_LIBC_MALLOC 1
+
+/* ...through ncm-lwip-mem.c, which keeps freed frame-sized blocks for the
+ * next pbuf: glibc's per-thread cache stops short of them. */
+#include <stddef.h>
+void *nlw_mem_malloc(size_t size);
+void *nlw_mem_calloc(size_t count, size_t size);
+void nlw_mem_free(void *mem);
+#define mem_clib_malloc nlw_mem_malloc
+#define mem_clib_calloc nlw_mem_calloc
+#define mem_clib_free nlw_mem_free
 
 /* Pools (pbufs, segments, pcbs) come from mem_malloc() too. Fixed pools
  * would cap the data in flight at compile time: a 1 MiB send buffer alone
