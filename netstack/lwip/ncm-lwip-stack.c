@@ -98,11 +98,20 @@ nlw_core_unlocking(void)
 	return unlocking;
 }
 
+/* Set by a link thread that left input to the core lock's holder. */
+static gint input_waiting; /* atomic */
+/* This thread is in core_released(), or will call it: the release hook
+ * returns at once. */
+static __thread gboolean releasing;
+
+static void core_released(void);
+
 void
 nlw_core_unlock(void)
 {
 	gpointer after[NLW_UNLOCK_MAX];
 	NlwUnlockRun run;
+	gboolean outer = !releasing;
 	guint n = 0;
 
 	unlocking = TRUE;
@@ -112,13 +121,16 @@ nlw_core_unlock(void)
 	run = unlock_run;
 	if (unlock_take != NULL)
 		n = unlock_take(after, G_N_ELEMENTS(after));
+	releasing = TRUE;
 	UNLOCK_TCPIP_CORE();
 	for (guint i = 0; i < n; i++)
 		run(after[i]);
+	/* This batch's frames go out before input left meanwhile is taken in. */
+	if (outer) {
+		releasing = FALSE;
+		core_released();
+	}
 }
-
-/* Set by a link thread that left input to the core lock's holder. */
-static gint input_waiting; /* atomic */
 
 gboolean
 nlw_input_take(void)
@@ -147,24 +159,21 @@ nlw_input_post(gboolean wait)
 	nlw_core_unlock();
 }
 
-/* Any thread, core lock just released: input left while it was held is
- * taken in by this thread unless another holds the lock again (its release
- * comes back here). */
+/* Any thread, core lock just released (sys_arch's hook, or the end of
+ * nlw_core_unlock()): input left while it was held is taken in by this
+ * thread, unless another holds the lock again (its release comes here). */
 static void
 core_released(void)
 {
-	/* nlw_core_unlock() below releases the lock again: the loop goes on. */
-	static __thread gboolean running;
-
-	if (running)
+	if (releasing)
 		return;
-	running = TRUE;
+	releasing = TRUE;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	while (__atomic_load_n(&input_waiting, __ATOMIC_SEQ_CST) && ncm_lwip_core_trylock()) {
 		nlw_batch_begin();
 		nlw_core_unlock();
 	}
-	running = FALSE;
+	releasing = FALSE;
 }
 
 gboolean
