@@ -15,16 +15,12 @@
 #include "ncm-eth.h"
 #include "ncm-lwip-private.h"
 #include "ncm-lwip-gro.h"
-#include "ncm-lwip-inq.h"
 #include "ncm-lwip-outq.h"
 #include "ncm-lwip-rxsum.h"
 
 /* Frames collected on the link thread before they enter lwIP under one
  * acquisition of the core lock; an NTB rarely carries more. */
 #define RX_BATCH 64
-
-/* Received frames that can wait for the core lock's holder: a few batches. */
-#define RX_QUEUE 256
 
 /* Merging of received in-order TCP segments (ncm-lwip-gro.c); 0 in a
  * build for a before/after comparison (tests/bench/ab.sh). */
@@ -48,10 +44,6 @@ struct _NcmLwipNetif {
 	 * sent by the thread that releases the core lock, or on writable
 	 * after NCM_SEND_WOULD_BLOCK (ncm-lwip-outq.h). */
 	NlwOutq outq;
-
-	/* Received frames left to the core lock's holder: pushed by the link
-	 * thread, taken in by the NLW_BATCH_INPUT stage (ncm-lwip-inq.h). */
-	NlwInq inq;
 
 	/* Link thread only. */
 	struct pbuf *rx_batch[RX_BATCH];
@@ -279,9 +271,9 @@ ncm_lwip_netif_get_peer(NcmLwipNetif *netif, GSocketFamily family, GInetAddress 
 /* ---- Input (link thread) ---------------------------------------------------------- */
 
 /*
- * Input runs under the core lock, one lock hold per batch of up to
- * RX_BATCH frames (NCM_LWIP_INPUT_LOCKED, the default), rather than as one
- * tcpip_input() message per frame. Measured over TAP
+ * Input runs on the link thread under the core lock, one lock hold per
+ * batch of up to RX_BATCH frames (NCM_LWIP_INPUT_LOCKED, the default),
+ * rather than as one tcpip_input() message per frame. Measured over TAP
  * (tests/unit/test-lwip-tap.c, NCM_LWIP_TAP_MIB=64, release build, 2-core
  * host shared with other jobs, 3 alternating runs each), Mbit/s:
  *   locked: kernel->lwIP 1015, 829, 550   lwIP->kernel 637, 525, 508
@@ -289,52 +281,14 @@ ncm_lwip_netif_get_peer(NcmLwipNetif *netif, GSocketFamily family, GInetAddress 
  * and on a busier host: locked 364, 390, 493 / 369, 210, 382; queued
  * 334, 280, 279 / 231, 192, 374.
  * Queueing costs a message, a mailbox hand-over and a thread wake-up per
- * frame. The link thread does not wait for the lock either: when a writer
- * holds it, the batch waits in the netif's inq and the writer inputs it
- * before it lets go (nlw_input_post()).
+ * frame; the lock is held for microseconds by writers (at most
+ * NLW_CONN_WRITE_MAX bytes copied), so the link thread barely waits.
  */
-
-/* Core lock held: @n's queued frames into lwIP, in their order. FALSE when
- * more came in than one turn takes. */
-static gboolean
-netif_input_queued(NcmLwipNetif *n)
-{
-	u16_t flags = n->netif.chksum_flags;
-	NlwInqItem it;
-	guint i;
-
-	for (i = 0; i < RX_QUEUE && nlw_inq_pop(&n->inq, &it); i++) {
-		/* Per frame: tcp_input() reads the flags of the netif the
-		 * frame came in on, within this call. */
-		n->netif.chksum_flags = it.tag ? (u16_t)(flags & ~NETIF_CHECKSUM_CHECK_TCP) : flags;
-		if (ethernet_input(it.item, &n->netif) != ERR_OK) {
-			pbuf_free(it.item);
-			nlw_count(NLW_COUNT_RX_DROPS, 1);
-		}
-	}
-	n->netif.chksum_flags = flags;
-	return i < RX_QUEUE;
-}
-
-/* Core lock held: the batch's NLW_BATCH_INPUT stage. */
-static void
-netifs_input(void)
-{
-	gboolean done = TRUE;
-
-	if (!nlw_input_take())
-		return;
-	for (GList *l = netifs; l != NULL; l = l->next)
-		done &= netif_input_queued(l->data);
-	/* A link thread kept pushing: the next release takes the rest. */
-	if (!done)
-		nlw_input_post(FALSE);
-}
-
-/* Link thread: hands the batch to lwIP, or to the core lock's holder. */
 static void
 rx_drain(NcmLwipNetif *n)
 {
+	u16_t flags;
+
 	if (n->rx_len == 0)
 		return;
 	if (NCM_LWIP_GRO) {
@@ -343,13 +297,21 @@ rx_drain(NcmLwipNetif *n)
 		n->rx_len = nlw_gro_merge(n->rx_batch, n->rx_summed, n->rx_len, &merged);
 		nlw_count(NLW_COUNT_RX_MERGED, merged);
 	}
+	nlw_core_lock();
+	flags = n->netif.chksum_flags;
 	for (guint i = 0; i < n->rx_len; i++) {
-		/* Full: the holders fell behind; wait for the lock and catch up. */
-		while (!nlw_inq_push(&n->inq, n->rx_batch[i], n->rx_summed[i]))
-			nlw_input_post(TRUE);
+		/* Per frame: tcp_input() reads the flags of the netif the
+		 * frame came in on, within this call. */
+		n->netif.chksum_flags = n->rx_summed[i] ? (u16_t)(flags & ~NETIF_CHECKSUM_CHECK_TCP)
+							: flags;
+		if (ethernet_input(n->rx_batch[i], &n->netif) != ERR_OK) {
+			pbuf_free(n->rx_batch[i]);
+			nlw_count(NLW_COUNT_RX_DROPS, 1);
+		}
 	}
+	n->netif.chksum_flags = flags;
 	n->rx_len = 0;
-	nlw_input_post(FALSE);
+	nlw_core_unlock();
 }
 
 static void
@@ -510,7 +472,6 @@ netif_add_locked(NcmLwipNetif *n, const NcmLwipNetifConfig *config)
 		      netif_init_cb, tcpip_input) == NULL)
 		return FALSE;
 	add_ip6(n, config);
-	nlw_batch_on_end(NLW_BATCH_INPUT, netifs_input);
 	nlw_batch_on_end(NLW_BATCH_FLUSH, netifs_flush);
 	nlw_core_on_unlock(netifs_take_drains, netif_drain_after);
 	netifs = g_list_append(netifs, n);
@@ -631,9 +592,6 @@ ncm_lwip_netif_remove(NcmLwipNetif *n)
 		netif_remove(&n->netif);
 		netifs = g_list_remove(netifs, n);
 	}
-	/* The link is stopped: no more pushes. Frames nobody took in go with
-	 * the netif (the lock's holders no longer see it). */
-	nlw_inq_clear(&n->inq, outq_free);
 	n->out_pending = FALSE;
 	nlw_core_unlock();
 	/* Threads that took a drain before the netif left the list finish
@@ -653,7 +611,6 @@ netif_finalize(GObject *object)
 
 	ncm_lwip_netif_remove(n);
 	nlw_outq_clear(&n->outq, outq_free);
-	nlw_inq_clear(&n->inq, outq_free);
 	g_mutex_clear(&n->peer_lock);
 	G_OBJECT_CLASS(ncm_lwip_netif_parent_class)->finalize(object);
 }
@@ -663,7 +620,6 @@ ncm_lwip_netif_init(NcmLwipNetif *n)
 {
 	g_mutex_init(&n->peer_lock);
 	nlw_outq_init(&n->outq, NCM_LWIP_TXQ_LEN);
-	nlw_inq_init(&n->inq, RX_QUEUE);
 }
 
 static void

@@ -45,7 +45,6 @@ typedef enum {
 	NLW_COUNT_MAIN_DISPATCHES,
 	NLW_COUNT_RX_COMPACTED,
 	NLW_COUNT_RX_MERGED,
-	NLW_COUNT_RX_HANDED, /* input batches left to the core lock's holder */
 	NLW_COUNT_N,
 } NlwCounter;
 
@@ -79,7 +78,6 @@ void nlw_schedule_flush(void);
  * neither of them (see the file graph above).
  */
 typedef enum {
-	NLW_BATCH_INPUT,  /* frames link threads left to the holder (nlw_input_post()) */
 	NLW_BATCH_CREDIT, /* readers' window credit, before its output is flushed */
 	NLW_BATCH_FLUSH, /* also run by nlw_schedule_flush()'s callback */
 	NLW_BATCH_WAKE,
@@ -107,17 +105,6 @@ void nlw_core_on_unlock(NlwUnlockTake take, NlwUnlockRun run);
 /* Core lock held: whether the batch ending is nlw_core_unlock()'s (else the
  * tcpip thread's, which keeps the lock). */
 gboolean nlw_core_unlocking(void);
-
-/*
- * A link thread queued received frames (ncm-lwip-inq.h): it takes the core
- * lock if it is free and inputs them; if not, it goes on and the holder
- * inputs them before or right after it lets go (the NLW_BATCH_INPUT stage).
- * @wait: takes the lock, waiting for it (a full queue). Thread: any; with
- * the core lock held only !@wait (then it only marks the input).
- */
-void nlw_input_post(gboolean wait);
-/* Core lock held: whether input was posted since the last take (clears it). */
-gboolean nlw_input_take(void);
 
 /* Waits until the tcpip thread has handled everything queued so far (such
  * as frames from NCM_LWIP_INPUT_QUEUED). Not under the core lock. */

@@ -67,10 +67,6 @@ nlw_batch_begin(void)
 void
 nlw_batch_end(void)
 {
-	/* Input left to this holder first: its output and wake-ups go with
-	 * the batch's own. */
-	if (batch_depth == 1)
-		run_batch_hook(NLW_BATCH_INPUT);
 	if (--batch_depth == 0) {
 		run_batch_hook(NLW_BATCH_CREDIT);
 		run_batch_hook(NLW_BATCH_FLUSH);
@@ -98,20 +94,11 @@ nlw_core_unlocking(void)
 	return unlocking;
 }
 
-/* Set by a link thread that left input to the core lock's holder. */
-static gint input_waiting; /* atomic */
-/* This thread is in core_released(), or will call it: the release hook
- * returns at once. */
-static __thread gboolean releasing;
-
-static void core_released(void);
-
 void
 nlw_core_unlock(void)
 {
 	gpointer after[NLW_UNLOCK_MAX];
 	NlwUnlockRun run;
-	gboolean outer = !releasing;
 	guint n = 0;
 
 	unlocking = TRUE;
@@ -121,59 +108,9 @@ nlw_core_unlock(void)
 	run = unlock_run;
 	if (unlock_take != NULL)
 		n = unlock_take(after, G_N_ELEMENTS(after));
-	releasing = TRUE;
 	UNLOCK_TCPIP_CORE();
 	for (guint i = 0; i < n; i++)
 		run(after[i]);
-	/* This batch's frames go out before input left meanwhile is taken in. */
-	if (outer) {
-		releasing = FALSE;
-		core_released();
-	}
-}
-
-gboolean
-nlw_input_take(void)
-{
-	return __atomic_exchange_n(&input_waiting, 0, __ATOMIC_SEQ_CST) != 0;
-}
-
-void
-nlw_input_post(gboolean wait)
-{
-	/* Set before trying the lock, read after releasing it (core_released()):
-	 * either this thread gets the lock, or the holder that kept it from
-	 * doing so sees the flag once it lets go. */
-	__atomic_store_n(&input_waiting, 1, __ATOMIC_SEQ_CST);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (wait) {
-		nlw_core_lock();
-		nlw_core_unlock();
-		return;
-	}
-	if (!ncm_lwip_core_trylock()) {
-		nlw_count(NLW_COUNT_RX_HANDED, 1);
-		return;
-	}
-	nlw_batch_begin();
-	nlw_core_unlock();
-}
-
-/* Any thread, core lock just released (sys_arch's hook, or the end of
- * nlw_core_unlock()): input left while it was held is taken in by this
- * thread, unless another holds the lock again (its release comes here). */
-static void
-core_released(void)
-{
-	if (releasing)
-		return;
-	releasing = TRUE;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	while (__atomic_load_n(&input_waiting, __ATOMIC_SEQ_CST) && ncm_lwip_core_trylock()) {
-		nlw_batch_begin();
-		nlw_core_unlock();
-	}
-	releasing = FALSE;
 }
 
 gboolean
@@ -263,7 +200,6 @@ start_lwip(void)
 
 	g_mutex_init(&lock);
 	g_cond_init(&cond);
-	ncm_lwip_core_on_release(core_released);
 	tcpip_init(tcpip_ready, args);
 	ncm_mutex_lock(&lock);
 	while (!done)

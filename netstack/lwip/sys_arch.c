@@ -219,28 +219,6 @@ sys_mutex_lock(sys_mutex_t *mutex)
 	g_atomic_pointer_set(&m->owner, g_thread_self());
 }
 
-int
-ncm_lwip_core_trylock(void)
-{
-	struct ncm_lwip_mutex *m = lock_tcpip_core;
-
-	if (!g_mutex_trylock(&m->mutex))
-		return 0;
-	diag_acquired(-1);
-	ncm_tsan_acquire(&m->mutex);
-	g_atomic_pointer_set(&m->owner, g_thread_self());
-	return 1;
-}
-
-/* Set once, before any netif exists; read on every release of the core lock. */
-static void (*core_released)(void);
-
-void
-ncm_lwip_core_on_release(void (*fn)(void))
-{
-	g_atomic_pointer_set(&core_released, fn);
-}
-
 void
 ncm_lwip_core_lock_waits(uint64_t *waits, uint64_t *wait_us)
 {
@@ -253,14 +231,8 @@ sys_mutex_unlock(sys_mutex_t *mutex)
 {
 	struct ncm_lwip_mutex *m = *mutex;
 
-	void (*released)(void);
-
 	g_atomic_pointer_set(&m->owner, NULL);
 	ncm_mutex_unlock(&m->mutex);
-	/* Whoever releases the core lock, lwIP's tcpip thread included, looks
-	 * for work that other threads left to the holder. */
-	if (mutex == &lock_tcpip_core && (released = g_atomic_pointer_get(&core_released)) != NULL)
-		released();
 }
 
 void

@@ -37,13 +37,6 @@ typedef int sys_prot_t;
  * waiting for it, summed over threads since the start (NcmLwipStats). */
 void ncm_lwip_core_lock_waits(uint64_t *waits, uint64_t *wait_us);
 
-/* lwIP's core lock if it is free: 1 when taken (release it with
- * UNLOCK_TCPIP_CORE()), 0 when another thread holds it. */
-int ncm_lwip_core_trylock(void);
-/* @fn runs on the releasing thread after every release of the core lock
- * (ncm-lwip-stack.c: input left to the holder). */
-void ncm_lwip_core_on_release(void (*fn)(void));
-
 /* Mailbox capacity when lwIP asks for size 0 ("port default"). */
 #define NCM_LWIP_MBOX_DEFAULT_SIZE 128
 
