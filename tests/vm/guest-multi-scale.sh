@@ -3,7 +3,10 @@
 # tests/vm/guest-multi-scale.sh: aggregate throughput at 1, 2, 4 and 8 devices in one boot over cdc_ncm, ncm-tun (one process) and lwIP (one process, one NcmContext), all from ncm-bench --multi: one TCP stream per device each way (issue 20).
 # VM_SCALE_SECS (5) per run, VM_SCALE_COUNTS ("1 2 4 8"), VM_SCALE_PATHS ("cdc_ncm ncm-tun lwip"), VM_SCALE_TESTS ("tcp_down,tcp_up").
 # A/B in one boot (tests/bench/multi-ab.sh): VM_SCALE_VARIANTS names directories /opt/ab/NAME, each one build's
-# libncm, libncm-lwip and ncm-tun, run in turn at each count, VM_SCALE_ROUNDS (1) times over, interleaved;
+# libncm, libncm-lwip and ncm-tun, run in turn at each count, VM_SCALE_ROUNDS (1) times over, interleaved,
+# in the order given in odd rounds and reversed in even ones: the run that follows another at the same point was
+# faster often enough to bias a fixed order (session 15: lwip at 1 device, the second variant 1.03-1.31x in 6 of 6
+# rounds of two boots, 0.74-0.96x in 3 of 3 once the order was swapped);
 # VM_SCALE_TUN_VARIANTS (default the same) for the ncm-tun path. VM_SCALE_ORDER=reverse lists the devices of
 # each multi path last gadget first: a bias that follows the gadget, not the list, is not the driver's order;
 # VM_SCALE_ORDER=alternate does so in every second round (the scale: line says "reversed"), both in one boot.
@@ -235,6 +238,19 @@ scale() {
 	done
 }
 
+# round_order VARIANT...: the variants in this round's order (reversed in even
+# rounds), "-" for none.
+round_order() {
+	[ $# -gt 0 ] || { echo -; return; }
+	if [ $((round % 2)) = 0 ]; then
+		local v r=
+		for v in "$@"; do r="$v $r"; done
+		echo "$r"
+	else
+		echo "$*"
+	fi
+}
+
 # round_tag R: a run's round in its file name and scale: line, when there are several.
 round_tag() { [ "$rounds" -le 1 ] || echo "$1"; }
 
@@ -366,7 +382,7 @@ for p in $paths; do
 							continue
 						fi
 						first=
-						for v in ${vs:--}; do
+						for v in $(round_order $vs); do
 							v=${v#-}
 							scale "$p" "$k" "$(spec "$p" "$k" "$v")" "$v" "$rtag"
 						done
