@@ -260,11 +260,7 @@ conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 static gsize
 tx_wake_at_locked(NlwConn *c)
 {
-	gsize at = c->tx_sources > 0 ? NLW_CONN_SOURCE_WAKE : NLW_CONN_WRITE_LOWAT;
-
-	if (c->tx_want > 0)
-		at = c->tx_sources > 0 ? MIN(at, c->tx_want) : c->tx_want;
-	return at;
+	return c->tx_want > 0 && c->tx_sources == 0 ? c->tx_want : NLW_CONN_WRITE_LOWAT;
 }
 
 static err_t
@@ -786,17 +782,6 @@ nlw_conn_writable(NlwConn *c)
 	return ready;
 }
 
-gboolean
-nlw_conn_source_writable(NlwConn *c)
-{
-	gboolean ready;
-
-	ncm_mutex_lock(&c->lock);
-	ready = c->snd_room >= NLW_CONN_SOURCE_WAKE || c->error >= 0;
-	ncm_mutex_unlock(&c->lock);
-	return ready;
-}
-
 static gboolean
 source_prepare(GSource *source, gint *timeout)
 {
@@ -813,7 +798,7 @@ source_prepare(GSource *source, gint *timeout)
 		s->context = g_main_context_ref(context);
 	}
 	ncm_mutex_unlock(&s->conn->lock);
-	return s->write ? nlw_conn_source_writable(s->conn) : nlw_conn_readable(s->conn);
+	return s->write ? nlw_conn_writable(s->conn) : nlw_conn_readable(s->conn);
 }
 
 static gboolean
@@ -821,7 +806,7 @@ source_check(GSource *source)
 {
 	NlwSource *s = (NlwSource *)source;
 
-	return s->write ? nlw_conn_source_writable(s->conn) : nlw_conn_readable(s->conn);
+	return s->write ? nlw_conn_writable(s->conn) : nlw_conn_readable(s->conn);
 }
 
 /* The parent GPollableSource calls the application's callback. */

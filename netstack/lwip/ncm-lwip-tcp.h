@@ -57,7 +57,7 @@ typedef struct {
 	 * of the last lwIP event, for writability. */
 	gsize snd_room;
 	/* The room a blocked writer waits for, 0 when none waits; and the
-	 * writability sources attached, which are woken at NLW_CONN_SOURCE_WAKE. */
+	 * writability sources attached, which are woken at NLW_CONN_WRITE_LOWAT. */
 	gsize tx_want;
 	guint tx_sources;
 
@@ -78,17 +78,6 @@ typedef struct {
  */
 #ifndef NLW_CONN_WRITE_WAKE_MAX
 #define NLW_CONN_WRITE_WAKE_MAX (TCP_SND_BUF / 4)
-#endif
-/*
- * A writability source (a pollable writer: ncm-proxy's upload) is woken at
- * this much room too: at NLW_CONN_WRITE_LOWAT, with the buffer full, the
- * writer's main context woke per ACK batch for ~12 KB, each wake-up a
- * poll, a core-lock hand-over and a tcp_output() on the writer's thread.
- * is_writable() still answers at NLW_CONN_WRITE_LOWAT: a caller that asks
- * may write what fits.
- */
-#ifndef NLW_CONN_SOURCE_WAKE
-#define NLW_CONN_SOURCE_WAKE NLW_CONN_WRITE_WAKE_MAX
 #endif
 /* The most one write call copies under the core lock, which the link
  * thread's input waits for. */
@@ -125,8 +114,6 @@ gssize nlw_conn_send_to(NlwConn *c, GPollableOutputStream *out, gsize count, GEr
 gboolean nlw_conn_readable(NlwConn *c);
 void nlw_conn_set_no_delay(NlwConn *c, gboolean no_delay);
 gboolean nlw_conn_writable(NlwConn *c);
-/* What a writability source waits for: NLW_CONN_SOURCE_WAKE of room. */
-gboolean nlw_conn_source_writable(NlwConn *c);
 /* A source that is ready while the direction is (level-triggered), to be
  * the child of a GPollableSource. */
 GSource *nlw_conn_source_new(NlwConn *c, gboolean write);
