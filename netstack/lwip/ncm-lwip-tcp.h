@@ -81,7 +81,9 @@ typedef struct {
 #endif
 /* The most one write call copies under the core lock, which the link
  * thread's input waits for. */
+#ifndef NLW_CONN_WRITE_MAX
 #define NLW_CONN_WRITE_MAX (256 * 1024)
+#endif
 /* The most pbufs one nlw_conn_send_to() hands over: ~180 KB of full
  * segments, on the stack. */
 #define NLW_CONN_SEND_VECTORS 128
