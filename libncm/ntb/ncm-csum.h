@@ -78,6 +78,20 @@ ncm_csum64_add(uint64_t sum, const uint8_t *p, size_t len)
 }
 
 /*
+ * Folds a sum from ncm_csum64_add() or ncm_csum64_copy() to 16 bits, with
+ * every carry wrapped around, not inverted, in the data's byte order.
+ */
+static inline uint16_t
+ncm_csum64_fold(uint64_t sum)
+{
+	sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+	sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+/*
  * Copies @len bytes from @src to @dst and adds them to @sum as
  * ncm_csum64_add() would. For senders that sum what they copy (lwIP's
  * checksum-on-copy): one load per word instead of memcpy()'s and then the

@@ -17,22 +17,14 @@
 
 #include "ncm-csum.h"
 
-static u16_t
-fold(uint64_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xFFFF) + (sum >> 16);
-	return (u16_t)sum;
-}
-
 u16_t
 ncm_lwip_chksum(const void *data, int len)
 {
-	return len > 0 ? fold(ncm_csum64_add(0, data, (size_t)len)) : 0;
+	return len > 0 ? ncm_csum64_fold(ncm_csum64_add(0, data, (size_t)len)) : 0;
 }
 
 u16_t
 ncm_lwip_chksum_copy(void *dst, const void *src, u16_t len)
 {
-	return fold(ncm_csum64_copy(dst, src, len, 0));
+	return ncm_csum64_fold(ncm_csum64_copy(dst, src, len, 0));
 }

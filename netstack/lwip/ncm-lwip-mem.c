@@ -75,10 +75,11 @@ void *
 nlw_mem_malloc(size_t size)
 {
 	gboolean fits = size > NLW_MEM_CACHED_MIN && size <= NLW_MEM_BLOCK - sizeof(NlwMemHead);
-	NlwMemHead *h = fits ? take_cached() : NULL;
+	NlwMemHead *h;
 
 	if (size > G_MAXSIZE - sizeof(NlwMemHead))
 		return NULL;
+	h = fits ? take_cached() : NULL;
 	if (h == NULL)
 		h = malloc(fits ? NLW_MEM_BLOCK : sizeof(NlwMemHead) + size);
 	if (h == NULL)

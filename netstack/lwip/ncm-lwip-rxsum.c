@@ -26,14 +26,6 @@
 #define TCP_HLEN 20
 #define IPPROTO_TCP_NUM 6
 
-static gboolean
-sum_ok(guint64 sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xFFFF) + (sum >> 16);
-	return sum == 0xFFFF;
-}
-
 /* The TCP segment at @tcp (@tcp_len bytes) with the pseudo-header of
  * @addr_len-byte addresses at @addrs (source then destination). */
 static gboolean
@@ -45,7 +37,7 @@ tcp_sum_ok(const guint8 *addrs, gsize addr_len, const guint8 *tcp, gsize tcp_len
 	guint64 sum = ncm_csum64_add(0, addrs, 2 * addr_len);
 
 	sum = ncm_csum64_add(sum, tail, sizeof(tail));
-	return sum_ok(ncm_csum64_add(sum, tcp, tcp_len));
+	return ncm_csum64_fold(ncm_csum64_add(sum, tcp, tcp_len)) == 0xFFFF;
 }
 
 gboolean

@@ -31,21 +31,12 @@ put_be32(guint8 *p, guint32 v)
 	put_be16(p + 2, (guint16)v);
 }
 
-/* Folds a 64-bit ones' complement sum to 16 bits. */
-static guint16
-fold64(guint64 s)
-{
-	s = (s & 0xffffffffu) + (s >> 32);
-	s = (s & 0xffffffffu) + (s >> 32);
-	return tap_csum_fold((guint32)s);
-}
-
 /* The bulk is summed in the host's order (ncm-csum.h) and only the folded
  * result is swapped. */
 guint32
 tap_csum_add(guint32 sum, const guint8 *p, gsize len)
 {
-	guint16 s16 = GUINT16_FROM_BE(fold64(ncm_csum64_add(0, p, len)));
+	guint16 s16 = GUINT16_FROM_BE(ncm_csum64_fold(ncm_csum64_add(0, p, len)));
 	guint64 acc = (guint64)sum + s16;
 
 	return (guint32)((acc & 0xffffffffu) + (acc >> 32));

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-lwip-csum.c: lwIP's checksum hooks (ncm-lwip-csum.c) against lwIP's own 32-bit loop, and through tcp_write()'s checksum-on-copy. */
+/* test-lwip-csum.c: lwIP's checksum hooks (ncm-lwip-csum.c: the sum and tcp_write()'s copy-and-sum) against lwIP's own 32-bit loop. */
 #include <string.h>
 #include <glib.h>
 
