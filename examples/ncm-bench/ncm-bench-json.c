@@ -57,6 +57,8 @@ bench_result_free(BenchResult *r)
 		g_array_unref(r->rates);
 	if (r->rtt_series)
 		g_array_unref(r->rtt_series);
+	if (r->acc && r->acc_free)
+		r->acc_free(r->acc);
 	g_free(r);
 }
 
@@ -65,6 +67,18 @@ bench_json_num(GString *s, const char *key, double v)
 {
 	g_string_append_printf(s, ",\"%s\":", key);
 	bench_json_double(s, v);
+}
+
+void
+bench_json_array(GString *s, const char *key, const double *v, gsize n)
+{
+	g_string_append_printf(s, ",\"%s\":[", key);
+	for (gsize i = 0; i < n; i++) {
+		if (i)
+			g_string_append_c(s, ',');
+		bench_json_double(s, v[i]);
+	}
+	g_string_append_c(s, ']');
 }
 
 void

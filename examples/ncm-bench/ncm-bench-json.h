@@ -27,6 +27,9 @@ typedef struct {
 	/* Mbit/s over the usbfs ceiling's median, ceiling_mbit (bench_ceiling_apply()); n = 0 when none */
 	BenchSummary ceiling;
 	double ceiling_mbit;
+	/* What a test keeps across --rounds (the throughput tests' runs so far), freed with @acc_free. */
+	gpointer acc;
+	GDestroyNotify acc_free;
 } BenchResult;
 
 /* An empty result of @test on @path. */
@@ -35,6 +38,8 @@ void bench_result_free(BenchResult *r);
 
 void bench_json_summary(GString *s, const char *key, const BenchSummary *sum, gboolean pct);
 void bench_json_num(GString *s, const char *key, double v);
+/* "key":[v0,v1,...]: figures in the order they were measured. */
+void bench_json_array(GString *s, const char *key, const double *v, gsize n);
 /* A bare JSON number (null when not finite), for arrays. */
 void bench_json_double(GString *s, double v);
 void bench_json_str(GString *s, const char *key, const char *v);

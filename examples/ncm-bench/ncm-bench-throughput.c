@@ -211,57 +211,180 @@ bench_cost_now(BenchTransport *t, BenchCost *c)
 	c->switches = bench_context_switches();
 }
 
+/* @c becomes what was done since @before. */
+static void
+cost_since(BenchTransport *t, const BenchCost *before, BenchCost *c)
+{
+	bench_cost_now(t, c);
+	c->cpu_s -= before->cpu_s;
+	c->child_cpu_s -= before->child_cpu_s;
+	c->dispatches -= before->dispatches;
+	c->lock_wait_us -= before->lock_wait_us;
+	c->switches -= before->switches;
+}
+
+static void
+cost_add(BenchCost *sum, const BenchCost *c)
+{
+	sum->cpu_s += c->cpu_s;
+	sum->child_cpu_s += c->child_cpu_s;
+	sum->dispatches += c->dispatches;
+	sum->lock_wait_us += c->lock_wait_us;
+	sum->switches += c->switches;
+}
+
+/* @c: what the path did while @mbytes moved. */
+static void
+cost_json(BenchTransport *t, GString *json, const BenchCost *c, double mbytes)
+{
+	if (mbytes <= 0)
+		return;
+	bench_json_num(json, "cpu_s_per_mb", c->cpu_s / mbytes);
+	if (t->ops->child_cpu_seconds)
+		bench_json_num(json, "ncm_tun_cpu_s_per_mb", c->child_cpu_s / mbytes);
+	if (t->ops->main_dispatches)
+		bench_json_num(json, "main_dispatches_per_mb", (double)c->dispatches / mbytes);
+	if (t->ops->core_lock_wait_us)
+		bench_json_num(json, "core_lock_wait_ms_per_mb", (double)c->lock_wait_us / 1000.0 / mbytes);
+	bench_json_num(json, "context_switches_per_mb", (double)c->switches / mbytes);
+}
+
 void
 bench_cost_json(BenchCtx *ctx, BenchResult *r, const BenchCost *before, double mbytes)
 {
-	BenchTransport *t = ctx->transport;
-	BenchCost now;
+	BenchCost c;
 
-	if (mbytes <= 0)
-		return;
-	bench_cost_now(t, &now);
-	bench_json_num(r->json, "cpu_s_per_mb", (now.cpu_s - before->cpu_s) / mbytes);
-	if (t->ops->child_cpu_seconds)
-		bench_json_num(r->json, "ncm_tun_cpu_s_per_mb",
-			       (now.child_cpu_s - before->child_cpu_s) / mbytes);
-	if (t->ops->main_dispatches)
-		bench_json_num(r->json, "main_dispatches_per_mb",
-			       (double)(now.dispatches - before->dispatches) / mbytes);
-	if (t->ops->core_lock_wait_us)
-		bench_json_num(r->json, "core_lock_wait_ms_per_mb",
-			       (double)(now.lock_wait_us - before->lock_wait_us) / 1000.0 / mbytes);
-	bench_json_num(r->json, "context_switches_per_mb",
-		       (double)(now.switches - before->switches) / mbytes);
+	cost_since(ctx->transport, before, &c);
+	cost_json(ctx->transport, r->json, &c, mbytes);
 }
 
-/* Per repetition, over its measured interval: whole-system CPU, and USB transfers each way, per MB. */
+/*
+ * A throughput test's runs, in the order they ran, over every round
+ * (--rounds): per run its Mbit/s, and over its measured interval the
+ * whole system's CPU and the USB transfers each way, per MB.
+ */
 typedef struct {
-	double *sys_cpu;    /* busy CPU-s per MB */
-	double *busy_pct;   /* busy share of all CPUs */
-	double *usb_rx;     /* IN transfers (NTBs) per MB */
-	double *usb_tx;     /* OUT transfers (NTBs) per MB */
-	gsize n_cpu, n_usb;
-} SpanCosts;
+	GArray *mbit;       /* double, as every array here */
+	GArray *round;      /* the round each run belongs to */
+	GArray *sys_cpu;    /* busy CPU-s per MB */
+	GArray *busy_pct;   /* busy share of all CPUs */
+	GArray *usb_rx;     /* IN transfers (NTBs) per MB */
+	GArray *usb_tx;     /* OUT transfers (NTBs) per MB */
+	double mbytes;      /* over whole tests, for the path's own costs */
+	BenchCost cost;     /* summed over the rounds */
+	gboolean failed;    /* a round failed: later rounds leave the test alone */
+} RunAcc;
 
 static void
-span_cost(BenchTransport *t, const BenchRep *rep, SpanCosts *c)
+run_acc_free(gpointer data)
 {
-	const BenchProbe *a = &rep->span.a, *b = &rep->span.b;
-	double mb = (double)rep->span_bytes / 1e6;
+	RunAcc *a = data;
+
+	g_array_unref(a->mbit);
+	g_array_unref(a->round);
+	g_array_unref(a->sys_cpu);
+	g_array_unref(a->busy_pct);
+	g_array_unref(a->usb_rx);
+	g_array_unref(a->usb_tx);
+	g_free(a);
+}
+
+static RunAcc *
+run_acc(BenchResult *r)
+{
+	RunAcc *a = r->acc;
+
+	if (a)
+		return a;
+	a = g_new0(RunAcc, 1);
+	a->mbit = g_array_new(FALSE, FALSE, sizeof(double));
+	a->round = g_array_new(FALSE, FALSE, sizeof(double));
+	a->sys_cpu = g_array_new(FALSE, FALSE, sizeof(double));
+	a->busy_pct = g_array_new(FALSE, FALSE, sizeof(double));
+	a->usb_rx = g_array_new(FALSE, FALSE, sizeof(double));
+	a->usb_tx = g_array_new(FALSE, FALSE, sizeof(double));
+	r->acc = a;
+	r->acc_free = run_acc_free;
+	return a;
+}
+
+/* One run's figures; a run whose interval was not measured adds only its Mbit/s. */
+static void
+run_add(BenchTransport *t, const BenchRep *rep, gint round, RunAcc *a)
+{
+	const BenchProbe *pa = &rep->span.a, *pb = &rep->span.b;
+	double mb = (double)rep->span_bytes / 1e6, v, r = round;
 	guint64 arx, atx, brx, btx;
 
-	if (!b->taken || rep->span_bytes == 0)
+	g_array_append_val(a->mbit, rep->mbit);
+	g_array_append_val(a->round, r);
+	if (!pb->taken || rep->span_bytes == 0)
 		return;
-	if (a->cpu_ok && b->cpu_ok) {
-		c->sys_cpu[c->n_cpu] = bench_cpu_s_per_mb(&a->cpu, &b->cpu, sysconf(_SC_CLK_TCK),
-							  rep->span_bytes);
-		c->busy_pct[c->n_cpu++] = 100 * bench_cpu_busy_share(&a->cpu, &b->cpu);
+	if (pa->cpu_ok && pb->cpu_ok) {
+		v = bench_cpu_s_per_mb(&pa->cpu, &pb->cpu, sysconf(_SC_CLK_TCK), rep->span_bytes);
+		g_array_append_val(a->sys_cpu, v);
+		v = 100 * bench_cpu_busy_share(&pa->cpu, &pb->cpu);
+		g_array_append_val(a->busy_pct, v);
 	}
-	if (t->ops->usb_count && t->ops->usb_count(t, a->usb, &arx, &atx) &&
-	    t->ops->usb_count(t, b->usb, &brx, &btx) && brx >= arx && btx >= atx) {
-		c->usb_rx[c->n_usb] = (double)(brx - arx) / mb;
-		c->usb_tx[c->n_usb++] = (double)(btx - atx) / mb;
+	if (t->ops->usb_count && t->ops->usb_count(t, pa->usb, &arx, &atx) &&
+	    t->ops->usb_count(t, pb->usb, &brx, &btx) && brx >= arx && btx >= atx) {
+		v = (double)(brx - arx) / mb;
+		g_array_append_val(a->usb_rx, v);
+		v = (double)(btx - atx) / mb;
+		g_array_append_val(a->usb_tx, v);
 	}
+}
+
+/* Summarises a copy: the arrays keep the order the runs ran in. */
+static void
+summarize(const GArray *v, BenchSummary *ret)
+{
+	g_autofree double *sorted = g_memdup2(v->data, v->len * sizeof(double));
+
+	bench_summarize(sorted, v->len, ret);
+}
+
+static void
+summary_json(GString *json, const char *key, const GArray *v, BenchSummary *ret)
+{
+	BenchSummary s;
+
+	if (v->len == 0)
+		return;
+	summarize(v, ret ? ret : &s);
+	bench_json_summary(json, key, ret ? ret : &s, FALSE);
+}
+
+/*
+ * The result's JSON and cell, made anew from all runs so far, so that
+ * after every round the result is whole. "runs" lists each run's figures
+ * in the order they ran, with its round: drift over time and the order of
+ * the paths show there.
+ */
+static void
+result_build(BenchTransport *t, const BenchOptions *o, BenchResult *r, RunAcc *a)
+{
+	g_autoptr(GString) json = g_string_new(NULL);
+	g_autoptr(GString) runs = g_string_new(NULL);
+
+	summary_json(json, "mbit_s", a->mbit, &r->mbit);
+	bench_json_num(json, "reps", (double)a->mbit->len);
+	bench_json_num(json, "secs", o->secs);
+	summary_json(json, "system_cpu_s_per_mb", a->sys_cpu, &r->sys_cpu);
+	summary_json(json, "system_cpu_busy_pct", a->busy_pct, NULL);
+	summary_json(json, "usb_rx_ntbs_per_mb", a->usb_rx, NULL);
+	summary_json(json, "usb_tx_ntbs_per_mb", a->usb_tx, NULL);
+	cost_json(t, json, &a->cost, a->mbytes);
+	bench_json_array(runs, "mbit_s", (const double *)(const void *)a->mbit->data, a->mbit->len);
+	bench_json_array(runs, "round", (const double *)(const void *)a->round->data, a->round->len);
+	/* Only when every run has it: the arrays line up with mbit_s. */
+	if (a->sys_cpu->len == a->mbit->len)
+		bench_json_array(runs, "system_cpu_s_per_mb", (const double *)(const void *)a->sys_cpu->data,
+				 a->sys_cpu->len);
+	g_string_append_printf(json, ",\"runs\":{%s}", runs->str + 1);
+	g_string_assign(r->json, json->str);
+	g_free(r->cell);
+	r->cell = g_strdup_printf("%.1f Mbit/s (%.1f-%.1f)", r->mbit.median, r->mbit.min, r->mbit.max);
 }
 
 /*
@@ -289,68 +412,54 @@ bench_span_log(const BenchTransport *t, const char *test, const BenchProbe *a,
 	fclose(f);
 }
 
-static void
-span_json(BenchResult *r, SpanCosts *c)
-{
-	BenchSummary s;
-
-	if (c->n_cpu > 0) {
-		bench_summarize(c->sys_cpu, c->n_cpu, &r->sys_cpu);
-		bench_json_summary(r->json, "system_cpu_s_per_mb", &r->sys_cpu, FALSE);
-		bench_summarize(c->busy_pct, c->n_cpu, &s);
-		bench_json_summary(r->json, "system_cpu_busy_pct", &s, FALSE);
-	}
-	if (c->n_usb > 0) {
-		bench_summarize(c->usb_rx, c->n_usb, &s);
-		bench_json_summary(r->json, "usb_rx_ntbs_per_mb", &s, FALSE);
-		bench_summarize(c->usb_tx, c->n_usb, &s);
-		bench_json_summary(r->json, "usb_tx_ntbs_per_mb", &s, FALSE);
-	}
-}
-
 void
 bench_throughput_test(BenchCtx *ctx, const char *test, BenchRepFunc rep_fn)
 {
-	gsize reps = (gsize)ctx->opt->reps;
-	g_autofree double *v = g_new0(double, reps);
-	g_autofree double *work = g_new0(double, 4 * reps);
-	SpanCosts sc = {work, work + reps, work + 2 * reps, work + 3 * reps, 0, 0};
 	g_autoptr(GArray) samples = NULL;
 	g_autoptr(GError) error = NULL;
+	g_autoptr(GArray) reps = g_array_new(FALSE, FALSE, sizeof(BenchRep));
 	BenchTransport *t = ctx->transport;
 	double mbytes = 0;
 	BenchResult *r;
-	BenchCost cost;
-	gsize n = 0;
+	BenchCost before, cost;
+	RunAcc *a;
 
 	if (!bench_test_selected(ctx->opt, test))
 		return;
 	bench_progress("%s: %s", t->name, test);
 	r = bench_result_add(ctx, test);
-	bench_cost_now(t, &cost);
-	for (; n < reps; n++) {
+	a = run_acc(r);
+	if (a->failed) {
+		bench_progress("%s: %s failed in an earlier round; not run again", t->name, test);
+		return;
+	}
+	bench_cost_now(t, &before);
+	for (gint n = 0; n < ctx->opt->reps; n++) {
 		BenchRep rep = {.span.t = t};
 
-		if (!rep_fn(ctx, &rep, &samples, &error))
-			break;
-		v[n] = rep.mbit;
-		mbytes += v[n] / 8 * ctx->opt->secs;
-		span_cost(t, &rep, &sc);
+		if (!rep_fn(ctx, &rep, &samples, &error)) {
+			/* The runs of this round are dropped; earlier rounds' stay. */
+			bench_results_lock();
+			a->failed = TRUE;
+			bench_result_fail(r, error);
+			bench_results_unlock();
+			return;
+		}
+		g_array_append_val(reps, rep);
+		mbytes += rep.mbit / 8 * ctx->opt->secs;
 		if (rep.span.b.taken && rep.span_bytes > 0)
 			bench_span_log(t, test, &rep.span.a, &rep.span.b, rep.span_bytes);
 	}
-	if (n < reps) {
-		bench_result_fail(r, error);
-		return;
-	}
-	bench_summarize(v, n, &r->mbit);
-	bench_json_summary(r->json, "mbit_s", &r->mbit, FALSE);
-	bench_json_num(r->json, "reps", (double)n);
-	bench_json_num(r->json, "secs", ctx->opt->secs);
-	span_json(r, &sc);
-	bench_cost_json(ctx, r, &cost, mbytes);
-	if (samples && samples->len > 0)
+	cost_since(t, &before, &cost);
+	bench_results_lock();
+	for (guint i = 0; i < reps->len; i++)
+		run_add(t, &g_array_index(reps, BenchRep, i), ctx->opt->round, a);
+	a->mbytes += mbytes;
+	cost_add(&a->cost, &cost);
+	result_build(t, ctx->opt, r, a);
+	/* The plot's over-time panel: the first run's series. */
+	if (!r->rates && samples && samples->len > 0)
 		r->rates = bench_series_rates(samples, g_array_index(samples, BenchSample, 0).t_us,
 					      g_array_index(samples, BenchSample, samples->len - 1).t_us);
-	r->cell = g_strdup_printf("%.1f Mbit/s (%.1f-%.1f)", r->mbit.median, r->mbit.min, r->mbit.max);
+	bench_results_unlock();
 }

@@ -28,6 +28,8 @@ static gdouble opt_udp_max = 1000;
 static gchar *opt_json;
 static gchar *opt_env_json;
 static gchar *opt_plot;
+static gint opt_rounds = 1;
+static gchar **opt_setup;
 
 /*
  * What the output is made of. The main thread fills it; the watchdog
@@ -42,6 +44,7 @@ static struct {
 	BenchTransport *current; /* the path being opened, measured or closed, or NULL */
 	gboolean current_in_env;
 	guint n_final;          /* results below this index are complete */
+	GString *round_order;   /* the env's "round_order": each round's paths as they ran */
 } run;
 
 static const GOptionEntry entries[] = {
@@ -74,7 +77,18 @@ static const GOptionEntry entries[] = {
 	{"tests", 't', 0, G_OPTION_ARG_STRING, &opt_tests,
 	 "Comma-separated tests or prefixes (tcp_down,tcp_up,tcp_bidir,bulk_stalls,burst,paced,"
 	 "udp_rtt,soak,udp_autorate, and raw_down,raw_up,raw_bidir on raw paths); default all", "LIST"},
-	{"reps", 'r', 0, G_OPTION_ARG_INT, &opt_reps, "Repetitions per throughput test (default 3)", "N"},
+	{"reps", 'r', 0, G_OPTION_ARG_INT, &opt_reps,
+	 "Repetitions per throughput test and round (default 3)", "N"},
+	{"rounds", 0, 0, G_OPTION_ARG_INT, &opt_rounds,
+	 "Run all paths N times, each round starting one path later in the list, and pool each "
+	 "throughput test's runs: a path's figures then come from all through the run, not from "
+	 "one stretch of it, and no path always runs first. The other tests run in the first "
+	 "round only. Not with multi paths (default 1)", "N"},
+	{"setup", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_setup,
+	 "Before each opening of path NAME, run CMD with /bin/sh -c and wait for it; the path "
+	 "fails that round if CMD does. For a kernel path over the function a libncm path "
+	 "takes: libncm gives the function back to cdc_ncm on close, whose new netdev needs its "
+	 "address again unless a network manager gives it. Repeatable", "NAME=CMD"},
 	{"secs", 0, 0, G_OPTION_ARG_INT, &opt_secs, "Seconds per throughput run (default 10)", "S"},
 	{"soak-secs", 0, 0, G_OPTION_ARG_INT, &opt_soak_secs, "Length of the soak (default 30)", "S"},
 	{"pace", 0, 0, G_OPTION_ARG_DOUBLE, &opt_pace,
@@ -130,16 +144,36 @@ result_add_locked(const char *path, const char *test)
 	return r;
 }
 
+static const BenchResult *find_result(GPtrArray *results, const char *test, const char *path);
+
 BenchResult *
 bench_result_add(BenchCtx *ctx, const char *test)
 {
 	BenchResult *r;
 
 	ncm_mutex_lock(&run.lock);
-	r = result_add_locked(ctx->transport->name, test);
+	/* A later round extends the first round's result, which stays in the output meanwhile. */
+	r = ctx->opt->round > 0 ? (BenchResult *)find_result(run.results, test, ctx->transport->name)
+				: NULL;
+	if (r)
+		run.n_final = run.results->len;
+	else
+		r = result_add_locked(ctx->transport->name, test);
 	bench_watchdog_arm(r->path, test, planned_secs(ctx->opt, test));
 	ncm_mutex_unlock(&run.lock);
 	return r;
+}
+
+void
+bench_results_lock(void)
+{
+	ncm_mutex_lock(&run.lock);
+}
+
+void
+bench_results_unlock(void)
+{
+	ncm_mutex_unlock(&run.lock);
 }
 
 void
@@ -153,9 +187,18 @@ bench_result_fail(BenchResult *r, const GError *error)
 	bench_progress("%s: %s: %s", r->path, r->test, msg);
 }
 
+/* The tests a later round runs again: the ones that pool repetitions. */
+static gboolean
+pooled_test(const char *test)
+{
+	return g_str_has_prefix(test, "tcp_") || g_str_has_prefix(test, "raw_");
+}
+
 gboolean
 bench_test_selected(const BenchOptions *opt, const char *test)
 {
+	if (opt->round > 0 && !pooled_test(test))
+		return FALSE;
 	if (!opt->tests)
 		return TRUE;
 	for (gchar **t = opt->tests; *t; t++) {
@@ -267,6 +310,7 @@ options_fill(BenchOptions *o)
 	o->pace_mbit = opt_pace;
 	o->udp_max_mbit = opt_udp_max > 0 ? opt_udp_max : 1000;
 	o->tests = opt_tests ? g_strsplit(opt_tests, ",", -1) : NULL;
+	o->rounds = MAX(opt_rounds, 1);
 }
 
 void
@@ -313,12 +357,15 @@ env_json(const BenchOptions *o, const GString *paths)
 #endif
 	bench_json_num(e, "quick", o->quick);
 	bench_json_num(e, "reps", o->reps);
+	bench_json_num(e, "rounds", o->rounds);
 	bench_json_num(e, "secs", o->secs);
 	bench_json_num(e, "pace_mbit_s", o->pace_mbit);
 	/* What system_cpu_s_per_mb adds up: every online CPU, in ticks of this size. */
 	bench_json_num(e, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
 	bench_json_num(e, "user_hz", (double)sysconf(_SC_CLK_TCK));
 	g_string_append_printf(e, ",\"paths\":[%s]", paths->str);
+	if (run.round_order)
+		g_string_append_printf(e, ",\"round_order\":[%s]", run.round_order->str);
 	return e;
 }
 
@@ -496,26 +543,76 @@ name_add_locked(const char *name)
 		g_ptr_array_add(run.names, g_strdup(name));
 }
 
-/* NULL when the path cannot be opened; its error is then the path's "open" result. */
+/* --setup's command for path @name, or NULL. */
+static const char *
+setup_command(const char *name)
+{
+	gsize len = strlen(name);
+
+	for (gchar **s = opt_setup; s && *s; s++) {
+		if (strncmp(*s, name, len) == 0 && (*s)[len] == '=')
+			return *s + len + 1;
+	}
+	return NULL;
+}
+
+/* Runs --setup's command for path @name, if any; FALSE with @error when it fails. */
+static gboolean
+path_setup(const char *name, GError **error)
+{
+	const char *cmd = setup_command(name);
+	const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+	int status;
+
+	if (!cmd)
+		return TRUE;
+	bench_progress("%s: setup: %s", name, cmd);
+	if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_CHILD_INHERITS_STDIN, NULL, NULL, NULL,
+			  NULL, &status, error))
+		return FALSE;
+	if (!g_spawn_check_wait_status(status, error)) {
+		g_prefix_error(error, "--setup %s=%s: ", name, cmd);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/*
+ * NULL when the path cannot be opened; its error is then the path's "open"
+ * result (a later round's failure replaces it).
+ */
 static BenchTransport *
 path_open(const char *spec, const char *name)
 {
 	g_autoptr(GError) error = NULL;
-	BenchTransport *t;
+	BenchTransport *t = NULL;
+	gboolean ok;
 
 	ncm_mutex_lock(&run.lock);
 	name_add_locked(name);
+	/* A setup that waits for a netdev, its carrier and its address takes seconds. */
+	bench_watchdog_arm(name, "setup", 60);
+	ncm_mutex_unlock(&run.lock);
+	ok = path_setup(name, &error);
+	ncm_mutex_lock(&run.lock);
 	/* ncm-tun's own start-up deadline and its stop fit in this one. */
 	bench_watchdog_arm(name, "open", 10);
 	ncm_mutex_unlock(&run.lock);
-	bench_progress("%s: opening", name);
-	t = path_parse(spec, &error);
+	if (ok) {
+		bench_progress("%s: opening", name);
+		t = path_parse(spec, &error);
+	}
 	ncm_mutex_lock(&run.lock);
 	bench_watchdog_disarm();
 	run.current = t;
-	run.current_in_env = FALSE;
+	/* A path goes into the env once, as the first round saw it. */
+	run.current_in_env = run.opt.round > 0;
 	if (!t) {
-		bench_result_fail(result_add_locked(name, "open"), error);
+		BenchResult *r = (BenchResult *)find_result(run.results, "open", name);
+
+		if (!r)
+			r = result_add_locked(name, "open");
+		bench_result_fail(r, error);
 		run.n_final = run.results->len;
 	}
 	ncm_mutex_unlock(&run.lock);
@@ -527,7 +624,8 @@ path_close(BenchTransport *t)
 {
 	ncm_mutex_lock(&run.lock);
 	run.n_final = run.results->len;
-	bench_env_path(run.paths, t);
+	if (!run.current_in_env)
+		bench_env_path(run.paths, t);
 	run.current_in_env = TRUE;
 	/* No abort while it is being freed: the watchdog only reports. */
 	run.current = NULL;
@@ -572,22 +670,30 @@ on_hung(const char *path, const char *what, double limit_s)
 /*
  * Each path is opened just before its tests and closed after them: a
  * libncm path takes the USB function from cdc_ncm, and gives it back on
- * close, so paths over the same function can follow each other.
+ * close, so paths over the same function can follow each other. Round @k
+ * starts at the k-th path given (the first round in the order given): over
+ * as many rounds as paths each path runs once in each place, so neither a
+ * drift over the run nor what ran just before favours one path.
  */
 static int
-run_client(void)
+run_round(gint round)
 {
-	int rc = 0, out_rc;
+	guint n = g_strv_length(opt_paths);
+	g_autoptr(GString) order = g_string_new(NULL);
+	int rc = 0;
 
-	run.results = g_ptr_array_new_with_free_func((GDestroyNotify)bench_result_free);
-	run.names = g_ptr_array_new_with_free_func(g_free);
-	run.paths = g_string_new(NULL);
-	options_fill(&run.opt);
-	bench_watchdog_start(&run.lock, on_hung);
-	for (gchar **p = opt_paths; p && *p; p++) {
-		g_autofree char *name = g_strndup(*p, strcspn(*p, "="));
-		BenchTransport *t = path_open(*p, name);
+	ncm_mutex_lock(&run.lock);
+	run.opt.round = round;
+	ncm_mutex_unlock(&run.lock);
+	if (run.opt.rounds > 1)
+		bench_progress("round %d of %d", round + 1, run.opt.rounds);
+	for (guint i = 0; i < n; i++) {
+		const char *spec = opt_paths[(i + (guint)round) % n];
+		g_autofree char *name = g_strndup(spec, strcspn(spec, "="));
+		BenchTransport *t;
 
+		g_string_append_printf(order, "%s\"%s\"", order->len ? "," : "", name);
+		t = path_open(spec, name);
 		if (!t) {
 			rc = 1;
 			continue;
@@ -605,6 +711,30 @@ run_client(void)
 		path_close(t);
 	}
 	ncm_mutex_lock(&run.lock);
+	if (run.round_order)
+		g_string_append_printf(run.round_order, "%s[%s]", round ? "," : "", order->str);
+	ncm_mutex_unlock(&run.lock);
+	return rc;
+}
+
+static int
+run_client(void)
+{
+	int rc = 0, out_rc;
+
+	run.results = g_ptr_array_new_with_free_func((GDestroyNotify)bench_result_free);
+	run.names = g_ptr_array_new_with_free_func(g_free);
+	run.paths = g_string_new(NULL);
+	options_fill(&run.opt);
+	if (run.opt.rounds > 1)
+		run.round_order = g_string_new(NULL);
+	bench_watchdog_start(&run.lock, on_hung);
+	for (gint round = 0; round < run.opt.rounds; round++) {
+		int round_rc = run_round(round);
+
+		rc = MAX(rc, round_rc);
+	}
+	ncm_mutex_lock(&run.lock);
 	bench_watchdog_disarm();
 	/* Not inside MAX(): it would evaluate the call twice and print the table twice. */
 	out_rc = write_outputs(&run.opt, run.results, run.names, run.paths);
@@ -612,6 +742,8 @@ run_client(void)
 	g_clear_pointer(&run.results, g_ptr_array_unref);
 	g_clear_pointer(&run.names, g_ptr_array_unref);
 	g_string_free(g_steal_pointer(&run.paths), TRUE);
+	if (run.round_order)
+		g_string_free(g_steal_pointer(&run.round_order), TRUE);
 	g_clear_pointer(&run.opt.tests, g_strfreev);
 	ncm_mutex_unlock(&run.lock);
 	return rc;
@@ -644,6 +776,25 @@ main(int argc, char **argv)
 	if (!opt_paths) {
 		g_printerr("ncm-bench: give at least one --path NAME=ADDRESS (or --server)\n");
 		return 2;
+	}
+	if (opt_rounds < 1) {
+		g_printerr("ncm-bench: --rounds must be 1 or more\n");
+		return 2;
+	}
+	for (gchar **s = opt_setup; s && *s; s++) {
+		if (!strchr(*s, '=') || **s == '=') {
+			g_printerr("ncm-bench: --setup %s: expected NAME=COMMAND\n", *s);
+			return 2;
+		}
+	}
+	if (opt_rounds > 1) {
+		for (gchar **p = opt_paths; *p; p++) {
+			if (opt_multi || strchr(*p, '+')) {
+				g_printerr("ncm-bench: --rounds: multi paths run their scaling series once "
+					   "(tests/vm/guest-multi-scale.sh repeats whole series)\n");
+				return 2;
+			}
+		}
 	}
 	return run_client();
 }

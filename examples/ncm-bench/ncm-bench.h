@@ -21,6 +21,8 @@ typedef struct {
 	gdouble pace_mbit;  /* --pace for libncm paths, 0 = unpaced */
 	gdouble udp_max_mbit;
 	gchar **tests;      /* prefixes; NULL = all */
+	gint rounds;        /* passes over all paths (--rounds), each with @reps per throughput test */
+	gint round;         /* the pass under way, from 0: only the first runs the other tests */
 } BenchOptions;
 
 typedef struct {
@@ -30,7 +32,14 @@ typedef struct {
 } BenchCtx;
 
 /* ncm-bench.c */
+/*
+ * The path's result of @test: a new one, or in a later round the one the
+ * first round made, which the test then extends. Arms the test's watchdog.
+ */
 BenchResult *bench_result_add(BenchCtx *ctx, const char *test);
+/* Held while a result that is already in the output changes: a hang's report reads it. */
+void bench_results_lock(void);
+void bench_results_unlock(void);
 void bench_result_fail(BenchResult *r, const GError *error);
 gboolean bench_test_selected(const BenchOptions *opt, const char *test);
 void bench_progress(const char *fmt, ...) G_GNUC_PRINTF(1, 2);

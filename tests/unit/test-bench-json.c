@@ -114,10 +114,10 @@ wait_listening(guint16 port)
 
 /*
  * Runs an ncm-bench --server (on @bind only, when not NULL) and a client
- * with @args against it; returns the client's table. Both must succeed.
+ * with @args against it; returns the client's table and its wait status.
  */
 static char *
-bench_run(const char *bind, const char *const *args)
+bench_run_status(const char *bind, const char *const *args, int *ret_status)
 {
 	g_autofree char *port = g_strdup_printf("%u", free_port());
 	const char *server[] = {NCM_BENCH_EXE, "--server", "--port", port, bind ? "--bind" : NULL, bind, NULL};
@@ -142,6 +142,17 @@ bench_run(const char *bind, const char *const *args)
 	waitpid(pid, NULL, 0);
 	g_assert_no_error(error);
 	g_test_message("%s", table);
+	*ret_status = status;
+	return table;
+}
+
+/* As bench_run_status(); the client must succeed. */
+static char *
+bench_run(const char *bind, const char *const *args)
+{
+	int status;
+	char *table = bench_run_status(bind, args, &status);
+
 	g_assert_true(g_spawn_check_wait_status(status, NULL));
 	return table;
 }
@@ -290,6 +301,118 @@ test_loopback_run(void)
 	g_assert_null(strstr(table, "of ceiling"));
 	g_remove(out);
 	g_remove(svg);
+	g_rmdir(dir);
+}
+
+static guint
+results_of(JsonArray *a, const char *path, const char *test)
+{
+	guint n = 0;
+
+	for (guint i = 0; i < json_array_get_length(a); i++) {
+		JsonObject *o = json_array_get_object_element(a, i);
+
+		n += g_str_equal(json_object_get_string_member(o, "test"), test) &&
+		     g_str_equal(json_object_get_string_member(o, "path"), path);
+	}
+	return n;
+}
+
+/* "runs": each run in the order it ran, its round beside it, the summary over them. */
+static void
+check_runs(JsonObject *o, guint n_rounds)
+{
+	JsonObject *m = json_object_get_object_member(o, "mbit_s");
+	JsonObject *runs = json_object_get_object_member(o, "runs");
+	JsonArray *v = json_object_get_array_member(runs, "mbit_s");
+	JsonArray *round = json_object_get_array_member(runs, "round");
+	double lo = G_MAXDOUBLE, hi = 0;
+
+	g_assert_cmpint(json_object_get_int_member(m, "n"), ==, n_rounds);
+	g_assert_cmpint(json_object_get_int_member(o, "reps"), ==, n_rounds);
+	g_assert_cmpuint(json_array_get_length(v), ==, n_rounds);
+	g_assert_cmpuint(json_array_get_length(round), ==, n_rounds);
+	g_assert_cmpuint(json_array_get_length(json_object_get_array_member(runs, "system_cpu_s_per_mb")), ==,
+			 n_rounds);
+	for (guint i = 0; i < n_rounds; i++) {
+		double x = json_array_get_double_element(v, i);
+
+		g_assert_cmpint(json_array_get_int_element(round, i), ==, i);
+		lo = MIN(lo, x);
+		hi = MAX(hi, x);
+	}
+	g_assert_cmpfloat(json_object_get_double_member(m, "min"), ==, lo);
+	g_assert_cmpfloat(json_object_get_double_member(m, "max"), ==, hi);
+	g_assert_cmpint(json_object_get_int_member(json_object_get_object_member(o, "system_cpu_s_per_mb"), "n"),
+			==, n_rounds);
+}
+
+/*
+ * --rounds 3 over two loopback paths: each round starts one path later,
+ * each throughput test pools one run per round into one result, the other
+ * tests run once, --setup runs before every opening of its path, and the
+ * env names the rounds' order. A failing --setup fails that path's opening
+ * and the run, with the command in the error.
+ */
+static void
+test_loopback_rounds(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("bench-rounds-XXXXXX", NULL);
+	g_autofree char *out = g_build_filename(dir, "out.json", NULL);
+	g_autofree char *log = g_build_filename(dir, "setup.log", NULL);
+	g_autofree char *setup = g_strdup_printf("b=echo opened >>'%s'", log);
+	const char *args[] = {"--path", "a=127.0.0.1", "--path", "b=127.0.0.1", "--rounds", "3",
+			      "--reps", "1", "--secs", "2", "--tests", "tcp_down,udp_rtt_64_10hz",
+			      "--setup", setup, "--json", out, NULL};
+	const char *bad[] = {"--path", "a=127.0.0.1", "--path", "b=127.0.0.1", "--rounds", "2",
+			     "--reps", "1", "--secs", "2", "--tests", "tcp_down",
+			     "--setup", "b=exit 3", "--json", out, NULL};
+	g_autofree char *table = bench_run("127.0.0.1", args), *text = NULL;
+	g_autofree char *table2 = NULL;
+	g_autoptr(JsonNode) root = NULL, root2 = NULL;
+	JsonObject *env;
+	JsonArray *a, *order;
+	int status;
+
+	root = parse_file(out);
+	env = json_object_get_object_member(json_node_get_object(root), "env");
+	g_assert_cmpint(json_object_get_int_member(env, "rounds"), ==, 3);
+	g_assert_cmpuint(json_array_get_length(json_object_get_array_member(env, "paths")), ==, 2);
+	order = json_object_get_array_member(env, "round_order");
+	g_assert_cmpuint(json_array_get_length(order), ==, 3);
+	for (guint r = 0; r < 3; r++) {
+		JsonArray *o = json_array_get_array_element(order, r);
+
+		g_assert_cmpuint(json_array_get_length(o), ==, 2);
+		g_assert_cmpstr(json_array_get_string_element(o, 0), ==, r % 2 ? "b" : "a");
+		g_assert_cmpstr(json_array_get_string_element(o, 1), ==, r % 2 ? "a" : "b");
+	}
+	a = json_object_get_array_member(json_node_get_object(root), "results");
+	g_assert_cmpuint(json_array_get_length(a), ==, 4);
+	for (const char *p = "a"; p; p = g_str_equal(p, "a") ? "b" : NULL) {
+		g_assert_cmpuint(results_of(a, p, "tcp_down"), ==, 1);
+		g_assert_cmpuint(results_of(a, p, "udp_rtt_64_10hz"), ==, 1);
+		check_runs(result_of(a, p, "tcp_down"), 3);
+	}
+	g_assert_true(g_file_get_contents(log, &text, NULL, NULL));
+	g_assert_cmpstr(text, ==, "opened\nopened\nopened\n");
+
+	table2 = bench_run_status("127.0.0.1", bad, &status);
+	g_assert_false(g_spawn_check_wait_status(status, NULL));
+	g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	root2 = parse_file(out);
+	a = json_object_get_array_member(json_node_get_object(root2), "results");
+	g_assert_cmpuint(results_of(a, "b", "open"), ==, 1);
+	g_assert_cmpuint(results_of(a, "b", "tcp_down"), ==, 0);
+	for (guint i = 0; i < json_array_get_length(a); i++) {
+		JsonObject *o = json_array_get_object_element(a, i);
+
+		if (g_str_equal(json_object_get_string_member(o, "test"), "open"))
+			g_assert_nonnull(strstr(json_object_get_string_member(o, "error"), "--setup b=exit 3"));
+	}
+	check_runs(result_of(a, "a", "tcp_down"), 2);
+	g_remove(out);
+	g_remove(log);
 	g_rmdir(dir);
 }
 
@@ -526,6 +649,7 @@ main(int argc, char **argv)
 #ifdef NCM_BENCH_EXE
 	g_test_add_func("/bench-json/loopback-run", test_loopback_run);
 	g_test_add_func("/bench-json/loopback-multi", test_loopback_multi);
+	g_test_add_func("/bench-json/loopback-rounds", test_loopback_rounds);
 #endif
 #ifdef NCM_BENCH_RAW
 	/* Last: it moves the test into a network namespace of its own. */

@@ -506,6 +506,23 @@ host_addr_setup() {
 	wait_for "$VM_WAIT" "carrier on $dev" host_carrier "$dev" || fail "no carrier on $dev"
 }
 
+# host_readdress_script FILE: writes a script that has cdc_ncm drive NCM
+# function 0 again and gives its netdev back its addresses, for
+# ncm-bench --setup: with --rounds a libncm path hands the function back to
+# cdc_ncm, whose new netdev is bare, before the kernel path's next turn.
+# The script runs outside this shell, so it carries the state it needs.
+host_readdress_script() {
+	{
+		echo '#!/bin/sh'
+		echo 'set -eu'
+		echo '. "$VM_LIB"'
+		echo "USB_DEV='$USB_DEV' PEER_IFNAMES='$PEER_IFNAMES' GADGET_PROFILE='$GADGET_PROFILE'"
+		echo 'host_use_kernel >&2'
+		echo 'host_addr_setup 0 >&2'
+	} >"$1"
+	chmod +x "$1"
+}
+
 # host_unbind_ncm: detaches cdc_ncm from the gadget's NCM interfaces but
 # leaves the module loaded (it rebinds on the next plug).
 host_unbind_ncm() {
