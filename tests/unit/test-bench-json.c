@@ -374,6 +374,7 @@ test_loopback_rounds(void)
 	JsonArray *a, *order;
 	int status;
 
+	g_assert_nonnull(strstr(table, "tcp_down"));
 	root = parse_file(out);
 	env = json_object_get_object_member(json_node_get_object(root), "env");
 	g_assert_cmpint(json_object_get_int_member(env, "rounds"), ==, 3);
@@ -400,6 +401,7 @@ test_loopback_rounds(void)
 	table2 = bench_run_status("127.0.0.1", bad, &status);
 	g_assert_false(g_spawn_check_wait_status(status, NULL));
 	g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	g_assert_nonnull(strstr(table2, "error: --setup b=exit 3"));
 	root2 = parse_file(out);
 	a = json_object_get_array_member(json_node_get_object(root2), "results");
 	g_assert_cmpuint(results_of(a, "b", "open"), ==, 1);
