@@ -782,8 +782,14 @@ main(int argc, char **argv)
 		return 2;
 	}
 	for (gchar **s = opt_setup; s && *s; s++) {
-		if (!strchr(*s, '=') || **s == '=') {
-			g_printerr("ncm-bench: --setup %s: expected NAME=COMMAND\n", *s);
+		gsize len = strcspn(*s, "=");
+		gboolean named = FALSE;
+
+		for (gchar **p = opt_paths; *p; p++)
+			named |= strcspn(*p, "=") == len && strncmp(*p, *s, len) == 0;
+		if (!(*s)[len] || len == 0 || !named) {
+			g_printerr("ncm-bench: --setup %s: expected NAME=COMMAND, NAME one of the --path names\n",
+				   *s);
 			return 2;
 		}
 	}

@@ -418,6 +418,41 @@ test_loopback_rounds(void)
 	g_rmdir(dir);
 }
 
+/* Exit status 2 and a message naming the option, before any path is opened. */
+static void
+check_refused(const char *const *args, const char *message)
+{
+	g_autoptr(GPtrArray) argv = g_ptr_array_new();
+	g_autofree char *err = NULL;
+	g_autoptr(GError) error = NULL;
+	int status;
+
+	g_ptr_array_add(argv, (gpointer)NCM_BENCH_EXE);
+	for (const char *const *a = args; *a; a++)
+		g_ptr_array_add(argv, (gpointer)*a);
+	g_ptr_array_add(argv, NULL);
+	g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL,
+				   NULL, &err, &status, &error));
+	g_assert_no_error(error);
+	g_assert_true(WIFEXITED(status));
+	g_assert_cmpint(WEXITSTATUS(status), ==, 2);
+	g_assert_nonnull(strstr(err, message));
+}
+
+static void
+test_rounds_options(void)
+{
+	const char *zero[] = {"--path", "a=127.0.0.1", "--rounds", "0", NULL};
+	const char *unnamed[] = {"--path", "a=127.0.0.1", "--setup", "b=true", NULL};
+	const char *bare[] = {"--path", "a=127.0.0.1", "--setup", "a", NULL};
+	const char *multi[] = {"--path", "m=127.0.0.1+127.0.0.1", "--rounds", "2", NULL};
+
+	check_refused(zero, "--rounds must be 1 or more");
+	check_refused(unnamed, "--setup b=true: expected NAME=COMMAND, NAME one of the --path names");
+	check_refused(bare, "--setup a: expected");
+	check_refused(multi, "--rounds: multi paths");
+}
+
 /*
  * A multi path of three loopback "devices", streaming at once: one result
  * per test for the group, its aggregate the sum of the devices' figures
@@ -652,6 +687,7 @@ main(int argc, char **argv)
 	g_test_add_func("/bench-json/loopback-run", test_loopback_run);
 	g_test_add_func("/bench-json/loopback-multi", test_loopback_multi);
 	g_test_add_func("/bench-json/loopback-rounds", test_loopback_rounds);
+	g_test_add_func("/bench-json/rounds-options", test_rounds_options);
 #endif
 #ifdef NCM_BENCH_RAW
 	/* Last: it moves the test into a network namespace of its own. */
