@@ -24,8 +24,6 @@ tap_queue_clear(TapQueue *q)
 {
 	g_queue_clear_full(&q->acks, g_free);
 	g_queue_clear_full(&q->bulk, g_free);
-	if (q->share)
-		tap_share_sub(q->share, q->bulk_bytes);
 	q->bulk_bytes = 0;
 }
 
@@ -52,11 +50,9 @@ tap_queue_push(TapQueue *q, TapQueued *p)
 			return TRUE;
 		}
 		q->dropped_acks++;
-	} else if (q->bulk_bytes < q->limit && (!q->share || tap_share_admit(q->share, q->bulk_bytes))) {
+	} else if (q->bulk_bytes < q->limit) {
 		g_queue_push_tail(&q->bulk, p);
 		q->bulk_bytes += p->len;
-		if (q->share)
-			tap_share_add(q->share, p->len);
 		return TRUE;
 	}
 	q->dropped++;
@@ -75,11 +71,8 @@ tap_queue_pop_bulk(TapQueue *q)
 {
 	TapQueued *p = g_queue_pop_head(&q->bulk);
 
-	if (p) {
+	if (p)
 		q->bulk_bytes -= p->len;
-		if (q->share)
-			tap_share_sub(q->share, p->len);
-	}
 	return p;
 }
 

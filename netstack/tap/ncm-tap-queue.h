@@ -5,7 +5,6 @@
 #include <glib.h>
 
 #include "ncm-tap-gso.h"
-#include "ncm-tap-share.h"
 
 G_BEGIN_DECLS
 
@@ -46,7 +45,6 @@ typedef struct {
 	gsize limit;     /* bulk bytes past which packets are dropped */
 	guint64 dropped; /* packets dropped over the limit */
 	guint64 dropped_acks;
-	TapShare *share; /* NULL, or the budget shared with other TAPs' queues (ncm-tap-share.h) */
 } TapQueue;
 
 /* The default limit: about 15 ms of a high-speed link at 280 Mbit/s. A
@@ -68,8 +66,7 @@ gboolean tap_queue_is_ack(const TapVnetHdr *h, const guint8 *frame, gsize len);
 /*
  * Takes @p (g_malloc()ed, owned by the queue from now on or freed): an ACK
  * to the ACK queue, anything else to the bulk queue unless that holds
- * @limit bytes already or (with a @share) the shared budget is spent and
- * this queue holds its fair share of it. FALSE when it was dropped.
+ * @limit bytes already. FALSE when it was dropped.
  */
 gboolean tap_queue_push(TapQueue *q, TapQueued *p);
 /* The oldest ACK, or NULL; the caller owns it. */

@@ -493,9 +493,6 @@ reader_main(gpointer data)
 
 /* ---- control (the owner's thread) ---------------------------------------- */
 
-/* Every attached TAP's read-ahead queue draws on it (ncm-tap-share.h says why). */
-static TapShare tap_share = { .limit = TAP_QUEUE_DEFAULT_LIMIT };
-
 gboolean
 ncm_tap_attach(NcmTap *tap, NcmLink *link, GError **error)
 {
@@ -510,8 +507,6 @@ ncm_tap_attach(NcmTap *tap, NcmLink *link, GError **error)
 	eventfd_reset(tap->stop_fd);
 	g_atomic_int_set(&tap->stopping, 0);
 	tap_latch_reset(&tap->room);
-	tap->txq.share = &tap_share;
-	g_atomic_int_inc(&tap_share.sharers);
 	tap->reader = g_thread_new("ncm-tap-tx", reader_main, tap);
 	return TRUE;
 }
@@ -538,8 +533,6 @@ ncm_tap_detach(NcmTap *tap)
 	g_thread_join(tap->reader);
 	tap->reader = NULL;
 	tap_queue_clear(&tap->txq);
-	g_atomic_int_dec_and_test(&tap_share.sharers);
-	tap->txq.share = NULL;
 	tap->unflushed = FALSE;
 	tap->link->ops->stop(tap->link);
 	tap->link = NULL;
