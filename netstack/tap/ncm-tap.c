@@ -3,6 +3,7 @@
 #include "ncm-sync.h"
 #include "ncm-tap.h"
 #include "ncm-tap-gso.h"
+#include "ncm-tap-hold.h"
 #include "ncm-tap-l3.h"
 #include "ncm-tap-latch.h"
 #include "ncm-tap-queue.h"
@@ -49,6 +50,7 @@ struct _NcmTap {
 	guint8 *buf;      /* the reader's frame buffer, NCM_ETH_HLEN + TAP_READ_BUF */
 	gboolean vnet;    /* IFF_VNET_HDR: every packet on the fd has a TapVnetHdr */
 	TapGro gro;       /* device → kernel coalescing (vnet only); the data thread's */
+	TapHold hold;     /* small received frames until receive_done (the data thread's) */
 	TapVnetHdr rd_hdr;  /* the header of the packet in buf (reader thread) */
 	guint8 *seg_buf;  /* the headers of a TSO packet's segment (reader thread, vnet only) */
 	TapQueue txq;     /* read while the link was full (reader thread; ncm-tap-queue.h) */
@@ -86,6 +88,14 @@ fd_write(gpointer user_data, const TapVnetHdr *h, const guint8 *pkt, gsize len, 
 }
 
 static void
+hold_write(gpointer user_data, const guint8 *frame, gsize len)
+{
+	static const TapVnetHdr plain;
+
+	fd_write(user_data, &plain, frame, len, 1);
+}
+
+static void
 sink_receive(gpointer user_data, const guint8 *frame, gsize len)
 {
 	static const TapVnetHdr plain;
@@ -96,6 +106,14 @@ sink_receive(gpointer user_data, const guint8 *frame, gsize len)
 	if (tap->mode == NCM_TAP_MODE_TUN &&
 	    !(frame = tap_l3_from_frame(&tap->l3, tap->link, frame, len, &len)))
 		return;
+	/* ACKs wait for the batch's end (ncm-tap-hold.h); all stays in order. */
+	if (tap_hold_fits(len)) {
+		if (tap->vnet)
+			tap_gro_flush(&tap->gro, fd_write, tap);
+		tap_hold_take(&tap->hold, frame, len, hold_write, tap);
+		return;
+	}
+	tap_hold_flush(&tap->hold, hold_write, tap);
 	if (tap->vnet)
 		tap_gro_push(&tap->gro, tap->mode == NCM_TAP_MODE_TUN ? 0 : NCM_ETH_HLEN, frame, len,
 			     fd_write, tap);
@@ -108,7 +126,9 @@ sink_receive_done(gpointer user_data)
 {
 	NcmTap *tap = user_data;
 
-	/* The NTB is over: nothing waits for the next one. */
+	/* The batch is over: nothing waits for the next one. The held frames
+	 * are older than what GRO holds (a push writes them first). */
+	tap_hold_flush(&tap->hold, hold_write, tap);
 	if (tap->vnet)
 		tap_gro_flush(&tap->gro, fd_write, tap);
 	if (tap->mode == NCM_TAP_MODE_TUN)
@@ -507,6 +527,7 @@ ncm_tap_attach(NcmTap *tap, NcmLink *link, GError **error)
 	eventfd_reset(tap->stop_fd);
 	g_atomic_int_set(&tap->stopping, 0);
 	tap_latch_reset(&tap->room);
+	tap_hold_init(&tap->hold);
 	tap->reader = g_thread_new("ncm-tap-tx", reader_main, tap);
 	return TRUE;
 }

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-tap-hold.h: small device → kernel frames (pure ACKs) kept until the end of their event batch, so every device's reach the host's TCP in the same turn (private). */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/*
+ * Why (issue 20): libusb reaps a batch's completions device by device in
+ * the order the devices were opened, and the TAP wrote each received frame
+ * at once. A pure ACK written to the TAP runs the host's TCP on the spot:
+ * the sender sends on, its packets land on the TAP, its reader wakes. So in
+ * every batch the first device opened had its sender run, and its reader
+ * woken, first; with all of them sharing two CPUs, the later ones waited
+ * behind it. Upload shares fell with the list position (1.15 to 0.79,
+ * RTTs 50 to 86 ms; one run had the first at 2x the mean), not with the
+ * gadget. Held here and written at receive_done, which the event thread
+ * runs device by device starting one further on each round
+ * (ncm-usb-context.c, run_timeouts()), ACKs reach the senders in turn.
+ *
+ * Only small frames are held (ACKs, ARP, ND): a copy of them is cheap, and
+ * they are what clocks a sender. Whatever is not held writes the held ones
+ * first, so the frames of a device still reach the kernel in their order.
+ */
+#define TAP_HOLD_FRAMES 64
+#define TAP_HOLD_FRAME_MAX 128
+
+typedef struct {
+	guint n;
+	guint16 lens[TAP_HOLD_FRAMES];
+	guint8 frames[TAP_HOLD_FRAMES][TAP_HOLD_FRAME_MAX];
+} TapHold;
+
+typedef void (*TapHoldWrite)(gpointer user_data, const guint8 *frame, gsize len);
+
+static inline void
+tap_hold_init(TapHold *h)
+{
+	h->n = 0;
+}
+
+/* Whether @len is small enough to hold at all. */
+static inline gboolean
+tap_hold_fits(gsize len)
+{
+	return len <= TAP_HOLD_FRAME_MAX;
+}
+
+/* Writes the held frames, oldest first, and empties the hold. */
+void tap_hold_flush(TapHold *h, TapHoldWrite write, gpointer user_data);
+
+/*
+ * Keeps a copy of @frame (tap_hold_fits(@len)); a full hold is written
+ * first. Thread: the one that flushes.
+ */
+void tap_hold_take(TapHold *h, const guint8 *frame, gsize len, TapHoldWrite write,
+		   gpointer user_data);
+
+G_END_DECLS
