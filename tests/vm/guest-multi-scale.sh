@@ -215,12 +215,14 @@ scale() {
 	if [ "$rc" != 0 ] || [ ! -s "$out.json" ]; then
 		tail -n 30 "$out.log"
 		bad="$bad $1/$2(status $rc)"
+		scale_failed "$1" "$2"
 		return 0
 	fi
 	for t in $tests; do
 		if ! result "$out.json" "$t" | grep -q '"device_mbit_s"'; then
 			result "$out.json" "$t" || true
 			bad="$bad $1/$2/$t"
+			scale_failed "$1" "$2"
 			continue
 		fi
 		# Every device moved data: the smallest per-device figure is above 0.
@@ -236,6 +238,14 @@ scale() {
 			"backlog drops $drops (netdev_max_backlog $(cat /proc/sys/net/core/netdev_max_backlog))," \
 			"per device $(result "$out.json" "$t" | sed -n 's/.*"device_mbit_s":\[\([^]]*\)\].*/\1/p')"
 	done
+}
+
+# scale_failed PATH K: a run over PATH's K devices failed; for cdc_ncm the
+# kernel's view of them goes to kernel-state.txt.
+scale_failed() {
+	[ "$1" = cdc_ncm ] || return 0
+	log "cdc_ncm at $2 device(s) failed: state in kernel-state.txt"
+	kernel_state $(seq 0 $(($2 - 1)))
 }
 
 # round_order VARIANT...: the variants in this round's order (reversed in even
@@ -314,22 +324,78 @@ gadget_bounce() {
 	multi_plug "$1"
 }
 
+# kernel_state I...: the kernel path as it stands for gadgets I..., appended
+# to $VM_OUT/kernel-state.txt: each cdc_ncm netdev's carrier, addresses and
+# counters, neighbours and route to its peer, and the same for the gadget's
+# netdev in namespace peer with its qdisc. The counters tell a reply held in
+# f_ncm (the qdisc sent it, the gadget's TX, which counts completed IN
+# transfers, and the host's RX stand still) from a request that never left
+# or a missing address or route.
+kernel_state() {
+	local i dev g
+	{
+		echo "=== [$(cut -d' ' -f1 /proc/uptime)] kernel path, gadget(s) $*"
+		for i in "$@"; do
+			dev=$(multi_host_netdev "$i") || dev=
+			g=$(multi_ifname "$i")
+			echo "--- gadget $i ($(multi_usb_dev "$i" 2>/dev/null || echo gone)): host ${dev:-no netdev}," \
+				"carrier $(cat "/sys/class/net/$dev/carrier" 2>/dev/null || echo -)"
+			if [ -n "$dev" ]; then
+				$IP -d -s addr show dev "$dev"
+				echo "neigh: $($IP neigh show dev "$dev" | tr '\n' ';')"
+				echo "route: $($IP route get "$(multi_peer_ip4 "$i")" oif "$dev" | tr '\n' ';')"
+			fi
+			echo "peer $g, carrier $(peer_run cat "/sys/class/net/$g/carrier" 2>/dev/null || echo -):"
+			peer_run $IP -d -s addr show dev "$g"
+			# Frames the peer's stack handed to f_ncm (the link's TX counts only completed ones).
+			peer_run tc -s qdisc show dev "$g"
+			echo "peer neigh: $(peer_run $IP neigh show dev "$g" | tr '\n' ';')"
+		done
+		echo "--- host routes"
+		$IP route
+		echo "--- peer routes"
+		peer_run $IP route
+	} >>"$VM_OUT/kernel-state.txt" 2>&1
+}
+
+kernel_ping() { # I DEV: gadget I's peer answers a ping through DEV
+	ping -c 1 -W 1 -I "$2" "$(multi_peer_ip4 "$1")" >/dev/null 2>&1
+}
+
+# kernel_reach I DEV: gadget I's cdc_ncm netdev DEV (up) has carrier and its
+# peer answers through it, else gadget I's netdev is bounced, up to 3 times.
+# Carrier alone is not enough. usbnet now and then loses f_ncm's link-up
+# (see host_addr_setup); and f_ncm can hold an NTB with no timer to send it
+# (tests/vm/fncm-held-ntb.md): the peer's IPv6 chatter (router solicitations,
+# MLD reports) after cdc_ncm sets the interface up goes to a host netdev that
+# is down and reads nothing, every IN request stays busy, the flush is lost,
+# and the first ARP replies join the held NTB: connect() then fails with
+# "No route to host". A bounce disables f_ncm's endpoints and drops it.
+# VM_SCALE_REACH=0 waits for carrier alone, as before 2026-12-05 (to reproduce).
+kernel_reach() {
+	local try=0
+	until wait_for 5 "carrier on $2" host_carrier "$2" 2>/dev/null &&
+		{ [ "${VM_SCALE_REACH:-1}" = 0 ] || wait_for 5 "reply from gadget $1 through $2" kernel_ping "$1" "$2" 2>/dev/null; }; do
+		try=$((try + 1))
+		kernel_state "$1"
+		[ "$try" -le 3 ] || fail "gadget $1 unreachable through $2 after $try bounces (kernel-state.txt)"
+		log "gadget $1: $(host_carrier "$2" && echo "no reply through $2" || echo "no carrier on $2");" \
+			"bouncing $(multi_ifname "$1") (try $try; state in kernel-state.txt)"
+		gadget_bounce "$1"
+	done
+}
+
 # Only the K devices measured are up: usbnet polls the interrupt endpoint of
 # an open netdev, and each poll of an idle device is dummy_hcd timer work
 # that the guest's CPU pays for (the userspace paths open only K devices).
+# Each of the K gets a ping through its netdev before the run.
 multi_kernel_up() { # K
-	local i=0 dev try
+	local i=0 dev
 	while [ "$i" -lt "$max" ]; do
 		dev=$(multi_host_netdev "$i")
 		if [ "$i" -lt "$1" ]; then
 			$IP link set "$dev" up
-			try=0
-			until wait_for 5 "carrier on $dev" host_carrier "$dev" 2>/dev/null; do
-				try=$((try + 1))
-				[ "$try" -le 3 ] || fail "no carrier on $dev (gadget $i) after $try bounces"
-				log "no carrier on $dev: bouncing $(multi_ifname "$i") (try $try)"
-				gadget_bounce "$i"
-			done
+			kernel_reach "$i" "$dev"
 		else
 			$IP link set "$dev" down
 		fi
