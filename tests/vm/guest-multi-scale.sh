@@ -245,7 +245,7 @@ scale() {
 scale_failed() {
 	[ "$1" = cdc_ncm ] || return 0
 	log "cdc_ncm at $2 device(s) failed: state in kernel-state.txt"
-	kernel_state $(seq 0 $(($2 - 1)))
+	multi_kernel_state $(seq 0 $(($2 - 1)))
 }
 
 # round_order VARIANT...: the variants in this round's order (reversed in even
@@ -309,82 +309,6 @@ spec() {
 	echo "$s"
 }
 
-multi_host_netdev() { # I: cdc_ncm's netdev of gadget I
-	local d n
-	d=$(multi_usb_dev "$1") || return 1
-	for n in "$d"/"${d##*/}":*/net/*; do [ -e "$n" ] && { echo "${n##*/}"; return 0; }; done
-	return 1
-}
-
-# gadget_bounce I: gadget I's netdev down and up, so that f_ncm announces
-# its link again (usbnet now and then loses the announcement: see
-# host_addr_setup); multi_plug puts the addresses back.
-gadget_bounce() {
-	peer_run $IP link set "$(multi_ifname "$1")" down
-	multi_plug "$1"
-}
-
-# kernel_state I...: the kernel path as it stands for gadgets I..., appended
-# to $VM_OUT/kernel-state.txt: each cdc_ncm netdev's carrier, addresses and
-# counters, neighbours and route to its peer, and the same for the gadget's
-# netdev in namespace peer with its qdisc. The counters tell a reply held in
-# f_ncm (the qdisc sent it, the gadget's TX, which counts completed IN
-# transfers, and the host's RX stand still) from a request that never left
-# or a missing address or route.
-kernel_state() {
-	local i dev g
-	{
-		echo "=== [$(cut -d' ' -f1 /proc/uptime)] kernel path, gadget(s) $*"
-		for i in "$@"; do
-			dev=$(multi_host_netdev "$i") || dev=
-			g=$(multi_ifname "$i")
-			echo "--- gadget $i ($(multi_usb_dev "$i" 2>/dev/null || echo gone)): host ${dev:-no netdev}," \
-				"carrier $(cat "/sys/class/net/$dev/carrier" 2>/dev/null || echo -)"
-			if [ -n "$dev" ]; then
-				$IP -d -s addr show dev "$dev"
-				echo "neigh: $($IP neigh show dev "$dev" | tr '\n' ';')"
-				echo "route: $($IP route get "$(multi_peer_ip4 "$i")" oif "$dev" | tr '\n' ';')"
-			fi
-			echo "peer $g, carrier $(peer_run cat "/sys/class/net/$g/carrier" 2>/dev/null || echo -):"
-			peer_run $IP -d -s addr show dev "$g"
-			# Frames the peer's stack handed to f_ncm (the link's TX counts only completed ones).
-			peer_run tc -s qdisc show dev "$g"
-			echo "peer neigh: $(peer_run $IP neigh show dev "$g" | tr '\n' ';')"
-		done
-		echo "--- host routes"
-		$IP route
-		echo "--- peer routes"
-		peer_run $IP route
-	} >>"$VM_OUT/kernel-state.txt" 2>&1
-}
-
-kernel_ping() { # I DEV: gadget I's peer answers a ping through DEV
-	ping -c 1 -W 1 -I "$2" "$(multi_peer_ip4 "$1")" >/dev/null 2>&1
-}
-
-# kernel_reach I DEV: gadget I's cdc_ncm netdev DEV (up) has carrier and its
-# peer answers through it, else gadget I's netdev is bounced, up to 3 times.
-# Carrier alone is not enough. usbnet now and then loses f_ncm's link-up
-# (see host_addr_setup); and f_ncm can hold an NTB with no timer to send it
-# (tests/vm/fncm-held-ntb.md): the peer's IPv6 chatter (router solicitations,
-# MLD reports) after cdc_ncm sets the interface up goes to a host netdev that
-# is down and reads nothing, every IN request stays busy, the flush is lost,
-# and the first ARP replies join the held NTB: connect() then fails with
-# "No route to host". A bounce disables f_ncm's endpoints and drops it.
-# VM_SCALE_REACH=0 waits for carrier alone, as before 2026-12-05 (to reproduce).
-kernel_reach() {
-	local try=0
-	until wait_for 5 "carrier on $2" host_carrier "$2" 2>/dev/null &&
-		{ [ "${VM_SCALE_REACH:-1}" = 0 ] || wait_for 5 "reply from gadget $1 through $2" kernel_ping "$1" "$2" 2>/dev/null; }; do
-		try=$((try + 1))
-		kernel_state "$1"
-		[ "$try" -le 3 ] || fail "gadget $1 unreachable through $2 after $try bounces (kernel-state.txt)"
-		log "gadget $1: $(host_carrier "$2" && echo "no reply through $2" || echo "no carrier on $2");" \
-			"bouncing $(multi_ifname "$1") (try $try; state in kernel-state.txt)"
-		gadget_bounce "$1"
-	done
-}
-
 # Only the K devices measured are up: usbnet polls the interrupt endpoint of
 # an open netdev, and each poll of an idle device is dummy_hcd timer work
 # that the guest's CPU pays for (the userspace paths open only K devices).
@@ -395,7 +319,7 @@ multi_kernel_up() { # K
 		dev=$(multi_host_netdev "$i")
 		if [ "$i" -lt "$1" ]; then
 			$IP link set "$dev" up
-			kernel_reach "$i" "$dev"
+			multi_kernel_reach "$i" "$dev"
 		else
 			$IP link set "$dev" down
 		fi
@@ -428,7 +352,7 @@ for p in $paths; do
 		# afresh for the next driver.
 		rmmod cdc_ncm || fail "cannot unload cdc_ncm"
 		i=0
-		while [ "$i" -lt "$max" ]; do gadget_bounce "$i"; i=$((i + 1)); done
+		while [ "$i" -lt "$max" ]; do multi_bounce "$i"; i=$((i + 1)); done
 		;;
 	ncm-tun|lwip)
 		r=1
