@@ -632,13 +632,14 @@ multi_bounce() {
 	multi_plug "$1"
 }
 
-# multi_kernel_state I...: the kernel path as it stands for gadgets I..., appended
-# to $VM_OUT/kernel-state.txt: each cdc_ncm netdev's carrier, addresses and
-# counters, neighbours and route to its peer, and the same for the gadget's
-# netdev in namespace peer with its qdisc. The counters tell a reply held in
-# f_ncm (the qdisc sent it, the gadget's TX, which counts completed IN
-# transfers, and the host's RX stand still) from a request that never left
-# or a missing address or route.
+# multi_kernel_state I...: the kernel path as it stands for gadgets I...,
+# appended to $VM_OUT/kernel-state.txt: each cdc_ncm netdev's carrier,
+# addresses and counters, neighbours and route to its peer, and the same for
+# the gadget's netdev in namespace peer. The counters tell a gadget that
+# sends nothing (its TX, which counts completed IN transfers, and the host's
+# RX stand still while its RX grows) from a request that never left or a
+# missing address or route. Every step may fail: it runs when things are
+# broken, under set -e.
 multi_kernel_state() {
 	local i dev g
 	{
@@ -646,23 +647,21 @@ multi_kernel_state() {
 		for i in "$@"; do
 			dev=$(multi_host_netdev "$i") || dev=
 			g=$(multi_ifname "$i")
-			echo "--- gadget $i ($(multi_usb_dev "$i" 2>/dev/null || echo gone)): host ${dev:-no netdev}," \
-				"carrier $(cat "/sys/class/net/$dev/carrier" 2>/dev/null || echo -)"
+			echo "--- gadget $i ($(multi_usb_dev "$i" || echo gone)): host ${dev:-no netdev}," \
+				"carrier $(cat "/sys/class/net/$dev/carrier" || echo -)"
 			if [ -n "$dev" ]; then
-				$IP -d -s addr show dev "$dev"
+				$IP -d -s addr show dev "$dev" || true
 				echo "neigh: $($IP neigh show dev "$dev" | tr '\n' ';')"
 				echo "route: $($IP route get "$(multi_peer_ip4 "$i")" oif "$dev" | tr '\n' ';')"
 			fi
-			echo "peer $g, carrier $(peer_run cat "/sys/class/net/$g/carrier" 2>/dev/null || echo -):"
-			peer_run $IP -d -s addr show dev "$g"
-			# Frames the peer's stack handed to f_ncm (the link's TX counts only completed ones).
-			peer_run tc -s qdisc show dev "$g"
+			echo "peer $g, carrier $(peer_run cat "/sys/class/net/$g/carrier" || echo -):"
+			peer_run $IP -d -s addr show dev "$g" || true
 			echo "peer neigh: $(peer_run $IP neigh show dev "$g" | tr '\n' ';')"
 		done
 		echo "--- host routes"
-		$IP route
+		$IP route || true
 		echo "--- peer routes"
-		peer_run $IP route
+		peer_run $IP route || true
 	} >>"$VM_OUT/kernel-state.txt" 2>&1
 }
 
