@@ -4,7 +4,8 @@
 # Each of VM_PROBE_ITERS (12) iterations: modprobe cdc_ncm, addresses on all 8 netdevs, the first 4 up,
 # VM_PROBE_HOLD (20) s, all 8 up with carrier, one ping per device (multi_kernel_ping, 5 s). A device
 # that does not answer gets its state in kernel-state.txt and is then tried 5 s more, after a bounce of
-# its host netdev, and after a bounce of its gadget netdev; the log says which one brought it back.
+# its host netdev, after 40 pings from the peer through the gadget (a held NTB fills at 32 datagrams),
+# and after a bounce of its gadget netdev; the log says which one brought it back.
 # Then rmmod cdc_ncm and a bounce of every gadget, as vm-multi-scale does after its cdc_ncm phase.
 # Fails when any iteration had a device that did not answer at once.
 set -eu
@@ -41,6 +42,10 @@ recover() {
 	$IP link set "$dev" up
 	wait_for 5 "carrier on $dev" host_carrier "$dev" || true
 	wait_for 5 "reply from gadget $1" multi_kernel_ping "$1" "$dev" && { log "gadget $1: answered after a bounce of $dev"; return; }
+	multi_kernel_state "$1"
+	# 40 datagrams from the peer: they would fill a held NTB (32) and so send it.
+	peer_run ping -c 40 -i 0.05 -W 1 -I "$(multi_ifname "$1")" "$(multi_host_ip4 "$1")" >/dev/null 2>&1 || true
+	wait_for 5 "reply from gadget $1" multi_kernel_ping "$1" "$dev" && { log "gadget $1: answered after 40 pings from the peer"; return; }
 	multi_kernel_state "$1"
 	multi_bounce "$1"
 	wait_for 5 "carrier on $dev" host_carrier "$dev" || true
