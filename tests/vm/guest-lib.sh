@@ -519,8 +519,28 @@ host_readdress_script() {
 		echo "USB_DEV='$USB_DEV' PEER_IFNAMES='$PEER_IFNAMES' GADGET_PROFILE='$GADGET_PROFILE'"
 		echo 'host_use_kernel >&2'
 		echo 'host_addr_setup 0 >&2'
+		echo 'host_reach 0 >&2'
 	} >"$1"
 	chmod +x "$1"
+}
+
+# host_reach [N]: after host_addr_setup, the peer answers a ping through
+# function N's cdc_ncm netdev, else the gadget's netdev is bounced, up to 5
+# times. Carrier is not enough: now and then a gadget sends nothing at all
+# after cdc_ncm binds anew (multi_kernel_reach says how it shows), and with
+# ncm-bench --rounds cdc_ncm binds anew before each of its turns.
+host_reach() {
+	local n=${1:-0} dev try=0
+	dev=$(host_netdev "$n") || fail "no host netdev for NCM function $n"
+	until wait_for 5 "reply from $(peer_ip4 "$n") through $dev" \
+		ping -c 1 -W 1 -I "$dev" "$(peer_ip4 "$n")"; do
+		try=$((try + 1))
+		[ "$try" -le 5 ] || fail "no reply from $(peer_ip4 "$n") through $dev after $((try - 1)) bounces"
+		log "no reply through $dev; bouncing $(gadget_ifname "$n") (try $try)"
+		peer_run $IP link set "$(gadget_ifname "$n")" down
+		peer_addr_setup "$n"
+		wait_for 5 "carrier on $dev" host_carrier "$dev" || true
+	done
 }
 
 # host_unbind_ncm: detaches cdc_ncm from the gadget's NCM interfaces but
