@@ -519,6 +519,8 @@ ncm_tap_attach(NcmTap *tap, NcmLink *link, GError **error)
 	g_return_val_if_fail(!tap->link, FALSE);
 
 	tap->link = link;
+	/* Before the sink: from start() on, the event thread receives into it. */
+	tap_hold_init(&tap->hold);
 	link->ops->set_sink(link, &tap_sink, tap);
 	if (!link->ops->start(link, error)) {
 		tap->link = NULL;
@@ -527,7 +529,6 @@ ncm_tap_attach(NcmTap *tap, NcmLink *link, GError **error)
 	eventfd_reset(tap->stop_fd);
 	g_atomic_int_set(&tap->stopping, 0);
 	tap_latch_reset(&tap->room);
-	tap_hold_init(&tap->hold);
 	tap->reader = g_thread_new("ncm-tap-tx", reader_main, tap);
 	return TRUE;
 }
