@@ -543,6 +543,13 @@ name_add_locked(const char *name)
 		g_ptr_array_add(run.names, g_strdup(name));
 }
 
+/* Whether @spec (NAME=..., as --path and --setup take) names the @len bytes at @name. */
+static gboolean
+spec_named(const char *spec, const char *name, gsize len)
+{
+	return strncmp(spec, name, len) == 0 && spec[len] == '=';
+}
+
 /* --setup's command for path @name, or NULL. */
 static const char *
 setup_command(const char *name)
@@ -550,7 +557,7 @@ setup_command(const char *name)
 	gsize len = strlen(name);
 
 	for (gchar **s = opt_setup; s && *s; s++) {
-		if (strncmp(*s, name, len) == 0 && (*s)[len] == '=')
+		if (spec_named(*s, name, len))
 			return *s + len + 1;
 	}
 	return NULL;
@@ -786,20 +793,18 @@ main(int argc, char **argv)
 		gboolean named = FALSE;
 
 		for (gchar **p = opt_paths; *p; p++)
-			named |= strcspn(*p, "=") == len && strncmp(*p, *s, len) == 0;
+			named |= spec_named(*p, *s, len);
 		if (!(*s)[len] || len == 0 || !named) {
 			g_printerr("ncm-bench: --setup %s: expected NAME=COMMAND, NAME one of the --path names\n",
 				   *s);
 			return 2;
 		}
 	}
-	if (opt_rounds > 1) {
-		for (gchar **p = opt_paths; *p; p++) {
-			if (opt_multi || strchr(*p, '+')) {
-				g_printerr("ncm-bench: --rounds: multi paths run their scaling series once "
-					   "(tests/vm/guest-multi-scale.sh repeats whole series)\n");
-				return 2;
-			}
+	for (gchar **p = opt_paths; opt_rounds > 1 && *p; p++) {
+		if (opt_multi || strchr(*p, '+')) {
+			g_printerr("ncm-bench: --rounds: multi paths run their scaling series once "
+				   "(tests/vm/guest-multi-scale.sh repeats whole series)\n");
+			return 2;
 		}
 	}
 	return run_client();

@@ -460,6 +460,13 @@ host_carrier() { # no fork: carrier_keeper runs it during benchmarks
 	[ "$c" = 1 ]
 }
 
+# gadget_bounce [N]: function N's gadget netdev down and up again with its
+# addresses, so that f_ncm announces its link anew.
+gadget_bounce() {
+	peer_run $IP link set "$(gadget_ifname "${1:-0}")" down
+	peer_addr_setup "${1:-0}"
+}
+
 # carrier_keeper IFACE: runs until killed. A host interface that f_ncm's
 # back-to-back link notifications left without carrier for 3 s (as usbnet
 # can, see host_addr_setup) gets f_ncm to announce the link again.
@@ -475,8 +482,7 @@ carrier_keeper() {
 		fi
 		if [ "$n" -ge 6 ]; then
 			log "no carrier on $1 for 3 s; bouncing $(gadget_ifname 0)"
-			peer_run $IP link set "$(gadget_ifname 0)" down
-			peer_addr_setup 0
+			gadget_bounce 0
 			n=0
 		fi
 		sleep 0.5
@@ -500,8 +506,7 @@ host_addr_setup() {
 	for try in 1 2 3; do
 		wait_for 5 "carrier on $dev" host_carrier "$dev" 2>/dev/null && return 0
 		log "no carrier on $dev: usbnet missed f_ncm's link notification; bouncing $(gadget_ifname "$n") (try $try)"
-		peer_run $IP link set "$(gadget_ifname "$n")" down
-		peer_addr_setup "$n"
+		gadget_bounce "$n"
 	done
 	wait_for "$VM_WAIT" "carrier on $dev" host_carrier "$dev" || fail "no carrier on $dev"
 }
@@ -537,8 +542,7 @@ host_reach() {
 		try=$((try + 1))
 		[ "$try" -le 5 ] || fail "no reply from $(peer_ip4 "$n") through $dev after $((try - 1)) bounces"
 		log "no reply through $dev; bouncing $(gadget_ifname "$n") (try $try)"
-		peer_run $IP link set "$(gadget_ifname "$n")" down
-		peer_addr_setup "$n"
+		gadget_bounce "$n"
 		wait_for 5 "carrier on $dev" host_carrier "$dev" || true
 	done
 }

@@ -41,8 +41,7 @@ wait_tun_carrier() {
 	for try in 1 2 3; do
 		wait_for 5 "carrier on $TUN" tun_carrier 2>/dev/null && return 0
 		log "no carrier on $TUN; bouncing $(gadget_ifname 0) (try $try)"
-		peer_run $IP link set "$(gadget_ifname 0)" down
-		peer_addr_setup 0
+		gadget_bounce 0
 	done
 	wait_for "$VM_WAIT" "carrier on $TUN" tun_carrier || fail "no carrier on $TUN"
 }
