@@ -3,6 +3,8 @@
 # examples/vm-demo.sh: the main job on a machine without an NCM device: install, build, boot
 # the VM with the kernel's f_ncm gadget and run ncm-bench over cdc_ncm, ncm-tun, lwIP and ncm-proxy side by side,
 # each TCP test also as a fraction of the usbfs ceiling (the raw path) measured in the same boot.
+# DEMO_TESTS, DEMO_ROUNDS, DEMO_REPS and DEMO_ARGS go to the guest (examples/vm-demo-guest.sh
+# says what each does), e.g. DEMO_TESTS=tcp_up DEMO_ROUNDS=3 examples/vm-demo.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -18,8 +20,20 @@ ninja -C "$build" >/dev/null
 out=$build/demo
 rm -rf "$out"
 echo "vm-demo: booting the VM (QEMU TCG; about 6 minutes: boot, then 4 paths x 4 tests, 5 runs per TCP test, and the raw ceiling)..." >&2
+for v in DEMO_ROUNDS DEMO_REPS; do
+	case ${!v:-1} in
+	''|0|*[!0-9]*) echo "vm-demo: $v takes a whole number of at least 1, not '${!v}'" >&2; exit 2 ;;
+	esac
+done
+envs=()
+for v in DEMO_TESTS DEMO_ROUNDS DEMO_REPS DEMO_ARGS; do
+	[ -z "${!v:-}" ] || envs+=(--env "$v=${!v}")
+done
+# Most of the boot is the TCP runs: five of each test at the defaults.
+runs=$(( ${DEMO_ROUNDS:-5} * ${DEMO_REPS:-1} ))
+timeout=$(( 240 + 84 * runs ))
 status=0
-tests/vm/run-vm.sh --script examples/vm-demo-guest.sh --out "$out" --timeout 660 \
+tests/vm/run-vm.sh "${envs[@]+"${envs[@]}"}" --script examples/vm-demo-guest.sh --out "$out" --timeout "$timeout" \
 	--bin "$build/examples/ncm-bench/ncm-bench" --bin "$build/examples/ncm-tun/ncm-tun" \
 	--bin "$build/examples/ncm-proxy/ncm-proxy" >"$out.log" 2>&1 || status=$?
 if [ ! -s "$out/table.txt" ]; then
