@@ -37,9 +37,7 @@ while [ "$i" -lt "$n" ]; do
 done
 log "ncm-bench --multi over $n devices"
 brc=0
-# Under TSan, as vmtest-tsan.h says for the test programs: GLib and libusb
-# are not instrumented, so only our own accesses are checked.
-TSAN_OPTIONS=ignore_noninstrumented_modules=1 \
+# Under TSan guest-lib's TSAN_OPTIONS check only our own accesses.
 ncm-bench --multi --reps 1 --secs 2 --tests tcp_down --path "lwip=$spec" --json "$VM_OUT/bench-multi.json" \
 	>"$VM_OUT/bench-multi.txt" 2>"$VM_OUT/bench-multi.log" || brc=$?
 log "ncm-bench --multi done"
