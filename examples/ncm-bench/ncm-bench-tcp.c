@@ -68,7 +68,7 @@ sink_session(BenchCtx *ctx, const char *cmd, Writer *w, BenchSinkReport *r, Benc
 	g_atomic_int_set(&w->stop, 1);
 	/* The server drains after "E" until we close, so the last write returns. */
 	g_thread_join(th);
-	g_io_stream_close(io, NULL, NULL);
+	bench_io_close_reset(io);
 	return ok && r->samples->len > 0;
 }
 

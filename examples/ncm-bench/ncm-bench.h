@@ -50,6 +50,8 @@ gboolean bench_socket_send_line(GSocket *sock, const char *fmt, ...) G_GNUC_PRIN
 char *bench_socket_read_line(GSocket *sock, GError **error);
 GIOStream *bench_open_command(BenchCtx *ctx, const char *cmd, GDataInputStream **ret_lines,
 			      GError **error);
+/* Closes a stream whose unsent bytes nobody needs: a kernel socket with a reset. */
+void bench_io_close_reset(GIOStream *io);
 /* Mbit/s per window over the run, as kept for --plot. */
 GArray *bench_series_rates(const GArray *samples, gint64 from_us, gint64 to_us);
 /* Seconds of CPU this process used so far (user + system). */
