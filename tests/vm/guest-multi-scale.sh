@@ -14,6 +14,11 @@
 # default: at 8 devices the gadgets' receive path overflows a CPU's input backlog of Linux's 1000 (the scale: line
 # counts those drops, softnet_stat), and whose frames are dropped then decides fairness on every path, cdc_ncm's too.
 # Real gadgets are separate machines with a backlog each, so the default measures the host side, not that.
+# VM_SCALE_TCP_MEM ("x1 x8") sets net.ipv4.tcp_mem per round to the boot's values times N, cycling through the list;
+# unset, the boot's. The guest has 1 GiB, so its tcp_mem soft limit is ~40 MiB, and the host's senders and the peer's
+# receivers, in one kernel, share it: past that limit a sender's buffer no longer grows (tcp_should_expand_sndbuf), and
+# at 8 streams the ones that had not grown yet stay at one or two of ncm-bench's 128 KiB writes in flight, whatever
+# the path (session 17). A real host's limit is its own and scales with its memory.
 # VM_SCALE_SS=1 saves the host's TCP senders' ss -tin (cwnd, retransmits, and how long each was limited by the
 # receiver's window or its send buffer) at the end of each run to scale-*.ss (inet_diag from multi-ab.sh).
 # VM_SCALE_DIAG=1 (multi-ab.sh MULTI_AB_DIAG=1, which brings ss and inet_diag) adds to each run, in scale-*.diag: both namespaces'
@@ -118,6 +123,18 @@ diag_snap() {
 	head -1 /proc/stat >"$1.$2.stat"
 }
 
+# tcp_mem_set R: VM_SCALE_TCP_MEM's value for round R (cycled), xN: the boot's tcp_mem times N.
+tcp_mem_boot=$(cat /proc/sys/net/ipv4/tcp_mem)
+tcp_mem_set() {
+	[ -n "${VM_SCALE_TCP_MEM:-}" ] || return 0
+	set -- "$1" $VM_SCALE_TCP_MEM
+	local r=$1 m
+	shift
+	eval "m=\${$(( (r - 1) % $# + 1 ))}"
+	m=${m#x}
+	echo $tcp_mem_boot | awk -v m="$m" '{ printf "%d %d %d\n", $1 * m, $2 * m, $3 * m }' >/proc/sys/net/ipv4/tcp_mem
+}
+
 # diag_sample: one sample of the senders' and receivers' TCP state and of
 # the drivers' threads' CPU ticks (utime stime per thread).
 diag_sample() {
@@ -134,10 +151,12 @@ diag_sample() {
 		/^voluntary_ctxt/ { v = $2 } /^nonvoluntary_ctxt/ { n = $2 } END { out() }' \
 		$(echo $pids | sed 's,/stat,/status,g') 2>/dev/null
 	grep '^ctxt ' /proc/stat
+	# TCP's memory in pages: one count for both namespaces, against tcp_mem's.
+	echo "tcpmem $(sed -n 's/^TCP:.* mem \([0-9]*\).*/\1/p' /proc/net/sockstat) $(cat /proc/sys/net/ipv4/tcp_mem)"
 	echo "--- peer ss"
-	peer_run ss -tinH state established 2>&1
+	peer_run ss -tinmH state established 2>&1
 	echo "--- host ss"
-	ss -tinH state established 2>&1
+	ss -tinmH state established 2>&1
 }
 
 # diag_end OUT: what changed between OUT.0.* and OUT.1.*, to OUT.diag.
@@ -235,7 +254,7 @@ scale() {
 			"system CPU $(fig "$out.json" "$t" system_cpu_s_per_mb %.4f) s/MB ($(fig "$out.json" "$t" system_cpu_busy_pct %.0f) % busy)," \
 			"event thread $(fig "$out.json" "$t" event_thread_cpu_pct %.0f) % of a CPU," \
 			"threads waiting for lwIP's core lock $(fig "$out.json" "$t" lwip_core_lock_waiting %.2f)," \
-			"backlog drops $drops (netdev_max_backlog $(cat /proc/sys/net/core/netdev_max_backlog))," \
+			"backlog drops $drops (netdev_max_backlog $(cat /proc/sys/net/core/netdev_max_backlog)),"${VM_SCALE_TCP_MEM:+" tcp_mem $(cat /proc/sys/net/ipv4/tcp_mem | tr '\t' ' '),"} \
 			"per device $(result "$out.json" "$t" | sed -n 's/.*"device_mbit_s":\[\([^]]*\)\].*/\1/p')"
 	done
 }
@@ -342,6 +361,7 @@ for p in $paths; do
 		while [ "$r" -le "$rounds" ]; do
 			rtag=$(round_tag "$r") round=$r
 			backlog_set "$r"
+			tcp_mem_set "$r"
 			for k in $counts; do
 				multi_kernel_up "$k"
 				scale cdc_ncm "$k" "$(spec cdc_ncm "$k")" "" "$rtag"
@@ -359,6 +379,7 @@ for p in $paths; do
 		while [ "$r" -le "$rounds" ]; do
 			rtag=$(round_tag "$r") round=$r
 			backlog_set "$r"
+			tcp_mem_set "$r"
 			for k in $counts; do
 				vs=$variants
 				[ "$p" != ncm-tun ] || vs=$tun_variants
