@@ -223,8 +223,7 @@ print_tun_stats(Tun *tun, NcmStats *sum, NcmTapStats *tap_sum)
 		ts.tx_drops_invalid, ts.tx_drops_closed);
 	fprintf(stderr, "  tap queue: %" G_GUINT64_FORMAT " packets read ahead while the device was "
 		"busy, %" G_GUINT64_FORMAT " ACKs sent ahead of data, %" G_GUINT64_FORMAT
-		" dropped (queue full), %" G_GUINT64_FORMAT " segments dropped (queue delay)\n",
-		ts.tx_queued, ts.tx_acks_ahead, ts.tx_drops_queue, ts.tx_drops_delay);
+		" dropped (queue full)\n", ts.tx_queued, ts.tx_acks_ahead, ts.tx_drops_queue);
 	fprintf(stderr, "  tap delay: %.2f ms mean wait of %" G_GUINT64_FORMAT " queued packets, %.0f ms "
 		"waiting for the device's room\n",
 		ts.tx_sojourn_packets ? (double)ts.tx_sojourn_us / (double)ts.tx_sojourn_packets / 1000 : 0,

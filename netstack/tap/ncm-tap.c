@@ -2,7 +2,6 @@
 /* ncm-tap.c: the TAP backend: sink writes for RX, a draining reader thread for TX. */
 #include "ncm-sync.h"
 #include "ncm-tap.h"
-#include "ncm-tap-codel.h"
 #include "ncm-tap-gso.h"
 #include "ncm-tap-hold.h"
 #include "ncm-tap-l3.h"
@@ -55,8 +54,6 @@ struct _NcmTap {
 	TapVnetHdr rd_hdr;  /* the header of the packet in buf (reader thread) */
 	guint8 *seg_buf;  /* the headers of a TSO packet's segment (reader thread, vnet only) */
 	TapQueue txq;     /* read while the link was full (reader thread; ncm-tap-queue.h) */
-	TapCodel codel;   /* the delay limit on txq (reader thread; ncm-tap-codel.h) */
-	guint skip_segs;  /* segments of the TSO packet being cut to drop (reader thread) */
 	gboolean unflushed;  /* frames went to the link since its last flush (reader thread) */
 	GMainContext *owner;  /* the thread-default context at open: gone_func runs there */
 	GSourceFunc gone_func;  /* set while detached */
@@ -395,13 +392,8 @@ segment_emit(gpointer user_data, const guint8 *hdr, gsize hdr_len, const guint8 
 	     gsize payload_len)
 {
 	GOutputVector v[2] = { { hdr, hdr_len }, { payload, payload_len } };
-	NcmTap *tap = user_data;
 
-	if (tap->skip_segs > 0 && payload_len > 0) {
-		tap->skip_segs--;
-		return TRUE;
-	}
-	return send_framev(tap, v, payload_len ? 2 : 1);
+	return send_framev(user_data, v, payload_len ? 2 : 1);
 }
 
 /* One packet into the link: a TSO packet as frames of its gso_size. FALSE when the reader must stop. */
@@ -455,31 +447,12 @@ read_ahead(NcmTap *tap)
 	}
 }
 
-/*
- * CoDel's verdict on a packet leaving the queue (ncm-tap-codel.h): a TSO
- * packet loses its first segment (the rest follow, so the receiver's SACKs
- * tell the sender at once), a lone data segment itself. TRUE when @p is
- * dropped whole.
- */
-static gboolean
-codel_drop(NcmTap *tap, const TapQueued *p)
+/* How long @p waited in the queue, counted (a device short of service waits long). */
+static void
+count_sojourn(NcmTap *tap, const TapQueued *p)
 {
-	gint64 now;
-
-	/* Only TCP data: an ACK, ARP or a handshake signals nothing by its loss. */
-	if (p->len <= TAP_SEG_HDR_MAX)
-		return FALSE;
-	now = g_get_monotonic_time();
-	STAT_ADD(tap, tx_sojourn_us, (guint64)(now - p->t_in));
+	STAT_ADD(tap, tx_sojourn_us, (guint64)(g_get_monotonic_time() - p->t_in));
 	STAT_ADD(tap, tx_sojourn_packets, 1);
-	if (!tap_codel_drop(&tap->codel, now, now - p->t_in, tap->txq.bulk_bytes))
-		return FALSE;
-	STAT_ADD(tap, tx_drops_delay, 1);
-	if (tap->vnet && p->hdr.gso_type != TAP_VNET_GSO_NONE) {
-		tap->skip_segs = 1;
-		return FALSE;
-	}
-	return TRUE;
 }
 
 /*
@@ -498,11 +471,10 @@ drain_burst(NcmTap *tap)
 			if (!wait_writable(tap))
 				return FALSE;
 		if ((p = tap_queue_pop_bulk(&tap->txq))) {
-			ok = codel_drop(tap, p) || send_packet(tap, &p->hdr, p->frame, p->len);
-			tap->skip_segs = 0;
+			count_sojourn(tap, p);
+			ok = send_packet(tap, &p->hdr, p->frame, p->len);
 			g_free(p);
 		} else {
-			tap_codel_empty(&tap->codel);
 			n = read_frame(tap, &tap->rd_hdr, tap->buf);
 			if (n == 0 || n == READ_ERROR)
 				break;
@@ -622,7 +594,6 @@ tap_new(int fd, NcmTapMode mode, const gchar *name, gboolean vnet)
 	tap->buf = g_malloc(NCM_ETH_HLEN + TAP_READ_BUF);
 	tap->vnet = vnet;
 	tap_queue_init(&tap->txq, TAP_QUEUE_DEFAULT_LIMIT);
-	tap_codel_init(&tap->codel, TAP_CODEL_TARGET_US, TAP_CODEL_INTERVAL_US);
 	if (vnet) {
 		tap_gro_init(&tap->gro);
 		tap->seg_buf = g_malloc(TAP_SEG_HDR_MAX);
@@ -794,7 +765,6 @@ ncm_tap_get_stats(NcmTap *tap, NcmTapStats *ret_stats)
 	ret_stats->tx_queued = STAT_GET(tap, tx_queued);
 	ret_stats->tx_acks_ahead = STAT_GET(tap, tx_acks_ahead);
 	ret_stats->tx_drops_queue = STAT_GET(tap, tx_drops_queue);
-	ret_stats->tx_drops_delay = STAT_GET(tap, tx_drops_delay);
 	ret_stats->tx_sojourn_us = STAT_GET(tap, tx_sojourn_us);
 	ret_stats->tx_sojourn_packets = STAT_GET(tap, tx_sojourn_packets);
 	ret_stats->tx_room_wait_us = STAT_GET(tap, tx_room_wait_us);
