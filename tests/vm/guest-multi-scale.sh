@@ -15,10 +15,12 @@
 # counts those drops, softnet_stat), and whose frames are dropped then decides fairness on every path, cdc_ncm's too.
 # Real gadgets are separate machines with a backlog each, so the default measures the host side, not that.
 # VM_SCALE_TCP_MEM ("x1 x8") sets net.ipv4.tcp_mem per round to the boot's values times N, cycling through the list;
-# unset, the boot's. The guest has 1 GiB, so its tcp_mem soft limit is ~40 MiB, and the host's senders and the peer's
-# receivers, in one kernel, share it: past that limit a sender's buffer no longer grows (tcp_should_expand_sndbuf), and
-# at 8 streams the ones that had not grown yet stay at one or two of ncm-bench's 128 KiB writes in flight, whatever
-# the path (session 17). A real host's limit is its own and scales with its memory.
+# x8 by default. The guest has 1 GiB, so its tcp_mem soft limit is ~40 MiB (10302 pages), shared by the host's senders,
+# the peer's receivers and what earlier runs left: each run leaves ~2 MiB charged (the scale: line's "TCP memory at
+# start" climbs by ~500 pages a run), so by the fifth round of a boot every run starts at the limit. Past it no sender's
+# buffer grows (tcp_should_expand_sndbuf): at 8 streams the one that had grown keeps 4 MiB and runs at 2-3x, the others
+# stay at their first ~85 KiB, one 128 KiB write of ncm-bench in flight, app-limited (session 17: fairness 0.29-0.41).
+# A real host's limit is its own and scales with its memory: x8 is an 8 GiB host's.
 # VM_SCALE_SS=1 saves the host's TCP senders' ss -tin (cwnd, retransmits, and how long each was limited by the
 # receiver's window or its send buffer) at the end of each run to scale-*.ss (inet_diag from multi-ab.sh).
 # VM_SCALE_DIAG=1 (multi-ab.sh MULTI_AB_DIAG=1, which brings ss and inet_diag) adds to each run, in scale-*.diag: both namespaces'
@@ -126,14 +128,16 @@ diag_snap() {
 # tcp_mem_set R: VM_SCALE_TCP_MEM's value for round R (cycled), xN: the boot's tcp_mem times N.
 tcp_mem_boot=$(cat /proc/sys/net/ipv4/tcp_mem)
 tcp_mem_set() {
-	[ -n "${VM_SCALE_TCP_MEM:-}" ] || return 0
-	set -- "$1" $VM_SCALE_TCP_MEM
+	set -- "$1" ${VM_SCALE_TCP_MEM:-x8}
 	local r=$1 m
 	shift
 	eval "m=\${$(( (r - 1) % $# + 1 ))}"
 	m=${m#x}
 	echo $tcp_mem_boot | awk -v m="$m" '{ printf "%d %d %d\n", $1 * m, $2 * m, $3 * m }' >/proc/sys/net/ipv4/tcp_mem
 }
+
+# tcp_pages: TCP's memory now, in pages, both namespaces (one count against tcp_mem).
+tcp_pages() { sed -n 's/^TCP:.* mem \([0-9]*\).*/\1/p' /proc/net/sockstat; }
 
 # diag_sample: one sample of the senders' and receivers' TCP state and of
 # the drivers' threads' CPU ticks (utime stime per thread).
@@ -152,7 +156,7 @@ diag_sample() {
 		$(echo $pids | sed 's,/stat,/status,g') 2>/dev/null
 	grep '^ctxt ' /proc/stat
 	# TCP's memory in pages: one count for both namespaces, against tcp_mem's.
-	echo "tcpmem $(sed -n 's/^TCP:.* mem \([0-9]*\).*/\1/p' /proc/net/sockstat) $(cat /proc/sys/net/ipv4/tcp_mem)"
+	echo "tcpmem $(tcp_pages) $(cat /proc/sys/net/ipv4/tcp_mem) | $(grep '^TCP:' /proc/net/sockstat)"
 	echo "--- peer ss"
 	peer_run ss -tinmH state established 2>&1
 	echo "--- host ss"
@@ -216,8 +220,9 @@ scale() {
 		perf="perf record -q -a -g -k mono -e cpu-clock -F ${VM_SCALE_PERF_HZ:-499} -o /tmp/scale.perf --"
 		pre="$pre NCM_BENCH_SPANS=/tmp/scale.spans"
 	fi
-	local drops0
+	local drops0 mem0
 	drops0=$(backlog_drops)
+	mem0=$(tcp_pages)
 	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} ${per_ctx:+NCM_BENCH_LWIP_PER_CONTEXT=$per_ctx} $pre $perf ncm-bench --multi --reps 1 --secs "$secs" \
 		--tests "$(echo $tests | tr ' ' ,)" --path "$1=$3" \
 		--json "$out.json" >"$out.txt" 2>"$out.log" || rc=$?
@@ -254,7 +259,8 @@ scale() {
 			"system CPU $(fig "$out.json" "$t" system_cpu_s_per_mb %.4f) s/MB ($(fig "$out.json" "$t" system_cpu_busy_pct %.0f) % busy)," \
 			"event thread $(fig "$out.json" "$t" event_thread_cpu_pct %.0f) % of a CPU," \
 			"threads waiting for lwIP's core lock $(fig "$out.json" "$t" lwip_core_lock_waiting %.2f)," \
-			"backlog drops $drops (netdev_max_backlog $(cat /proc/sys/net/core/netdev_max_backlog)),"${VM_SCALE_TCP_MEM:+" tcp_mem $(cat /proc/sys/net/ipv4/tcp_mem | tr '\t' ' '),"} \
+			"backlog drops $drops (netdev_max_backlog $(cat /proc/sys/net/core/netdev_max_backlog))," \
+			"TCP memory at start $mem0 pages (tcp_mem $(tr '\t' ' ' </proc/sys/net/ipv4/tcp_mem))," \
 			"per device $(result "$out.json" "$t" | sed -n 's/.*"device_mbit_s":\[\([^]]*\)\].*/\1/p')"
 	done
 }
