@@ -82,6 +82,8 @@ def samples(path):
                 block['switches'][(int(f[1]), f[2])] = (int(f[3]), int(f[4]))
         elif ln.startswith('ctxt '):
             block['ctxt'] = int(ln.split()[1])
+        elif ln.startswith('tcpmem '):
+            block['tcpmem'] = ln.split('|')[0].split()[1:]
         elif ln.startswith('--- peer ss'):
             part = 'peer'
         elif ln.startswith('--- host ss'):
@@ -183,6 +185,10 @@ def report(run):
         print(f'  lwIP pid {pid} over {t1 - t0:.2f} s: ' + ' '.join(f'{k} {b[k] - a.get(k, 0)}' for k in b))
     if os.path.exists(run + '.samples'):
         blocks = samples(run + '.samples')
+        mem = [b['tcpmem'] for b in blocks if b.get('tcpmem')]
+        if mem:
+            # One count for both namespaces, against tcp_mem's soft limit (tcp_should_expand_sndbuf).
+            print(f'  TCP memory per sample, pages: {" ".join(m[0] for m in mem)} (soft limit {mem[-1][1]})')
         live = [b for b in blocks if b['threads']]
         if len(live) >= 2:
             b0, b1 = live[0], live[-1]
