@@ -224,6 +224,10 @@ print_tun_stats(Tun *tun, NcmStats *sum, NcmTapStats *tap_sum)
 	fprintf(stderr, "  tap queue: %" G_GUINT64_FORMAT " packets read ahead while the device was "
 		"busy, %" G_GUINT64_FORMAT " ACKs sent ahead of data, %" G_GUINT64_FORMAT
 		" dropped (queue full)\n", ts.tx_queued, ts.tx_acks_ahead, ts.tx_drops_queue);
+	fprintf(stderr, "  tap delay: %.2f ms mean wait of %" G_GUINT64_FORMAT " queued packets, %.0f ms "
+		"waiting for the device's room\n",
+		ts.tx_sojourn_packets ? (double)ts.tx_sojourn_us / (double)ts.tx_sojourn_packets / 1000 : 0,
+		ts.tx_sojourn_packets, (double)ts.tx_room_wait_us / 1000);
 	fprintf(stderr, "  kernel: %" G_GUINT64_FORMAT " rx dropped, %" G_GUINT64_FORMAT
 		" tx dropped (the interface's own counters)\n", kernel_counter(tun, "rx_dropped"),
 		kernel_counter(tun, "tx_dropped"));

@@ -32,6 +32,7 @@ G_BEGIN_DECLS
 typedef struct {
 	TapVnetHdr hdr;
 	gsize len;
+	gint64 t_in;   /* when it was read (monotonic µs), for the queue's wait in the stats */
 	guint8 frame[];
 } TapQueued;
 

@@ -252,7 +252,10 @@ wait_writable(NcmTap *tap)
 {
 	STAT_ADD(tap, tx_waits, 1);
 	for (;;) {
+		gint64 t0 = g_get_monotonic_time();
+
 		tap_latch_wait(&tap->room, -1);
+		STAT_ADD(tap, tx_room_wait_us, (guint64)(g_get_monotonic_time() - t0));
 		if (g_atomic_int_get(&tap->stopping))
 			return FALSE;
 		if (!read_ahead(tap))
@@ -421,6 +424,8 @@ send_packet(NcmTap *tap, const TapVnetHdr *h, guint8 *buf, gsize len)
 static gboolean
 read_ahead(NcmTap *tap)
 {
+	gint64 now = g_get_monotonic_time();
+
 	for (;;) {
 		TapQueued *p = g_malloc(sizeof(TapQueued) + NCM_ETH_HLEN + TAP_READ_BUF);
 		gssize n = read_frame(tap, &p->hdr, p->frame);
@@ -434,11 +439,20 @@ read_ahead(NcmTap *tap)
 			return n != READ_GONE;
 		}
 		p->len = (gsize)n;
+		p->t_in = now;
 		p = g_realloc(p, sizeof(TapQueued) + p->len);
 		STAT_ADD(tap, tx_queued, 1);
 		if (!tap_queue_push(&tap->txq, p))
 			STAT_ADD(tap, tx_drops_queue, 1);
 	}
+}
+
+/* How long @p waited in the queue, counted (a device short of service waits long). */
+static void
+count_sojourn(NcmTap *tap, const TapQueued *p)
+{
+	STAT_ADD(tap, tx_sojourn_us, (guint64)(g_get_monotonic_time() - p->t_in));
+	STAT_ADD(tap, tx_sojourn_packets, 1);
 }
 
 /*
@@ -457,6 +471,7 @@ drain_burst(NcmTap *tap)
 			if (!wait_writable(tap))
 				return FALSE;
 		if ((p = tap_queue_pop_bulk(&tap->txq))) {
+			count_sojourn(tap, p);
 			ok = send_packet(tap, &p->hdr, p->frame, p->len);
 			g_free(p);
 		} else {
@@ -750,6 +765,9 @@ ncm_tap_get_stats(NcmTap *tap, NcmTapStats *ret_stats)
 	ret_stats->tx_queued = STAT_GET(tap, tx_queued);
 	ret_stats->tx_acks_ahead = STAT_GET(tap, tx_acks_ahead);
 	ret_stats->tx_drops_queue = STAT_GET(tap, tx_drops_queue);
+	ret_stats->tx_sojourn_us = STAT_GET(tap, tx_sojourn_us);
+	ret_stats->tx_sojourn_packets = STAT_GET(tap, tx_sojourn_packets);
+	ret_stats->tx_room_wait_us = STAT_GET(tap, tx_room_wait_us);
 }
 
 void

@@ -61,6 +61,9 @@ typedef struct {
 	guint64 tx_queued;         /* packets read ahead into the queue */
 	guint64 tx_acks_ahead;     /* pure ACKs sent before older queued packets */
 	guint64 tx_drops_queue;    /* dropped: the queue held its limit of bytes already */
+	guint64 tx_sojourn_us;     /* time the queued packets other than ACKs waited, summed (issue 20) */
+	guint64 tx_sojourn_packets;  /* ... over this many */
+	guint64 tx_room_wait_us;   /* time the reader slept waiting for the link's room */
 } NcmTapStats;
 
 typedef enum {

@@ -47,7 +47,7 @@ if [ "${VM_SCALE_SS:-}" = 1 ] || [ "${MULTI_AB_DIAG:-}" = 1 ]; then
 		--bin "$(command -v ss)")
 	[ "${MULTI_AB_DIAG:-}" != 1 ] || files+=(--bin "$(command -v tc)")
 fi
-for v in VM_SCALE_ORDER VM_SCALE_BACKLOG VM_SCALE_TUN_VARIANTS VM_SCALE_SS VM_SCALE_DIAG_RX VM_SCALE_LWIP_PER_CTX VM_SCALE_PERF_HZ; do
+for v in VM_SCALE_ORDER VM_SCALE_BACKLOG VM_SCALE_TCP_MEM VM_SCALE_TUN_VARIANTS VM_SCALE_SS VM_SCALE_DIAG_RX VM_SCALE_LWIP_PER_CTX VM_SCALE_PERF_HZ; do
 	[ -z "${!v+set}" ] || envs+=(--env "$v=${!v}")
 done
 rm -rf "$out"

@@ -22,7 +22,7 @@ NET_KEYS = re.compile(r'^(TcpRetransSegs|TcpOutRsts|TcpInErrs|TcpExtTCP(Timeouts
                       r'TcpExtDelayedACK\w*|TcpExtListenDrops|IpExtInNoRoutes)$')
 SS_KEYS = ('cwnd', 'ssthresh', 'rtt', 'rto', 'backoff', 'retrans', 'lost', 'unacked', 'bytes_acked',
            'bytes_received', 'busy', 'rwnd_limited', 'sndbuf_limited', 'notsent', 'rcv_space', 'rcv_ssthresh',
-           'delivery_rate', 'app_limited', 'snd_wnd', 'dsack_dups', 'reord_seen')
+           'delivery_rate', 'app_limited', 'snd_wnd', 'dsack_dups', 'reord_seen', 'skmem')
 
 
 def dev_index(addr):
@@ -82,6 +82,8 @@ def samples(path):
                 block['switches'][(int(f[1]), f[2])] = (int(f[3]), int(f[4]))
         elif ln.startswith('ctxt '):
             block['ctxt'] = int(ln.split()[1])
+        elif ln.startswith('tcpmem '):
+            block['tcpmem'] = ln.split('|')[0].split()[1:]
         elif ln.startswith('--- peer ss'):
             part = 'peer'
         elif ln.startswith('--- host ss'):
@@ -183,6 +185,10 @@ def report(run):
         print(f'  lwIP pid {pid} over {t1 - t0:.2f} s: ' + ' '.join(f'{k} {b[k] - a.get(k, 0)}' for k in b))
     if os.path.exists(run + '.samples'):
         blocks = samples(run + '.samples')
+        mem = [b['tcpmem'] for b in blocks if b.get('tcpmem')]
+        if mem:
+            # One count for both namespaces, against tcp_mem's soft limit (tcp_should_expand_sndbuf).
+            print(f'  TCP memory per sample, pages: {" ".join(m[0] for m in mem)} (soft limit {mem[-1][1]})')
         live = [b for b in blocks if b['threads']]
         if len(live) >= 2:
             b0, b1 = live[0], live[-1]
@@ -202,15 +208,23 @@ def report(run):
                     continue
                 print(f'  {part} tcp dev {dev_index(loc)} {loc}->{rem}: ' +
                       ' '.join(f'{k} {info[k]}' for k in SS_KEYS if k in info))
-        # When did each sender's bytes move: bytes_acked per device per sample.
-        series = {}
-        for b in blocks:
-            for (loc, rem), info in parse_ss(b['peer']).items():
-                if 'bytes_acked' in info and int(info['bytes_acked']) > 10**6:
-                    series.setdefault(dev_index(loc), []).append((b['t'], int(info['bytes_acked'])))
-        for i, pts in sorted(series.items(), key=lambda kv: kv[0] or 0):
-            steps = [f'{8 * (y1 - y0) / (t1 - t0) / 1e6:.0f}' for (t0, y0), (t1, y1) in zip(pts, pts[1:]) if t1 > t0]
-            print(f'  peer sender dev {i} Mbit/s per sample: {" ".join(steps)}')
+        # When did each sender's bytes move: bytes_acked per device per sample (the peer's on
+        # downloads, the host's on uploads), with its cwnd, RTT and retransmits at each sample.
+        for part in ('peer', 'host'):
+            series = {}
+            for b in blocks:
+                for (loc, rem), info in parse_ss(b[part]).items():
+                    if 'bytes_acked' in info and int(info['bytes_acked']) > 10**6:
+                        series.setdefault(dev_index(loc) if part == 'peer' else dev_index(rem), []).append(
+                            (b['t'], int(info['bytes_acked']), info))
+            for i, pts in sorted(series.items(), key=lambda kv: kv[0] or 0):
+                steps = [f'{8 * (y1 - y0) / (t1 - t0) / 1e6:.0f}' for (t0, y0, _), (t1, y1, _) in zip(pts, pts[1:])
+                         if t1 > t0]
+                print(f'  {part} sender dev {i} Mbit/s per sample: {" ".join(steps)}')
+                if part == 'host':
+                    print(f'    cwnd {" ".join(p[2].get("cwnd", "-") for p in pts)}'
+                          f' | rtt {" ".join(p[2].get("rtt", "-").split("/")[0] for p in pts)}'
+                          f' | retrans {" ".join(p[2].get("retrans", "-").split("/")[-1] for p in pts)}')
     if os.path.exists(run + '.diag'):
         for ln in open(run + '.diag'):
             f = ln.split()

@@ -14,6 +14,13 @@
 # default: at 8 devices the gadgets' receive path overflows a CPU's input backlog of Linux's 1000 (the scale: line
 # counts those drops, softnet_stat), and whose frames are dropped then decides fairness on every path, cdc_ncm's too.
 # Real gadgets are separate machines with a backlog each, so the default measures the host side, not that.
+# VM_SCALE_TCP_MEM ("x1 x8") sets net.ipv4.tcp_mem per round to the boot's values times N, cycling through the list;
+# x8 by default. The guest has 1 GiB, so its tcp_mem soft limit is ~40 MiB (10302 pages), shared by the host's senders,
+# the peer's receivers and what earlier runs left: each run leaves ~2 MiB charged (the scale: line's "TCP memory at
+# start" climbs by ~500 pages a run), so by the fifth round of a boot every run starts at the limit. Past it no sender's
+# buffer grows (tcp_should_expand_sndbuf): at 8 streams the one that had grown keeps 4 MiB and runs at 2-3x, the others
+# stay at their first ~85 KiB, one 128 KiB write of ncm-bench in flight, app-limited (session 17: fairness 0.29-0.41).
+# A real host's limit is its own and scales with its memory: x8 is an 8 GiB host's.
 # VM_SCALE_SS=1 saves the host's TCP senders' ss -tin (cwnd, retransmits, and how long each was limited by the
 # receiver's window or its send buffer) at the end of each run to scale-*.ss (inet_diag from multi-ab.sh).
 # VM_SCALE_DIAG=1 (multi-ab.sh MULTI_AB_DIAG=1, which brings ss and inet_diag) adds to each run, in scale-*.diag: both namespaces'
@@ -118,6 +125,20 @@ diag_snap() {
 	head -1 /proc/stat >"$1.$2.stat"
 }
 
+# tcp_mem_set R: VM_SCALE_TCP_MEM's value for round R (cycled), xN: the boot's tcp_mem times N.
+tcp_mem_boot=$(cat /proc/sys/net/ipv4/tcp_mem)
+tcp_mem_set() {
+	set -- "$1" ${VM_SCALE_TCP_MEM:-x8}
+	local r=$1 m
+	shift
+	eval "m=\${$(( (r - 1) % $# + 1 ))}"
+	m=${m#x}
+	echo $tcp_mem_boot | awk -v m="$m" '{ printf "%d %d %d\n", $1 * m, $2 * m, $3 * m }' >/proc/sys/net/ipv4/tcp_mem
+}
+
+# tcp_pages: TCP's memory now, in pages, both namespaces (one count against tcp_mem).
+tcp_pages() { sed -n 's/^TCP:.* mem \([0-9]*\).*/\1/p' /proc/net/sockstat; }
+
 # diag_sample: one sample of the senders' and receivers' TCP state and of
 # the drivers' threads' CPU ticks (utime stime per thread).
 diag_sample() {
@@ -134,10 +155,12 @@ diag_sample() {
 		/^voluntary_ctxt/ { v = $2 } /^nonvoluntary_ctxt/ { n = $2 } END { out() }' \
 		$(echo $pids | sed 's,/stat,/status,g') 2>/dev/null
 	grep '^ctxt ' /proc/stat
+	# TCP's memory in pages: one count for both namespaces, against tcp_mem's.
+	echo "tcpmem $(tcp_pages) $(cat /proc/sys/net/ipv4/tcp_mem) | $(grep '^TCP:' /proc/net/sockstat)"
 	echo "--- peer ss"
-	peer_run ss -tinH state established 2>&1
+	peer_run ss -tinmH state established 2>&1
 	echo "--- host ss"
-	ss -tinH state established 2>&1
+	ss -tinmH state established 2>&1
 }
 
 # diag_end OUT: what changed between OUT.0.* and OUT.1.*, to OUT.diag.
@@ -197,8 +220,9 @@ scale() {
 		perf="perf record -q -a -g -k mono -e cpu-clock -F ${VM_SCALE_PERF_HZ:-499} -o /tmp/scale.perf --"
 		pre="$pre NCM_BENCH_SPANS=/tmp/scale.spans"
 	fi
-	local drops0
+	local drops0 mem0
 	drops0=$(backlog_drops)
+	mem0=$(tcp_pages)
 	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} ${per_ctx:+NCM_BENCH_LWIP_PER_CONTEXT=$per_ctx} $pre $perf ncm-bench --multi --reps 1 --secs "$secs" \
 		--tests "$(echo $tests | tr ' ' ,)" --path "$1=$3" \
 		--json "$out.json" >"$out.txt" 2>"$out.log" || rc=$?
@@ -236,6 +260,7 @@ scale() {
 			"event thread $(fig "$out.json" "$t" event_thread_cpu_pct %.0f) % of a CPU," \
 			"threads waiting for lwIP's core lock $(fig "$out.json" "$t" lwip_core_lock_waiting %.2f)," \
 			"backlog drops $drops (netdev_max_backlog $(cat /proc/sys/net/core/netdev_max_backlog))," \
+			"TCP memory at start $mem0 pages (tcp_mem $(tr '\t' ' ' </proc/sys/net/ipv4/tcp_mem))," \
 			"per device $(result "$out.json" "$t" | sed -n 's/.*"device_mbit_s":\[\([^]]*\)\].*/\1/p')"
 	done
 }
@@ -342,6 +367,7 @@ for p in $paths; do
 		while [ "$r" -le "$rounds" ]; do
 			rtag=$(round_tag "$r") round=$r
 			backlog_set "$r"
+			tcp_mem_set "$r"
 			for k in $counts; do
 				multi_kernel_up "$k"
 				scale cdc_ncm "$k" "$(spec cdc_ncm "$k")" "" "$rtag"
@@ -359,6 +385,7 @@ for p in $paths; do
 		while [ "$r" -le "$rounds" ]; do
 			rtag=$(round_tag "$r") round=$r
 			backlog_set "$r"
+			tcp_mem_set "$r"
 			for k in $counts; do
 				vs=$variants
 				[ "$p" != ncm-tun ] || vs=$tun_variants
