@@ -525,7 +525,7 @@ ncm_tap_attach(NcmTap *tap, NcmLink *link, GError **error)
 
 	tap->link = link;
 	/* Before the sink: from start() on, the event thread receives into it. */
-	tap_hold_init(&tap->hold);
+	tap_hold_init(&tap->hold, tap->mode == NCM_TAP_MODE_TAP);
 	link->ops->set_sink(link, &tap_sink, tap);
 	if (!link->ops->start(link, error)) {
 		tap->link = NULL;
@@ -755,6 +755,7 @@ ncm_tap_get_stats(NcmTap *tap, NcmTapStats *ret_stats)
 	ret_stats->tx_queued = STAT_GET(tap, tx_queued);
 	ret_stats->tx_acks_ahead = STAT_GET(tap, tx_acks_ahead);
 	ret_stats->tx_drops_queue = STAT_GET(tap, tx_drops_queue);
+	ret_stats->rx_acks_thinned = __atomic_load_n(&tap->hold.thinned, __ATOMIC_RELAXED);
 }
 
 void

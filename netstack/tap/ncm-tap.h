@@ -61,6 +61,7 @@ typedef struct {
 	guint64 tx_queued;         /* packets read ahead into the queue */
 	guint64 tx_acks_ahead;     /* pure ACKs sent before older queued packets */
 	guint64 tx_drops_queue;    /* dropped: the queue held its limit of bytes already */
+	guint64 rx_acks_thinned;   /* received pure ACKs a later one of the batch superseded (ncm-tap-hold.h) */
 } NcmTapStats;
 
 typedef enum {
