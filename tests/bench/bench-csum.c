@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ncm-csum.h"
 #include "ncm-tap-gso.h"
 #ifdef BENCH_CSUM_LWIP
 #include "lwip/opt.h"
@@ -25,23 +24,6 @@ tap_sum(guint32 sum, guint8 *dst, const guint8 *src, gsize len)
 {
 	(void)dst;
 	return tap_csum_add(sum & 0xFFFF, src, len);
-}
-
-/* ncm-tun's TSO segment until session 17: the TAP summed the payload, then
- * libncm copied it into the NTB. */
-static guint32
-tap_sum_memcpy(guint32 sum, guint8 *dst, const guint8 *src, gsize len)
-{
-	sum = tap_csum_add(sum & 0xFFFF, src, len);
-	memcpy(dst, src, len);
-	return sum;
-}
-
-/* Since: libncm sums as it copies (ncm_device_sendv_csum()), behind a 32-byte TCP header. */
-static guint32
-sendv_csum_copy(guint32 sum, guint8 *dst, const guint8 *src, gsize len)
-{
-	return sum + ncm_csum64_fold(ncm_csum64_copy_at(dst, src, len, 0, 32));
 }
 
 #ifdef BENCH_CSUM_LWIP
@@ -92,8 +74,6 @@ main(int argc, char **argv)
 	} runs[] = {
 		{"tap_csum_add", tap_sum, 1448},
 		{"tap_csum_add", tap_sum, 65535},
-		{"tap_csum_add + memcpy (TSO, before)", tap_sum_memcpy, 1448},
-		{"ncm_csum64_copy_at (TSO, one pass)", sendv_csum_copy, 1448},
 #ifdef BENCH_CSUM_LWIP
 		{"lwip_standard_chksum", lwip_sum, 1448},
 		{"ncm_lwip_chksum", ncm_sum, 1448},
