@@ -339,33 +339,6 @@ NCM_EXPORT NcmSendResult ncm_device_sendv(NcmDevice *self, const GOutputVector *
 					  guint n_vectors);
 
 /**
- * ncm_device_sendv_csum: (skip)
- * @self: a started #NcmDevice.
- * @vectors: (array length=n_vectors): the pieces of one frame, as for
- *   ncm_device_sendv().
- * @n_vectors: how many.
- * @csum_start: where the checksummed bytes start, from the frame's first
- *   byte (a TCP or UDP header's offset).
- * @csum_offset: where the 16-bit checksum field is, from @csum_start.
- *
- * Sends like ncm_device_sendv(), filling in a TCP or UDP checksum on the
- * way, as a NIC with checksum offload does (virtio-net's NEEDS_CSUM): the
- * field holds the pseudo-header's sum (folded, not inverted); libncm sums
- * everything from @csum_start to the frame's end as it copies it into the
- * NTB and stores the ones' complement there (0xffff for 0). One pass over
- * the bytes instead of the producer's sum and then libncm's copy. The
- * pieces are not changed.
- *
- * Thread: any, as ncm_device_send().
- *
- * Returns: as ncm_device_send(); %NCM_SEND_INVALID also when the field
- *   lies outside the frame.
- */
-NCM_EXPORT NcmSendResult ncm_device_sendv_csum(NcmDevice *self, const GOutputVector *vectors,
-					       guint n_vectors, gsize csum_start,
-					       gsize csum_offset);
-
-/**
  * ncm_device_flush:
  * @self: an #NcmDevice.
  *

@@ -13,14 +13,6 @@ device_sendv(NcmLink *link, const GOutputVector *vectors, guint n_vectors)
 	return ncm_device_sendv(((DeviceLink *)link)->device, vectors, n_vectors);
 }
 
-static NcmSendResult
-device_sendv_csum(NcmLink *link, const GOutputVector *vectors, guint n_vectors, gsize csum_start,
-		  gsize csum_offset)
-{
-	return ncm_device_sendv_csum(((DeviceLink *)link)->device, vectors, n_vectors, csum_start,
-				     csum_offset);
-}
-
 static void
 device_flush(NcmLink *link)
 {
@@ -62,7 +54,6 @@ device_free(NcmLink *link)
 
 static const NcmLinkOps device_ops = {
 	.sendv = device_sendv,
-	.sendv_csum = device_sendv_csum,
 	.flush = device_flush,
 	.set_sink = device_set_sink,
 	.set_writable_batched = device_set_writable_batched,

@@ -19,10 +19,6 @@ G_BEGIN_DECLS
 typedef struct {
 	/* Any thread. Same contract as ncm_device_sendv(). */
 	NcmSendResult (*sendv)(NcmLink *link, const GOutputVector *vectors, guint n_vectors);
-	/* Optional, any thread: sendv that fills a TCP/UDP checksum as it copies
-	 * (ncm_device_sendv_csum()). NULL: the stack sums before it sends. */
-	NcmSendResult (*sendv_csum)(NcmLink *link, const GOutputVector *vectors, guint n_vectors,
-				    gsize csum_start, gsize csum_offset);
 	/* Any thread: the producer has nothing more queued. */
 	void (*flush)(NcmLink *link);
 	/* Attaches the stack's sink; call before start. */
@@ -49,20 +45,6 @@ static inline NcmSendResult
 ncm_link_sendv(NcmLink *link, const GOutputVector *vectors, guint n_vectors)
 {
 	return link->ops->sendv(link, vectors, n_vectors);
-}
-
-/* Whether ncm_link_sendv_csum() is the link's own (else the stack sums first). */
-static inline gboolean
-ncm_link_can_csum(NcmLink *link)
-{
-	return link->ops->sendv_csum != NULL;
-}
-
-static inline NcmSendResult
-ncm_link_sendv_csum(NcmLink *link, const GOutputVector *vectors, guint n_vectors,
-		    gsize csum_start, gsize csum_offset)
-{
-	return link->ops->sendv_csum(link, vectors, n_vectors, csum_start, csum_offset);
 }
 
 static inline void

@@ -114,23 +114,3 @@ ncm_csum64_copy(uint8_t *dst, const uint8_t *src, size_t len, uint64_t sum)
 	memcpy(dst, src, len);
 	return ncm_csum64_add(sum, dst, len);
 }
-
-/*
- * ncm_csum64_copy() for a piece that starts @pos bytes into the summed
- * region: one at an odd @pos pairs its bytes the other way, so its folded
- * sum is swapped before it is added (RFC 1071, 2.B). For frames copied
- * from several pieces with the sum of all of them (libncm's sends with a
- * checksum to fill, ncm_device_sendv_csum()).
- */
-static inline uint64_t
-ncm_csum64_copy_at(uint8_t *dst, const uint8_t *src, size_t len, uint64_t sum, size_t pos)
-{
-	uint16_t s;
-
-	if (!(pos & 1))
-		return ncm_csum64_copy(dst, src, len, sum);
-	s = ncm_csum64_fold(ncm_csum64_copy(dst, src, len, 0));
-	s = (uint16_t)(s << 8 | s >> 8);
-	sum += s;
-	return sum + (sum < s);
-}

@@ -2,14 +2,7 @@
 /* ncm-usb-tx.c: packing datagrams into NTBs on the producer's thread, pacing, flushing. */
 #include <string.h>
 
-#include "ncm-csum.h"
 #include "ncm-usb-device.h"
-
-/* Where a frame's checksum starts and where it goes (ncm_device_sendv_csum()). */
-typedef struct {
-	gsize start;
-	gsize offset;
-} NcmCsumAt;
 
 
 #define NCM_DEFAULT_FLUSH_US 2000
@@ -236,50 +229,17 @@ merge_ack_locked(NcmDevice *self, const GOutputVector *vectors, guint n_vectors,
 	return TRUE;
 }
 
-/*
- * Copies the frame's pieces to @dst. With @cs, everything from its start on
- * is summed as it is copied (one pass over the payload rather than the
- * producer's sum and then this copy) and the checksum stored at its field.
- */
-static void
-copy_frame(guint8 *dst, const GOutputVector *vectors, guint n_vectors, const NcmCsumAt *cs)
-{
-	gsize off = 0, start = cs ? cs->start : G_MAXSIZE;
-	uint64_t sum = 0;
-	uint16_t c;
-
-	for (guint i = 0; i < n_vectors; i++) {
-		const guint8 *src = vectors[i].buffer;
-		gsize len = vectors[i].size, head = off < start ? MIN(len, start - off) : 0;
-
-		memcpy(dst + off, src, head);
-		if (len > head)
-			sum = ncm_csum64_copy_at(dst + off + head, src + head, len - head, sum,
-						 off + head - start);
-		off += len;
-	}
-	if (!cs)
-		return;
-	/* The field held the pseudo-header's sum, now in @sum. 0 and 0xffff
-	 * are the same sum; UDP reserves 0 for "none", so never send it. */
-	c = (uint16_t)~ncm_csum64_fold(sum);
-	if (!c)
-		c = 0xffff;
-	memcpy(dst + cs->start + cs->offset, &c, 2);
-}
-
-static NcmSendResult
-send_frame(NcmDevice *self, const GOutputVector *vectors, guint n_vectors, const NcmCsumAt *cs)
+NcmSendResult
+ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors, guint n_vectors)
 {
 	NcmSendResult ret = NCM_SEND_OK;
-	NcmAckInfo ack = { 0 };
+	NcmAckInfo ack;
 	gsize len = 0;
 	guint8 *p;
 
 	for (guint i = 0; i < n_vectors; i++)
 		len += vectors[i].size;
-	if (len < NCM_ETH_MIN_FRAME || len > self->ntb.max_frame ||
-	    (cs && (cs->start > len || cs->offset > len - cs->start || len - cs->start - cs->offset < 2))) {
+	if (len < NCM_ETH_MIN_FRAME || len > self->ntb.max_frame) {
 		NCM_STAT_ADD(self, tx_invalid, 1);
 		return NCM_SEND_INVALID;
 	}
@@ -288,45 +248,31 @@ send_frame(NcmDevice *self, const GOutputVector *vectors, guint n_vectors, const
 		ncm_mutex_unlock(&self->tx_lock);
 		return NCM_SEND_CLOSED;
 	}
-	/* A frame whose checksum is still to fill is no ACK to compare yet. */
-	if (!cs && merge_ack_locked(self, vectors, n_vectors, len, &ack)) {
+	if (merge_ack_locked(self, vectors, n_vectors, len, &ack)) {
 		ncm_mutex_unlock(&self->tx_lock);
 		return NCM_SEND_OK;
 	}
 	p = reserve_locked(self, len, &ret);
 	if (p) {
-		copy_frame(p, vectors, n_vectors, cs);
-		/* Its flow's ACKs in the NTB must not be replaced past it (ncm-ack.h). */
-		if (cs)
-			ncm_ack_classify(p, len, &ack);
+		guint8 *frame = p;
+
+		for (guint i = 0; i < n_vectors; i++) {
+			memcpy(p, vectors[i].buffer, vectors[i].size);
+			p += vectors[i].size;
+		}
 		/* The tail nudge learns the host's addresses from its own ARP
 		 * and neighbour discovery packets; ncm-usb-timers.c takes them on the event thread. */
-		if (ncm_nudge_learn_tx(&self->nudge_tx, p, len) == NCM_NUDGE_TX_ASK)
+		if (ncm_nudge_learn_tx(&self->nudge_tx, frame, len) == NCM_NUDGE_TX_ASK)
 			self->nudge_tx.asked_at = g_get_monotonic_time();
 		self->tx[ncm_ntb_sched_open_slot(&self->sched)].bytes += (guint32)len;
 		if (ack.tcp)
 			ncm_ack_track(&self->tx_acks, self->packer.buf, self->packer.tail,
-				      (guint32)(p - self->packer.buf), len, &ack);
+				      (guint32)(frame - self->packer.buf), len, &ack);
 		if (ncm_ntb_packer_count(&self->packer) >= self->packer.limit)
 			close_ntb_locked(self, NCM_FLUSH_LIMIT);
 	}
 	ncm_mutex_unlock(&self->tx_lock);
 	return ret;
-}
-
-NcmSendResult
-ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors, guint n_vectors)
-{
-	return send_frame(self, vectors, n_vectors, NULL);
-}
-
-NcmSendResult
-ncm_device_sendv_csum(NcmDevice *self, const GOutputVector *vectors, guint n_vectors,
-		      gsize csum_start, gsize csum_offset)
-{
-	NcmCsumAt cs = { csum_start, csum_offset };
-
-	return send_frame(self, vectors, n_vectors, &cs);
 }
 
 NcmSendResult

@@ -153,7 +153,7 @@ tap_gso_fill_csum(const TapVnetHdr *h, guint8 *pkt, gsize len)
 
 TapGsoResult
 tap_gso_segment(const TapVnetHdr *h, guint l3off, guint8 *pkt, gsize len, guint8 *scratch,
-		gsize scratch_size, gboolean partial, TapGsoEmit emit, gpointer user_data)
+		gsize scratch_size, TapGsoEmit emit, gpointer user_data)
 {
 	guint type = h->gso_type & ~TAP_VNET_GSO_ECN;
 	guint mss = h->gso_size;
@@ -197,19 +197,12 @@ tap_gso_segment(const TapVnetHdr *h, guint l3off, guint8 *pkt, gsize len, guint8
 			put_be16(ip + 4, (guint16)tcp_len);
 		else
 			ipv4_fix(ip, t.l4off - l3off, t.l4off - l3off + tcp_len, (guint16)(id + i));
-		if (partial && seg) {
-			/* The link sums the rest as it copies it (NEEDS_CSUM's convention). */
-			put_be16(tcp + 16, tap_csum_fold(pseudo_sum(&t, scratch, tcp_len)));
-			if (!emit(user_data, scratch, t.hdr, payload, seg, t.l4off))
-				return TAP_GSO_STOPPED;
-			continue;
-		}
 		put_be16(tcp + 16, 0);
 		/* The header's length is a multiple of 4: the payload's sum continues it. */
 		sum = tap_csum_add(pseudo_sum(&t, scratch, tcp_len), tcp, t.thl);
 		sum = tap_csum_add(sum, payload, seg);
 		put_be16(tcp + 16, (guint16)~tap_csum_fold(sum));
-		if (!emit(user_data, scratch, t.hdr, payload, seg, 0))
+		if (!emit(user_data, scratch, t.hdr, payload, seg))
 			return TAP_GSO_STOPPED;
 	}
 	return TAP_GSO_OK;

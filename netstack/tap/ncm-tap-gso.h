@@ -51,15 +51,12 @@ guint16 tap_csum_fold(guint32 sum);
 gboolean tap_gso_fill_csum(const TapVnetHdr *h, guint8 *pkt, gsize len);
 
 /*
- * One frame in two pieces, its headers and its payload (which points into
- * the TSO packet: segments are never copied whole); FALSE stops the
- * segmentation (the link is gone, the reader must stop). @csum_start is 0
- * when the frame is finished; otherwise its TCP checksum is still to fill
- * from @csum_start on, the field (at @csum_start + 16) holding the
- * pseudo-header's sum (ncm_device_sendv_csum()).
+ * One finished frame in two pieces, its headers and its payload (which
+ * points into the TSO packet: segments are never copied whole); FALSE stops
+ * the segmentation (the link is gone, the reader must stop).
  */
 typedef gboolean (*TapGsoEmit)(gpointer user_data, const guint8 *hdr, gsize hdr_len,
-			       const guint8 *payload, gsize payload_len, gsize csum_start);
+			       const guint8 *payload, gsize payload_len);
 
 typedef enum {
 	TAP_GSO_OK,
@@ -71,14 +68,13 @@ typedef enum {
  * Kernel → device, a TSO packet (gso_type TCPV4/TCPV6): emits one frame per
  * gso_size bytes of payload, with its own IP length (and IPv4 ID and header
  * checksum), sequence number, flags (FIN and PSH on the last, CWR on the
- * first) and full TCP checksum, or with @partial a segment with payload
- * gets only the pseudo-header's sum, for a link that sums as it copies.
- * @scratch holds each segment's headers (Ethernet, IP and TCP: up to 134
- * bytes). Rewrites @pkt's IP length field first (the kernel's may be stale).
+ * first) and full TCP checksum. @scratch holds each segment's headers
+ * (Ethernet, IP and TCP: up to 134 bytes).
+ * Rewrites @pkt's IP length field first (the kernel's may be stale).
  */
 TapGsoResult tap_gso_segment(const TapVnetHdr *h, guint l3off, guint8 *pkt, gsize len,
-			     guint8 *scratch, gsize scratch_size, gboolean partial,
-			     TapGsoEmit emit, gpointer user_data);
+			     guint8 *scratch, gsize scratch_size, TapGsoEmit emit,
+			     gpointer user_data);
 
 /*
  * Writes one packet to the fd: @h all zero for an ordinary packet the

@@ -183,13 +183,11 @@ wait_readable(NcmTap *tap, int fd)
 	}
 }
 
-/* One attempt to hand a frame of @n pieces to the link, counted; @csum_start
- * as for send_framev(). */
+/* One attempt to hand a frame of @n pieces to the link, counted. */
 static NcmSendResult
-try_sendv(NcmTap *tap, const GOutputVector *v, guint n, gsize csum_start)
+try_sendv(NcmTap *tap, const GOutputVector *v, guint n)
 {
-	NcmSendResult r = csum_start ? ncm_link_sendv_csum(tap->link, v, n, csum_start, 16)
-				     : ncm_link_sendv(tap->link, v, n);
+	NcmSendResult r = ncm_link_sendv(tap->link, v, n);
 	gsize len = 0;
 
 	switch (r) {
@@ -220,7 +218,7 @@ try_send(NcmTap *tap, const guint8 *frame, gsize len)
 {
 	GOutputVector v = { frame, len };
 
-	return try_sendv(tap, &v, 1, 0);
+	return try_sendv(tap, &v, 1);
 }
 
 /* Queued ACKs into the link, oldest first; FALSE when it is full again (the rest wait). */
@@ -264,12 +262,11 @@ wait_writable(NcmTap *tap)
 	}
 }
 
-/* One frame of @n pieces into the link, its checksum filled from @csum_start
- * on unless that is 0; it is kept across NCM_SEND_WOULD_BLOCK. */
+/* One frame of @n pieces into the link; it is kept across NCM_SEND_WOULD_BLOCK. */
 static gboolean
-send_framev(NcmTap *tap, const GOutputVector *v, guint n, gsize csum_start)
+send_framev(NcmTap *tap, const GOutputVector *v, guint n)
 {
-	while (try_sendv(tap, v, n, csum_start) == NCM_SEND_WOULD_BLOCK)
+	while (try_sendv(tap, v, n) == NCM_SEND_WOULD_BLOCK)
 		if (!wait_writable(tap))
 			return FALSE;
 	return TRUE;
@@ -280,7 +277,7 @@ send_frame(NcmTap *tap, const guint8 *frame, gsize len)
 {
 	GOutputVector v = { frame, len };
 
-	return send_framev(tap, &v, 1, 0);
+	return send_framev(tap, &v, 1);
 }
 
 #define READ_ERROR (-1)
@@ -389,11 +386,11 @@ read_frame(NcmTap *tap, TapVnetHdr *hdr, guint8 *buf)
 /* A segment goes into the NTB from the TSO packet itself: no copy of its own. */
 static gboolean
 segment_emit(gpointer user_data, const guint8 *hdr, gsize hdr_len, const guint8 *payload,
-	     gsize payload_len, gsize csum_start)
+	     gsize payload_len)
 {
 	GOutputVector v[2] = { { hdr, hdr_len }, { payload, payload_len } };
 
-	return send_framev(user_data, v, payload_len ? 2 : 1, csum_start);
+	return send_framev(user_data, v, payload_len ? 2 : 1);
 }
 
 /* One packet into the link: a TSO packet as frames of its gso_size. FALSE when the reader must stop. */
@@ -402,10 +399,8 @@ send_packet(NcmTap *tap, const TapVnetHdr *h, guint8 *buf, gsize len)
 {
 	if (!tap->vnet || h->gso_type == TAP_VNET_GSO_NONE)
 		return send_frame(tap, buf, len);
-	/* A link that sums as it copies reads each byte once (ncm_device_sendv_csum());
-	 * a capture needs the finished frame. */
 	switch (tap_gso_segment(h, NCM_ETH_HLEN, buf, len, tap->seg_buf, TAP_SEG_HDR_MAX,
-				ncm_link_can_csum(tap->link) && !tap->pcap, segment_emit, tap)) {
+				segment_emit, tap)) {
 	case TAP_GSO_OK:
 		STAT_ADD(tap, tx_gso_packets, 1);
 		return TRUE;

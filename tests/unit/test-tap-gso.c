@@ -195,34 +195,23 @@ test_csum_extremes(void)
 typedef struct {
 	GPtrArray *frames;
 	guint stop_after;  /* 0: never */
-	guint partial;     /* frames emitted with their checksum to fill */
 } Sink;
 
 static gboolean
 collect(gpointer user_data, const guint8 *hdr, gsize hdr_len, const guint8 *payload,
-	gsize payload_len, gsize csum_start)
+	gsize payload_len)
 {
 	Sink *k = user_data;
 	guint8 *f = g_malloc(hdr_len + payload_len);
 
 	memcpy(f, hdr, hdr_len);
 	memcpy(f + hdr_len, payload, payload_len);
-	/* What a link that sums as it copies does, written the plain way. */
-	if (csum_start) {
-		/* The field holds the pseudo-header's sum; the rest is the link's. */
-		guint16 c = (guint16)~tap_csum_fold(tap_csum_add(0, f + csum_start,
-								  hdr_len + payload_len - csum_start));
-
-		wr16(f + csum_start + 16, c ? c : 0xffff);
-		k->partial++;
-	}
 	g_ptr_array_add(k->frames, g_bytes_new_take(f, hdr_len + payload_len));
 	return !k->stop_after || k->frames->len < k->stop_after;
 }
 
-/* With @partial, as ncm-tap.c cuts for a link that sums as it copies: collect() fills the sums. */
 static void
-check_segments(gboolean v6, gboolean partial)
+check_segments(gboolean v6)
 {
 	const gsize plen = 10000;
 	g_autofree guint8 *pl = random_payload(plen);
@@ -235,14 +224,13 @@ check_segments(gboolean v6, gboolean partial)
 			 .gso_type = v6 ? TAP_VNET_GSO_TCPV6 : TAP_VNET_GSO_TCPV4,
 			 .gso_size = MSS, .hdr_len = (guint16)hdr, .csum_start = (guint16)(hdr - 32),
 			 .csum_offset = 16 };
-	Sink k = { .frames = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref) };
+	Sink k = { g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref), 0 };
 
 	/* The kernel's TSO packets carry a partial checksum; it must not matter. */
 	wr16(pkt + hdr - 32 + 16, 0x1234);
-	g_assert_cmpint(tap_gso_segment(&h, ETH, pkt, len, scratch, 70000, partial, collect, &k), ==,
+	g_assert_cmpint(tap_gso_segment(&h, ETH, pkt, len, scratch, 70000, collect, &k), ==,
 			TAP_GSO_OK);
 	g_assert_cmpuint(k.frames->len, ==, (plen + MSS - 1) / MSS);
-	g_assert_cmpuint(k.partial, ==, partial ? k.frames->len : 0);
 	for (guint i = 0; i < k.frames->len; i++) {
 		gsize flen;
 		const guint8 *f = g_bytes_get_data(k.frames->pdata[i], &flen);
@@ -274,7 +262,7 @@ check_segments(gboolean v6, gboolean partial)
 	g_ptr_array_set_size(k.frames, 0);
 	k.stop_after = 2;
 	build(pkt, &s, pl, plen);
-	g_assert_cmpint(tap_gso_segment(&h, ETH, pkt, len, scratch, 70000, partial, collect, &k), ==,
+	g_assert_cmpint(tap_gso_segment(&h, ETH, pkt, len, scratch, 70000, collect, &k), ==,
 			TAP_GSO_STOPPED);
 	g_assert_cmpuint(k.frames->len, ==, 2);
 	g_ptr_array_unref(k.frames);
@@ -283,25 +271,13 @@ check_segments(gboolean v6, gboolean partial)
 static void
 test_segment_v4(void)
 {
-	check_segments(FALSE, FALSE);
-}
-
-static void
-test_segment_v4_partial(void)
-{
-	check_segments(FALSE, TRUE);
-}
-
-static void
-test_segment_v6_partial(void)
-{
-	check_segments(TRUE, TRUE);
+	check_segments(FALSE);
 }
 
 static void
 test_segment_v6(void)
 {
-	check_segments(TRUE, FALSE);
+	check_segments(TRUE);
 }
 
 static void
@@ -311,28 +287,28 @@ test_segment_invalid(void)
 	guint8 pkt[5000], scratch[5000];
 	Seg s = { .l3off = ETH, .seq = 1, .flags = 0x10 };
 	gsize len = build(pkt, &s, pl, 4000);
-	Sink k = { .frames = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref) };
+	Sink k = { g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref), 0 };
 	TapVnetHdr h = { .gso_type = TAP_VNET_GSO_TCPV4, .gso_size = MSS };
 
 	h.gso_size = 0;
-	g_assert_cmpint(tap_gso_segment(&h, ETH, pkt, len, scratch, sizeof(scratch), FALSE, collect, &k),
+	g_assert_cmpint(tap_gso_segment(&h, ETH, pkt, len, scratch, sizeof(scratch), collect, &k),
 			==, TAP_GSO_INVALID);
 	h.gso_size = MSS;
 	h.gso_type = TAP_VNET_GSO_TCPV6;  /* an IPv4 packet */
-	g_assert_cmpint(tap_gso_segment(&h, ETH, pkt, len, scratch, sizeof(scratch), FALSE, collect, &k),
+	g_assert_cmpint(tap_gso_segment(&h, ETH, pkt, len, scratch, sizeof(scratch), collect, &k),
 			==, TAP_GSO_INVALID);
 	h.gso_type = TAP_VNET_GSO_TCPV4;
-	g_assert_cmpint(tap_gso_segment(&h, ETH, pkt, 50, scratch, sizeof(scratch), FALSE, collect, &k),
+	g_assert_cmpint(tap_gso_segment(&h, ETH, pkt, 50, scratch, sizeof(scratch), collect, &k),
 			==, TAP_GSO_INVALID);
 	/* A scratch shorter than the 54 bytes of headers. */
-	g_assert_cmpint(tap_gso_segment(&h, ETH, pkt, len, scratch, 53, FALSE, collect, &k), ==,
+	g_assert_cmpint(tap_gso_segment(&h, ETH, pkt, len, scratch, 53, collect, &k), ==,
 			TAP_GSO_INVALID);
 	pkt[ETH + 20 + 12] = 0xf0;  /* a 60-byte TCP header in a 54-byte packet */
-	g_assert_cmpint(tap_gso_segment(&h, ETH, pkt, ETH + 40 + 10, scratch, sizeof(scratch), FALSE,
+	g_assert_cmpint(tap_gso_segment(&h, ETH, pkt, ETH + 40 + 10, scratch, sizeof(scratch),
 					collect, &k), ==, TAP_GSO_INVALID);
 	pkt[ETH + 20 + 12] = 0x50;
 	pkt[ETH + 9] = 17;  /* UDP */
-	g_assert_cmpint(tap_gso_segment(&h, ETH, pkt, len, scratch, sizeof(scratch), FALSE, collect, &k),
+	g_assert_cmpint(tap_gso_segment(&h, ETH, pkt, len, scratch, sizeof(scratch), collect, &k),
 			==, TAP_GSO_INVALID);
 	g_assert_cmpuint(k.frames->len, ==, 0);
 	g_ptr_array_unref(k.frames);
@@ -506,10 +482,10 @@ check_merge(gboolean v6, guint l3off)
 		gsize len;
 		const guint8 *p = g_bytes_get_data(out_at(&r, 0)->pkt, &len);
 		g_autofree guint8 *c = g_memdup2(p, len), *scratch = g_malloc(70000);
-		Sink k = { .frames = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref) };
+		Sink k = { g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref), 0 };
 		guint8 orig[2000];
 
-		g_assert_cmpint(tap_gso_segment(&out_at(&r, 0)->h, l3off, c, len, scratch, 70000, FALSE,
+		g_assert_cmpint(tap_gso_segment(&out_at(&r, 0)->h, l3off, c, len, scratch, 70000,
 						collect, &k), ==, TAP_GSO_OK);
 		g_assert_cmpuint(k.frames->len, ==, 6);
 		s = first;
@@ -772,8 +748,6 @@ main(int argc, char **argv)
 	g_test_add_func("/tap-gso/csum/extremes", test_csum_extremes);
 	g_test_add_func("/tap-gso/segment/v4", test_segment_v4);
 	g_test_add_func("/tap-gso/segment/v6", test_segment_v6);
-	g_test_add_func("/tap-gso/segment/v4-partial", test_segment_v4_partial);
-	g_test_add_func("/tap-gso/segment/v6-partial", test_segment_v6_partial);
 	g_test_add_func("/tap-gso/segment/invalid", test_segment_invalid);
 	g_test_add_func("/tap-gso/fill-csum", test_fill_csum);
 	g_test_add_func("/tap-gso/gro/merge-v4", test_gro_merge_v4);
