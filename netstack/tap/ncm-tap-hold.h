@@ -37,14 +37,15 @@ G_BEGIN_DECLS
 typedef struct {
 	guint n;
 	gboolean thin;     /* Ethernet frames: superseded ACKs are left out */
-	guint64 thinned;   /* how many were (atomic: read by stats) */
+	guint64 thinned;   /* how many were (atomic: read by stats); zero at allocation, kept by init */
 	guint16 lens[TAP_HOLD_FRAMES];
 	guint8 frames[TAP_HOLD_FRAMES][TAP_HOLD_FRAME_MAX];
 } TapHold;
 
 typedef void (*TapHoldWrite)(gpointer user_data, const guint8 *frame, gsize len);
 
-/* @thin: the frames are Ethernet (TAP mode), so superseded ACKs may be left out. */
+/* @thin: the frames are Ethernet (TAP mode), so superseded ACKs may be left out.
+ * The thinned count goes on (a TAP's statistics span its device sessions). */
 static inline void
 tap_hold_init(TapHold *h, gboolean thin)
 {

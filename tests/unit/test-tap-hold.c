@@ -105,7 +105,7 @@ take_tcp(TapHold *h, Log *l, guint16 port, guint32 ack, gsize payload)
 static void
 test_thin(void)
 {
-	TapHold h;
+	TapHold h = { 0 };
 	Log l = { 0 };
 
 	tap_hold_init(&h, TRUE);
