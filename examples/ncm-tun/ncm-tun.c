@@ -210,8 +210,8 @@ print_tun_stats(Tun *tun, NcmStats *sum, NcmTapStats *tap_sum)
 		tun->sessions, tun->device || tun->app->stopping ? "" : ", no device now");
 	cli_print_usb_stats(stderr, &st);
 	fprintf(stderr, "  tap rx: %" G_GUINT64_FORMAT " frames, %" G_GUINT64_FORMAT
-		" rx-drops (interface full), %" G_GUINT64_FORMAT " write errors\n", ts.rx_frames,
-		ts.rx_drops_full, ts.rx_errors);
+		" rx-drops (interface full), %" G_GUINT64_FORMAT " write errors, %" G_GUINT64_FORMAT
+		" ACKs thinned\n", ts.rx_frames, ts.rx_drops_full, ts.rx_errors, ts.rx_acks_thinned);
 	if (ncm_tap_has_offload(tun->tap))
 		fprintf(stderr, "  tap offload: rx %" G_GUINT64_FORMAT " coalesced packets (%"
 			G_GUINT64_FORMAT " frames merged, %" G_GUINT64_FORMAT " bad checksums), tx %"

@@ -5,12 +5,14 @@
 #include "ncm-ntb-sched.h"
 
 #define USEC_PER_SEC 1000000
-/* -D overrides it for a before/after comparison (tests/bench/ab.sh). */
+/* -D overrides these for a before/after comparison (tests/bench/ab.sh). */
 #ifndef DEFAULT_BYTES_IN_FLIGHT
 #define DEFAULT_BYTES_IN_FLIGHT (256u * 1024u)
 #endif
 #define DEFAULT_MIN_SLOTS 8u
+#ifndef DEFAULT_MAX_SLOTS
 #define DEFAULT_MAX_SLOTS 16u
+#endif
 
 unsigned
 ncm_ntb_sched_default_slots(size_t ntb_size)

@@ -535,7 +535,7 @@ ncm_tap_attach(NcmTap *tap, NcmLink *link, GError **error)
 
 	tap->link = link;
 	/* Before the sink: from start() on, the event thread receives into it. */
-	tap_hold_init(&tap->hold);
+	tap_hold_init(&tap->hold, tap->mode == NCM_TAP_MODE_TAP);
 	link->ops->set_sink(link, &tap_sink, tap);
 	if (!link->ops->start(link, error)) {
 		tap->link = NULL;
@@ -768,6 +768,7 @@ ncm_tap_get_stats(NcmTap *tap, NcmTapStats *ret_stats)
 	ret_stats->tx_sojourn_us = STAT_GET(tap, tx_sojourn_us);
 	ret_stats->tx_sojourn_packets = STAT_GET(tap, tx_sojourn_packets);
 	ret_stats->tx_room_wait_us = STAT_GET(tap, tx_room_wait_us);
+	ret_stats->rx_acks_thinned = __atomic_load_n(&tap->hold.thinned, __ATOMIC_RELAXED);
 }
 
 void

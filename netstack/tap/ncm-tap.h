@@ -64,6 +64,7 @@ typedef struct {
 	guint64 tx_sojourn_us;     /* time the queued packets other than ACKs waited, summed (issue 20) */
 	guint64 tx_sojourn_packets;  /* ... over this many */
 	guint64 tx_room_wait_us;   /* time the reader slept waiting for the link's room */
+	guint64 rx_acks_thinned;   /* received pure ACKs a later one of the batch superseded (ncm-tap-hold.h) */
 } NcmTapStats;
 
 typedef enum {
