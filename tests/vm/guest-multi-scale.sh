@@ -15,11 +15,12 @@
 # counts those drops, softnet_stat), and whose frames are dropped then decides fairness on every path, cdc_ncm's too.
 # Real gadgets are separate machines with a backlog each, so the default measures the host side, not that.
 # VM_SCALE_TCP_MEM ("x1 x8") sets net.ipv4.tcp_mem per round to the boot's values times N, cycling through the list;
-# x8 by default. The guest has 1 GiB, so its tcp_mem soft limit is ~40 MiB (10302 pages), shared by the host's senders,
-# the peer's receivers and what earlier runs left: each run leaves ~2 MiB charged (the scale: line's "TCP memory at
-# start" climbs by ~500 pages a run), so by the fifth round of a boot every run starts at the limit. Past it no sender's
-# buffer grows (tcp_should_expand_sndbuf): at 8 streams the one that had grown keeps 4 MiB and runs at 2-3x, the others
-# stay at their first ~85 KiB, one 128 KiB write of ncm-bench in flight, app-limited (session 17: fairness 0.29-0.41).
+# x8 by default. The guest has 1 GiB, so its tcp_mem soft limit is ~40 MiB (10302 pages), shared by the host's senders
+# and the peer's receivers; 8 streams' 4-6 MiB buffers alone come near it. Past it no sender's buffer grows
+# (tcp_should_expand_sndbuf): at 8 streams the one that had grown keeps 4 MiB and runs at 2-3x, the others stay at their
+# first ~85 KiB, one 128 KiB write of ncm-bench in flight, app-limited (session 17: fairness 0.29-0.41). Until ncm-bench
+# reset its upload connections at a run's end, orphaned senders also kept ~2 MiB a run charged (the scale: line's "TCP
+# memory at start" climbed by ~500 pages a run, to the limit by a boot's fifth round); it now stays flat.
 # A real host's limit is its own and scales with its memory: x8 is an 8 GiB host's.
 # VM_SCALE_SS=1 saves the host's TCP senders' ss -tin (cwnd, retransmits, and how long each was limited by the
 # receiver's window or its send buffer) at the end of each run to scale-*.ss (inet_diag from multi-ab.sh).
