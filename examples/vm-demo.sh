@@ -8,6 +8,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
+for v in DEMO_ROUNDS DEMO_REPS; do
+	case ${!v:-1} in
+	''|0|*[!0-9]*) echo "vm-demo: $v takes a whole number of at least 1, not '${!v}'" >&2; exit 2 ;;
+	esac
+done
 
 tests/install-deps.sh
 netstack/lwip/fetch-lwip.sh "$top/.cache/lwip"
@@ -19,12 +24,6 @@ ninja -C "$build" >/dev/null
 
 out=$build/demo
 rm -rf "$out"
-echo "vm-demo: booting the VM (QEMU TCG; about 6 minutes: boot, then 4 paths x 4 tests, 5 runs per TCP test, and the raw ceiling)..." >&2
-for v in DEMO_ROUNDS DEMO_REPS; do
-	case ${!v:-1} in
-	''|0|*[!0-9]*) echo "vm-demo: $v takes a whole number of at least 1, not '${!v}'" >&2; exit 2 ;;
-	esac
-done
 envs=()
 for v in DEMO_TESTS DEMO_ROUNDS DEMO_REPS DEMO_ARGS; do
 	[ -z "${!v:-}" ] || envs+=(--env "$v=${!v}")
@@ -32,6 +31,7 @@ done
 # Most of the boot is the TCP runs: five of each test at the defaults.
 runs=$(( ${DEMO_ROUNDS:-5} * ${DEMO_REPS:-1} ))
 timeout=$(( 240 + 84 * runs ))
+echo "vm-demo: booting the VM (QEMU TCG; about $(( 1 + runs )) minutes: boot, then 4 paths x 4 tests, $runs runs per TCP test, and the raw ceiling)..." >&2
 status=0
 tests/vm/run-vm.sh "${envs[@]+"${envs[@]}"}" --script examples/vm-demo-guest.sh --out "$out" --timeout "$timeout" \
 	--bin "$build/examples/ncm-bench/ncm-bench" --bin "$build/examples/ncm-tun/ncm-tun" \

@@ -61,7 +61,8 @@ meson test -C "$tsandir" --print-errorlogs --suite unit || rc=1
 # one lwIP stack (one unplugged, replugged, a ninth plugged in, all
 # streaming), one ncm-tun driving eight gadgets (one unplugged and
 # replugged), and one ncm-tun's single-device path (its TAP reader, the
-# ACK hold written at the event batch's end, iperf3 both ways); a report makes the program's exit status 66, which fails the test.
+# ACK hold written at the event batch's end, iperf3 both ways); a report
+# makes the program's exit status 66, which fails the test.
 # has_test DIR NAME. Not "| grep -q": grep would quit at the first match,
 # meson die of SIGPIPE, and pipefail turn a found test into a skipped one.
 has_test() { meson test -C "$1" --list 2>/dev/null | grep -x "libncm:.* / $2" >/dev/null; }

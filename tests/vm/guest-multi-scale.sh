@@ -126,13 +126,18 @@ diag_snap() {
 	head -1 /proc/stat >"$1.$2.stat"
 }
 
+# round_pick R WORD...: the word for round R, the list cycled.
+round_pick() {
+	local r=$1
+	shift
+	eval "echo \"\${$(( (r - 1) % $# + 1 ))}\""
+}
+
 # tcp_mem_set R: VM_SCALE_TCP_MEM's value for round R (cycled), xN: the boot's tcp_mem times N.
 tcp_mem_boot=$(cat /proc/sys/net/ipv4/tcp_mem)
 tcp_mem_set() {
-	set -- "$1" ${VM_SCALE_TCP_MEM:-x8}
-	local r=$1 m
-	shift
-	eval "m=\${$(( (r - 1) % $# + 1 ))}"
+	local m
+	m=$(round_pick "$1" ${VM_SCALE_TCP_MEM:-x8})
 	m=${m#x}
 	echo $tcp_mem_boot | awk -v m="$m" '{ printf "%d %d %d\n", $1 * m, $2 * m, $3 * m }' >/proc/sys/net/ipv4/tcp_mem
 }
@@ -301,11 +306,7 @@ backlog_drops() {
 # backlog_set R: VM_SCALE_BACKLOG's value for round R (cycled), as
 # net.core.netdev_max_backlog.
 backlog_set() {
-	set -- "$1" ${VM_SCALE_BACKLOG:-10000}
-	local r=$1
-	shift
-	eval "backlog=\${$(( (r - 1) % $# + 1 ))}"
-	echo "$backlog" >/proc/sys/net/core/netdev_max_backlog
+	round_pick "$1" ${VM_SCALE_BACKLOG:-10000} >/proc/sys/net/core/netdev_max_backlog
 }
 
 # reversed: this round lists the gadgets last first (VM_SCALE_ORDER=reverse,
