@@ -539,22 +539,38 @@ host_readdress_script() {
 	chmod +x "$1"
 }
 
+# reach_bouncing WHAT PROBE BOUNCE ARGS...: PROBE ARGS until it succeeds,
+# running BOUNCE TRY ARGS between tries, 5 bounces at most; then fails with
+# WHAT. Both kernel-path reach checks need it: carrier is not enough, now and
+# then a gadget sends nothing at all until its netdev is bounced
+# (multi_kernel_reach says how it shows).
+reach_bouncing() {
+	local what=$1 probe=$2 bounce=$3 try=0
+	shift 3
+	until "$probe" "$@"; do
+		try=$((try + 1))
+		[ "$try" -le 5 ] || fail "$what after $((try - 1)) bounces"
+		"$bounce" "$try" "$@"
+	done
+}
+
+host_reach_ping() { # N DEV
+	wait_for 5 "reply from $(peer_ip4 "$1") through $2" ping -c 1 -W 1 -I "$2" "$(peer_ip4 "$1")"
+}
+
+host_reach_bounce() { # TRY N DEV
+	log "no reply through $3; bouncing $(gadget_ifname "$2") (try $1)"
+	gadget_bounce "$2"
+	wait_for 5 "carrier on $3" host_carrier "$3" || true
+}
+
 # host_reach [N]: after host_addr_setup, the peer answers a ping through
-# function N's cdc_ncm netdev, else the gadget's netdev is bounced, up to 5
-# times. Carrier is not enough: now and then a gadget sends nothing at all
-# after cdc_ncm binds anew (multi_kernel_reach says how it shows), and with
+# function N's cdc_ncm netdev, else the gadget's netdev is bounced: with
 # ncm-bench --rounds cdc_ncm binds anew before each of its turns.
 host_reach() {
-	local n=${1:-0} dev try=0
+	local n=${1:-0} dev
 	dev=$(host_netdev "$n") || fail "no host netdev for NCM function $n"
-	until wait_for 5 "reply from $(peer_ip4 "$n") through $dev" \
-		ping -c 1 -W 1 -I "$dev" "$(peer_ip4 "$n")"; do
-		try=$((try + 1))
-		[ "$try" -le 5 ] || fail "no reply from $(peer_ip4 "$n") through $dev after $((try - 1)) bounces"
-		log "no reply through $dev; bouncing $(gadget_ifname "$n") (try $try)"
-		gadget_bounce "$n"
-		wait_for 5 "carrier on $dev" host_carrier "$dev" || true
-	done
+	reach_bouncing "no reply from $(peer_ip4 "$n") through $dev" host_reach_ping host_reach_bounce "$n" "$dev"
 }
 
 # host_unbind_ncm: detaches cdc_ncm from the gadget's NCM interfaces but
@@ -703,6 +719,20 @@ multi_kernel_ping() { # I DEV: gadget I's peer answers a ping through DEV
 	ping -c 1 -W 1 -I "$2" "$(multi_peer_ip4 "$1")" >/dev/null 2>&1
 }
 
+multi_kernel_reached() { # I DEV; a failed try leaves the state in kernel-state.txt
+	wait_for 5 "carrier on $2" host_carrier "$2" 2>/dev/null &&
+		{ [ "${VM_MULTI_REACH:-1}" = 0 ] || wait_for 5 "reply from gadget $1 through $2" multi_kernel_ping "$1" "$2" 2>/dev/null; } &&
+		return 0
+	multi_kernel_state "$1"
+	return 1
+}
+
+multi_kernel_bounce() { # TRY I DEV
+	log "gadget $2: $(host_carrier "$3" && echo "no reply through $3" || echo "no carrier on $3");" \
+		"bouncing $(multi_ifname "$2") (try $1; state in kernel-state.txt)"
+	multi_bounce "$2"
+}
+
 # multi_kernel_reach I DEV: gadget I's cdc_ncm netdev DEV (up) has carrier and its
 # peer answers through it, else gadget I's netdev is bounced, up to 5 times.
 # Carrier alone is not enough. usbnet now and then loses f_ncm's link-up
@@ -716,16 +746,8 @@ multi_kernel_ping() { # I DEV: gadget I's peer answers a ping through DEV
 # fails with "No route to host" once ARP gives up.
 # VM_MULTI_REACH=0 waits for carrier alone, as before 2026-12-05 (to reproduce).
 multi_kernel_reach() {
-	local try=0
-	until wait_for 5 "carrier on $2" host_carrier "$2" 2>/dev/null &&
-		{ [ "${VM_MULTI_REACH:-1}" = 0 ] || wait_for 5 "reply from gadget $1 through $2" multi_kernel_ping "$1" "$2" 2>/dev/null; }; do
-		try=$((try + 1))
-		multi_kernel_state "$1"
-		[ "$try" -le 5 ] || fail "gadget $1 unreachable through $2 after $((try - 1)) bounces (kernel-state.txt)"
-		log "gadget $1: $(host_carrier "$2" && echo "no reply through $2" || echo "no carrier on $2");" \
-			"bouncing $(multi_ifname "$1") (try $try; state in kernel-state.txt)"
-		multi_bounce "$1"
-	done
+	reach_bouncing "gadget $1 unreachable through $2 (kernel-state.txt)" \
+		multi_kernel_reached multi_kernel_bounce "$1" "$2"
 }
 
 # multi_unplug I: unbinds gadget I's UDC and waits until the host dropped it.
