@@ -34,8 +34,6 @@ static gchar *opt_pcap;
 static gchar *opt_pcap_max;
 /* A capture left running must not fill the disk. */
 #define NCM_TUN_PCAP_MAX (256u * 1024 * 1024)
-/* The last-resort flush of an open NTB: the event loop's idle ceiling (ncm-usb-context.c). */
-#define NCM_TUN_FLUSH_US 100000u
 static gchar *opt_user;
 static gboolean opt_no_up;
 static gboolean opt_tun;
@@ -312,16 +310,6 @@ parse_options(App *app, int *argc, char ***argv, GError **error)
 	if (!(app->matches = cli_device_parse_many(&app->options, error)) ||
 	    !check_multi_options(app, error))
 		return FALSE;
-	/*
-	 * The TAP reader flushes at the end of every burst and never waits with
-	 * an NTB open (it waits only when no slot is free), so the last-resort
-	 * timer has nothing to do here. At its default of 2 ms, every NTB opened
-	 * with nothing in flight woke the event thread to arm it (an eventfd
-	 * write and a wake-up, ~3 per MB of upload); at the event loop's idle
-	 * ceiling it no longer does (issue 15, session 18).
-	 */
-	if (!app->options.flush_timeout_us)
-		app->options.flush_timeout_us = NCM_TUN_FLUSH_US;
 	app->pcap_max = NCM_TUN_PCAP_MAX;
 	if (opt_pcap_max && !cli_parse_size("pcap-max", opt_pcap_max, &app->pcap_max, error))
 		return FALSE;

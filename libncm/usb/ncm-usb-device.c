@@ -322,8 +322,6 @@ ncm_device_close(NcmDevice *self)
 	}
 	self->state = NCM_STATE_CLOSING;
 	g_atomic_int_set(&self->running, 0);
-	/* A transfer submitted after this would escape the cancel below. */
-	ncm_device_submit_wait_locked(self);
 	ncm_mutex_unlock(&self->flight_lock);
 
 	ncm_device_halt_stop(self);

@@ -102,17 +102,14 @@ struct _NcmDevice {
 	gboolean rx_quiet_v6;     /* ... whose asks were neighbour solicitations */
 
 	/*
-	 * Guards state, in_flight, submitting and the stalled list. Every
-	 * submission checks the state and counts itself under it (the ioctl
-	 * runs unlocked), so that close() can stop resubmission, wait for the
-	 * submissions under way and then cancel exactly what is in flight.
-	 * Lock order: tx_lock, then flight_lock.
+	 * Guards state, in_flight and the stalled list. Taken around every
+	 * submission so that close() can stop resubmission and then cancel
+	 * exactly what is in flight. Lock order: tx_lock, then flight_lock.
 	 */
 	GMutex flight_lock;
-	GCond flight_cond;        /* in_flight reached 0, or submitting did while closing */
+	GCond flight_cond;
 	NcmState state;
 	guint in_flight;
-	guint submitting;         /* ncm_device_submit() calls whose libusb submit is under way */
 	GPtrArray *stalled;       /* NcmSlot* waiting for the halt to clear */
 	/* ncm-usb-retry.c: failed IN transfers (bulk and the interrupt one)
 	 * waiting for their retry round; out of the flight count. */
@@ -159,11 +156,6 @@ struct _NcmDevice {
 	gint64 tx_busy_since;     /* the last OUT completion, or the submit that ended an idle spell */
 	gboolean tx_stuck_told;   /* the "takes no data" error went out since the last completion */
 	NcmAckTable tx_acks;      /* pure ACKs in the open NTB (ncm-ack.h) */
-	/* Closed NTBs waiting for their submit, oldest first: one thread at a
-	 * time submits them with tx_lock dropped (ncm-usb-tx.c says why). */
-	guint8 tx_ready[NCM_MAX_TX_TRANSFERS];
-	guint tx_ready_head, tx_ready_n;
-	gboolean tx_submitting;   /* that thread is at work */
 	/* Event thread: one NTB's datagrams, collected before delivery so
 	 * that superseded ACKs can be left out (ncm-usb-rx.c). */
 	const guint8 *rx_frames[NCM_RX_COLLECT];
@@ -211,16 +203,13 @@ void ncm_device_mark_gone(NcmDevice *self);
 
 /* ncm-usb-flight.c: every transfer in flight is counted, so close() can wait for them. */
 /*
- * Submits unless closing (ncm-usb-flight.c says how close() and a
- * submission meet). @counted: @xfer is a completed
+ * Submits under flight_lock unless closing. @counted: @xfer is a completed
  * transfer being resubmitted, already in the flight count. When that fails
  * the count stays: the caller calls ncm_device_landed() as its very last
  * touch of the device, since close() may free it as soon as the count
  * drops. Returns the libusb result.
  */
 int ncm_device_submit(NcmDevice *self, struct libusb_transfer *xfer, gboolean counted);
-/* Close, flight_lock held and the state past RUNNING: waits out the submissions under way. */
-void ncm_device_submit_wait_locked(NcmDevice *self);
 /* A transfer left the flight (not resubmitted). The caller's last use of
  * the device: close() may free it from here on. */
 void ncm_device_landed(NcmDevice *self);
@@ -293,8 +282,8 @@ void ncm_device_nudge_ntb_end(NcmDevice *self);
 typedef void (*NcmParseFunc)(NcmDevice *self, const guint8 *buf, gsize len);
 void ncm_device_fault_init(NcmDevice *self);
 void ncm_device_fault_rx(NcmDevice *self, guint8 *buf, gsize len, NcmParseFunc parse);
-/* ncm_device_submit(), flight_lock held: TRUE when, with
- * NCM_TEST_FAIL_RESUBMIT=rx or intr, this is that pipe's first resubmission
- * from its own completion, which then fails with LIBUSB_ERROR_NO_DEVICE. */
-gboolean ncm_device_fault_submit_fails(NcmDevice *self, struct libusb_transfer *xfer);
+/* ncm_device_submit()'s libusb_submit_transfer(), flight_lock held: with
+ * NCM_TEST_FAIL_RESUBMIT=rx or intr, that pipe's first resubmission from
+ * its own completion fails with LIBUSB_ERROR_NO_DEVICE instead. */
+int ncm_device_fault_submit(NcmDevice *self, struct libusb_transfer *xfer);
 #endif

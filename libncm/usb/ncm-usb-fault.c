@@ -88,8 +88,8 @@ ncm_device_fault_rx(NcmDevice *self, guint8 *buf, gsize len, NcmParseFunc parse)
 	}
 }
 
-gboolean
-ncm_device_fault_submit_fails(NcmDevice *self, struct libusb_transfer *xfer)
+int
+ncm_device_fault_submit(NcmDevice *self, struct libusb_transfer *xfer)
 {
 	/* By endpoint, not by self->intr: the owner's thread sets that while RX
 	 * completions already run here. */
@@ -100,9 +100,9 @@ ncm_device_fault_submit_fails(NcmDevice *self, struct libusb_transfer *xfer)
 
 	if (pipe == FAULT_RESUBMIT_NONE || pipe != self->fault_resubmit ||
 	    !ncm_device_in_completion())
-		return FALSE;
+		return libusb_submit_transfer(xfer);
 	self->fault_resubmit = FAULT_RESUBMIT_NONE;
 	g_message("test hook: failing the resubmission of the %s transfer as if the device had gone",
 		  pipe == FAULT_RESUBMIT_RX ? "bulk-IN" : "interrupt");
-	return TRUE;
+	return LIBUSB_ERROR_NO_DEVICE;
 }

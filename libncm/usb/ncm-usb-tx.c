@@ -85,54 +85,22 @@ ncm_device_tx_setup(NcmDevice *self, GError **error)
 
 /* ---- Submission ---------------------------------------------------------- */
 
-/*
- * The NTB in @slot is closed: it joins the queue that submit_unlock()
- * empties. The submit ioctl (tens of microseconds under TCG) used to run
- * with tx_lock held, and every OUT completion on the event thread
- * (tx_complete) waited for it, as did a second producer (issue 15).
- */
 static void
 submit_locked(NcmDevice *self, NcmSlot *slot, gint64 now)
 {
+	int r;
+
 	if (ncm_ntb_sched_in_flight(&self->sched) <= 1)
 		self->tx_busy_since = now;  /* the clock starts now */
-	self->tx_ready[(self->tx_ready_head + self->tx_ready_n++) % NCM_MAX_TX_TRANSFERS] =
-		(guint8)slot->index;
-}
+	r = ncm_device_submit(self, slot->xfer, FALSE);
 
-static void
-submit_failed_locked(NcmDevice *self, NcmSlot *slot, int r)
-{
+	if (r == 0)
+		return;
 	ncm_ntb_sched_release(&self->sched, slot->index);
 	if (r == LIBUSB_ERROR_NO_DEVICE)
 		ncm_device_mark_gone(self);
 	else if (r != LIBUSB_ERROR_INTERRUPTED)
 		NCM_STAT_ADD(self, tx_errors, 1);
-}
-
-/*
- * Unlocks tx_lock, first submitting the queued NTBs unless another thread
- * is at it: that one submits what was queued meanwhile before it stops, so
- * NTBs reach the device in the order they were closed.
- */
-static void
-submit_unlock(NcmDevice *self)
-{
-	while (!self->tx_submitting && self->tx_ready_n > 0) {
-		NcmSlot *slot = &self->tx[self->tx_ready[self->tx_ready_head]];
-		int r;
-
-		self->tx_ready_head = (self->tx_ready_head + 1) % NCM_MAX_TX_TRANSFERS;
-		self->tx_ready_n--;
-		self->tx_submitting = TRUE;
-		ncm_mutex_unlock(&self->tx_lock);
-		r = ncm_device_submit(self, slot->xfer, FALSE);
-		ncm_mutex_lock(&self->tx_lock);
-		self->tx_submitting = FALSE;
-		if (r != 0)
-			submit_failed_locked(self, slot, r);
-	}
-	ncm_mutex_unlock(&self->tx_lock);
 }
 
 /* Sends held-back NTBs, oldest first, while the pacer allows. */
@@ -308,7 +276,7 @@ ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors, guint n_vectors)
 		if (ncm_ntb_packer_count(&self->packer) >= self->packer.limit)
 			close_ntb_locked(self, NCM_FLUSH_LIMIT);
 	}
-	submit_unlock(self);
+	ncm_mutex_unlock(&self->tx_lock);
 	return ret;
 }
 
@@ -327,7 +295,7 @@ ncm_device_flush(NcmDevice *self)
 	if (is_open_locked(self) && ncm_ntb_packer_count(&self->packer) > 0 &&
 	    g_atomic_int_get(&self->running))
 		close_ntb_locked(self, NCM_FLUSH_EXPLICIT);
-	submit_unlock(self);
+	ncm_mutex_unlock(&self->tx_lock);
 }
 
 void
@@ -339,7 +307,7 @@ ncm_device_set_pacing(NcmDevice *self, guint64 bytes_per_sec)
 	ncm_ntb_sched_set_pace(&self->sched, bytes_per_sec, now);
 	if (!bytes_per_sec)
 		drain_paced_locked(self, now);
-	submit_unlock(self);
+	ncm_mutex_unlock(&self->tx_lock);
 }
 
 /*
@@ -380,7 +348,7 @@ ncm_device_tx_tick(NcmDevice *self, gint64 now)
 				      is_open_locked(self) ? ncm_ntb_packer_count(&self->packer) : 0,
 				      now);
 	next = MIN(next, check_stuck_locked(self, now));
-	submit_unlock(self);
+	ncm_mutex_unlock(&self->tx_lock);
 	return next;
 }
 
@@ -436,7 +404,7 @@ tx_complete(struct libusb_transfer *xfer)
 	if (ncm_ntb_sched_held(&self->sched))
 		drain_paced_locked(self, now);
 	wake = ncm_ntb_wake_completed(&self->tx_wake, self->writable_batched);
-	submit_unlock(self);
+	ncm_mutex_unlock(&self->tx_lock);
 	if (wake && self->sink.writable) {
 		NCM_TOUCH(self, "sink.writable");
 		self->sink.writable(self->sink_data);
@@ -463,16 +431,8 @@ ncm_device_tx_batch_end(NcmDevice *self)
 void
 ncm_device_tx_cancel(NcmDevice *self)
 {
-	/* Close already refuses new submissions (the state); a thread still
-	 * emptying the queue is about to find that out. */
 	ncm_mutex_lock(&self->tx_lock);
-	while (self->tx_submitting) {
-		ncm_mutex_unlock(&self->tx_lock);
-		g_usleep(100);
-		ncm_mutex_lock(&self->tx_lock);
-	}
-	/* Held-back and queued NTBs were never submitted: they just go back to the pool. */
-	self->tx_ready_n = 0;
+	/* Held-back NTBs were never submitted: they just go back to the pool. */
 	ncm_ntb_sched_cancel(&self->sched);
 	ncm_mutex_unlock(&self->tx_lock);
 	for (guint i = 0; self->tx && i < self->n_tx; i++)
