@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-tun: runs a USB CDC-NCM function as an ordinary network interface (TAP or TUN), like cdc_ncm. */
 #include <errno.h>
-#include <sched.h>
 #include <glib-unix.h>
 #include <grp.h>
 #include <pwd.h>
@@ -844,15 +843,6 @@ main(int argc, char **argv)
 	 * our signal handlers right there, on the libusb thread.
 	 */
 	g_main_context_acquire(NULL);
-	/* Experiment (session 18): the event thread, created in setup, inherits CPU 0. */
-	{
-		cpu_set_t set;
-
-		CPU_ZERO(&set);
-		CPU_SET(0, &set);
-		if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
-			sched_setaffinity(0, sizeof(set), &set);
-	}
 	/* Before setup: a signal then must still give the devices back to cdc_ncm. */
 	app.signals = (CliSignals){ app.loop, print_stats, &app };
 	cli_signals_add(&app.signals);
