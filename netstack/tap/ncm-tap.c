@@ -513,15 +513,6 @@ reader_sched(void)
 	if (sched_setscheduler(0, SCHED_BATCH, &sp) != 0)
 		g_debug("tap: SCHED_BATCH for the reader: %s", g_strerror(errno));
 #endif
-	/* Experiment (session 18): the reader on the last CPU, away from the event thread. */
-	{
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		cpu_set_t set;
-
-		CPU_ZERO(&set);
-		CPU_SET((int)(n > 1 ? n - 1 : 0), &set);
-		sched_setaffinity(0, sizeof(set), &set);
-	}
 }
 
 static gpointer
