@@ -180,6 +180,16 @@ ncm_ack_track(NcmAckTable *table, const uint8_t *buf, size_t buf_len, uint32_t o
 	remember(table, offset, len, info);
 }
 
+void
+ncm_ack_track_copied(NcmAckTable *table, const uint8_t *buf, size_t buf_len, uint32_t offset, size_t len)
+{
+	const uint8_t *frame = ncm_bytes_at(buf, buf_len, offset, len);
+	NcmAckInfo info;
+
+	if (frame && ncm_ack_classify(frame, len, &info))
+		ncm_ack_track(table, buf, buf_len, offset, len, &info);
+}
+
 unsigned
 ncm_ack_thin(const uint8_t *const *frames, const size_t *lens, unsigned n, bool *skip)
 {

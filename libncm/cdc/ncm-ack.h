@@ -69,6 +69,15 @@ void ncm_ack_track(NcmAckTable *table, const uint8_t *buf, size_t buf_len, uint3
 		   const NcmAckInfo *info);
 
 /*
+ * A frame that reached the NTB in pieces (a TSO segment cut as headers plus
+ * payload), for which no merge was tried: classified where it lies in @buf
+ * and tracked as ncm_ack_track() does, so that a later ACK of its flow never
+ * takes an earlier place past it.
+ */
+void ncm_ack_track_copied(NcmAckTable *table, const uint8_t *buf, size_t buf_len, uint32_t offset,
+			  size_t len);
+
+/*
  * The same rule on receive, over one NTB's datagrams (@frames, @lens, in
  * order): sets @skip[i] for each pure ACK that a later pure ACK of its flow
  * in the NTB supersedes, with no other segment of that flow between them,

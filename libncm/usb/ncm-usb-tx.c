@@ -214,7 +214,9 @@ would_block:
  * Tx lock held. A pure ACK that supersedes one of its flow in the open NTB
  * takes that one's place (ncm-ack.h). Only single-vector frames: producers
  * hand ACKs over in one piece (lwIP builds them in one pbuf, TAP reads one
- * frame per read).
+ * frame per read). A frame in pieces is still tracked once copied
+ * (ncm_device_sendv()) while the NTB holds ACKs: the TAP reader's TSO
+ * segments come so, and an ACK of their flow must not merge past them.
  */
 static gboolean
 merge_ack_locked(NcmDevice *self, const GOutputVector *vectors, guint n_vectors, gsize len,
@@ -268,6 +270,9 @@ ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors, guint n_vectors)
 		if (ack.tcp)
 			ncm_ack_track(&self->tx_acks, self->packer.buf, self->packer.tail,
 				      (guint32)(frame - self->packer.buf), len, &ack);
+		else if (n_vectors > 1 && self->tx_acks.n > 0)
+			ncm_ack_track_copied(&self->tx_acks, self->packer.buf, self->packer.tail,
+					     (guint32)(frame - self->packer.buf), len);
 		if (ncm_ntb_packer_count(&self->packer) >= self->packer.limit)
 			close_ntb_locked(self, NCM_FLUSH_LIMIT);
 	}
