@@ -30,6 +30,7 @@ static NlwBatchHook batch_hooks[NLW_BATCH_N];
  * nlw_core_unlock()'s. */
 static NlwUnlockTake unlock_take;
 static NlwUnlockRun unlock_run;
+static NlwUnlockWake unlock_wake;
 static gboolean unlocking;
 
 void
@@ -88,6 +89,12 @@ nlw_core_on_unlock(NlwUnlockTake take, NlwUnlockRun run)
 	unlock_run = run;
 }
 
+void
+nlw_core_on_unlock_wake(NlwUnlockWake wake)
+{
+	unlock_wake = wake;
+}
+
 gboolean
 nlw_core_unlocking(void)
 {
@@ -99,16 +106,20 @@ nlw_core_unlock(void)
 {
 	gpointer after[NLW_UNLOCK_MAX];
 	NlwUnlockRun run;
+	NlwUnlockWake wake;
 	guint n = 0;
 
 	unlocking = TRUE;
 	nlw_batch_end();
 	unlocking = FALSE;
-	/* Both read under the lock: the batch may have registered them. */
+	/* Read under the lock: the batch may have registered them. */
 	run = unlock_run;
+	wake = unlock_wake;
 	if (unlock_take != NULL)
 		n = unlock_take(after, G_N_ELEMENTS(after));
 	UNLOCK_TCPIP_CORE();
+	if (wake != NULL)
+		wake();
 	for (guint i = 0; i < n; i++)
 		run(after[i]);
 }
