@@ -33,6 +33,12 @@ static NlwUnlockRun unlock_run;
 static NlwUnlockWake unlock_wake;
 static gboolean unlocking;
 
+/* Whether a batch's wakes come before the netifs' sending that follows the
+ * release, or after it (a build for a before/after comparison). */
+#ifndef NLW_UNLOCK_WAKE_FIRST
+#define NLW_UNLOCK_WAKE_FIRST 1
+#endif
+
 void
 nlw_count(NlwCounter counter, guint64 n)
 {
@@ -118,10 +124,12 @@ nlw_core_unlock(void)
 	if (unlock_take != NULL)
 		n = unlock_take(after, G_N_ELEMENTS(after));
 	UNLOCK_TCPIP_CORE();
-	if (wake != NULL)
+	if (wake != NULL && NLW_UNLOCK_WAKE_FIRST)
 		wake();
 	for (guint i = 0; i < n; i++)
 		run(after[i]);
+	if (wake != NULL && !NLW_UNLOCK_WAKE_FIRST)
+		wake();
 }
 
 gboolean

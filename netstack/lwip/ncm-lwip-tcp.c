@@ -790,7 +790,7 @@ write_some(NlwConn *c, const void *buf, gsize count, GError **error)
 static gboolean
 wait_writable(NlwConn *c, gsize count, GCancellable *cancellable, GError **error)
 {
-	gsize want = CLAMP(count, NLW_CONN_WRITE_LOWAT, NLW_CONN_WRITE_WAKE_MAX);
+	gsize want = CLAMP(count, NLW_CONN_WRITE_WAKE_MIN, NLW_CONN_WRITE_WAKE_MAX);
 	gboolean cancelled;
 
 	ncm_mutex_lock(&c->lock);
