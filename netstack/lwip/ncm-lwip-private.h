@@ -103,11 +103,12 @@ typedef void (*NlwUnlockRun)(gpointer item);
 /* Core lock held. */
 void nlw_core_on_unlock(NlwUnlockTake take, NlwUnlockRun run);
 /*
- * Core lock held: @wake runs on the thread leaving nlw_core_unlock(), right
- * after it released the lock and before the netifs' sending, to wake the
- * threads its batch made ready (ncm-lwip-tcp.c). A thread woken while the
- * lock is still held wants it at once: it spins, sleeps on it and needs a
- * second wake-up. One registration (tcp).
+ * Core lock held: @wake runs on the thread leaving nlw_core_unlock(), after
+ * it released the lock and sent the netifs' output, to wake the threads its
+ * batch made ready (ncm-lwip-tcp.c). A writer woken while the lock is still
+ * held wants it at once: it spins, sleeps on it and needs a second wake-up;
+ * woken before the sending, it preempts the thread that sends. One
+ * registration (tcp).
  */
 typedef void (*NlwUnlockWake)(void);
 void nlw_core_on_unlock_wake(NlwUnlockWake wake);

@@ -33,10 +33,15 @@ static NlwUnlockRun unlock_run;
 static NlwUnlockWake unlock_wake;
 static gboolean unlocking;
 
-/* Whether a batch's wakes come before the netifs' sending that follows the
- * release, or after it (a build for a before/after comparison). */
+/*
+ * A batch's wakes come after the netifs' sending that follows the release:
+ * a writer woken before it ran on the sending thread's CPU and preempted it
+ * (tcp_up 1.18x at 0.91x the CPU per MB against waking before the release,
+ * where waking between the release and the sending gave 1.12x at 0.94x;
+ * tests/bench/RESULTS.md, 2026-12-05). 1 in a build for a comparison.
+ */
 #ifndef NLW_UNLOCK_WAKE_FIRST
-#define NLW_UNLOCK_WAKE_FIRST 1
+#define NLW_UNLOCK_WAKE_FIRST 0
 #endif
 
 void
