@@ -73,7 +73,8 @@ void nlw_schedule_flush(void);
 /*
  * What a batch's end runs, stage by stage: window credit from readers is
  * handed to lwIP, the netifs' output is flushed to the links, then the readers and writers that lwIP's callbacks made
- * ready are woken. The files owning that work (netif, tcp) register it,
+ * ready are woken (on nlw_core_unlock()'s path, after the release: see
+ * nlw_core_on_unlock_wake()). The files owning that work (netif, tcp) register it,
  * core lock held, before they first leave any; so ncm-lwip-stack.c calls
  * neither of them (see the file graph above).
  */

@@ -133,7 +133,8 @@ conns_wake_after_unlock(void)
 
 /*
  * Core lock held, the batch ending in nlw_core_unlock(): its wakes move to
- * the releasing thread, which makes them right after the release. Woken
+ * the releasing thread, which makes them after the release and the netifs'
+ * sending (nlw_core_on_unlock_wake()). Woken
  * under the lock, a writer (which wants the lock next) often ran on the
  * event thread's CPU, preempted it while it still held the lock, spun, slept
  * on the lock and needed a second wake-up (issue 15, tests/bench/RESULTS.md).
