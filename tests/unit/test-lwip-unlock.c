@@ -62,7 +62,6 @@ main(int argc, char **argv)
 	ran = g_string_new(NULL);
 	/* Starts lwIP's tcpip thread, which creates the core lock. */
 	(void)ncm_lwip_stack_get_default();
-	g_test_add_func("/lwip-unlock/wake-after-release-and-sending",
-			test_wake_after_release_and_sending);
+	g_test_add_func("/lwip-unlock/wake-after-release-and-sending", test_wake_after_release_and_sending);
 	return g_test_run();
 }
