@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-lwip-unlock.c: what nlw_core_unlock() leaves until after the core lock's release: the netifs' sending, then the batch's wake-ups. */
+/* test-lwip-unlock.c: after the core lock's release, the netifs' sending, then the wakes. */
 #include "lwip/sys.h"
 
 #include "ncm-lwip-private.h"
@@ -62,6 +62,7 @@ main(int argc, char **argv)
 	ran = g_string_new(NULL);
 	/* Starts lwIP's tcpip thread, which creates the core lock. */
 	(void)ncm_lwip_stack_get_default();
-	g_test_add_func("/lwip-unlock/wake-after-release-and-sending", test_wake_after_release_and_sending);
+	g_test_add_func("/lwip-unlock/wake-after-release-and-sending",
+	                test_wake_after_release_and_sending);
 	return g_test_run();
 }
