@@ -73,8 +73,7 @@ void nlw_schedule_flush(void);
 /*
  * What a batch's end runs, stage by stage: window credit from readers is
  * handed to lwIP, the netifs' output is flushed to the links, then the readers and writers that lwIP's callbacks made
- * ready are woken (on nlw_core_unlock()'s path, after the release: see
- * nlw_core_on_unlock_wake()). The files owning that work (netif, tcp) register it,
+ * ready are woken. The files owning that work (netif, tcp) register it,
  * core lock held, before they first leave any; so ncm-lwip-stack.c calls
  * neither of them (see the file graph above).
  */
@@ -103,16 +102,6 @@ typedef void (*NlwUnlockRun)(gpointer item);
 
 /* Core lock held. */
 void nlw_core_on_unlock(NlwUnlockTake take, NlwUnlockRun run);
-/*
- * Core lock held: @wake runs on the thread leaving nlw_core_unlock(), after
- * it released the lock and sent the netifs' output, to wake the threads its
- * batch made ready (ncm-lwip-tcp.c). A writer woken while the lock is still
- * held wants it at once: it spins, sleeps on it and needs a second wake-up;
- * woken before the sending, it preempts the thread that sends. One
- * registration (tcp).
- */
-typedef void (*NlwUnlockWake)(void);
-void nlw_core_on_unlock_wake(NlwUnlockWake wake);
 /* Core lock held: whether the batch ending is nlw_core_unlock()'s (else the
  * tcpip thread's, which keeps the lock). */
 gboolean nlw_core_unlocking(void);

@@ -30,19 +30,7 @@ static NlwBatchHook batch_hooks[NLW_BATCH_N];
  * nlw_core_unlock()'s. */
 static NlwUnlockTake unlock_take;
 static NlwUnlockRun unlock_run;
-static NlwUnlockWake unlock_wake;
 static gboolean unlocking;
-
-/*
- * A batch's wakes come after the netifs' sending that follows the release:
- * a writer woken before it ran on the sending thread's CPU and preempted it
- * (tcp_up 1.18x at 0.91x the CPU per MB against waking before the release,
- * where waking between the release and the sending gave 1.12x at 0.94x;
- * tests/bench/RESULTS.md, 2026-12-05). 1 in a build for a comparison.
- */
-#ifndef NLW_UNLOCK_WAKE_FIRST
-#define NLW_UNLOCK_WAKE_FIRST 0
-#endif
 
 void
 nlw_count(NlwCounter counter, guint64 n)
@@ -100,12 +88,6 @@ nlw_core_on_unlock(NlwUnlockTake take, NlwUnlockRun run)
 	unlock_run = run;
 }
 
-void
-nlw_core_on_unlock_wake(NlwUnlockWake wake)
-{
-	unlock_wake = wake;
-}
-
 gboolean
 nlw_core_unlocking(void)
 {
@@ -117,24 +99,18 @@ nlw_core_unlock(void)
 {
 	gpointer after[NLW_UNLOCK_MAX];
 	NlwUnlockRun run;
-	NlwUnlockWake wake;
 	guint n = 0;
 
 	unlocking = TRUE;
 	nlw_batch_end();
 	unlocking = FALSE;
-	/* Read under the lock: the batch may have registered them. */
+	/* Both read under the lock: the batch may have registered them. */
 	run = unlock_run;
-	wake = unlock_wake;
 	if (unlock_take != NULL)
 		n = unlock_take(after, G_N_ELEMENTS(after));
 	UNLOCK_TCPIP_CORE();
-	if (wake != NULL && NLW_UNLOCK_WAKE_FIRST)
-		wake();
 	for (guint i = 0; i < n; i++)
 		run(after[i]);
-	if (wake != NULL && !NLW_UNLOCK_WAKE_FIRST)
-		wake();
 }
 
 gboolean

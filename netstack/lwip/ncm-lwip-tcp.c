@@ -96,79 +96,14 @@ wake_locked(NlwConn *c, gboolean rx, gboolean tx)
 #define WAKE_RX 1u
 #define WAKE_TX 2u
 
-/* 0 in a build for a before/after comparison (tests/bench/ab.sh). */
-#ifndef NLW_WAKE_AFTER_UNLOCK
-#define NLW_WAKE_AFTER_UNLOCK 1
-#endif
-
 /* Core lock: connections with wake_pending set, one reference each. */
 static GPtrArray *batch_wakes;
-
-/* A connection to wake once the core lock is released, with the directions. */
-typedef struct {
-	NlwConn *conn; /* one reference */
-	guint dirs;
-} NlwWakeAfter;
-
-/* Per thread: what its batch left to wake after nlw_core_unlock()'s release. */
-static GPrivate wakes_after = G_PRIVATE_INIT((GDestroyNotify)g_array_unref);
-
-/* Core lock released, on the thread that released it. */
-static void
-conns_wake_after_unlock(void)
-{
-	GArray *a = g_private_get(&wakes_after);
-
-	for (guint i = 0; a != NULL && i < a->len; i++) {
-		NlwWakeAfter *w = &g_array_index(a, NlwWakeAfter, i);
-
-		ncm_mutex_lock(&w->conn->lock);
-		wake_locked(w->conn, w->dirs & WAKE_RX, w->dirs & WAKE_TX);
-		ncm_mutex_unlock(&w->conn->lock);
-		nlw_conn_unref(w->conn);
-	}
-	if (a != NULL)
-		g_array_set_size(a, 0);
-}
-
-/*
- * Core lock held, the batch ending in nlw_core_unlock(): its wakes move to
- * the releasing thread, which makes them after the release and the netifs'
- * sending (nlw_core_on_unlock_wake()). Woken
- * under the lock, a writer (which wants the lock next) often ran on the
- * event thread's CPU, preempted it while it still held the lock, spun, slept
- * on the lock and needed a second wake-up (issue 15, tests/bench/RESULTS.md).
- */
-static void
-conns_defer_wakes(void)
-{
-	GArray *a = g_private_get(&wakes_after);
-
-	if (a == NULL) {
-		a = g_array_new(FALSE, FALSE, sizeof(NlwWakeAfter));
-		g_private_set(&wakes_after, a);
-	}
-	for (guint i = 0; i < batch_wakes->len; i++) {
-		NlwConn *c = g_ptr_array_index(batch_wakes, i);
-		NlwWakeAfter w = {c, c->wake_pending};
-
-		c->wake_pending = 0;
-		g_array_append_val(a, w);
-	}
-	g_ptr_array_set_size(batch_wakes, 0);
-}
 
 /* Core lock held: the batch's NLW_BATCH_WAKE stage. */
 static void
 conns_wake_batch(void)
 {
-	if (batch_wakes == NULL)
-		return;
-	if (NLW_WAKE_AFTER_UNLOCK && nlw_core_unlocking()) {
-		conns_defer_wakes();
-		return;
-	}
-	for (guint i = 0; i < batch_wakes->len; i++) {
+	for (guint i = 0; batch_wakes != NULL && i < batch_wakes->len; i++) {
 		NlwConn *c = g_ptr_array_index(batch_wakes, i);
 
 		ncm_mutex_lock(&c->lock);
@@ -177,7 +112,8 @@ conns_wake_batch(void)
 		c->wake_pending = 0;
 		nlw_conn_unref(c);
 	}
-	g_ptr_array_set_size(batch_wakes, 0);
+	if (batch_wakes != NULL)
+		g_ptr_array_set_size(batch_wakes, 0);
 }
 
 /*
@@ -197,7 +133,6 @@ wake_soon_locked(NlwConn *c, guint dirs)
 		if (batch_wakes == NULL) {
 			batch_wakes = g_ptr_array_new();
 			nlw_batch_on_end(NLW_BATCH_WAKE, conns_wake_batch);
-			nlw_core_on_unlock_wake(conns_wake_after_unlock);
 		}
 		g_ptr_array_add(batch_wakes, nlw_conn_ref(c));
 	}
@@ -791,7 +726,7 @@ write_some(NlwConn *c, const void *buf, gsize count, GError **error)
 static gboolean
 wait_writable(NlwConn *c, gsize count, GCancellable *cancellable, GError **error)
 {
-	gsize want = CLAMP(count, NLW_CONN_WRITE_WAKE_MIN, NLW_CONN_WRITE_WAKE_MAX);
+	gsize want = CLAMP(count, NLW_CONN_WRITE_LOWAT, NLW_CONN_WRITE_WAKE_MAX);
 	gboolean cancelled;
 
 	ncm_mutex_lock(&c->lock);

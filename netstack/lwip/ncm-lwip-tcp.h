@@ -79,11 +79,6 @@ typedef struct {
 #ifndef NLW_CONN_WRITE_WAKE_MAX
 #define NLW_CONN_WRITE_WAKE_MAX (TCP_SND_BUF / 4)
 #endif
-/* The least room a blocked writer waits for (a build for a before/after
- * comparison: more than one write's worth lets it make several per wake). */
-#ifndef NLW_CONN_WRITE_WAKE_MIN
-#define NLW_CONN_WRITE_WAKE_MIN NLW_CONN_WRITE_LOWAT
-#endif
 /* The most one write call copies under the core lock, which the link
  * thread's input waits for. */
 #ifndef NLW_CONN_WRITE_MAX

@@ -245,14 +245,6 @@ sys_mutex_free(sys_mutex_t *mutex)
 	*mutex = NULL;
 }
 
-int
-ncm_lwip_core_held(void)
-{
-	struct ncm_lwip_mutex *core = lock_tcpip_core;
-
-	return core != NULL && g_atomic_pointer_get(&core->owner) == g_thread_self();
-}
-
 void
 ncm_lwip_assert_core_locked(const char *function)
 {

@@ -36,8 +36,6 @@ typedef int sys_prot_t;
 /* How often lwIP's core lock was found busy, and the microseconds spent
  * waiting for it, summed over threads since the start (NcmLwipStats). */
 void ncm_lwip_core_lock_waits(uint64_t *waits, uint64_t *wait_us);
-/* Whether the calling thread holds lwIP's core lock (for tests). */
-int ncm_lwip_core_held(void);
 
 /* Mailbox capacity when lwIP asks for size 0 ("port default"). */
 #define NCM_LWIP_MBOX_DEFAULT_SIZE 128
