@@ -12,6 +12,7 @@
 #include "ncm-bench.h"
 #include "ncm-bench-ceiling.h"
 #include "ncm-bench-proto.h"
+#include "ncm-bench-tests.h"
 
 static gboolean opt_server;
 static gchar *opt_bind;
@@ -75,7 +76,7 @@ static const GOptionEntry entries[] = {
 	{"quick", 'q', 0, G_OPTION_ARG_NONE, &opt_quick,
 	 "A short run: 1 repetition, 3 s per throughput run, 5 s soak", NULL},
 	{"tests", 't', 0, G_OPTION_ARG_STRING, &opt_tests,
-	 "Comma-separated tests or prefixes (tcp_down,tcp_up,tcp_bidir,bulk_stalls,burst,paced,"
+	 "Tests or prefixes, separated by commas or spaces (tcp_down,tcp_up,tcp_bidir,bulk_stalls,burst,paced,"
 	 "udp_rtt,soak,udp_autorate, and raw_down,raw_up,raw_bidir on raw paths); default all", "LIST"},
 	{"reps", 'r', 0, G_OPTION_ARG_INT, &opt_reps,
 	 "Repetitions per throughput test and round (default 3)", "N"},
@@ -199,13 +200,8 @@ bench_test_selected(const BenchOptions *opt, const char *test)
 {
 	if (opt->round > 0 && !pooled_test(test))
 		return FALSE;
-	if (!opt->tests)
-		return TRUE;
-	for (gchar **t = opt->tests; *t; t++) {
-		if (**t && g_str_has_prefix(test, *t))
-			return TRUE;
-	}
-	return FALSE;
+	g_warn_if_fail(bench_tests_known(test));
+	return !opt->tests || bench_tests_match(opt->tests, test);
 }
 
 static BenchTransport *path_parse_one(const char *name, const char *spec, GError **error);
@@ -297,6 +293,9 @@ path_parse_one(const char *name, const char *spec, GError **error)
 	return bench_transport_kernel_new(kv[0], server, (guint16)opt_port, pct && *pct ? pct : NULL);
 }
 
+/* --tests, checked by main(); NULL = all. */
+static gchar **tests_wanted;
+
 static void
 options_fill(BenchOptions *o)
 {
@@ -309,7 +308,7 @@ options_fill(BenchOptions *o)
 	o->burst_tries = opt_quick ? 2 : 5;
 	o->pace_mbit = opt_pace;
 	o->udp_max_mbit = opt_udp_max > 0 ? opt_udp_max : 1000;
-	o->tests = opt_tests ? g_strsplit(opt_tests, ",", -1) : NULL;
+	o->tests = tests_wanted;
 	o->rounds = MAX(opt_rounds, 1);
 }
 
@@ -786,6 +785,10 @@ main(int argc, char **argv)
 	}
 	if (opt_rounds < 1) {
 		g_printerr("ncm-bench: --rounds must be 1 or more\n");
+		return 2;
+	}
+	if (opt_tests && !(tests_wanted = bench_tests_parse(opt_tests, &error))) {
+		g_printerr("ncm-bench: %s\n", error->message);
 		return 2;
 	}
 	for (gchar **s = opt_setup; s && *s; s++) {
