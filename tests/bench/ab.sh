@@ -15,6 +15,11 @@
 # AB_SCHED=1 records the guest scheduler's switches, wake-ups and migrations
 # per run (tests/bench/sched-report.py): per thread, CPU time on each CPU and
 # who woke it from where.
+# Give base's own build as a variant too (same=BASE_BUILD): it shows what identical
+# code does to the ratios in that boot. In session 18 (tests/bench/RESULTS.md) it ran
+# 10-20 % below base on ncm-tun's tcp_down and tcp_bidir in three boots of three
+# (unexplained: a variant differs only by LD_LIBRARY_PATH and its ncm-tun's path), so
+# read a variant's download against `same`, not base. AB_TESTS is comma-separated.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 base=$(realpath "$1")
