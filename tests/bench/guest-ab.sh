@@ -5,7 +5,11 @@
 # libraries, copied in by tests/bench/ab.sh); "base" is the build on PATH. For
 # each of AB_REPS rounds, every variant (and cdc_ncm, for the ratio) runs
 # AB_TESTS once over AB_PATH, in an order that rotates per round so that no
-# variant always runs first. On the proxy path base's lwip path runs too, as
+# variant always runs first, and is reversed in even rounds so that no variant
+# always runs after the same one: a rotation alone kept base right after
+# cdc_ncm and the first variant right after base, and in session 18 base's own
+# build as that variant ran 10-20 % below base on ncm-tun's downloads in three
+# boots of three (tests/bench/RESULTS.md). On the proxy path base's lwip path runs too, as
 # the reference of the proxy's target. Results: $VM_OUT/ab-VARIANT-ROUND.json.
 # AB_COUNT=1: each run under a system-wide `perf stat` of tracepoints (syscalls
 # entered, context switches, wake-ups, softirqs; COUNT_SYSCALLS=1 adds the data
@@ -83,8 +87,13 @@ ref=
 variants="cdc_ncm $ref base $(echo "${AB_VARIANTS:-}" | tr , ' ')"
 round=1
 while [ "$round" -le "$REPS" ]; do
-	# rotate: round r starts at the r-th variant
-	order=$(echo $variants | awk -v r="$round" '{ for (i = 0; i < NF; i++) printf "%s ", $((i + r - 1) % NF + 1) }')
+	# rotate: round r starts at the r-th variant; even rounds go backwards
+	order=$(echo $variants | awk -v r="$round" '{
+		for (i = 0; i < NF; i++) {
+			k = (r % 2) ? i + r - 1 : r - 1 - i
+			printf "%s ", $((k % NF + NF) % NF + 1)
+		}
+	}')
 	for v in $order; do
 		log "ab: round $round $v"
 		out=$VM_OUT/ab-$v-$round
