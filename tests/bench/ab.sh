@@ -17,9 +17,10 @@
 # who woke it from where.
 # Give base's own build as a variant too (same=BASE_BUILD): it shows what identical
 # code does to the ratios in that boot. In session 18 (tests/bench/RESULTS.md) it ran
-# 10-20 % below base on ncm-tun's tcp_down and tcp_bidir in three boots of three
-# (unexplained: a variant differs only by LD_LIBRARY_PATH and its ncm-tun's path), so
-# read a variant's download against `same`, not base. AB_TESTS is comma-separated.
+# 10-20 % below base on ncm-tun's tcp_down and tcp_bidir in three boots of three, when
+# every round kept one order (base right after cdc_ncm, the first variant right after
+# base); guest-ab.sh now reverses it in even rounds, so use an even AB_REPS.
+# AB_TESTS is comma-separated.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 base=$(realpath "$1")
