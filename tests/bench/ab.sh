@@ -19,7 +19,8 @@
 # code does to the ratios in that boot. In session 18 (tests/bench/RESULTS.md) it ran
 # 10-20 % below base on ncm-tun's tcp_down and tcp_bidir in three boots of three, when
 # every round kept one order (base right after cdc_ncm, the first variant right after
-# base); guest-ab.sh now reverses it in even rounds, so use an even AB_REPS.
+# base); guest-ab.sh now runs each odd round's order backwards in the round after
+# it, so use an even AB_REPS.
 # AB_TESTS is comma-separated.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -4,12 +4,14 @@
 # AB_VARIANTS names directories under /opt/ab (each holds one build's shared
 # libraries, copied in by tests/bench/ab.sh); "base" is the build on PATH. For
 # each of AB_REPS rounds, every variant (and cdc_ncm, for the ratio) runs
-# AB_TESTS once over AB_PATH, in an order that rotates per round so that no
-# variant always runs first, and is reversed in even rounds so that no variant
-# always runs after the same one: a rotation alone kept base right after
-# cdc_ncm and the first variant right after base, and in session 18 base's own
-# build as that variant ran 10-20 % below base on ncm-tun's downloads in three
-# boots of three (tests/bench/RESULTS.md). On the proxy path base's lwip path runs too, as
+# AB_TESTS once over AB_PATH. Rounds go in pairs: an odd round rotates the list
+# one further than the pair before (no variant always runs first), the even round
+# after it runs that order backwards, so that in each pair every variant's mean
+# place is the same (a drift over the pair favours none) and no variant always
+# runs after the same one: a rotation alone kept base right after cdc_ncm and the
+# first variant right after base, and in session 18 base's own build as that
+# variant ran 10-20 % below base on ncm-tun's downloads in three boots of three
+# (tests/bench/RESULTS.md). On the proxy path base's lwip path runs too, as
 # the reference of the proxy's target. Results: $VM_OUT/ab-VARIANT-ROUND.json.
 # AB_COUNT=1: each run under a system-wide `perf stat` of tracepoints (syscalls
 # entered, context switches, wake-ups, softirqs; COUNT_SYSCALLS=1 adds the data
@@ -87,12 +89,11 @@ ref=
 variants="cdc_ncm $ref base $(echo "${AB_VARIANTS:-}" | tr , ' ')"
 round=1
 while [ "$round" -le "$REPS" ]; do
-	# rotate: round r starts at the r-th variant; even rounds go backwards
+	# pair t = (r - 1) / 2 rotates by t; its even round is its odd one backwards
 	order=$(echo $variants | awk -v r="$round" '{
-		for (i = 0; i < NF; i++) {
-			k = (r % 2) ? i + r - 1 : r - 1 - i
-			printf "%s ", $((k % NF + NF) % NF + 1)
-		}
+		t = int((r - 1) / 2)
+		for (i = 0; i < NF; i++)
+			printf "%s ", $(((r % 2 ? i : NF - 1 - i) + t) % NF + 1)
 	}')
 	for v in $order; do
 		log "ab: round $round $v"
