@@ -171,6 +171,13 @@ typedef struct {
 } Ntb;
 
 /* What ncm-usb-tx.c does with one frame: merge, or add and track. Returns the offset or -1 when merged. */
+/* Where the next datagram goes: 4-byte aligned, as the packer places them. */
+static gssize
+next_off(const Ntb *n)
+{
+	return (gssize)((n->tail + 3) & ~(gsize)3);
+}
+
 static gssize
 send_seg(Ntb *n, const Seg *s)
 {
@@ -184,7 +191,7 @@ send_seg(Ntb *n, const Seg *s)
 		n->merged++;
 		return -1;
 	}
-	off = (gssize)((n->tail + 3) & ~(gsize)3);
+	off = next_off(n);
 	memcpy(n->buf + off, f, len);
 	n->tail = (gsize)off + len;
 	ncm_ack_track(&n->table, n->buf, n->tail, (guint32)off, len, &info);
@@ -298,6 +305,22 @@ test_wrap_and_reset(void)
  * then payload) is tracked from its copy: a newer ACK of its flow must not
  * merge into the place before it.
  */
+/* @s copied in as sendv copies a frame in pieces (headers, then the rest from
+ * byte @cut), without a merge attempt; returns its offset. */
+static gssize
+send_pieces(Ntb *n, const Seg *s, gsize cut)
+{
+	guint8 f[2048];
+	gsize len = build(f, s);
+	gssize off = next_off(n);
+
+	memcpy(n->buf + off, f, cut);
+	memcpy(n->buf + off + cut, f + cut, len - cut);
+	n->tail = (gsize)off + len;
+	ncm_ack_track_copied(&n->table, n->buf, n->tail, (guint32)off, len);
+	return off;
+}
+
 static void
 test_pieces(void)
 {
@@ -305,16 +328,9 @@ test_pieces(void)
 	Seg a = ack_seg(1000);
 	Seg data = { .sport = 5201, .dport = 40000, .seq = 77, .ack = 1500, .flags = 0x18, .ts = TRUE,
 		     .payload = 100 };
-	guint8 f[2048];
-	gsize len = build(f, &data);
-	gssize oa = send_seg(&n, &a), od = (gssize)((n.tail + 3) & ~(gsize)3);
+	gssize oa = send_seg(&n, &a), od = send_pieces(&n, &data, 60);
 
 	g_assert_cmpint(oa, >=, 0);
-	/* As sendv copies the two pieces, without a merge attempt. */
-	memcpy(n.buf + od, f, 60);
-	memcpy(n.buf + od + 60, f + 60, len - 60);
-	n.tail = (gsize)od + len;
-	ncm_ack_track_copied(&n.table, n.buf, n.tail, (guint32)od, len);
 	a.ack = 2000;
 	gssize again = send_seg(&n, &a);
 	g_assert_cmpint(again, >, od);
@@ -322,10 +338,7 @@ test_pieces(void)
 	/* A pure ACK in pieces becomes its flow's entry, as a whole one would. */
 	Ntb m = { 0 };
 	Seg b = ack_seg(3000);
-	len = build(f, &b);
-	memcpy(m.buf, f, len);
-	m.tail = len;
-	ncm_ack_track_copied(&m.table, m.buf, m.tail, 0, len);
+	g_assert_cmpint(send_pieces(&m, &b, 60), ==, 0);
 	b.ack = 4000;
 	g_assert_cmpint(send_seg(&m, &b), ==, -1);
 	g_assert_cmpuint(ack_at(&m, 0, FALSE), ==, 4000);
