@@ -21,10 +21,10 @@ keeper=$!
 # Five 3 s runs per TCP test: one run alone swings by 2x between reps in
 # this VM; the median of five, with min-max beside it, much less. Each
 # run also gives the whole system's CPU per MB over its measured seconds.
-# The five runs come from five rounds over all paths, each round starting
-# one path later (DEMO_ROUNDS=1 DEMO_REPS=5: all of a path's runs in a
-# row, as before 2026-12-05): a path's median then spans the whole boot,
-# and no path always runs first or after the same one.
+# The five runs come from five rounds over all paths (DEMO_ROUNDS=1
+# DEMO_REPS=5: all of a path's runs in a row, as before 2026-12-05): a
+# path's median then spans the whole boot, each path runs once in each
+# place, and each follows two different paths (ncm-bench's --rounds).
 # Before each of cdc_ncm's turns the script below gives its new netdev
 # (libncm handed the function back) the address again.
 rounds=${DEMO_ROUNDS:-5}

@@ -21,6 +21,16 @@ bench_tests_known(const char *test)
 	return FALSE;
 }
 
+char *
+bench_tests_list(void)
+{
+	GString *s = g_string_new(NULL);
+
+	for (gsize i = 0; i < G_N_ELEMENTS(known); i++)
+		g_string_append_printf(s, "%s%s", i ? ", " : "", known[i]);
+	return g_string_free(s, FALSE);
+}
+
 gboolean
 bench_tests_match(gchar *const *tests, const char *test)
 {
@@ -45,12 +55,10 @@ bench_tests_parse(const char *list, GError **error)
 		for (gsize i = 0; i < G_N_ELEMENTS(known) && !found; i++)
 			found = g_str_has_prefix(known[i], *p);
 		if (!found) {
+			g_autofree char *tests = bench_tests_list();
+
 			g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-			            "--tests: '%s' is no test and no test's prefix (tests: "
-			            "tcp_down, tcp_up, "
-			            "tcp_bidir, bulk_stalls, burst_*, paced_*, udp_rtt_*, soak, "
-			            "udp_autorate, raw_*)",
-			            *p);
+			            "--tests: '%s' is no test and no test's prefix (tests: %s)", *p, tests);
 			return NULL;
 		}
 		g_ptr_array_add(out, g_strdup(*p));

@@ -18,3 +18,6 @@ gboolean bench_tests_match(gchar *const *tests, const char *test);
 /* Whether @test is in the list --tests is checked against: every test
  * ncm-bench runs must be, or a prefix meant for it would be refused. */
 gboolean bench_tests_known(const char *test);
+
+/* The tests, comma-separated, for --help and errors: the list --tests is checked against. */
+char *bench_tests_list(void);

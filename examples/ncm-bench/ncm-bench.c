@@ -11,6 +11,7 @@
 
 #include "ncm-bench.h"
 #include "ncm-bench-ceiling.h"
+#include "ncm-bench-order.h"
 #include "ncm-bench-proto.h"
 #include "ncm-bench-tests.h"
 
@@ -76,15 +77,16 @@ static const GOptionEntry entries[] = {
 	{"quick", 'q', 0, G_OPTION_ARG_NONE, &opt_quick,
 	 "A short run: 1 repetition, 3 s per throughput run, 5 s soak", NULL},
 	{"tests", 't', 0, G_OPTION_ARG_STRING, &opt_tests,
-	 "Tests or prefixes, separated by commas or spaces (tcp_down,tcp_up,tcp_bidir,bulk_stalls,burst,paced,"
-	 "udp_rtt,soak,udp_autorate, and raw_down,raw_up,raw_bidir on raw paths); default all", "LIST"},
+	 "Tests or prefixes (listed below), separated by commas or spaces; default all", "LIST"},
 	{"reps", 'r', 0, G_OPTION_ARG_INT, &opt_reps,
 	 "Repetitions per throughput test and round (default 3)", "N"},
 	{"rounds", 0, 0, G_OPTION_ARG_INT, &opt_rounds,
-	 "Run all paths N times, each round starting one path later in the list, and pool each "
-	 "throughput test's runs: a path's figures then come from all through the run, not from "
-	 "one stretch of it, and no path always runs first. The other tests run in the first "
-	 "round only. Not with multi paths (default 1)", "N"},
+	 "Run all paths N times and pool each throughput test's runs: a path's figures then come "
+	 "from all through the run, not from one stretch of it. Round 1 runs the paths as given, "
+	 "the next ones in orders where, over as many rounds as paths (twice as many for an odd "
+	 "count), each path runs once in each place and right after each other path equally "
+	 "often. The other tests run in the first round only. Not with multi paths (default 1)",
+	 "N"},
 	{"setup", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_setup,
 	 "Before each opening of path NAME, run CMD with /bin/sh -c and wait for it; the path "
 	 "fails that round if CMD does. For a kernel path over the function a libncm path "
@@ -676,15 +678,14 @@ on_hung(const char *path, const char *what, double limit_s)
 /*
  * Each path is opened just before its tests and closed after them: a
  * libncm path takes the USB function from cdc_ncm, and gives it back on
- * close, so paths over the same function can follow each other. Round @k
- * starts at the k-th path given (the first round in the order given): over
- * as many rounds as paths each path runs once in each place, so neither a
- * drift over the run nor what ran just before favours one path.
+ * close, so paths over the same function can follow each other. The
+ * rounds' order is bench_round_order()'s (round 1 as given).
  */
 static int
 run_round(gint round)
 {
 	guint n = g_strv_length(opt_paths);
+	g_autofree guint *place = g_new(guint, n);
 	g_autoptr(GString) order = g_string_new(NULL);
 	int rc = 0;
 
@@ -693,8 +694,9 @@ run_round(gint round)
 	ncm_mutex_unlock(&run.lock);
 	if (run.opt.rounds > 1)
 		bench_progress("round %d of %d", round + 1, run.opt.rounds);
+	bench_round_order(n, (guint)round, place);
 	for (guint i = 0; i < n; i++) {
-		const char *spec = opt_paths[(i + (guint)round) % n];
+		const char *spec = opt_paths[place[i]];
 		g_autofree char *name = g_strndup(spec, strcspn(spec, "="));
 		BenchTransport *t;
 
@@ -760,15 +762,19 @@ main(int argc, char **argv)
 {
 	g_autoptr(GOptionContext) oc = g_option_context_new("- compare network paths to an ncm-bench --server");
 	g_autoptr(GError) error = NULL;
-
-	g_option_context_add_main_entries(oc, entries, NULL);
-	g_option_context_set_description(oc,
-		"Example: ncm-bench --path cdc_ncm=192.168.77.1%usb0 --path ncm-tun=192.168.77.1,ipv4=192.168.77.4/24 "
+	g_autofree char *tests = bench_tests_list();
+	g_autofree char *description = g_strdup_printf(
+		"Tests (raw_* on raw paths only): %s.\n"
+		"Example: ncm-bench --path cdc_ncm=192.168.77.1%%usb0 --path ncm-tun=192.168.77.1,ipv4=192.168.77.4/24 "
 		"--quick --json out.json\n"
 		"Results go to stdout as a table, progress to stderr.\n"
 		"Exit status: 0 all paths opened, 1 a path failed to open or an output failed, "
 		"2 bad options, 3 a test hung (not done after max(4 x its planned time, 30 s)): "
-		"the table and files then hold the results so far.");
+		"the table and files then hold the results so far.",
+		tests);
+
+	g_option_context_add_main_entries(oc, entries, NULL);
+	g_option_context_set_description(oc, description);
 	if (!g_option_context_parse(oc, &argc, &argv, &error)) {
 		g_printerr("ncm-bench: %s\n", error->message);
 		return 2;

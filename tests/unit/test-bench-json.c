@@ -12,6 +12,7 @@
 #include <json-glib/json-glib.h>
 
 #include "ncm-bench-json.h"
+#include "ncm-bench-order.h"
 
 static JsonNode *
 parse_file(const char *file)
@@ -348,7 +349,7 @@ check_runs(JsonObject *o, guint n_rounds)
 }
 
 /*
- * --rounds 3 over two loopback paths: each round starts one path later,
+ * --rounds 3 over two loopback paths: the rounds run in bench_round_order()'s order,
  * each throughput test pools one run per round into one result, the other
  * tests run once, --setup runs before every opening of its path, and the
  * env names the rounds' order. A failing --setup fails that path's opening
@@ -383,11 +384,16 @@ test_loopback_rounds(void)
 	g_assert_cmpuint(json_array_get_length(order), ==, 3);
 	for (guint r = 0; r < 3; r++) {
 		JsonArray *o = json_array_get_array_element(order, r);
+		const char *names[] = {"a", "b"};
+		guint want[2];
 
+		bench_round_order(2, r, want);
 		g_assert_cmpuint(json_array_get_length(o), ==, 2);
-		g_assert_cmpstr(json_array_get_string_element(o, 0), ==, r % 2 ? "b" : "a");
-		g_assert_cmpstr(json_array_get_string_element(o, 1), ==, r % 2 ? "a" : "b");
+		g_assert_cmpstr(json_array_get_string_element(o, 0), ==, names[want[0]]);
+		g_assert_cmpstr(json_array_get_string_element(o, 1), ==, names[want[1]]);
 	}
+	/* Round 3 runs round 1's order backwards. */
+	g_assert_cmpstr(json_array_get_string_element(json_array_get_array_element(order, 2), 0), ==, "b");
 	a = json_object_get_array_member(json_node_get_object(root), "results");
 	g_assert_cmpuint(json_array_get_length(a), ==, 4);
 	for (const char *p = "a"; p; p = g_str_equal(p, "a") ? "b" : NULL) {

@@ -55,6 +55,25 @@ test_known(void)
 	g_assert_false(bench_tests_known("tcp"));
 }
 
+/* The list --help and the refusal show is the one --tests is checked against: every
+ * entry is known, and a refused name's message lists them all. */
+static void
+test_list(void)
+{
+	g_autofree char *list = bench_tests_list();
+	g_auto(GStrv) names = g_strsplit(list, ", ", -1);
+	g_autoptr(GError) error = NULL;
+	g_auto(GStrv) t = bench_tests_parse("tcp_sideways", &error);
+
+	g_assert_cmpuint(g_strv_length(names), >=, 21);
+	for (gchar **n = names; *n; n++)
+		g_assert_true(bench_tests_known(*n));
+	g_assert_nonnull(strstr(list, "udp_rtt_1400_500hz"));
+	g_assert_null(t);
+	g_assert_nonnull(strstr(error->message, "'tcp_sideways'"));
+	g_assert_nonnull(strstr(error->message, list));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -63,5 +82,6 @@ main(int argc, char **argv)
 	g_test_add_func("/bench-tests/prefixes", test_prefixes);
 	g_test_add_func("/bench-tests/refused", test_refused);
 	g_test_add_func("/bench-tests/known", test_known);
+	g_test_add_func("/bench-tests/list", test_list);
 	return g_test_run();
 }
