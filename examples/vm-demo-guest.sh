@@ -25,6 +25,7 @@ keeper=$!
 # DEMO_REPS=5: all of a path's runs in a row, as before 2026-12-05): a
 # path's median then spans the whole boot, each path runs once in each
 # place, and each follows two different paths (ncm-bench's --rounds).
+# The round trips run in every round as well, their echoes pooled.
 # Before each of cdc_ncm's turns the script below gives its new netdev
 # (libncm handed the function back) the address again.
 rounds=${DEMO_ROUNDS:-5}

@@ -141,10 +141,10 @@ rtt_run(BenchCtx *ctx, RttRun *run, double hz, gint secs, GError **error)
 	return ok;
 }
 
-/* "rtt_series": one array per figure, an element per interval, and the
- * series kept on @r for the plot. */
+/* "rtt_series": one array per figure, an element per interval, into
+ * @json, and the series kept on @r for the plot. */
 static void
-rtt_series_json(BenchResult *r, RttRun *run, double hz)
+rtt_series_json(GString *json, BenchResult *r, RttRun *run, double hz)
 {
 	gint64 width = hz >= RTT_FAST_HZ ? RTT_INTERVAL_FAST_US : RTT_INTERVAL_SLOW_US;
 	GArray *iv = bench_rtt_intervals((const gint64 *)(const void *)run->sent_us->data,
@@ -153,48 +153,138 @@ rtt_series_json(BenchResult *r, RttRun *run, double hz)
 					 run->echoes->len, run->start_us, width);
 	static const char *const keys[] = {"sent", "received", "p50_ms", "p99_ms", "max_ms"};
 
-	g_string_append_printf(r->json, ",\"rtt_series\":{\"interval_ms\":%.0f", (double)width / 1000.0);
+	g_string_append_printf(json, ",\"rtt_series\":{\"interval_ms\":%.0f", (double)width / 1000.0);
 	for (gsize k = 0; k < G_N_ELEMENTS(keys); k++) {
-		g_string_append_printf(r->json, ",\"%s\":[", keys[k]);
+		g_string_append_printf(json, ",\"%s\":[", keys[k]);
 		for (guint i = 0; i < iv->len; i++) {
 			const BenchRttInterval *v = &g_array_index(iv, BenchRttInterval, i);
 			double x = k == 0 ? v->sent : k == 1 ? v->received : v->received == 0 ? NAN
 				   : k == 2 ? v->p50_ms : k == 3 ? v->p99_ms : v->max_ms;
 
 			if (i > 0)
-				g_string_append_c(r->json, ',');
-			bench_json_double(r->json, x);
+				g_string_append_c(json, ',');
+			bench_json_double(json, x);
 		}
-		g_string_append_c(r->json, ']');
+		g_string_append_c(json, ']');
 	}
-	g_string_append_c(r->json, '}');
+	g_string_append_c(json, '}');
 	r->rtt_series = iv;
 	r->rtt_interval_s = (double)width / 1e6;
 }
 
+/*
+ * A round-trip test's runs over every round (--rounds): the echoes pooled,
+ * so that its percentiles come from all through the run like the
+ * throughput tests' medians, not from the first round's few seconds, in
+ * which the first path always ran at the start of the run.
+ */
+typedef struct {
+	GArray *rtt_ms;  /* double, every round's echoes */
+	GArray *round;   /* per run, as the three below */
+	GArray *p50_ms;
+	GArray *p99_ms;
+	GArray *sent;
+	guint64 n_sent, skipped, unique, duplicates, reordered;
+	gsize size;
+	guint mtu;
+	GString *series; /* the first run's "rtt_series" */
+	gboolean failed; /* a round failed: later rounds leave the test alone */
+} RttAcc;
+
 static void
-rtt_json(BenchResult *r, RttRun *run, double hz, gint secs)
+rtt_acc_free(gpointer data)
 {
-	guint64 lost = run->sent > run->seq.unique ? run->sent - run->seq.unique : 0;
+	RttAcc *a = data;
+
+	g_array_unref(a->rtt_ms);
+	g_array_unref(a->round);
+	g_array_unref(a->p50_ms);
+	g_array_unref(a->p99_ms);
+	g_array_unref(a->sent);
+	if (a->series)
+		g_string_free(a->series, TRUE);
+	g_free(a);
+}
+
+static RttAcc *
+rtt_acc(BenchResult *r)
+{
+	RttAcc *a = r->acc;
+
+	if (a)
+		return a;
+	a = g_new0(RttAcc, 1);
+	a->rtt_ms = g_array_new(FALSE, FALSE, sizeof(double));
+	a->round = g_array_new(FALSE, FALSE, sizeof(double));
+	a->p50_ms = g_array_new(FALSE, FALSE, sizeof(double));
+	a->p99_ms = g_array_new(FALSE, FALSE, sizeof(double));
+	a->sent = g_array_new(FALSE, FALSE, sizeof(double));
+	r->acc = a;
+	r->acc_free = rtt_acc_free;
+	return a;
+}
+
+static void
+rtt_acc_add(RttAcc *a, BenchResult *r, RttRun *run, double hz, gint round)
+{
+	g_autofree double *sorted = g_memdup2(run->rtt_ms->data, run->rtt_ms->len * sizeof(double));
+	double v = round;
 	BenchSummary sum;
 
-	bench_summarize((double *)(void *)run->rtt_ms->data, run->rtt_ms->len, &sum);
-	bench_json_num(r->json, "bytes", (double)run->size);
+	bench_summarize(sorted, run->rtt_ms->len, &sum);
+	g_array_append_val(a->round, v);
+	g_array_append_val(a->p50_ms, sum.median);
+	g_array_append_val(a->p99_ms, sum.p99);
+	v = (double)run->sent;
+	g_array_append_val(a->sent, v);
+	g_array_append_vals(a->rtt_ms, run->rtt_ms->data, run->rtt_ms->len);
+	a->n_sent += run->sent;
+	a->skipped += run->skipped;
+	a->unique += run->seq.unique;
+	a->duplicates += run->seq.duplicates;
+	a->reordered += run->seq.reordered;
+	a->size = run->size;
+	a->mtu = MAX(a->mtu, run->mtu);
+	if (!a->series) {
+		a->series = g_string_new(NULL);
+		rtt_series_json(a->series, r, run, hz);
+	}
+}
+
+/* The result's JSON and cell, made anew from all runs so far. */
+static void
+rtt_json(BenchResult *r, RttAcc *a, double hz, gint secs)
+{
+	g_autofree double *sorted = g_memdup2(a->rtt_ms->data, a->rtt_ms->len * sizeof(double));
+	guint64 lost = a->n_sent > a->unique ? a->n_sent - a->unique : 0;
+	double loss_pct = a->n_sent ? 100.0 * (double)lost / (double)a->n_sent : 0;
+	g_autoptr(GString) runs = g_string_new(NULL);
+	BenchSummary sum;
+
+	bench_summarize(sorted, a->rtt_ms->len, &sum);
+	g_string_truncate(r->json, 0);
+	bench_json_num(r->json, "bytes", (double)a->size);
 	bench_json_num(r->json, "rate_hz", hz);
 	bench_json_num(r->json, "secs", secs);
-	bench_json_num(r->json, "sent", (double)run->sent);
-	bench_json_num(r->json, "skipped", (double)run->skipped);
-	bench_json_num(r->json, "received", (double)run->seq.unique);
+	bench_json_num(r->json, "reps", a->round->len);
+	bench_json_num(r->json, "sent", (double)a->n_sent);
+	bench_json_num(r->json, "skipped", (double)a->skipped);
+	bench_json_num(r->json, "received", (double)a->unique);
 	bench_json_num(r->json, "lost", (double)lost);
-	bench_json_num(r->json, "loss_pct", run->sent ? 100.0 * (double)lost / (double)run->sent : 0);
-	bench_json_num(r->json, "duplicates", (double)run->seq.duplicates);
-	bench_json_num(r->json, "reordered", (double)run->seq.reordered);
-	if (run->mtu)
-		bench_json_num(r->json, "mtu", run->mtu);
+	bench_json_num(r->json, "loss_pct", loss_pct);
+	bench_json_num(r->json, "duplicates", (double)a->duplicates);
+	bench_json_num(r->json, "reordered", (double)a->reordered);
+	if (a->mtu)
+		bench_json_num(r->json, "mtu", a->mtu);
 	bench_json_summary(r->json, "rtt_ms", &sum, TRUE);
-	rtt_series_json(r, run, hz);
-	r->cell = g_strdup_printf("%.2f/%.2f/%.2f ms, %.1f%% lost", sum.median, sum.p99, sum.max,
-				  run->sent ? 100.0 * (double)lost / (double)run->sent : 0);
+	bench_json_array(runs, "round", (const double *)(const void *)a->round->data, a->round->len);
+	bench_json_array(runs, "sent", (const double *)(const void *)a->sent->data, a->sent->len);
+	bench_json_array(runs, "p50_ms", (const double *)(const void *)a->p50_ms->data, a->p50_ms->len);
+	bench_json_array(runs, "p99_ms", (const double *)(const void *)a->p99_ms->data, a->p99_ms->len);
+	g_string_append_printf(r->json, ",\"runs\":{%s}", runs->str + 1);
+	g_string_append(r->json, a->series->str);
+	g_free(r->cell);
+	r->cell = g_strdup_printf("%.2f/%.2f/%.2f ms, %.1f%% lost", sum.median, sum.p99, sum.max, loss_pct);
 }
 
 static void
@@ -203,26 +293,38 @@ rtt_test(BenchCtx *ctx, const char *test, gsize size, double hz, gint secs)
 	g_autoptr(GError) error = NULL;
 	RttRun run = {0};
 	BenchResult *r;
+	RttAcc *a;
 
 	if (!bench_test_selected(ctx->opt, test))
 		return;
 	bench_progress("%s: %s", ctx->transport->name, test);
 	r = bench_result_add(ctx, test);
+	a = rtt_acc(r);
+	if (a->failed) {
+		bench_progress("%s: %s failed in an earlier round; not run again", ctx->transport->name, test);
+		return;
+	}
 	run.rtt_ms = g_array_new(FALSE, FALSE, sizeof(double));
 	run.sent_us = g_array_new(FALSE, FALSE, sizeof(gint64));
 	run.echoes = g_array_new(FALSE, FALSE, sizeof(BenchRttSample));
 	run.size = size;
 	bench_seq_init(&run.seq);
 	if (rtt_run(ctx, &run, hz, secs, &error)) {
-		rtt_json(r, &run, hz, secs);
+		bench_results_lock();
+		rtt_acc_add(a, r, &run, hz, ctx->opt->round);
+		rtt_json(r, a, hz, secs);
 		if (g_str_equal(test, "soak")) {
 			bench_json_num(r->json, "longest_silence_ms", (double)run.longest_silence_us / 1000.0);
 			g_autofree char *cell = r->cell;
 			r->cell = g_strdup_printf("%s, silence %.0f ms", cell,
 						  (double)run.longest_silence_us / 1000.0);
 		}
+		bench_results_unlock();
 	} else {
+		bench_results_lock();
+		a->failed = TRUE;
 		bench_result_fail(r, error);
+		bench_results_unlock();
 	}
 	g_array_unref(run.rtt_ms);
 	g_array_unref(run.sent_us);

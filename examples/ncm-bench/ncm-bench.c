@@ -85,7 +85,8 @@ static const GOptionEntry entries[] = {
 	 "from all through the run, not from one stretch of it. Round 1 runs the paths as given, "
 	 "the next ones in orders where, over as many rounds as paths (twice as many for an odd "
 	 "count), each path runs once in each place and right after each other path equally "
-	 "often. The other tests run in the first round only. Not with multi paths (default 1)",
+	 "often. The round trips pool their echoes over the rounds too; the other tests run in "
+	 "the first round only. Not with multi paths (default 1)",
 	 "N"},
 	{"setup", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_setup,
 	 "Before each opening of path NAME, run CMD with /bin/sh -c and wait for it; the path "
@@ -190,11 +191,13 @@ bench_result_fail(BenchResult *r, const GError *error)
 	bench_progress("%s: %s: %s", r->path, r->test, msg);
 }
 
-/* The tests a later round runs again: the ones that pool repetitions. */
+/* The tests a later round runs again: the ones that pool their runs (the
+ * round trips their echoes). */
 static gboolean
 pooled_test(const char *test)
 {
-	return g_str_has_prefix(test, "tcp_") || g_str_has_prefix(test, "raw_");
+	return g_str_has_prefix(test, "tcp_") || g_str_has_prefix(test, "raw_") ||
+	       g_str_has_prefix(test, "udp_rtt_");
 }
 
 gboolean

@@ -348,6 +348,39 @@ check_runs(JsonObject *o, guint n_rounds)
 			==, n_rounds);
 }
 
+/* A round trip's echoes pooled over the rounds: a run per round, its counts
+ * adding up to the result's, the percentiles over all echoes between the
+ * runs' own. */
+static void
+check_rtt_runs(JsonObject *o, guint n_rounds)
+{
+	JsonObject *runs = json_object_get_object_member(o, "runs");
+	JsonArray *round = json_object_get_array_member(runs, "round");
+	JsonArray *sent = json_object_get_array_member(runs, "sent");
+	JsonArray *p50 = json_object_get_array_member(runs, "p50_ms");
+	JsonObject *m = json_object_get_object_member(o, "rtt_ms");
+	double lo = G_MAXDOUBLE, hi = 0;
+	gint64 total = 0;
+
+	g_assert_cmpint(json_object_get_int_member(o, "reps"), ==, n_rounds);
+	g_assert_cmpuint(json_array_get_length(round), ==, n_rounds);
+	g_assert_cmpuint(json_array_get_length(sent), ==, n_rounds);
+	g_assert_cmpuint(json_array_get_length(p50), ==, n_rounds);
+	for (guint i = 0; i < n_rounds; i++) {
+		g_assert_cmpint(json_array_get_int_element(round, i), ==, i);
+		g_assert_cmpint(json_array_get_int_element(sent, i), >, 0);
+		total += json_array_get_int_element(sent, i);
+		lo = MIN(lo, json_array_get_double_element(p50, i));
+		hi = MAX(hi, json_array_get_double_element(p50, i));
+	}
+	g_assert_cmpint(json_object_get_int_member(o, "sent"), ==, total);
+	/* Every round's echoes count: a loopback loses none. */
+	g_assert_cmpint(json_object_get_int_member(o, "received"), ==, total);
+	g_assert_cmpint(json_object_get_int_member(m, "n"), ==, total);
+	g_assert_cmpfloat(json_object_get_double_member(m, "p50"), >=, lo);
+	g_assert_cmpfloat(json_object_get_double_member(m, "p50"), <=, hi);
+}
+
 /*
  * --rounds 3 over two loopback paths: the rounds run in bench_round_order()'s order,
  * each throughput test pools one run per round into one result, the other
@@ -362,7 +395,7 @@ test_loopback_rounds(void)
 	g_autofree char *out = g_build_filename(dir, "out.json", NULL);
 	g_autofree char *log = g_build_filename(dir, "setup.log", NULL);
 	g_autofree char *setup = g_strdup_printf("b=echo opened >>'%s'", log);
-	const char *args[] = {"--path", "a=127.0.0.1", "--path", "b=127.0.0.1", "--rounds", "3",
+	const char *args[] = {"--path", "a=127.0.0.1", "--path", "b=127.0.0.1", "--rounds", "3", "--quick",
 			      "--reps", "1", "--secs", "2", "--tests", "tcp_down,udp_rtt_64_10hz",
 			      "--setup", setup, "--json", out, NULL};
 	const char *bad[] = {"--path", "a=127.0.0.1", "--path", "b=127.0.0.1", "--rounds", "2",
@@ -400,6 +433,7 @@ test_loopback_rounds(void)
 		g_assert_cmpuint(results_of(a, p, "tcp_down"), ==, 1);
 		g_assert_cmpuint(results_of(a, p, "udp_rtt_64_10hz"), ==, 1);
 		check_runs(result_of(a, p, "tcp_down"), 3);
+		check_rtt_runs(result_of(a, p, "udp_rtt_64_10hz"), 3);
 	}
 	g_assert_true(g_file_get_contents(log, &text, NULL, NULL));
 	g_assert_cmpstr(text, ==, "opened\nopened\nopened\n");
