@@ -33,8 +33,15 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
+def runs(r):
+    """The result's runs (ncm-bench keeps them as arrays side by side) as dicts."""
+    cols = r.get("runs", {})
+    n = len(cols.get("mbit_s", []))
+    return [{k: (v[i] if i < len(v) else None) for k, v in cols.items()} for i in range(n)]
+
+
 def per_round(r):
-    return {run["round"]: run for run in r.get("runs", [])}
+    return {run["round"]: run for run in runs(r)}
 
 
 def fmt(x, spec):
@@ -58,13 +65,13 @@ def rate_rows(rate, doc, lo):
         cells = []
         for r in (lwip[test], proxy[test]):
             cells.append("%s / %s / %s" % (
-                fmt(med([x["mbit_s"] for x in r["runs"]]), ".0f"),
-                fmt(med([cpu_ms(x) for x in r["runs"]]), ".1f"),
+                fmt(med([x["mbit_s"] for x in runs(r)]), ".0f"),
+                fmt(med([cpu_ms(x) for x in runs(r)]), ".1f"),
                 fmt((r.get("system_cpu_busy_pct") or {}).get("median"), ".0f")))
         h = hop.get(test)
         hop_cell = "-" if h is None else "%s / %s" % (
-            fmt(med([x["mbit_s"] for x in h["runs"]]), ".0f"),
-            fmt(med([cpu_ms(x) for x in h["runs"]]), ".1f"))
+            fmt(med([x["mbit_s"] for x in runs(h)]), ".0f"),
+            fmt(med([cpu_ms(x) for x in runs(h)]), ".1f"))
         rows.append("| %s | %s | %s | %s | %s | %s | %s | %d |" % (
             "unshaped" if rate == 0 else "%d" % rate, test, cells[0], cells[1],
             fmt(ratio, ".2f"), fmt(extra, "+.1f"), hop_cell, len(rounds)))
