@@ -57,7 +57,8 @@ typedef struct {
 	 * of the last lwIP event, for writability. */
 	gsize snd_room;
 	/* The room a blocked writer waits for, 0 when none waits; and the
-	 * writability sources attached, which are woken at NLW_CONN_WRITE_LOWAT. */
+	 * writability sources attached, which are woken at
+	 * NLW_CONN_WRITE_WAKE_MAX (they are ready from NLW_CONN_WRITE_LOWAT). */
 	gsize tx_want;
 	guint tx_sources;
 
