@@ -53,37 +53,45 @@ def cpu_ms(run):
     return None if c is None else c * 1000
 
 
+def cells(r):
+    return "%s / %s / %s" % (
+        fmt(med([x["mbit_s"] for x in runs(r)]), ".0f"),
+        fmt(med([cpu_ms(x) for x in runs(r)]), ".1f"),
+        fmt((r.get("system_cpu_busy_pct") or {}).get("median"), ".0f"))
+
+
 def rate_rows(rate, doc, lo):
-    lwip, proxy, hop = by_test(doc, "lwip"), by_test(doc, "ncm-proxy"), by_test(lo, "lo")
+    lwip, hop = by_test(doc, "lwip"), by_test(lo, "lo")
+    proxies = sorted({r["path"] for r in (doc or {}).get("results", [])
+                      if r.get("path", "").startswith("ncm-proxy")})
     rows = []
-    for test in sorted(set(lwip) & set(proxy)):
-        a, b = per_round(lwip[test]), per_round(proxy[test])
-        rounds = sorted(set(a) & set(b))
-        ratio = med([b[k]["mbit_s"] / a[k]["mbit_s"] for k in rounds if a[k]["mbit_s"]])
-        extra = med([cpu_ms(b[k]) - cpu_ms(a[k]) for k in rounds
-                     if cpu_ms(a[k]) is not None and cpu_ms(b[k]) is not None])
-        cells = []
-        for r in (lwip[test], proxy[test]):
-            cells.append("%s / %s / %s" % (
-                fmt(med([x["mbit_s"] for x in runs(r)]), ".0f"),
-                fmt(med([cpu_ms(x) for x in runs(r)]), ".1f"),
-                fmt((r.get("system_cpu_busy_pct") or {}).get("median"), ".0f")))
+    for test in sorted(lwip):
+        a = per_round(lwip[test])
         h = hop.get(test)
         hop_cell = "-" if h is None else "%s / %s" % (
             fmt(med([x["mbit_s"] for x in runs(h)]), ".0f"),
             fmt(med([cpu_ms(x) for x in runs(h)]), ".1f"))
-        rows.append("| %s | %s | %s | %s | %s | %s | %s | %d |" % (
-            "unshaped" if rate == 0 else "%d" % rate, test, cells[0], cells[1],
-            fmt(ratio, ".2f"), fmt(extra, "+.1f"), hop_cell, len(rounds)))
+        for name in proxies:
+            p = by_test(doc, name).get(test)
+            if p is None:
+                continue
+            b = per_round(p)
+            rounds = sorted(set(a) & set(b))
+            ratio = med([b[k]["mbit_s"] / a[k]["mbit_s"] for k in rounds if a[k]["mbit_s"]])
+            extra = med([cpu_ms(b[k]) - cpu_ms(a[k]) for k in rounds
+                         if cpu_ms(a[k]) is not None and cpu_ms(b[k]) is not None])
+            rows.append("| %s | %s | %s | %s | %s | %s | %s | %s | %d |" % (
+                "unshaped" if rate == 0 else "%d" % rate, test, cells(lwip[test]), name,
+                cells(p), fmt(ratio, ".2f"), fmt(extra, "+.1f"), hop_cell, len(rounds)))
     return rows
 
 
 def main():
     out = sys.argv[1]
     rates = sorted(int(os.path.basename(p)[5:-5]) for p in glob.glob(os.path.join(out, "link-*.json")))
-    print("| link Mbit/s | test | lwip Mbit/s / CPU ms/MB / busy % | ncm-proxy (same) "
+    print("| link Mbit/s | test | lwip Mbit/s / CPU ms/MB / busy % | proxy path | its Mbit/s / CPU ms/MB / busy % "
           "| proxy x lwip | proxy CPU - lwip (ms/MB) | loopback hop Mbit/s / CPU ms/MB | rounds |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for rate in rates:
         doc = load(os.path.join(out, "link-%d.json" % rate))
         lo = load(os.path.join(out, "lo-%d.json" % rate))
