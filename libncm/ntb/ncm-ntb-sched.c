@@ -49,7 +49,7 @@ refill(NcmNtbSched *s, int64_t now)
 
 	/* Callers read the clock before taking the TX lock, so a later caller
 	 * may bring an earlier time: moving tokens_at back would credit the
-	 * time in between twice, and the pacer let 7-15 % more than its rate
+	 * time in between twice, and the pacer let up to 20 % more than its rate
 	 * through (tests/bench/RESULTS.md, session 19). */
 	if (!s->pace || now <= s->tokens_at)
 		return;
