@@ -57,7 +57,8 @@ typedef struct {
 	 * of the last lwIP event, for writability. */
 	gsize snd_room;
 	/* The room a blocked writer waits for, 0 when none waits; and the
-	 * writability sources attached, which are woken at NLW_CONN_WRITE_LOWAT. */
+	 * writability sources attached, which are woken at
+	 * NLW_CONN_WRITE_WAKE_MAX (they are ready from NLW_CONN_WRITE_LOWAT). */
 	gsize tx_want;
 	guint tx_sources;
 
@@ -74,7 +75,9 @@ typedef struct {
  * rather than for NLW_CONN_WRITE_LOWAT: with the buffer full, every ACK
  * frees a few segments, and waking at 8 segments cost a futex wake, a
  * context switch, a core-lock hand-over and a tcp_output() per 12 KB. A
- * quarter of the buffer still leaves three quarters queued meanwhile.
+ * quarter of the buffer still leaves three quarters queued meanwhile. A
+ * writability source, which cannot know its write's size, is woken here
+ * too (for a main loop the same cost per 12 KB: ncm-proxy's relay).
  */
 #ifndef NLW_CONN_WRITE_WAKE_MAX
 #define NLW_CONN_WRITE_WAKE_MAX (TCP_SND_BUF / 4)

@@ -155,6 +155,36 @@ test_pacing_long_idle(void)
 	g_assert_cmpint(s.tokens, ==, (gint64)(pace / 200) - NTB);
 }
 
+/* Callers read the clock before they take the TX lock: a time older than
+ * the last refill's must not move the bucket's clock back, which credited
+ * the time in between twice and let more than the rate through. */
+static void
+test_pacing_stale_clock(void)
+{
+	const guint64 pace = 1000000;   /* 1 byte per us */
+	const gint64 t = 10 * G_USEC_PER_SEC;
+	NcmNtbSched s;
+	gint64 due;
+
+	ncm_ntb_sched_init(&s, 8, NTB, FLUSH_US, pace, 0);
+	/* A full bucket (two NTBs) goes at t; the third is held, then sent in
+	 * debt at t + 1000. */
+	for (int i = 0; i < 3; i++) {
+		g_assert_cmpint(ncm_ntb_sched_open(&s, t), >=, 0);
+		ncm_ntb_sched_close(&s, NTB, t);
+	}
+	g_assert_cmpint(ncm_ntb_sched_open(&s, t), >=, 0);
+	g_assert_cmpint(ncm_ntb_sched_close(&s, NTB, t), ==, -1);
+	g_assert_cmpint(ncm_ntb_sched_next(&s, t + 1000), >=, 0);
+	due = ncm_ntb_sched_pace_deadline(&s, t + 1000);
+	g_assert_cmpint(due, ==, t + 1000 + (NTB - 1000 + 1) + 1);
+	/* A caller that read the clock at t + 500 changes nothing. */
+	g_assert_cmpint(ncm_ntb_sched_next(&s, t + 500), ==, -1);
+	g_assert_cmpint(ncm_ntb_sched_pace_deadline(&s, t + 1000), ==, due);
+	g_assert_cmpint(ncm_ntb_sched_next(&s, due - 2), ==, -1);
+	g_assert_cmpint(ncm_ntb_sched_next(&s, due), >=, 0);
+}
+
 /* 256 KiB in flight: 16 of f_ncm's 16 KiB NTBs, never fewer than 8, never more than 16. */
 static void
 test_default_slots(void)
@@ -176,6 +206,7 @@ main(int argc, char **argv)
 	g_test_add_func("/ntb-sched/flush-timer", test_flush_timer);
 	g_test_add_func("/ntb-sched/pacing", test_pacing);
 	g_test_add_func("/ntb-sched/pacing-long-idle", test_pacing_long_idle);
+	g_test_add_func("/ntb-sched/pacing-stale-clock", test_pacing_stale_clock);
 	g_test_add_func("/ntb-sched/cancel", test_cancel);
 	g_test_add_func("/ntb-sched/default-slots", test_default_slots);
 	return g_test_run();
