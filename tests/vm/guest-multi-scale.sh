@@ -169,6 +169,46 @@ diag_sample() {
 	ss -tinmH state established 2>&1
 }
 
+# softnet_sampler OUT: /proc/net/softnet_stat (one line per CPU: processed, dropped, time_squeeze, ...,
+# the backlog's length now, the CPU) every 0.1 s to OUT.softnet: which CPU's backlog the gadgets' frames
+# wait in, and how deep it gets (one sample a second would miss the bursts).
+softnet_sampler() {
+	while :; do
+		echo "= $(cut -d' ' -f1 /proc/uptime)"
+		cat /proc/net/softnet_stat
+		sleep 0.1
+	done >"$1.softnet"
+}
+
+# rx_trace OUT K: once K host senders stream, 2 s in, 0.4 s of the net:netif_rx and
+# net:netif_receive_skb events of the gadget netdevs to OUT.trace. netif_rx is the gadget's
+# receive (from dummy_hcd's timer, the CPU whose backlog it joins); netif_receive_skb is the
+# backlog's processing, the peer's IP and TCP: the time between them is each frame's wait in
+# the CPU's input backlog, per gadget (tests/bench/multi-diag-report.py).
+rx_trace() {
+	local t=/sys/kernel/debug/tracing n=0
+	[ -d "$t/events/net" ] || { echo "no tracefs" >"$1.trace"; return 0; }
+	while [ "$(ss -tinH state established 2>/dev/null |
+		grep -o 'bytes_acked:[0-9]*' | awk -F: '$2 > 1000000' | grep -c .)" -lt "$2" ] && [ "$n" -lt 200 ]; do
+		sleep 0.1
+		n=$((n + 1))
+	done
+	sleep 2
+	echo 0 >"$t/tracing_on"
+	echo >"$t/trace"
+	echo 8192 >"$t/buffer_size_kb"
+	for e in netif_rx netif_receive_skb; do
+		echo 'name ~ "gadget*"' >"$t/events/net/$e/filter"
+		echo 1 >"$t/events/net/$e/enable"
+	done
+	echo 1 >"$t/tracing_on"
+	sleep 0.4
+	echo 0 >"$t/tracing_on"
+	for e in netif_rx netif_receive_skb; do echo 0 >"$t/events/net/$e/enable"; done
+	grep -v '^#' "$t/trace" >"$1.trace"
+	echo >"$t/trace"
+}
+
 # diag_end OUT: what changed between OUT.0.* and OUT.1.*, to OUT.diag.
 diag_end() {
 	local f
@@ -218,6 +258,10 @@ scale() {
 		diag_snap "$out" 0
 		(while :; do diag_sample >>"$out.samples"; sleep 1; done) &
 		diag=$!
+		softnet_sampler "$out" &
+		diag="$diag $!"
+		rx_trace "$out" "$2" &
+		diag="$diag $!"
 		pre="LD_PRELOAD=/opt/diag/multi-diag-preload.so MULTI_DIAG_LOG=$out.ncm MULTI_DIAG_RX_TRANSFERS=$diag_rx"
 	fi
 	local perf=
@@ -236,8 +280,8 @@ scale() {
 	[ -z "$perf" ] || perf_split "$out"
 	[ -z "$ss" ] || kill "$ss" 2>/dev/null || true
 	if [ -n "$diag" ]; then
-		kill "$diag" 2>/dev/null || true
-		wait "$diag" 2>/dev/null || true
+		kill $diag 2>/dev/null || true
+		wait $diag 2>/dev/null || true
 		diag_snap "$out" 1
 		diag_end "$out"
 	fi
