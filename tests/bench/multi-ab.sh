@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.."
 base=$(realpath "$1")
 shift
 out=${MULTI_AB_OUT:-$base/multi-ab}
-files=() names=()
+files=() names=() append=()
 for v in "$@"; do
 	n=${v%%=*} b=$(realpath "${v#*=}")
 	files+=(--file "$b/netstack/libncm-lwip.so.0:/opt/ab/$n/libncm-lwip.so.0"
@@ -34,6 +34,8 @@ if [ "${MULTI_AB_DIAG:-}" = 1 ]; then
 		$(pkg-config --cflags gio-2.0) -o "$base/multi-diag-preload.so" tests/bench/multi-diag-preload.c -ldl
 	files+=(--file "$base/multi-diag-preload.so:/opt/diag/multi-diag-preload.so")
 	envs+=(--env VM_SCALE_DIAG=1)
+	# VM_SCALE_DIAG_TRACE's events pair a frame's netif_rx with its netif_receive_skb by skb address.
+	append=(--append no_hash_pointers)
 fi
 if [ -n "${MULTI_AB_PERF:-}" ]; then
 	command -v perf >/dev/null || { echo "multi-ab: MULTI_AB_PERF needs perf (apt-get install linux-perf)" >&2; exit 1; }
@@ -47,12 +49,12 @@ if [ "${VM_SCALE_SS:-}" = 1 ] || [ "${MULTI_AB_DIAG:-}" = 1 ]; then
 		--bin "$(command -v ss)")
 	[ "${MULTI_AB_DIAG:-}" != 1 ] || files+=(--bin "$(command -v tc)")
 fi
-for v in VM_SCALE_ORDER VM_SCALE_BACKLOG VM_SCALE_TCP_MEM VM_SCALE_TUN_VARIANTS VM_SCALE_SS VM_SCALE_DIAG_RX VM_SCALE_LWIP_PER_CTX VM_SCALE_PERF_HZ; do
+for v in VM_SCALE_ORDER VM_SCALE_BACKLOG VM_SCALE_RPS VM_SCALE_TCP_MEM VM_SCALE_TUN_VARIANTS VM_SCALE_SS VM_SCALE_DIAG_RX VM_SCALE_LWIP_PER_CTX VM_SCALE_PERF_HZ VM_SCALE_DIAG_TRACE; do
 	[ -z "${!v+set}" ] || envs+=(--env "$v=${!v}")
 done
 rm -rf "$out"
 tests/vm/run-vm.sh --script tests/vm/guest-multi-scale.sh --profile multi --out "$out" \
-	--timeout "${MULTI_AB_TIMEOUT:-900}" "${envs[@]}" "${files[@]}" \
+	--timeout "${MULTI_AB_TIMEOUT:-900}" "${append[@]}" "${envs[@]}" "${files[@]}" \
 	--bin "$base/examples/ncm-bench/ncm-bench" --bin "$base/examples/ncm-tun/ncm-tun" >"$out.log" 2>&1 || {
 	tail -30 "$out.log"
 	echo "multi-ab: the VM run failed; log: $out.log" >&2

@@ -193,7 +193,8 @@ def rx_trace(path):
     """Per gadget netdev from the 0.4 s trace: on which CPU its frames joined a backlog
     (netif_rx) and how long each waited there (until netif_receive_skb, the peer's TCP)."""
     pend = {}
-    devs = collections.defaultdict(lambda: {'rx_cpu': collections.Counter(), 'wait': []})
+    devs = collections.defaultdict(lambda: {'rx_cpu': collections.Counter(), 'in_cpu': collections.Counter(),
+                                            'wait': []})
     ev = re.compile(r'\[(\d+)\].*?\s(\d+\.\d+): (netif_rx|netif_receive_skb): dev=(\S+) skbaddr=(\S+)')
     for ln in open(path, errors='replace'):
         m = ev.search(ln)
@@ -203,17 +204,19 @@ def rx_trace(path):
         if e == 'netif_rx':
             pend[skb] = (t, dev)
             devs[dev]['rx_cpu'][cpu] += 1
-        elif skb in pend:
-            t0, d0 = pend.pop(skb)
+        else:
+            devs[dev]['in_cpu'][cpu] += 1
+            t0, d0 = pend.pop(skb, (None, None))
             if d0 == dev:
                 devs[dev]['wait'].append(1000 * (t - t0))
     for dev in sorted(devs, key=lambda d: int(re.sub(r'\D', '', d) or 0)):
         d = devs[dev]
         w = sorted(d['wait'])
-        cpus = ' '.join(f'cpu{c} {n}' for c, n in sorted(d['rx_cpu'].items()))
-        if w:
-            print(f'  trace {dev}: frames {len(w)} joined the backlog on {cpus}; waited ms mean'
-                  f' {sum(w) / len(w):.1f} median {pct(w, 0.5):.1f} p90 {pct(w, 0.9):.1f} max {w[-1]:.1f}')
+        rx = ' '.join(f'cpu{c} {n}' for c, n in sorted(d['rx_cpu'].items()))
+        into = ' '.join(f'cpu{c} {n}' for c, n in sorted(d['in_cpu'].items()))
+        waits = (f'; {len(w)} paired waited ms mean {sum(w) / len(w):.1f} median {pct(w, 0.5):.1f}'
+                 f' p90 {pct(w, 0.9):.1f} max {w[-1]:.1f}' if w else '')
+        print(f'  trace {dev}: netif_rx on {rx}, processed on {into}{waits}')
 
 
 def report(run):

@@ -170,17 +170,20 @@ diag_sample() {
 }
 
 # softnet_sampler OUT: /proc/net/softnet_stat (one line per CPU: processed, dropped, time_squeeze, ...,
-# the backlog's length now, the CPU) every 0.1 s to OUT.softnet: which CPU's backlog the gadgets' frames
-# wait in, and how deep it gets (one sample a second would miss the bursts).
+# the backlog's length now, the CPU) every 0.2 s to OUT.softnet: which CPU's backlog the gadgets' frames
+# wait in, and how deep it gets (one sample a second would miss the bursts). Shell builtins but
+# sleep: a fork costs milliseconds under TCG.
 softnet_sampler() {
+	local up l
 	while :; do
-		echo "= $(cut -d' ' -f1 /proc/uptime)"
-		cat /proc/net/softnet_stat
-		sleep 0.1
+		read -r up l </proc/uptime
+		echo "= $up"
+		while read -r l; do echo "$l"; done </proc/net/softnet_stat
+		sleep 0.2
 	done >"$1.softnet"
 }
 
-# rx_trace OUT K: once K host senders stream, 2 s in, 0.4 s of the net:netif_rx and
+# rx_trace OUT K (VM_SCALE_DIAG_TRACE=1): once K host senders stream, 2 s in, 0.4 s of the net:netif_rx and
 # net:netif_receive_skb events of the gadget netdevs to OUT.trace. netif_rx is the gadget's
 # receive (from dummy_hcd's timer, the CPU whose backlog it joins); netif_receive_skb is the
 # backlog's processing, the peer's IP and TCP: the time between them is each frame's wait in
@@ -189,8 +192,8 @@ rx_trace() {
 	local t=/sys/kernel/debug/tracing n=0
 	[ -d "$t/events/net" ] || { echo "no tracefs" >"$1.trace"; return 0; }
 	while [ "$(ss -tinH state established 2>/dev/null |
-		grep -o 'bytes_acked:[0-9]*' | awk -F: '$2 > 1000000' | grep -c .)" -lt "$2" ] && [ "$n" -lt 200 ]; do
-		sleep 0.1
+		grep -o 'bytes_acked:[0-9]*' | awk -F: '$2 > 1000000' | grep -c .)" -lt "$2" ] && [ "$n" -lt 70 ]; do
+		sleep 0.3
 		n=$((n + 1))
 	done
 	sleep 2
@@ -260,8 +263,10 @@ scale() {
 		diag=$!
 		softnet_sampler "$out" &
 		diag="$diag $!"
-		rx_trace "$out" "$2" &
-		diag="$diag $!"
+		if [ "${VM_SCALE_DIAG_TRACE:-}" = 1 ]; then
+			rx_trace "$out" "$2" &
+			diag="$diag $!"
+		fi
 		pre="LD_PRELOAD=/opt/diag/multi-diag-preload.so MULTI_DIAG_LOG=$out.ncm MULTI_DIAG_RX_TRANSFERS=$diag_rx"
 	fi
 	local perf=
@@ -309,7 +314,7 @@ scale() {
 			"system CPU $(fig "$out.json" "$t" system_cpu_s_per_mb %.4f) s/MB ($(fig "$out.json" "$t" system_cpu_busy_pct %.0f) % busy)," \
 			"event thread $(fig "$out.json" "$t" event_thread_cpu_pct %.0f) % of a CPU," \
 			"threads waiting for lwIP's core lock $(fig "$out.json" "$t" lwip_core_lock_waiting %.2f)," \
-			"backlog drops $drops (netdev_max_backlog $(cat /proc/sys/net/core/netdev_max_backlog))," \
+			"backlog drops $drops (netdev_max_backlog $(cat /proc/sys/net/core/netdev_max_backlog), RPS $rps)," \
 			"TCP memory at start $mem0 pages (tcp_mem $(tr '\t' ' ' </proc/sys/net/ipv4/tcp_mem))," \
 			"per device $(result "$out.json" "$t" | sed -n 's/.*"device_mbit_s":\[\([^]]*\)\].*/\1/p')"
 	done
@@ -352,6 +357,29 @@ backlog_drops() {
 backlog_set() {
 	round_pick "$1" ${VM_SCALE_BACKLOG:-10000} >/proc/sys/net/core/netdev_max_backlog
 }
+
+# rps_set R: VM_SCALE_RPS's value for round R (cycled) as the gadget netdevs' rps_cpus in
+# namespace peer: off (0, the frames join the backlog of the CPU that ran dummy_hcd's timer),
+# hash (every CPU, by flow hash), split (gadget I's frames to CPU I mod CPUs), one (all to CPU 0).
+rps_set() {
+	local m i=0 n
+	m=$(round_pick "$1" ${VM_SCALE_RPS:-off})
+	n=$(nproc)
+	while [ "$i" -lt "$max" ]; do
+		case $m in
+		off) v=0 ;;
+		hash) v=$(printf '%x' $(((1 << n) - 1))) ;;
+		split) v=$(printf '%x' $((1 << (i % n)))) ;;
+		one) v=1 ;;
+		*) fail "VM_SCALE_RPS: unknown value $m" ;;
+		esac
+		peer_run sh -c "echo $v >/sys/class/net/$(multi_ifname "$i")/queues/rx-0/rps_cpus" ||
+			fail "cannot set rps_cpus of $(multi_ifname "$i")"
+		i=$((i + 1))
+	done
+	rps=$m
+}
+rps=off
 
 # reversed: this round lists the gadgets last first (VM_SCALE_ORDER=reverse,
 # or alternate: every second round, so both orders meet in one boot).
@@ -413,6 +441,7 @@ for p in $paths; do
 		while [ "$r" -le "$rounds" ]; do
 			rtag=$(round_tag "$r") round=$r
 			backlog_set "$r"
+			rps_set "$r"
 			tcp_mem_set "$r"
 			for k in $counts; do
 				multi_kernel_up "$k"
@@ -431,6 +460,7 @@ for p in $paths; do
 		while [ "$r" -le "$rounds" ]; do
 			rtag=$(round_tag "$r") round=$r
 			backlog_set "$r"
+			rps_set "$r"
 			tcp_mem_set "$r"
 			for k in $counts; do
 				vs=$variants
