@@ -4,10 +4,11 @@
 # tests/vm/guest-multi-scale.sh in profile multi, BASE_BUILD's ncm-bench; each NAME=BUILD's
 # libncm, libncm-lwip and ncm-tun run in turn at each count (VM_SCALE_VARIANTS), so boot-to-boot
 # noise (about ±25 %) does not enter the comparison. VM_SCALE_PATHS, _COUNTS, _TESTS, _SECS,
-# _ROUNDS, _ORDER and _TUN_VARIANTS pass through (defaults here: lwip, "1 8", tcp_up, 5 s, 2 rounds). The results are the
+# _ROUNDS, _ORDER, _RPS, _BACKLOG, _TCP_MEM and _TUN_VARIANTS pass through (defaults here: lwip, "1 8", tcp_up, 5 s, 2 rounds). The results are the
 # "scale:" lines of OUT/guest.log (MULTI_AB_OUT, default BASE_BUILD/multi-ab). Take the VM lock around it.
 # MULTI_AB_DIAG=1 also builds tests/bench/multi-diag-preload.c and collects VM_SCALE_DIAG's evidence per run
-# (guest-multi-scale.sh); tests/bench/multi-diag-report.py OUT sums it up. No NAME=BUILD is needed: BASE alone runs.
+# (guest-multi-scale.sh; VM_SCALE_DIAG_TRACE=1 adds the gadgets' receive trace, and the guest boots with
+# no_hash_pointers so its events pair by skb address); tests/bench/multi-diag-report.py OUT sums it up. No NAME=BUILD is needed: BASE alone runs.
 # MULTI_AB_PERF=R profiles each run of round R (VM_SCALE_PERF, the host's perf; VM_SCALE_PERF_HZ passes through);
 # tests/bench/multi-perf-report.py OUT compares the runs' CPU per MB by stage and symbol. Frame pointers help:
 # build with -Dc_args=-fno-omit-frame-pointer.

@@ -5,7 +5,9 @@
 ncm-bench's measured interval (or ncm-tun's SIGUSR1 reads); the peer's TCP sender per
 device from its last ss -tin sample (cwnd, retransmits, RTO, limited times); the host's
 receiver (ncm-tun); per-thread CPU and /proc/stat over the samples; and the TCP counters
-(nstat names) that changed in either namespace."""
+(nstat names) that changed in either namespace; per CPU its input backlog (softnet_stat every
+0.2 s), and per gadget netdev from the receive trace the CPU its frames joined a backlog on
+and their wait there."""
 import collections
 import glob
 import json

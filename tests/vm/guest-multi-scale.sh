@@ -27,7 +27,10 @@
 # VM_SCALE_DIAG=1 (multi-ab.sh MULTI_AB_DIAG=1, which brings ss and inet_diag) adds to each run, in scale-*.diag: both namespaces'
 # /proc/net/netstat and snmp counters (nstat's names, what changed), the gadget netdevs' /proc/net/dev and tc -s qdisc, /proc/stat,
 # a sample each second of ss -tin in both namespaces and of every ncm-bench and ncm-tun thread's CPU ticks, and
-# LD_PRELOAD=/opt/diag/multi-diag-preload.so: every NcmStats / NcmLwipStats the programs read (scale-*.ncm.PID).
+# LD_PRELOAD=/opt/diag/multi-diag-preload.so: every NcmStats / NcmLwipStats the programs read (scale-*.ncm.PID);
+# /proc/net/softnet_stat every 0.2 s (scale-*.softnet: each CPU's input backlog, how long); with VM_SCALE_DIAG_TRACE=1
+# also 0.4 s of the gadget netdevs' netif_rx and netif_receive_skb events (scale-*.trace: on which CPU each gadget's
+# frames join a backlog and how long each waits there).
 # VM_SCALE_DIAG_RX ("16 4") runs each point once per value, with NcmDeviceOptions.rx_transfers set to it by that
 # preload (scale-PATH-rxN-K...).
 # VM_SCALE_LWIP_PER_CTX ("8 2") runs each lwip point once per value K, with NCM_BENCH_LWIP_PER_CONTEXT=K: a new
