@@ -372,7 +372,7 @@ backlog_set() {
 # hash (every CPU, by flow hash), split (gadget I's frames to CPU I mod CPUs), one (all to CPU 0;
 # the default: see VM_SCALE_RPS in the header).
 rps_set() {
-	local m i=0 n
+	local m i=0 n v
 	m=$(round_pick "$1" ${VM_SCALE_RPS:-one})
 	n=$(nproc)
 	while [ "$i" -lt "$max" ]; do
