@@ -14,12 +14,14 @@
 # default: at 8 devices the gadgets' receive path overflows a CPU's input backlog of Linux's 1000 (the scale: line
 # counts those drops, softnet_stat), and whose frames are dropped then decides fairness on every path, cdc_ncm's too.
 # Real gadgets are separate machines with a backlog each, so the default measures the host side, not that.
-# VM_SCALE_RPS ("off one") sets the gadget netdevs' RPS per round, cycling through the list (rps_set): one by default,
-# every gadget's received frames processed from CPU 0's input backlog. Without it (off) a gadget's frames join the
-# backlog of whichever CPU runs its dummy_hcd's transfer timer, which stays where it was first armed; at 8 devices one
-# CPU's backlog may hold thousands of frames (50-100 ms) while the other's is empty, and the gadgets on the empty one
-# see that much less RTT and take 1.5-2x the others' share (session 19, tests/bench/RESULTS.md). Real gadgets are
-# separate machines whose receive paths add the same delay to every host stream; one queue for all restores that.
+# VM_SCALE_RPS ("off one") sets the gadget netdevs' RPS per round, cycling through the list (rps_set); off by default:
+# a gadget's frames join the backlog of whichever CPU runs its dummy_hcd's transfer timer, which stays where it was
+# first armed; at 8 devices one CPU's backlog may hold thousands of frames (50-100 ms) while the other's is empty, and
+# the gadgets on the empty one see that much less RTT and take 1.5-2x the others' upload share. one (every gadget's
+# frames in CPU 0's backlog) gives every stream the same wait, as separate machines' alike receive paths would: use
+# it to measure upload fairness (VM_SCALE_TESTS=tcp_up). It is not the default because the peer's ACK processing,
+# and with it its senders, then run on one CPU: ncm-tun's download at 8 devices fell to 0.72-0.73x its 1-device
+# rate in 2 of 3 rounds against 0.99-1.12x with off (session 19, tests/bench/RESULTS.md).
 # VM_SCALE_TCP_MEM ("x1 x8") sets net.ipv4.tcp_mem per round to the boot's values times N, cycling through the list;
 # x8 by default. The guest has 1 GiB, so its tcp_mem soft limit is ~40 MiB (10302 pages), shared by the host's senders
 # and the peer's receivers; 8 streams' 4-6 MiB buffers alone come near it. Past it no sender's buffer grows
@@ -369,11 +371,11 @@ backlog_set() {
 
 # rps_set R: VM_SCALE_RPS's value for round R (cycled) as the gadget netdevs' rps_cpus in
 # namespace peer: off (0, the frames join the backlog of the CPU that ran dummy_hcd's timer),
-# hash (every CPU, by flow hash), split (gadget I's frames to CPU I mod CPUs), one (all to CPU 0;
-# the default: see VM_SCALE_RPS in the header).
+# hash (every CPU, by flow hash), split (gadget I's frames to CPU I mod CPUs), one (all to CPU 0:
+# see VM_SCALE_RPS in the header).
 rps_set() {
 	local m i=0 n v
-	m=$(round_pick "$1" ${VM_SCALE_RPS:-one})
+	m=$(round_pick "$1" ${VM_SCALE_RPS:-off})
 	n=$(nproc)
 	while [ "$i" -lt "$max" ]; do
 		case $m in
