@@ -5,7 +5,9 @@
 ncm-bench's measured interval (or ncm-tun's SIGUSR1 reads); the peer's TCP sender per
 device from its last ss -tin sample (cwnd, retransmits, RTO, limited times); the host's
 receiver (ncm-tun); per-thread CPU and /proc/stat over the samples; and the TCP counters
-(nstat names) that changed in either namespace."""
+(nstat names) that changed in either namespace; per CPU its input backlog (softnet_stat every
+0.2 s), and per gadget netdev from the receive trace the CPU its frames joined a backlog on
+and their wait there."""
 import collections
 import glob
 import json
@@ -160,6 +162,65 @@ def switch_rates(live, res):
             print(f'    switches {comm} (x{cnt}): voluntary {v:.0f}/s {per(v)}, involuntary {n:.0f}/s {per(n)}')
 
 
+def softnet(path):
+    """Per CPU over the 0.1 s samples: frames processed per second, drops and time squeezes
+    (the softirq's budget ran out), and the input backlog's length: mean and max."""
+    snaps = []
+    for ln in open(path, errors='replace'):
+        if ln.startswith('= '):
+            snaps.append((float(ln.split()[1]), {}))
+        elif snaps:
+            f = ln.split()
+            if len(f) >= 13:
+                snaps[-1][1][int(f[12], 16)] = [int(x, 16) for x in f]
+    snaps = [s for s in snaps if s[1]]
+    if len(snaps) < 2:
+        return
+    (t0, a), (t1, b) = snaps[0], snaps[-1]
+    for cpu in sorted(b):
+        if cpu not in a:
+            continue
+        qlen = [s[1][cpu][11] for s in snaps if cpu in s[1]]
+        busy = [q for q in qlen if q]
+        print(f'  cpu {cpu} softnet over {t1 - t0:.1f} s: processed {(b[cpu][0] - a[cpu][0]) / (t1 - t0):.0f}/s,'
+              f' dropped {b[cpu][1] - a[cpu][1]}, time_squeeze {b[cpu][2] - a[cpu][2]}, backlog length mean'
+              f' {sum(qlen) / len(qlen):.0f} max {max(qlen)} (non-empty in {len(busy)} of {len(qlen)} samples)')
+
+
+def pct(v, q):
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
+def rx_trace(path):
+    """Per gadget netdev from the 0.4 s trace: on which CPU its frames joined a backlog
+    (netif_rx) and how long each waited there (until netif_receive_skb, the peer's TCP)."""
+    pend = {}
+    devs = collections.defaultdict(lambda: {'rx_cpu': collections.Counter(), 'in_cpu': collections.Counter(),
+                                            'wait': []})
+    ev = re.compile(r'\[(\d+)\].*?\s(\d+\.\d+): (netif_rx|netif_receive_skb): dev=(\S+) skbaddr=(\S+)')
+    for ln in open(path, errors='replace'):
+        m = ev.search(ln)
+        if not m:
+            continue
+        cpu, t, e, dev, skb = int(m.group(1)), float(m.group(2)), m.group(3), m.group(4), m.group(5)
+        if e == 'netif_rx':
+            pend[skb] = (t, dev)
+            devs[dev]['rx_cpu'][cpu] += 1
+        else:
+            devs[dev]['in_cpu'][cpu] += 1
+            t0, d0 = pend.pop(skb, (None, None))
+            if d0 == dev:
+                devs[dev]['wait'].append(1000 * (t - t0))
+    for dev in sorted(devs, key=lambda d: int(re.sub(r'\D', '', d) or 0)):
+        d = devs[dev]
+        w = sorted(d['wait'])
+        rx = ' '.join(f'cpu{c} {n}' for c, n in sorted(d['rx_cpu'].items()))
+        into = ' '.join(f'cpu{c} {n}' for c, n in sorted(d['in_cpu'].items()))
+        waits = (f'; {len(w)} paired waited ms mean {sum(w) / len(w):.1f} median {pct(w, 0.5):.1f}'
+                 f' p90 {pct(w, 0.9):.1f} max {w[-1]:.1f}' if w else '')
+        print(f'  trace {dev}: netif_rx on {rx}, processed on {into}{waits}')
+
+
 def report(run):
     name = os.path.basename(run)
     print(f'== {name}')
@@ -225,6 +286,10 @@ def report(run):
                     print(f'    cwnd {" ".join(p[2].get("cwnd", "-") for p in pts)}'
                           f' | rtt {" ".join(p[2].get("rtt", "-").split("/")[0] for p in pts)}'
                           f' | retrans {" ".join(p[2].get("retrans", "-").split("/")[-1] for p in pts)}')
+    if os.path.exists(run + '.softnet'):
+        softnet(run + '.softnet')
+    if os.path.exists(run + '.trace'):
+        rx_trace(run + '.trace')
     if os.path.exists(run + '.diag'):
         for ln in open(run + '.diag'):
             f = ln.split()
@@ -264,7 +329,7 @@ def report(run):
 
 def main():
     out = sys.argv[1]
-    runs = sorted({re.sub(r'\.(json|txt|log|samples|diag|ncm\.\d+)$', '', p)
+    runs = sorted({re.sub(r'\.(json|txt|log|samples|diag|softnet|trace|ncm\.\d+)$', '', p)
                    for p in glob.glob(os.path.join(out, 'scale-*'))
                    if re.search(r'\.(json|samples)$', p)})
     for run in runs:

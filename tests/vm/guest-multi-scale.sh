@@ -14,6 +14,14 @@
 # default: at 8 devices the gadgets' receive path overflows a CPU's input backlog of Linux's 1000 (the scale: line
 # counts those drops, softnet_stat), and whose frames are dropped then decides fairness on every path, cdc_ncm's too.
 # Real gadgets are separate machines with a backlog each, so the default measures the host side, not that.
+# VM_SCALE_RPS ("off one") sets the gadget netdevs' RPS per round, cycling through the list (rps_set); off by default:
+# a gadget's frames join the backlog of whichever CPU runs its dummy_hcd's transfer timer, which stays where it was
+# first armed; at 8 devices one CPU's backlog may hold thousands of frames (50-100 ms) while the other's is empty, and
+# the gadgets on the empty one see that much less RTT and take 1.5-2x the others' upload share. one (every gadget's
+# frames in CPU 0's backlog) gives every stream the same wait, as separate machines' alike receive paths would: use
+# it to measure upload fairness (VM_SCALE_TESTS=tcp_up). It is not the default because the peer's ACK processing,
+# and with it its senders, then run on one CPU: ncm-tun's download at 8 devices fell to 0.72-0.73x its 1-device
+# rate in 2 of 3 rounds against 0.99-1.12x with off (session 19, tests/bench/RESULTS.md).
 # VM_SCALE_TCP_MEM ("x1 x8") sets net.ipv4.tcp_mem per round to the boot's values times N, cycling through the list;
 # x8 by default. The guest has 1 GiB, so its tcp_mem soft limit is ~40 MiB (10302 pages), shared by the host's senders
 # and the peer's receivers; 8 streams' 4-6 MiB buffers alone come near it. Past it no sender's buffer grows
@@ -27,7 +35,10 @@
 # VM_SCALE_DIAG=1 (multi-ab.sh MULTI_AB_DIAG=1, which brings ss and inet_diag) adds to each run, in scale-*.diag: both namespaces'
 # /proc/net/netstat and snmp counters (nstat's names, what changed), the gadget netdevs' /proc/net/dev and tc -s qdisc, /proc/stat,
 # a sample each second of ss -tin in both namespaces and of every ncm-bench and ncm-tun thread's CPU ticks, and
-# LD_PRELOAD=/opt/diag/multi-diag-preload.so: every NcmStats / NcmLwipStats the programs read (scale-*.ncm.PID).
+# LD_PRELOAD=/opt/diag/multi-diag-preload.so: every NcmStats / NcmLwipStats the programs read (scale-*.ncm.PID);
+# /proc/net/softnet_stat every 0.2 s (scale-*.softnet: each CPU's input backlog, how long); with VM_SCALE_DIAG_TRACE=1
+# also 0.4 s of the gadget netdevs' netif_rx and netif_receive_skb events (scale-*.trace: on which CPU each gadget's
+# frames join a backlog and how long each waits there).
 # VM_SCALE_DIAG_RX ("16 4") runs each point once per value, with NcmDeviceOptions.rx_transfers set to it by that
 # preload (scale-PATH-rxN-K...).
 # VM_SCALE_LWIP_PER_CTX ("8 2") runs each lwip point once per value K, with NCM_BENCH_LWIP_PER_CONTEXT=K: a new
@@ -169,6 +180,49 @@ diag_sample() {
 	ss -tinmH state established 2>&1
 }
 
+# softnet_sampler OUT: /proc/net/softnet_stat (one line per CPU: processed, dropped, time_squeeze, ...,
+# the backlog's length now, the CPU) every 0.2 s to OUT.softnet: which CPU's backlog the gadgets' frames
+# wait in, and how deep it gets (one sample a second would miss the bursts). Shell builtins but
+# sleep: a fork costs milliseconds under TCG.
+softnet_sampler() {
+	local up l
+	while :; do
+		read -r up l </proc/uptime
+		echo "= $up"
+		while read -r l; do echo "$l"; done </proc/net/softnet_stat
+		sleep 0.2
+	done >"$1.softnet"
+}
+
+# rx_trace OUT K (VM_SCALE_DIAG_TRACE=1): once K host senders stream, 2 s in, 0.4 s of the net:netif_rx and
+# net:netif_receive_skb events of the gadget netdevs to OUT.trace. netif_rx is the gadget's
+# receive (from dummy_hcd's timer, the CPU whose backlog it joins); netif_receive_skb is the
+# backlog's processing, the peer's IP and TCP: the time between them is each frame's wait in
+# the CPU's input backlog, per gadget (tests/bench/multi-diag-report.py).
+rx_trace() {
+	local t=/sys/kernel/debug/tracing n=0
+	[ -d "$t/events/net" ] || { echo "no tracefs" >"$1.trace"; return 0; }
+	while [ "$(ss -tinH state established 2>/dev/null |
+		grep -o 'bytes_acked:[0-9]*' | awk -F: '$2 > 1000000' | grep -c .)" -lt "$2" ] && [ "$n" -lt 70 ]; do
+		sleep 0.3
+		n=$((n + 1))
+	done
+	sleep 2
+	echo 0 >"$t/tracing_on"
+	echo >"$t/trace"
+	echo 8192 >"$t/buffer_size_kb"
+	for e in netif_rx netif_receive_skb; do
+		echo 'name ~ "gadget*"' >"$t/events/net/$e/filter"
+		echo 1 >"$t/events/net/$e/enable"
+	done
+	echo 1 >"$t/tracing_on"
+	sleep 0.4
+	echo 0 >"$t/tracing_on"
+	for e in netif_rx netif_receive_skb; do echo 0 >"$t/events/net/$e/enable"; done
+	grep -v '^#' "$t/trace" >"$1.trace"
+	echo >"$t/trace"
+}
+
 # diag_end OUT: what changed between OUT.0.* and OUT.1.*, to OUT.diag.
 diag_end() {
 	local f
@@ -218,6 +272,12 @@ scale() {
 		diag_snap "$out" 0
 		(while :; do diag_sample >>"$out.samples"; sleep 1; done) &
 		diag=$!
+		softnet_sampler "$out" &
+		diag="$diag $!"
+		if [ "${VM_SCALE_DIAG_TRACE:-}" = 1 ]; then
+			rx_trace "$out" "$2" &
+			diag="$diag $!"
+		fi
 		pre="LD_PRELOAD=/opt/diag/multi-diag-preload.so MULTI_DIAG_LOG=$out.ncm MULTI_DIAG_RX_TRANSFERS=$diag_rx"
 	fi
 	local perf=
@@ -236,8 +296,8 @@ scale() {
 	[ -z "$perf" ] || perf_split "$out"
 	[ -z "$ss" ] || kill "$ss" 2>/dev/null || true
 	if [ -n "$diag" ]; then
-		kill "$diag" 2>/dev/null || true
-		wait "$diag" 2>/dev/null || true
+		kill $diag 2>/dev/null || true
+		wait $diag 2>/dev/null || true
 		diag_snap "$out" 1
 		diag_end "$out"
 	fi
@@ -265,7 +325,7 @@ scale() {
 			"system CPU $(fig "$out.json" "$t" system_cpu_s_per_mb %.4f) s/MB ($(fig "$out.json" "$t" system_cpu_busy_pct %.0f) % busy)," \
 			"event thread $(fig "$out.json" "$t" event_thread_cpu_pct %.0f) % of a CPU," \
 			"threads waiting for lwIP's core lock $(fig "$out.json" "$t" lwip_core_lock_waiting %.2f)," \
-			"backlog drops $drops (netdev_max_backlog $(cat /proc/sys/net/core/netdev_max_backlog))," \
+			"backlog drops $drops (netdev_max_backlog $(cat /proc/sys/net/core/netdev_max_backlog), RPS $rps)," \
 			"TCP memory at start $mem0 pages (tcp_mem $(tr '\t' ' ' </proc/sys/net/ipv4/tcp_mem))," \
 			"per device $(result "$out.json" "$t" | sed -n 's/.*"device_mbit_s":\[\([^]]*\)\].*/\1/p')"
 	done
@@ -308,6 +368,30 @@ backlog_drops() {
 backlog_set() {
 	round_pick "$1" ${VM_SCALE_BACKLOG:-10000} >/proc/sys/net/core/netdev_max_backlog
 }
+
+# rps_set R: VM_SCALE_RPS's value for round R (cycled) as the gadget netdevs' rps_cpus in
+# namespace peer: off (0, the frames join the backlog of the CPU that ran dummy_hcd's timer),
+# hash (every CPU, by flow hash), split (gadget I's frames to CPU I mod CPUs), one (all to CPU 0:
+# see VM_SCALE_RPS in the header).
+rps_set() {
+	local m i=0 n v
+	m=$(round_pick "$1" ${VM_SCALE_RPS:-off})
+	n=$(nproc)
+	while [ "$i" -lt "$max" ]; do
+		case $m in
+		off) v=0 ;;
+		hash) v=$(printf '%x' $(((1 << n) - 1))) ;;
+		split) v=$(printf '%x' $((1 << (i % n)))) ;;
+		one) v=1 ;;
+		*) fail "VM_SCALE_RPS: unknown value $m" ;;
+		esac
+		peer_run sh -c "echo $v >/sys/class/net/$(multi_ifname "$i")/queues/rx-0/rps_cpus" ||
+			fail "cannot set rps_cpus of $(multi_ifname "$i")"
+		i=$((i + 1))
+	done
+	rps=$m
+}
+rps=off
 
 # reversed: this round lists the gadgets last first (VM_SCALE_ORDER=reverse,
 # or alternate: every second round, so both orders meet in one boot).
@@ -369,6 +453,7 @@ for p in $paths; do
 		while [ "$r" -le "$rounds" ]; do
 			rtag=$(round_tag "$r") round=$r
 			backlog_set "$r"
+			rps_set "$r"
 			tcp_mem_set "$r"
 			for k in $counts; do
 				multi_kernel_up "$k"
@@ -387,6 +472,7 @@ for p in $paths; do
 		while [ "$r" -le "$rounds" ]; do
 			rtag=$(round_tag "$r") round=$r
 			backlog_set "$r"
+			rps_set "$r"
 			tcp_mem_set "$r"
 			for k in $counts; do
 				vs=$variants
