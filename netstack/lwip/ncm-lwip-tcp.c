@@ -256,20 +256,19 @@ conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 }
 
 /* c->lock held: the free send buffer worth a wake-up. A blocked writer
- * knows how much it wants; a source cannot know how much its callback
- * will write, so it is woken as a blocked writer of a large write is, at
+ * knows how much it wants (never over NLW_CONN_WRITE_WAKE_MAX, so it wins
+ * over a source); a source cannot know how much its callback will write,
+ * so it is woken as a blocked writer of a large write is, at
  * NLW_CONN_WRITE_WAKE_MAX: at 8 segments ncm-proxy's relay woke its main
  * loop per ~12 KB the peer acknowledged (tests/bench/RESULTS.md, session
  * 19). It only waits when the buffer was nearly full, so that is no delay
- * for a writer of small messages. With both, the smaller want. */
+ * for a writer of small messages. */
 static gsize
 tx_wake_at_locked(NlwConn *c)
 {
-	gsize at = c->tx_sources > 0 ? NLW_CONN_WRITE_WAKE_MAX : 0;
-
-	if (c->tx_want > 0 && (at == 0 || c->tx_want < at))
-		at = c->tx_want;
-	return at > 0 ? at : NLW_CONN_WRITE_LOWAT;
+	if (c->tx_want > 0)
+		return c->tx_want;
+	return c->tx_sources > 0 ? NLW_CONN_WRITE_WAKE_MAX : NLW_CONN_WRITE_LOWAT;
 }
 
 static err_t
