@@ -6,7 +6,10 @@
 # queue), its cwnd collapses (losses) or its sender cuts smaller TSO packets (the bytes
 # per packet the interface carried). PROBE_TESTS (comma-separated, default tcp_bidir),
 # PROBE_REPS rounds (the paths' order swaps each round), PROBE_SECS per run. Output per
-# run: $VM_OUT/probe-PATH-TEST-ROUND.{txt,json,before,after}. Run by tests/bench/tcp-probe.sh.
+# run: $VM_OUT/probe-PATH-TEST-ROUND.{txt,json,before,after}. PROBE_TSO_SEGS=N adds a
+# path ncm-tun-tsoN: ncm-tun with the host's net.ipv4.tcp_min_tso_segs at N for its runs
+# (TCP sizes its TSO packets to ~1 ms of its pacing rate, at least that many segments;
+# ncm-tun pays per packet it reads). Run by tests/bench/tcp-probe.sh.
 set -eu
 . "$VM_LIB"
 
@@ -65,17 +68,27 @@ run() { # NAME TEST ROUND SPEC DEV
 	counters "$out.after"
 }
 
+TUN_SPEC="ncm-tun=$(peer_ip4),ipv4=192.168.77.4/24,dev=serial=$VM_SERIAL,name=$TUN"
+MIN_TSO=$(cat /proc/sys/net/ipv4/tcp_min_tso_segs)
+paths="cdc_ncm ncm-tun${PROBE_TSO_SEGS:+ ncm-tun-tso$PROBE_TSO_SEGS}"
 round=1
 while [ "$round" -le "$REPS" ]; do
-	paths="cdc_ncm ncm-tun"
-	[ $((round % 2)) = 1 ] || paths="ncm-tun cdc_ncm"
+	# odd rounds rotate the list one further than the pair before; even ones run it backwards
+	order=$(echo $paths | awk -v r="$round" '{
+		t = int((r - 1) / 2)
+		for (i = 0; i < NF; i++)
+			printf "%s ", $(((r % 2 ? i : NF - 1 - i) + t) % NF + 1)
+	}')
 	for t in $TESTS; do
-		for p in $paths; do
+		for p in $order; do
 			log "probe: round $round $t $p"
 			case $p in
 			cdc_ncm) run cdc_ncm "$t" "$round" - - ;;
-			ncm-tun) run ncm-tun "$t" "$round" \
-				"ncm-tun=$(peer_ip4),ipv4=192.168.77.4/24,dev=serial=$VM_SERIAL,name=$TUN" "$TUN" ;;
+			ncm-tun) run ncm-tun "$t" "$round" "$TUN_SPEC" "$TUN" ;;
+			ncm-tun-tso*)
+				echo "$PROBE_TSO_SEGS" >/proc/sys/net/ipv4/tcp_min_tso_segs
+				run "$p" "$t" "$round" "$TUN_SPEC" "$TUN"
+				echo "$MIN_TSO" >/proc/sys/net/ipv4/tcp_min_tso_segs ;;
 			esac
 		done
 	done
