@@ -20,7 +20,9 @@ typedef struct {
 	guint tx_ntb_size;           /* 0 = device maximum, capped at 65536 */
 	guint rx_transfers;          /* bulk-IN transfers in flight; 0 = by USB speed,
 	                              * fewer if their buffers would pass 4 MiB */
-	guint tx_transfers;          /* bulk-OUT transfers in flight; 0 = 8, or up to 16 for 256 KiB */
+	guint tx_transfers;          /* bulk-OUT transfers in flight; 0 = 8 when they carry
+	                              * several NTBs (tx_ntbs_per_transfer), else as many as
+	                              * hold 256 KiB, 8 to 16 */
 	guint64 pace_bytes_per_sec;  /* TX pacing cap, 0 = off */
 	guint flush_timeout_us;      /* last-resort flush of an open NTB; 0 = 2000 */
 	gboolean switch_config;      /* allow SET_CONFIGURATION when the function is inactive */
@@ -40,6 +42,15 @@ typedef struct {
 	 * segment of the flow): fewer datagrams for the device, the sink and
 	 * the senders' TCP to process. */
 	gboolean no_ack_merge;
+	/* Full NTBs one bulk-OUT transfer may carry, back to back: 0 = as
+	 * many as 64 KiB holds (4 of f_ncm's 16 KiB), 1 = one per transfer.
+	 * Only NTBs of exactly the device's dwNtbOutMaxSize go so (NCM ends
+	 * those without a short packet, and Linux' cdc_ncm pads to that size
+	 * to send them back to back); a transfer takes another only while
+	 * others are in flight. Each transfer costs a submit, a reap and
+	 * usually a wake-up of the event thread. Set 1 for a device that
+	 * loses data when several NTBs come in one transfer. */
+	guint tx_ntbs_per_transfer;
 } NcmDeviceOptions;
 
 #define NCM_NUDGE_OFF G_MAXUINT
@@ -133,6 +144,8 @@ typedef struct {
 	guint64 rx_batches;            /* receive_done calls: bursts of NTBs the sink got at once */
 	guint64 rx_acks_thinned;       /* received pure TCP ACKs not delivered: a later one of
 	                                * their flow in the same NTB superseded them */
+	guint64 tx_transfers;          /* OUT transfers that carried tx_ntbs (several NTBs
+	                                * each, NcmDeviceOptions.tx_ntbs_per_transfer) */
 } NcmStats;
 
 /**
@@ -472,6 +485,7 @@ typedef struct {
 	guint max_frame;
 	/* Transfer buffers in usbfs-mapped memory: no kernel copy per transfer (Linux). */
 	guint mapped_buffers;
+	guint tx_ntbs_per_transfer;  /* full NTBs one OUT transfer carries at most; 1 = one */
 } NcmNtbInfo;
 
 /**

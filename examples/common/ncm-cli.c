@@ -10,6 +10,7 @@ static gchar *opt_pace;
 static gboolean opt_ntb32;
 static gint opt_nudge_ms;
 static gboolean opt_no_ack_merge;
+static gint opt_tx_ntbs = 0;
 
 static gboolean cli_device_parse_tuning(NcmDeviceOptions *ret_options, GError **error);
 
@@ -28,6 +29,9 @@ static const GOptionEntry device_entries[] = {
 	{ "no-ack-merge", 0, 0, G_OPTION_ARG_NONE, &opt_no_ack_merge,
 	  "Send every pure TCP ACK (by default a newer ACK of a connection replaces an older one "
 	  "still waiting in the same NTB)", NULL },
+	{ "tx-ntbs-per-transfer", 0, 0, G_OPTION_ARG_INT, &opt_tx_ntbs,
+	  "Full NTBs one USB OUT transfer may carry back to back (0 = as many as 64 KiB holds; "
+	  "1 = one, for a device that loses data otherwise)", "N" },
 	G_OPTION_ENTRY_NULL
 };
 
@@ -112,6 +116,12 @@ cli_device_parse_tuning(NcmDeviceOptions *ret_options, GError **error)
 	ret_options->ntb32 = opt_ntb32;
 	ret_options->nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
 	ret_options->no_ack_merge = opt_no_ack_merge;
+	if (opt_tx_ntbs < 0) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--tx-ntbs-per-transfer takes 0 (the default) or more");
+		return FALSE;
+	}
+	ret_options->tx_ntbs_per_transfer = (guint)opt_tx_ntbs;
 	return !opt_pace || cli_parse_size("pace", opt_pace, &ret_options->pace_bytes_per_sec, error);
 }
 
@@ -249,8 +259,9 @@ cli_print_usb_stats(FILE *out, const NcmStats *st)
 	fprintf(out, "  usb tx: %" G_GUINT64_FORMAT " NTBs, %" G_GUINT64_FORMAT
 		" datagrams, %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " would-block, %"
 		G_GUINT64_FORMAT " errors, %" G_GUINT64_FORMAT " paced waits, %" G_GUINT64_FORMAT
-		" ACKs merged\n", st->tx_ntbs, st->tx_datagrams, st->tx_bytes, st->tx_would_block,
-		st->tx_errors, st->tx_paced_waits, st->tx_acks_merged);
+		" ACKs merged, %" G_GUINT64_FORMAT " transfers\n", st->tx_ntbs, st->tx_datagrams,
+		st->tx_bytes, st->tx_would_block, st->tx_errors, st->tx_paced_waits, st->tx_acks_merged,
+		st->tx_transfers);
 }
 
 /* ---- --persist ---------------------------------------------------------------------- */

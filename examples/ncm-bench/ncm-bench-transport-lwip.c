@@ -255,11 +255,11 @@ device_env(NcmDevice *dev, const char *name)
 	return g_strdup_printf(",\"%s\":{\"usb_speed_mbps\":%u,\"ntb32\":%s,\"rx_ntb_size\":%u,"
 			       "\"tx_ntb_size\":%u,\"rx_transfers\":%u,\"tx_transfers\":%u,"
 			       "\"in_max_size\":%u,\"out_max_size\":%u,\"out_max_datagrams\":%u,"
-			       "\"max_frame\":%u,\"mapped_buffers\":%u}",
+			       "\"max_frame\":%u,\"mapped_buffers\":%u,\"tx_ntbs_per_transfer\":%u}",
 			       name, info ? info->speed_mbps : 0, n.ntb32 ? "true" : "false",
 			       n.rx_ntb_size, n.tx_ntb_size, n.rx_transfers, n.tx_transfers,
 			       n.in_max_size, n.out_max_size, n.out_max_datagrams, n.max_frame,
-			       n.mapped_buffers);
+			       n.mapped_buffers, n.tx_ntbs_per_transfer);
 }
 
 /*

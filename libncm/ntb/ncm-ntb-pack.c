@@ -300,15 +300,15 @@ ntb_pack_short_rule(NcmNtbPacker *p, size_t len, bool *ret_needs_zlp)
 	return len;
 }
 
-size_t
-ncm_ntb_packer_finish(NcmNtbPacker *packer, bool *ret_needs_zlp)
+/* Writes the NDP and the NTH; the block runs to @full when not 0 (zeroed
+ * past the NDP). Returns the block's length; 0 when empty. */
+static size_t
+ntb_pack_close(NcmNtbPacker *packer, size_t full)
 {
 	const size_t nth_len = ntb_pack_nth_len(packer);
 	uint8_t *b = packer->buf;
 	size_t ndp, ndp_len, block;
 
-	if (ret_needs_zlp)
-		*ret_needs_zlp = false;
 	if (packer->count == 0)
 		return 0;
 	ndp_len = ntb_pack_ndp_len(packer, packer->count);
@@ -324,6 +324,39 @@ ncm_ntb_packer_finish(NcmNtbPacker *packer, bool *ret_needs_zlp)
 		memset(b + packer->tail, 0, ndp - packer->tail);
 	}
 	ntb_pack_write_ndp(packer, ndp);
+	if (full) {
+		memset(b + block, 0, full - block);
+		block = full;
+	}
 	ntb_pack_write_nth(packer, block, ndp);
+	return block;
+}
+
+size_t
+ncm_ntb_packer_finish(NcmNtbPacker *packer, bool *ret_needs_zlp)
+{
+	size_t block = ntb_pack_close(packer, 0);
+
+	if (ret_needs_zlp)
+		*ret_needs_zlp = false;
+	if (block == 0)
+		return 0;
 	return ntb_pack_short_rule(packer, block, ret_needs_zlp);
+}
+
+bool
+ncm_ntb_packer_can_finish_full(const NcmNtbPacker *packer)
+{
+	const NcmNtbPackConfig *c = &packer->config;
+
+	return c->max_size != 0 && packer->capacity == c->max_size && c->max_packet != 0 &&
+	       c->max_size % c->max_packet == 0;
+}
+
+size_t
+ncm_ntb_packer_finish_full(NcmNtbPacker *packer)
+{
+	if (!ncm_ntb_packer_can_finish_full(packer))
+		return 0;
+	return ntb_pack_close(packer, packer->config.max_size);
 }

@@ -227,6 +227,26 @@ ncm_ntb_packer_count(const NcmNtbPacker *packer)
  */
 size_t ncm_ntb_packer_finish(NcmNtbPacker *packer, bool *ret_needs_zlp);
 
+/*
+ * Whether this packer's NTBs can be finished full: its capacity is the
+ * device's max_size (dwNtbOutMaxSize), a multiple of max_packet.
+ */
+bool ncm_ntb_packer_can_finish_full(const NcmNtbPacker *packer);
+/*
+ * Like finish(), but the block runs to exactly max_size, zeroed past the
+ * NDP, and needs no short packet. Returns max_size, or 0 when the NTB is
+ * empty or the packer cannot (ncm_ntb_packer_can_finish_full()).
+ *
+ * Why: NCM ends an OUT NTB with a short packet or, at exactly
+ * dwNtbOutMaxSize bytes, with none ("no ZLP shall be sent"): the device
+ * reads blocks of that size. So NTBs of exactly that size may follow each
+ * other in one bulk transfer, and on the wire that is what Linux' cdc_ncm
+ * sends when it pads its NTBs to tx_max (its min_tx_pkt) so that they go
+ * back to back. One transfer then carries several NTBs: a submit, a reap
+ * and a wake-up for each of them is paid once.
+ */
+size_t ncm_ntb_packer_finish_full(NcmNtbPacker *packer);
+
 /* Power-of-two-at-least-4 rule the kernel applies to divisors and alignments. */
 uint16_t ncm_ntb_sanitize_pow2(uint16_t value);
 

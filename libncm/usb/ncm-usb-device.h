@@ -45,8 +45,9 @@ typedef struct {
 	guint8 *buf;         /* TX: the NTB (RX buffers live in xfer->buffer) */
 	guint8 *spare;       /* RX: the buffer parsed while xfer's is back in flight */
 	guint index;
-	guint16 datagrams;   /* TX: datagrams in this NTB, for stats at completion */
-	guint32 bytes;       /* TX: datagram bytes in this NTB */
+	guint32 datagrams;   /* TX: datagrams in this transfer, for stats at completion */
+	guint16 chained;     /* TX: full NTBs before the last one in this transfer */
+	guint32 bytes;       /* TX: datagram bytes in this transfer */
 } NcmSlot;
 
 typedef enum {
@@ -149,6 +150,7 @@ struct _NcmDevice {
 	GMutex tx_lock;
 	NcmSlot *tx;
 	guint n_tx;
+	guint tx_chain;           /* NTBs one OUT transfer may carry (ncm-usb-tx.c); 1 = one */
 	NcmNtbSched sched;        /* which slot is open, free, held by the pacer */
 	NcmNtbPacker packer;
 	guint16 tx_sequence;

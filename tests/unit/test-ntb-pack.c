@@ -773,6 +773,123 @@ test_room(void)
 	}
 }
 
+static bool
+count_datagram(void *user_data, const uint8_t *datagram, size_t len)
+{
+	uint8_t want[300];
+
+	g_assert_cmpuint(len, ==, sizeof(want));
+	fill(want, len, (uint32_t)(*(size_t *)user_data)++);
+	g_assert_cmpmem(datagram, len, want, len);
+	return true;
+}
+
+/* Parses @len bytes at @buf as one NTB of @datagrams 300-byte datagrams seeded from @seed on. */
+static void
+assert_parses(const uint8_t *buf, size_t len, size_t max_size, size_t seed, size_t datagrams)
+{
+	NcmNtbParseConfig pc = { 0, false, max_size, 0 };
+	NcmNtbParseResult r;
+	size_t next = seed;
+
+	g_assert_cmpint(ncm_ntb_parse(&pc, buf, len, count_datagram, &next, &r), ==, NCM_NTB_OK);
+	g_assert_cmpuint(r.rejects, ==, 0);
+	g_assert_cmpuint(r.datagrams, ==, datagrams);
+	g_assert_cmpuint(next, ==, seed + datagrams);
+}
+
+/*
+ * Full NTBs back to back in one transfer, as the TX path chains them: each
+ * but the last runs to exactly max_size, zeroed past its NDP, and each
+ * parses on its own at its offset.
+ */
+static void
+test_finish_full(void)
+{
+	for (int wide = 0; wide < 2; wide++) {
+		for (int first = 0; first < 2; first++) {
+			NcmNtbPackConfig c = { wide ? NCM_NTB_FORMAT_32 : NCM_NTB_FORMAT_16, 2048, 4, 0,
+					       4, 0, 512, NCM_NTB_SHORT_ZLP, first };
+			uint8_t *buf = g_malloc(3 * 2048);
+			uint8_t frame[300];
+			NcmNtbPacker p;
+			size_t n = 0, block, len;
+			bool zlp;
+
+			memset(buf, 0xAA, 3 * 2048);
+			ncm_ntb_packer_init(&p, &c, buf, 2048, 1);
+			g_assert_true(ncm_ntb_packer_can_finish_full(&p));
+			g_assert_cmpuint(ncm_ntb_packer_finish_full(&p), ==, 0);
+			for (;; n++) {
+				fill(frame, sizeof(frame), (uint32_t)n);
+				if (ncm_ntb_packer_add(&p, frame, sizeof(frame)) != NCM_NTB_PACK_OK)
+					break;
+			}
+			g_assert_cmpuint(n, >=, 5);
+			g_assert_cmpuint(ncm_ntb_packer_finish_full(&p), ==, 2048);
+			block = wide ? ncm_le32_at(buf, 2048, 8) : ncm_le16_at(buf, 2048, 8);
+			g_assert_cmpuint(block, ==, 2048);
+			/* Every byte of the block was written: no 0xAA of an earlier use goes out. */
+			g_assert_null(memchr(buf + 2048 - 64, 0xAA, 64));
+			assert_parses(buf, 2048, 2048, 0, n);
+			/* The next NTB right behind it, ended the usual way. */
+			ncm_ntb_packer_reset(&p, buf + 2048, 2);
+			for (size_t i = 0; i < 2; i++) {
+				fill(frame, sizeof(frame), (uint32_t)(n + i));
+				g_assert_cmpint(ncm_ntb_packer_add(&p, frame, sizeof(frame)), ==, NCM_NTB_PACK_OK);
+			}
+			len = ncm_ntb_packer_finish(&p, &zlp);
+			g_assert_cmpuint(len, <, 2048);
+			assert_parses(buf + 2048, len, 2048, n, 2);
+			assert_parses(buf, 2048, 2048, 0, n);
+			g_free(buf);
+		}
+	}
+}
+
+/* Only a packer whose NTB can be exactly the device's size, a multiple of its packet. */
+static void
+test_finish_full_refused(void)
+{
+	NcmNtbPackConfig c = { NCM_NTB_FORMAT_16, 2048, 4, 0, 4, 0, 512, NCM_NTB_SHORT_ZLP, false };
+	uint8_t frame[300] = { 0 };
+	NcmNtbPacker *p;
+
+	p = packer_new(&c, 1000);  /* a buffer under max_size */
+	g_assert_false(ncm_ntb_packer_can_finish_full(p));
+	g_assert_cmpint(ncm_ntb_packer_add(p, frame, sizeof(frame)), ==, NCM_NTB_PACK_OK);
+	g_assert_cmpuint(ncm_ntb_packer_finish_full(p), ==, 0);
+	packer_free(p);
+	c.max_packet = 0;          /* no packet size known */
+	p = packer_new(&c, 2048);
+	g_assert_false(ncm_ntb_packer_can_finish_full(p));
+	packer_free(p);
+	c.max_packet = 500;        /* not a multiple: the device would need a short packet */
+	p = packer_new(&c, 2048);
+	g_assert_false(ncm_ntb_packer_can_finish_full(p));
+	packer_free(p);
+	c.max_packet = 512;
+	c.max_size = 0;            /* the device's size unknown */
+	p = packer_new(&c, 2048);
+	g_assert_false(ncm_ntb_packer_can_finish_full(p));
+	packer_free(p);
+	c.max_size = 65536;        /* an NTB16 cannot say 65536 */
+	p = packer_new(&c, 65536);
+	g_assert_false(ncm_ntb_packer_can_finish_full(p));
+	packer_free(p);
+	c.format = NCM_NTB_FORMAT_32;
+	p = packer_new(&c, 65536);
+	g_assert_true(ncm_ntb_packer_can_finish_full(p));
+	packer_free(p);
+	/* The pad byte's room is kept only below max_size. */
+	c.format = NCM_NTB_FORMAT_16;
+	c.max_size = 2048;
+	c.short_mode = NCM_NTB_SHORT_PAD;
+	p = packer_new(&c, 2048);
+	g_assert_true(ncm_ntb_packer_can_finish_full(p));
+	packer_free(p);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -789,5 +906,7 @@ main(int argc, char **argv)
 	g_test_add_func("/ntb/pack/reserve-and-reset", test_reserve_and_reset);
 	g_test_add_func("/ntb/pack/big-buffers", test_big_buffers);
 	g_test_add_func("/ntb/pack/room", test_room);
+	g_test_add_func("/ntb/pack/finish-full", test_finish_full);
+	g_test_add_func("/ntb/pack/finish-full-refused", test_finish_full_refused);
 	return g_test_run();
 }

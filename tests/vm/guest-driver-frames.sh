@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# tests/vm/guest-driver-frames.sh: libncm exchanges ARP and NDP with f_ncm's Linux stack, then 10,000 frames each way, and TX pacing (from the options, then set at run time).
+# tests/vm/guest-driver-frames.sh: libncm exchanges ARP and NDP with f_ncm's Linux stack, then 10,000 frames each way, full NTBs back to back in OUT transfers, and TX pacing (from the options, then set at run time).
 # VM_NTB=16|32 picks the format, VM_PROFILE the gadget; VM_SWITCH=1 for config2;
 # VM_PEER_RATE the peer's frames/s (4000).
 set -eu
@@ -39,6 +39,29 @@ before=$(peer_run cat "/sys/class/net/$ifn/statistics/rx_packets")
 vmtest-driver tx $opts -c "$count" -r 4000 | tee "$VM_OUT/tx.txt"
 after=$(peer_run cat "/sys/class/net/$ifn/statistics/rx_packets")
 check_tx_counted $((after - before)) "$count" "$VM_OUT/tx.txt"
+
+# stat NAME FILE: the last value vmtest-driver printed for NAME.
+stat() { sed -n "s/^stats: .* $1=\([0-9]*\).*/\1/p" "$2" | tail -n 1; }
+
+# Full NTBs back to back (NcmDeviceOptions.tx_ntbs_per_transfer): frames of
+# the largest size, flushed only every 200, fill their NTBs while others are
+# in flight; f_ncm must take every frame of the shared transfers, and with
+# the option at 1 every NTB has its own transfer again.
+for per in 0 1; do
+	before=$(peer_run cat "/sys/class/net/$ifn/statistics/rx_packets")
+	vmtest-driver tx $opts -c 5000 -s 1472 -r 0 --batch 200 --tx-ntbs-per-transfer $per \
+		| tee "$VM_OUT/chain-$per.txt"
+	after=$(peer_run cat "/sys/class/net/$ifn/statistics/rx_packets")
+	check_tx_counted $((after - before)) 5000 "$VM_OUT/chain-$per.txt"
+	ntbs=$(stat tx_ntbs "$VM_OUT/chain-$per.txt")
+	transfers=$(stat tx_transfers "$VM_OUT/chain-$per.txt")
+	echo "tx-ntbs-per-transfer $per: $ntbs NTBs in $transfers OUT transfers"
+	if [ "$per" = 1 ]; then
+		check "one NTB per OUT transfer when asked" [ "$transfers" -eq "$ntbs" ]
+	else
+		check "full NTBs shared OUT transfers" [ "$transfers" -lt "$ntbs" ]
+	fi
+done
 
 # RX: the peer's Linux stack sends; libncm must see each datagram once.
 peer_run $IP neigh replace "$(host_ip4)" lladdr "$VM_HOST_MAC" dev "$ifn" nud permanent

@@ -46,6 +46,8 @@ static gchar *opt_wait_file;
 static gboolean opt_allow_bad;
 static gint opt_rx_transfers;
 static gint opt_tx_transfers;
+static gint opt_tx_ntbs = 0;
+static gint opt_batch = 10;
 static gboolean opt_max_size;
 static gboolean opt_answer_arp;
 static gboolean opt_ipv6;
@@ -86,6 +88,10 @@ static const GOptionEntry entries[] = {
 	  "rx: bad NTBs are expected (the script checks their count)", NULL },
 	{ "rx-transfers", 0, 0, G_OPTION_ARG_INT, &opt_rx_transfers,
 	  "Bulk-IN transfers in flight (0 = by speed; 1 makes each failure a retry round)", "N" },
+	{ "tx-ntbs-per-transfer", 0, 0, G_OPTION_ARG_INT, &opt_tx_ntbs,
+	  "Full NTBs one OUT transfer may carry (0 = libncm's default, 1 = one)", "N" },
+	{ "batch", 0, 0, G_OPTION_ARG_INT, &opt_batch,
+	  "tx: frames between flushes (10); more lets NTBs fill up", "N" },
 	{ "tx-transfers", 0, 0, G_OPTION_ARG_INT, &opt_tx_transfers,
 	  "Bulk-OUT transfers in flight (0 = libncm's default; few fill the pool at any producer speed)", "N" },
 	{ "max-size", 0, 0, G_OPTION_ARG_NONE, &opt_max_size,
@@ -422,6 +428,7 @@ init_options(NcmDeviceOptions *opts)
 	opts->nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
 	opts->rx_transfers = (guint)MAX(opt_rx_transfers, 0);
 	opts->tx_transfers = (guint)MAX(opt_tx_transfers, 0);
+	opts->tx_ntbs_per_transfer = (guint)MAX(opt_tx_ntbs, 0);
 }
 
 static gboolean
@@ -664,10 +671,11 @@ print_stats(Test *t)
 	       " tx_datagrams=%" G_GUINT64_FORMAT " tx_errors=%" G_GUINT64_FORMAT
 	       " tx_flush_explicit=%" G_GUINT64_FORMAT " tx_flush_timer=%" G_GUINT64_FORMAT
 	       " main_dispatches=%" G_GUINT64_FORMAT " rx_errors=%" G_GUINT64_FORMAT
-	       " rx_overflows=%" G_GUINT64_FORMAT " rx_stalls=%" G_GUINT64_FORMAT "\n",
+	       " rx_overflows=%" G_GUINT64_FORMAT " rx_stalls=%" G_GUINT64_FORMAT
+	       " tx_transfers=%" G_GUINT64_FORMAT "\n",
 	       s.rx_ntbs, s.rx_datagrams, s.rx_bad_ntbs, s.tx_ntbs, s.tx_datagrams, s.tx_errors,
 	       s.tx_flush_explicit, s.tx_flush_timer, s.main_dispatches, s.rx_errors,
-	       s.rx_overflows, s.rx_stalls);
+	       s.rx_overflows, s.rx_stalls, s.tx_transfers);
 	printf("faults: rx_stalls=%" G_GUINT64_FORMAT " tx_errors=%" G_GUINT64_FORMAT
 	       " rx_errors=%" G_GUINT64_FORMAT " rx_overflows=%" G_GUINT64_FORMAT
 	       " intr_events=%" G_GUINT64_FORMAT " intr_malformed=%" G_GUINT64_FORMAT
@@ -975,7 +983,7 @@ cmd_tx(Test *t)
 		if (i >= opt_count / 2)
 			repaced_bytes += len;
 		/* Batches of 10, then a flush: how a real producer ends a burst. */
-		if (i % 10 == 9) {
+		if (i % MAX(opt_batch, 1) == MAX(opt_batch, 1) - 1) {
 			ncm_device_flush(t->dev);
 			if (opt_repace && i + 10 >= opt_count / 2 && !repaced_at &&
 			    !repace(t, &repaced_at))
