@@ -286,6 +286,31 @@ NCM_EXPORT void ncm_device_set_sink(NcmDevice *self, const NcmLinkSink *sink,
 NCM_EXPORT void ncm_device_set_writable_batched(NcmDevice *self, gboolean batched);
 
 /**
+ * ncm_device_set_sender_flushes: (skip)
+ * @self: an open, not yet started #NcmDevice.
+ * @flushes: %TRUE: every sender calls ncm_device_flush() once it has
+ *   nothing more to send, and waits for nothing with data packed but room
+ *   (%NCM_SEND_WOULD_BLOCK); %FALSE (the default): no promise.
+ *
+ * An NTB that opens while no transfer is in flight needs the last-resort
+ * flush (@flush_timeout_us of #NcmDeviceOptions), and arming it interrupts
+ * the libusb event thread: a syscall on the sender's thread, and a
+ * wake-up of the event thread that then runs beside the sender and the
+ * device. For a lone datagram that was a quarter of a millisecond of the
+ * round trip in the VM (ncm-tun's TAP backend, whose reader flushes after
+ * every burst: tests/bench/RESULTS.md, session 20). With the promise that
+ * interrupt is left out; the deadline still counts from the next time the
+ * event thread looks (a completion, or its idle ceiling of 100 ms). Call
+ * before ncm_device_start(); later it is a programming error (a critical)
+ * and changes nothing.
+ *
+ * Thread: any.
+ *
+ * Since: 0.2
+ */
+NCM_EXPORT void ncm_device_set_sender_flushes(NcmDevice *self, gboolean flushes);
+
+/**
  * ncm_device_start:
  * @self: an open #NcmDevice.
  * @error: return location for a #GError: %NCM_ERROR_CLOSED when started or

@@ -31,6 +31,12 @@ device_set_writable_batched(NcmLink *link, gboolean batched)
 	ncm_device_set_writable_batched(((DeviceLink *)link)->device, batched);
 }
 
+static void
+device_set_sender_flushes(NcmLink *link, gboolean flushes)
+{
+	ncm_device_set_sender_flushes(((DeviceLink *)link)->device, flushes);
+}
+
 static gboolean
 device_start(NcmLink *link, GError **error)
 {
@@ -57,6 +63,7 @@ static const NcmLinkOps device_ops = {
 	.flush = device_flush,
 	.set_sink = device_set_sink,
 	.set_writable_batched = device_set_writable_batched,
+	.set_sender_flushes = device_set_sender_flushes,
 	.start = device_start,
 	.stop = device_stop,
 	.free = device_free,

@@ -28,6 +28,10 @@ typedef struct {
 	 * NULL where there are no completions to batch (a TAP fd's writable
 	 * comes from poll()). */
 	void (*set_writable_batched)(NcmLink *link, gboolean batched);
+	/* Optional, before start: the stack flushes every burst itself, so an
+	 * NTB opened on an idle link needs no timer armed at once
+	 * (ncm_device_set_sender_flushes()). */
+	void (*set_sender_flushes)(NcmLink *link, gboolean flushes);
 	/* Starts delivering frames to the sink. */
 	gboolean (*start)(NcmLink *link, GError **error);
 	/* Stops delivery and waits until no sink callback runs. Not from the data thread. */
@@ -58,6 +62,13 @@ ncm_link_set_writable_batched(NcmLink *link, gboolean batched)
 {
 	if (link->ops->set_writable_batched)
 		link->ops->set_writable_batched(link, batched);
+}
+
+static inline void
+ncm_link_set_sender_flushes(NcmLink *link, gboolean flushes)
+{
+	if (link->ops->set_sender_flushes)
+		link->ops->set_sender_flushes(link, flushes);
 }
 
 G_END_DECLS

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-bench-udp.c: ncm-bench's UDP tests: round trips at fixed rates, the soak, and the auto-rate probe. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -287,6 +288,35 @@ rtt_json(BenchResult *r, RttAcc *a, double hz, gint secs)
 	r->cell = g_strdup_printf("%.2f/%.2f/%.2f ms, %.1f%% lost", sum.median, sum.p99, sum.max, loss_pct);
 }
 
+/*
+ * NCM_BENCH_ECHOES=FILE appends each echo of a round-trip run: the path,
+ * the test, when the probe was sent (CLOCK_MONOTONIC microseconds, as
+ * g_get_monotonic_time) and its round trip in microseconds. A trace
+ * recorded with that clock (perf record -k mono) can then be cut probe by
+ * probe into its hops (tests/bench/rtt-hops.py).
+ */
+static void
+rtt_echo_log(const BenchTransport *t, const char *test, const RttRun *run)
+{
+	const char *path = g_getenv("NCM_BENCH_ECHOES");
+	FILE *f;
+
+	if (!path)
+		return;
+	f = fopen(path, "a");
+	if (!f) {
+		bench_progress("NCM_BENCH_ECHOES: cannot open %s: %s", path, g_strerror(errno));
+		return;
+	}
+	for (guint i = 0; i < run->echoes->len; i++) {
+		const BenchRttSample *e = &g_array_index(run->echoes, BenchRttSample, i);
+
+		fprintf(f, "%s %s %" G_GINT64_FORMAT " %.0f\n", t->name, test, e->sent_us,
+			e->rtt_ms * 1000.0);
+	}
+	fclose(f);
+}
+
 static void
 rtt_test(BenchCtx *ctx, const char *test, gsize size, double hz, gint secs)
 {
@@ -310,6 +340,7 @@ rtt_test(BenchCtx *ctx, const char *test, gsize size, double hz, gint secs)
 	run.size = size;
 	bench_seq_init(&run.seq);
 	if (rtt_run(ctx, &run, hz, secs, &error)) {
+		rtt_echo_log(ctx->transport, test, &run);
 		bench_results_lock();
 		rtt_acc_add(a, r, &run, hz, ctx->opt->round);
 		rtt_json(r, a, hz, secs);

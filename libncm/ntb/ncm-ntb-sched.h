@@ -87,6 +87,22 @@ ncm_ntb_sched_in_flight(const NcmNtbSched *s)
 	return s->n_slots - s->n_free - s->n_held - (s->open >= 0 ? 1u : 0u);
 }
 
+/*
+ * Whether an NTB just opened needs the driver to arm its last-resort
+ * flush now, by interrupting the thread that runs the timers. Not with
+ * transfers in flight: their completions make that thread look at the
+ * timers anyway, and this NTB cannot reach the device before them. Not
+ * when @sender_flushes, the sender's promise to flush every burst itself:
+ * for a lone datagram the interrupt is a syscall on the sender's thread
+ * and a wake-up beside it, a quarter of a millisecond of the round trip in
+ * the VM (tests/bench/RESULTS.md, session 20), for a timer that never fires.
+ */
+static inline bool
+ncm_ntb_sched_wake_on_open(const NcmNtbSched *s, bool sender_flushes)
+{
+	return !sender_flushes && ncm_ntb_sched_in_flight(s) == 0;
+}
+
 /* Whether the open NTB, holding @datagrams, is due for the last-resort flush. */
 bool ncm_ntb_sched_flush_due(const NcmNtbSched *s, unsigned datagrams, int64_t now);
 

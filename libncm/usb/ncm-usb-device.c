@@ -266,6 +266,18 @@ ncm_device_set_writable_batched(NcmDevice *self, gboolean batched)
 	ncm_mutex_unlock(&self->flight_lock);
 }
 
+void
+ncm_device_set_sender_flushes(NcmDevice *self, gboolean flushes)
+{
+	g_return_if_fail(NCM_IS_DEVICE(self));
+	ncm_mutex_lock(&self->flight_lock);
+	if (self->state == NCM_STATE_OPEN)
+		self->sender_flushes = !!flushes;
+	else
+		g_critical("ncm_device_set_sender_flushes() called after ncm_device_start()");
+	ncm_mutex_unlock(&self->flight_lock);
+}
+
 gboolean
 ncm_device_start(NcmDevice *self, GError **error)
 {

@@ -83,6 +83,7 @@ struct _NcmDevice {
 	NcmLinkSink sink;
 	gpointer sink_data;
 	gboolean writable_batched; /* the sink hears writable once per event batch */
+	gboolean sender_flushes;   /* every sender flushes its bursts: no timer wake at open */
 	/* Under libusb's event lock: NTBs were delivered since the sink last
 	 * heard receive_done (ncm-usb-timers.c tells it once per event batch). */
 	gboolean rx_done_pending;

@@ -215,9 +215,9 @@ open_ntb_locked(NcmDevice *self)
 	 * With transfers in flight it will look at its timers again at their
 	 * completion anyway, and this NTB cannot reach the device before them:
 	 * no need to interrupt it, which per NTB was a syscall here and a wake-up
-	 * there (issue 15).
+	 * there (issue 15). Nor when every sender flushes its bursts itself.
 	 */
-	if (ncm_ntb_sched_in_flight(&self->sched) == 0)
+	if (ncm_ntb_sched_wake_on_open(&self->sched, self->sender_flushes))
 		ncm_context_wake(self->context, now + self->options.flush_timeout_us);
 	return TRUE;
 }

@@ -537,6 +537,9 @@ ncm_tap_attach(NcmTap *tap, NcmLink *link, GError **error)
 	/* Before the sink: from start() on, the event thread receives into it. */
 	tap_hold_init(&tap->hold, tap->mode == NCM_TAP_MODE_TAP);
 	link->ops->set_sink(link, &tap_sink, tap);
+	/* drain_burst() flushes every burst, and the reader waits with frames
+	 * packed only for room, which completions bring. */
+	ncm_link_set_sender_flushes(link, TRUE);
 	if (!link->ops->start(link, error)) {
 		tap->link = NULL;
 		return FALSE;

@@ -15,6 +15,10 @@
 # AB_SCHED=1 records the guest scheduler's switches, wake-ups and migrations
 # per run (tests/bench/sched-report.py): per thread, CPU time on each CPU and
 # who woke it from where.
+# AB_HOPS=1 (with AB_TESTS=udp_rtt_...) traces every run's round trips hop by
+# hop (guest-ab.sh says what) and prints each hop's median per variant
+# (tests/bench/rtt-hops.py); base's ncm-bench must write NCM_BENCH_ECHOES
+# (since session 20). AB_REF=lwip runs base's lwip path too.
 # Give base's own build as a variant too (same=BASE_BUILD): it shows what identical
 # code does to the ratios in that boot. In session 18 (tests/bench/RESULTS.md) it ran
 # 10-20 % below base on ncm-tun's tcp_down and tcp_bidir in three boots of three, when
@@ -37,10 +41,10 @@ for v in "$@"; do
 	names+=("$n")
 done
 envs=(--env "AB_VARIANTS=$(IFS=,; echo "${names[*]-}")")
-for v in AB_REPS AB_SECS AB_TESTS AB_PATH AB_COUNT COUNT_SYSCALLS AB_SCHED; do
+for v in AB_REPS AB_SECS AB_TESTS AB_PATH AB_COUNT COUNT_SYSCALLS AB_SCHED AB_HOPS AB_REF; do
 	[ -z "${!v:-}" ] || envs+=(--env "$v=${!v}")
 done
-if [ -n "${AB_COUNT:-}${AB_SCHED:-}" ]; then
+if [ -n "${AB_COUNT:-}${AB_SCHED:-}${AB_HOPS:-}" ]; then
 	command -v perf >/dev/null || { echo "ab: AB_COUNT needs perf (apt-get install linux-perf)" >&2; exit 1; }
 	files+=(--bin "$(command -v perf)")
 fi
@@ -54,3 +58,4 @@ tests/vm/run-vm.sh --script tests/bench/guest-ab.sh --out "$out" --timeout 1500 
 }
 python3 tests/bench/ab-report.py "$out"
 [ -z "${AB_COUNT:-}" ] || python3 tests/bench/count-report.py "$out" "${AB_SECS:-5}"
+[ -z "${AB_HOPS:-}" ] || python3 tests/bench/rtt-hops.py "$out"

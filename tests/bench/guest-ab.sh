@@ -17,6 +17,14 @@
 # entered, context switches, wake-ups, softirqs; COUNT_SYSCALLS=1 adds the data
 # path's syscalls one by one) into $VM_OUT/ab-VARIANT-ROUND.stat: counts that do
 # not depend on how much CPU the host gives the VM (tests/bench/count-report.py).
+# AB_HOPS=1: each run under a system-wide `perf record -k mono` of the round
+# trip's hops (the client's and the echo server's socket calls, the data
+# threads' syscalls and wake-ups, the host's URB submissions and completions
+# through two kprobes, the gadget's request queueing and completion) into
+# $VM_OUT/ab-VARIANT-ROUND.hops, and ncm-bench's echoes (NCM_BENCH_ECHOES,
+# when the base build's ncm-bench has it) into .echoes: tests/bench/rtt-hops.py
+# cuts each probe into its hops. AB_REF=lwip adds base's lwip path to every
+# round (as the proxy path always does), for a third column in the same boot.
 set -eu
 . "$VM_LIB"
 
@@ -31,11 +39,31 @@ EVENTS=raw_syscalls:sys_enter,sched:sched_switch,sched:sched_wakeup,irq:softirq_
 done
 # and the user page faults: memory handed back and touched again costs one each, zeroed.
 [ -z "${COUNT_SYSCALLS:-}" ] || EVENTS=$EVENTS,exceptions:page_fault_user
-if [ -n "${AB_COUNT:-}${AB_SCHED:-}" ]; then
+if [ -n "${AB_COUNT:-}${AB_SCHED:-}${AB_HOPS:-}" ]; then
 	# perf finds tracepoints through tracefs, which the guest does not mount itself.
 	[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null ||
 		mount -t debugfs nodev /sys/kernel/debug || true
 fi
+
+# The hops' events (without perf's own: its writes to the record are
+# traced too, and each write of them is another event). The kprobes read struct urb's pipe (offset 80) and
+# lengths (128 asked, 132 done) as 6.1 lays it out; rtt-hops.py checks that
+# the pipes read are bulk ones.
+HOP_EVENTS=sched:sched_wakeup,sched:sched_switch,net:netif_rx,net:netif_receive_skb,net:net_dev_queue
+for s in sendto sendmsg ioctl read readv write writev; do
+	HOP_EVENTS=$HOP_EVENTS,syscalls:sys_enter_$s
+done
+for s in recvfrom recvmsg ioctl poll ppoll; do
+	HOP_EVENTS=$HOP_EVENTS,syscalls:sys_exit_$s
+done
+HOP_EVENTS=$HOP_EVENTS,gadget:usb_ep_queue,gadget:usb_gadget_giveback_request,hops:urb_submit,hops:urb_giveback
+hops_setup() {
+	local t=/sys/kernel/tracing
+	[ -e $t/kprobe_events ] || t=/sys/kernel/debug/tracing
+	echo 'p:hops/urb_submit usb_hcd_submit_urb pipe=+80(%di):u32 len=+128(%di):u32' >>$t/kprobe_events &&
+		echo 'p:hops/urb_giveback usb_hcd_giveback_urb pipe=+80(%si):u32 len=+132(%si):u32 status=%dx:s32' \
+			>>$t/kprobe_events || fail "AB_HOPS: cannot add the kprobes"
+}
 
 # snap OUT SUFFIX: the per-CPU interrupt, softirq and time counters, for deltas over a run.
 snap() {
@@ -57,12 +85,17 @@ run() {
 		rec="perf record -a -q -o /tmp/ab-sched.data -e sched:sched_switch,sched:sched_wakeup,sched:sched_migrate_task --"
 		snap "$out" 0
 	fi
-	if [ -n "${AB_COUNT:-}" ]; then
+	if [ -n "${AB_HOPS:-}" ]; then
+		rm -f "$out.echoes"
+		NCM_BENCH_ECHOES=$out.echoes perf record -a -q -k mono -o /tmp/ab-hops.data \
+			-e "$HOP_EVENTS" --exclude-perf -- "$@"
+	elif [ -n "${AB_COUNT:-}" ]; then
 		perf stat -a -x, -o "$out.stat" -e "$EVENTS" -- $rec "$@"
 	else
 		$rec "$@"
 	fi
 	local rc=$?
+	[ -z "${AB_HOPS:-}" ] || { cp /tmp/ab-hops.data "$out.hops" && rm -f /tmp/ab-hops.data; }
 	if [ -n "$rec" ]; then
 		snap "$out" 1
 		cp /tmp/ab-sched.data "$out.sched" && rm -f /tmp/ab-sched.data
@@ -71,6 +104,7 @@ run() {
 }
 
 bench_setup
+[ -z "${AB_HOPS:-}" ] || hops_setup
 carrier_keeper "$TUN" &
 keeper=$!
 
@@ -84,7 +118,7 @@ esac
 rc=0
 # The proxy's target is a ratio to the lwip path (same lwIP, same libncm): base's
 # lwip path runs in every round too.
-ref=
+ref=${AB_REF:-}
 [ "${AB_PATH:-lwip}" != proxy ] || ref=lwip
 variants="cdc_ncm $ref base $(echo "${AB_VARIANTS:-}" | tr , ' ')"
 round=1

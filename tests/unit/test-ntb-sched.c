@@ -186,6 +186,23 @@ test_pacing_stale_clock(void)
 }
 
 /* 256 KiB in flight: 16 of f_ncm's 16 KiB NTBs, never fewer than 8, never more than 16. */
+/* Opening on an idle pipe arms the flush timer at once, unless the sender
+ * promised to flush; with transfers in flight their completions arm it. */
+static void
+test_wake_on_open(void)
+{
+	NcmNtbSched s;
+
+	ncm_ntb_sched_init(&s, 4, NTB, FLUSH_US, 0, 0);
+	g_assert_cmpint(ncm_ntb_sched_open(&s, 0), >=, 0);
+	g_assert_true(ncm_ntb_sched_wake_on_open(&s, false));
+	g_assert_false(ncm_ntb_sched_wake_on_open(&s, true));
+	g_assert_cmpint(ncm_ntb_sched_close(&s, 100, 0), >=, 0);
+	g_assert_cmpint(ncm_ntb_sched_open(&s, 0), >=, 0);
+	g_assert_false(ncm_ntb_sched_wake_on_open(&s, false));
+	g_assert_false(ncm_ntb_sched_wake_on_open(&s, true));
+}
+
 static void
 test_default_slots(void)
 {
@@ -209,5 +226,6 @@ main(int argc, char **argv)
 	g_test_add_func("/ntb-sched/pacing-stale-clock", test_pacing_stale_clock);
 	g_test_add_func("/ntb-sched/cancel", test_cancel);
 	g_test_add_func("/ntb-sched/default-slots", test_default_slots);
+	g_test_add_func("/ntb-sched/wake-on-open", test_wake_on_open);
 	return g_test_run();
 }
