@@ -345,12 +345,19 @@ ncm_ntb_packer_finish(NcmNtbPacker *packer, bool *ret_needs_zlp)
 }
 
 bool
+ncm_ntb_pack_config_can_finish_full(const NcmNtbPackConfig *config)
+{
+	size_t hard = config->format == NCM_NTB_FORMAT_32 ? NTB_PACK_MAX32 : NTB_PACK_MAX16;
+
+	return config->max_size != 0 && config->max_size <= hard && config->max_packet != 0 &&
+	       config->max_size % config->max_packet == 0;
+}
+
+bool
 ncm_ntb_packer_can_finish_full(const NcmNtbPacker *packer)
 {
-	const NcmNtbPackConfig *c = &packer->config;
-
-	return c->max_size != 0 && packer->capacity == c->max_size && c->max_packet != 0 &&
-	       c->max_size % c->max_packet == 0;
+	return packer->capacity == packer->config.max_size &&
+	       ncm_ntb_pack_config_can_finish_full(&packer->config);
 }
 
 size_t

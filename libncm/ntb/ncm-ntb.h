@@ -228,9 +228,12 @@ ncm_ntb_packer_count(const NcmNtbPacker *packer)
 size_t ncm_ntb_packer_finish(NcmNtbPacker *packer, bool *ret_needs_zlp);
 
 /*
- * Whether this packer's NTBs can be finished full: its capacity is the
- * device's max_size (dwNtbOutMaxSize), a multiple of max_packet.
+ * Whether NTBs of @config can be finished full, given a buffer of at least
+ * max_size: max_size (dwNtbOutMaxSize) is known, a multiple of max_packet,
+ * and within what the format's block length can say.
  */
+bool ncm_ntb_pack_config_can_finish_full(const NcmNtbPackConfig *config);
+/* The same for a packer: its config allows it and its capacity is max_size. */
 bool ncm_ntb_packer_can_finish_full(const NcmNtbPacker *packer);
 /*
  * Like finish(), but the block runs to exactly max_size, zeroed past the

@@ -53,13 +53,12 @@ clamp_max_frame(NcmDevice *self)
 /*
  * How many NTBs one OUT transfer carries: only NTBs of exactly the
  * device's dwNtbOutMaxSize may follow each other (the device reads blocks
- * of that size), and an NTB16 cannot say 65536.
+ * of that size), and only where the packer can fill one to that size.
  */
 static guint
-tx_chain_for(const NcmNtbInfo *n, guint max_packet, guint asked)
+tx_chain_for(const NcmNtbInfo *n, const NcmNtbPackConfig *pc, guint asked)
 {
-	if (asked == 1 || n->tx_ntb_size != n->out_max_size || max_packet == 0 ||
-	    n->tx_ntb_size % max_packet != 0 || (!n->ntb32 && n->tx_ntb_size > 0xFFFFu))
+	if (asked == 1 || n->tx_ntb_size != n->out_max_size || !ncm_ntb_pack_config_can_finish_full(pc))
 		return 1;
 	if (asked)
 		return MIN(asked, MAX(1u, NCM_TX_TRANSFER_MAX_BYTES / n->tx_ntb_size));
@@ -87,8 +86,7 @@ ncm_device_tx_setup(NcmDevice *self, GError **error)
 		.ndp_first = self->options.ndp_first,
 	};
 
-	self->tx_chain = tx_chain_for(n, self->info->bulk_out_max_packet,
-				      self->options.tx_ntbs_per_transfer);
+	self->tx_chain = tx_chain_for(n, &pc, self->options.tx_ntbs_per_transfer);
 	n->tx_ntbs_per_transfer = self->tx_chain;
 	if (self->options.tx_transfers)
 		n->tx_transfers = self->options.tx_transfers;
