@@ -123,12 +123,7 @@ ref=${AB_REF:-}
 variants="cdc_ncm $ref base $(echo "${AB_VARIANTS:-}" | tr , ' ')"
 round=1
 while [ "$round" -le "$REPS" ]; do
-	# pair t = (r - 1) / 2 rotates by t; its even round is its odd one backwards
-	order=$(echo $variants | awk -v r="$round" '{
-		t = int((r - 1) / 2)
-		for (i = 0; i < NF; i++)
-			printf "%s ", $(((r % 2 ? i : NF - 1 - i) + t) % NF + 1)
-	}')
+	order=$(round_order "$round" $variants)
 	for v in $order; do
 		log "ab: round $round $v"
 		out=$VM_OUT/ab-$v-$round

@@ -73,12 +73,7 @@ MIN_TSO=$(cat /proc/sys/net/ipv4/tcp_min_tso_segs)
 paths="cdc_ncm ncm-tun${PROBE_TSO_SEGS:+ ncm-tun-tso$PROBE_TSO_SEGS}"
 round=1
 while [ "$round" -le "$REPS" ]; do
-	# odd rounds rotate the list one further than the pair before; even ones run it backwards
-	order=$(echo $paths | awk -v r="$round" '{
-		t = int((r - 1) / 2)
-		for (i = 0; i < NF; i++)
-			printf "%s ", $(((r % 2 ? i : NF - 1 - i) + t) % NF + 1)
-	}')
+	order=$(round_order "$round" $paths)
 	for t in $TESTS; do
 		for p in $order; do
 			log "probe: round $round $t $p"

@@ -107,7 +107,6 @@ def main():
         mbit = r["mbit_s"]["median"]
         cpu = r.get("system_cpu_s_per_mb", {}).get("median", float("nan")) * 1e3
         samples = parse_samples(base + ".txt")
-        mb = mbit * (samples and 1 or 0)
         links = [s["link"] for s in samples if s["link"]]
         per_pkt = {}
         for d in ("TX", "RX"):
@@ -117,7 +116,7 @@ def main():
                 per_pkt[d] = db / dp if dp else float("nan")
         c0, c1 = counters(base + ".before"), counters(base + ".after")
         delta = {k: c1[k] - c0.get(k, 0) for k in c1}
-        moved = (r["mbit_s"]["median"] * r.get("secs", 1)) / 8 if mb else 0
+        moved = mbit * r.get("secs", 1) / 8 if samples else 0
         sides = {"tcp_up": ("host",), "tcp_down": ("peer",)}.get(test, ("host", "peer"))
         row = [path, test, rnd, mbit, cpu]
         for side in sides:

@@ -78,6 +78,20 @@ check_tx_counted() {
 	check "libncm sent no more than the $n, ARP and its nudges" [ "$sent" -le $((n + 20 + 32 * nudges)) ]
 }
 
+# round_order ROUND WORD...: the WORDs in the order round ROUND runs them. Rounds
+# go in pairs: the odd round of pair t = (ROUND - 1) / 2 rotates the list by t,
+# the even one runs that order backwards, so that over a pair every word's mean
+# place is the same and none always follows the same other (tests/bench/guest-ab.sh).
+round_order() {
+	local r=$1
+	shift
+	echo "$@" | awk -v r="$r" '{
+		t = int((r - 1) / 2)
+		for (i = 0; i < NF; i++)
+			printf "%s ", $(((r % 2 ? i : NF - 1 - i) + t) % NF + 1)
+	}'
+}
+
 # wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.1 s until it
 # succeeds; returns 1 with a message once SECONDS have passed. Enumeration
 # time under TCG varies a lot, so never replace this with a fixed sleep.
