@@ -2,6 +2,7 @@
 /* ncm-usb-rx.c: bulk-IN transfers, parsed and resubmitted on the libusb event thread. */
 #include <string.h>
 
+#include "ncm-ntb-rx.h"
 #include "ncm-usb-device.h"
 
 
@@ -150,6 +151,16 @@ rx_failed(NcmDevice *self, const char *what)
 	return v;
 }
 
+static void
+rx_parse(NcmDevice *self, guint8 *buf, gsize len)
+{
+#ifdef NCM_TEST_HOOKS
+	ncm_device_fault_rx(self, buf, len, parse_one);
+#else
+	parse_one(self, buf, len);
+#endif
+}
+
 /*
  * The transfer goes back to the device with the slot's spare buffer before
  * the filled one is parsed and handed to the sink, so the device always
@@ -158,7 +169,8 @@ rx_failed(NcmDevice *self, const char *what)
  * requests are busy, the open NTB stays unsent and no timer is re-armed;
  * a TCP sender's last segments and all their retransmissions then wait in
  * it until more traffic fills it (tests/vm/guest-lwip.sh caught stalls of
- * 30 s to forever with the sink behind lwIP).
+ * 30 s to forever with the sink behind lwIP). A short NTB is the exception
+ * (ncm-ntb-rx.h).
  */
 static void
 rx_completed(NcmDevice *self, NcmSlot *slot, struct libusb_transfer *xfer)
@@ -168,16 +180,18 @@ rx_completed(NcmDevice *self, NcmSlot *slot, struct libusb_transfer *xfer)
 	int r;
 
 	ncm_retry_succeeded(&self->rx_retry);
-	xfer->buffer = slot->spare;
-	slot->spare = filled;
-	/* Counted anew: this callback keeps its own count until the sink is
-	 * done with the buffer, so close() cannot free it under the parser. */
-	r = ncm_device_submit(self, xfer, FALSE);
-#ifdef NCM_TEST_HOOKS
-	ncm_device_fault_rx(self, filled, len, parse_one);
-#else
-	parse_one(self, filled, len);
-#endif
+	if (ncm_ntb_rx_parse_first(self->n_rx, len, self->info->bulk_in_max_packet)) {
+		rx_parse(self, filled, len);
+		r = ncm_device_submit(self, xfer, FALSE);
+	} else {
+		xfer->buffer = slot->spare;
+		slot->spare = filled;
+		/* Counted anew: this callback keeps its own count until the
+		 * sink is done with the buffer, so close() cannot free it
+		 * under the parser. */
+		r = ncm_device_submit(self, xfer, FALSE);
+		rx_parse(self, filled, len);
+	}
 	/* The sink hears receive_done once libusb has handed over every
 	 * transfer this wake-up reaped (ncm-usb-timers.c): one TAP write of
 	 * coalesced segments, one lwIP batch and one reader wake-up for all

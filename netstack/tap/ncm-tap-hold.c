@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-tap-hold.c: small received frames kept until their event batch ends (ncm-tap-hold.h says why). */
+/* ncm-tap-hold.c: received ACKs kept until their event batch ends (ncm-tap-hold.h says why). */
 #include "ncm-tap-hold.h"
 
 #include <string.h>
@@ -18,6 +18,14 @@ thin(TapHold *h, guint n, bool *skip)
 		lens[i] = h->lens[i];
 	}
 	__atomic_fetch_add(&h->thinned, ncm_ack_thin(frames, lens, n, skip), __ATOMIC_RELAXED);
+}
+
+gboolean
+tap_hold_wants(const guint8 *frame, gsize len)
+{
+	NcmAckInfo ai;
+
+	return tap_hold_fits(len) && ncm_ack_classify(frame, len, &ai) && !ai.payload;
 }
 
 void

@@ -100,14 +100,17 @@ sink_receive(gpointer user_data, const guint8 *frame, gsize len)
 {
 	static const TapVnetHdr plain;
 	NcmTap *tap = user_data;
+	gboolean hold;
 
 	if (tap->pcap)
 		ncm_pcap_write(tap->pcap, frame, len);
+	/* Asked of the Ethernet frame: TUN mode strips its header below. */
+	hold = tap_hold_wants(frame, len);
 	if (tap->mode == NCM_TAP_MODE_TUN &&
 	    !(frame = tap_l3_from_frame(&tap->l3, tap->link, frame, len, &len)))
 		return;
 	/* ACKs wait for the batch's end (ncm-tap-hold.h); all stays in order. */
-	if (tap_hold_fits(len)) {
+	if (hold) {
 		if (tap->vnet)
 			tap_gro_flush(&tap->gro, fd_write, tap);
 		tap_hold_take(&tap->hold, frame, len, hold_write, tap);

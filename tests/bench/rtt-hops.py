@@ -17,7 +17,9 @@
 # kernel sockets use sendto, lwIP's client no syscall).
 # Prints per variant and test the median (and p90) of each hop over every
 # round's probes, in ms; a probe where a mark is missing counts in no hop
-# after it. The sum of the hops' medians need not be the median total.
+# after it. The sum of the hops' medians need not be the median total;
+# a second table gives each hop's mean over the probes with every mark to
+# the IN URB, which add up to their mean round trip.
 import collections
 import glob
 import os
@@ -211,6 +213,14 @@ def main():
                     stats[key][name].append((marks[name] - prev) / 1000)
                     prev = marks[name]
             stats[key]["_n"].append(1 if "in_bus" in marks else 0)
+            if "in_bus" in marks:
+                full = {"total": int(rtt) / 1000}
+                prev = int(t0)
+                for name, _ in HOPS:
+                    if name in marks:
+                        full[name] = (marks[name] - prev) / 1000
+                        prev = marks[name]
+                stats[key]["_full"].append(full)
     if checked["bulk"] == 0:
         print("no bulk pipes read by the kprobes: struct urb's layout differs from 6.1's?")
     names = ["total"] + [h for h, _ in HOPS]
@@ -226,6 +236,17 @@ def main():
             for k in keys:
                 xs = stats[k].get(h, [])
                 cells.append(f" {pct(xs, .5):7.3f} ({pct(xs, .9):6.3f})" if xs else f" {'-':>16}")
+            print(f"{h:<11} {what:<32}" + "".join(cells))
+        # Medians do not add up; means over the probes that reached the
+        # IN URB do, so they say which hops make a total differ.
+        print(f"\n{test}: mean ms per hop over the probes with every mark to the IN URB")
+        print(f"{'hop':<11} {'ends at':<32}" + "".join(f" {k[0]:>16}" for k in keys))
+        for h in names:
+            what = dict(HOPS).get(h, "echo's round trip (ncm-bench)")
+            cells = []
+            for k in keys:
+                xs = [x for x in stats[k]["_full"] if h in x]
+                cells.append(f" {sum(x[h] for x in xs) / len(xs):16.3f}" if xs else f" {'-':>16}")
             print(f"{h:<11} {what:<32}" + "".join(cells))
 
 

@@ -152,6 +152,30 @@ test_fits(void)
 	g_assert_false(tap_hold_fits(1514));
 }
 
+/* What is held: TCP segments without payload that fit; not data, not UDP, not ARP. */
+static void
+test_wants(void)
+{
+	guint8 f[1514];
+	gsize len;
+
+	g_assert_true(tap_hold_wants(f, tcp_frame(f, 1000, 1, 0)));
+	f[47] = 0x11;                                    /* FIN: still no payload */
+	g_assert_true(tap_hold_wants(f, 54));
+	g_assert_false(tap_hold_wants(f, tcp_frame(f, 1000, 1, 1)));
+	len = tcp_frame(f, 1000, 1, 0);
+	f[23] = 17;                                      /* UDP, same size */
+	g_assert_false(tap_hold_wants(f, len));
+	memset(f, 0, 60);
+	f[12] = 0x08, f[13] = 0x06;                      /* ARP */
+	g_assert_false(tap_hold_wants(f, 60));
+	/* An ACK in a frame padded past what the hold takes. */
+	tcp_frame(f, 1000, 1, 0);
+	memset(f + 54, 0, TAP_HOLD_FRAME_MAX);
+	g_assert_false(tap_hold_wants(f, TAP_HOLD_FRAME_MAX + 1));
+	g_assert_true(tap_hold_wants(f, TAP_HOLD_FRAME_MAX));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -160,5 +184,6 @@ main(int argc, char **argv)
 	g_test_add_func("/tap-hold/full", test_full);
 	g_test_add_func("/tap-hold/fits", test_fits);
 	g_test_add_func("/tap-hold/thin", test_thin);
+	g_test_add_func("/tap-hold/wants", test_wants);
 	return g_test_run();
 }

@@ -995,42 +995,57 @@ test_rx_full_drops(void)
 	close(sp[1]);
 }
 
+/* A pure TCP ACK over IPv4 (54 bytes), duplicates of one another; @tag in the IP ID. */
+static gsize
+tcp_ack(guint8 *f, guint8 tag)
+{
+	memset(f, 0, 54);
+	f[12] = 0x08;
+	f[14] = 0x45;
+	f[17] = 40;                  /* IP total length */
+	f[19] = tag;
+	f[22] = 64;
+	f[23] = 6;                   /* TCP */
+	f[46] = 0x50;                /* 20-byte header */
+	f[47] = 0x10;                /* ACK */
+	return 54;
+}
+
 /*
- * Small frames (ACKs) reach the fd at receive_done, not at receive: the
- * event thread ends the devices' batches in turn (ncm-tap-hold.h). A large
- * frame in between writes the held ones first, so the order stays.
+ * TCP segments without payload (ACKs) reach the fd at receive_done, not at
+ * receive: the event thread ends the devices' batches in turn
+ * (ncm-tap-hold.h). Anything else goes at once, small or large, and writes
+ * the held ones first, so the order stays.
  */
 static void
 test_rx_hold(void)
 {
 	Rig rig = { 0 };
-	guint8 ack[60] = { 0 }, big[1000] = { 0 }, in[2000];
-	const guint8 order[] = { 1, 2, 3, 4, 5 };
+	guint8 ack[54], big[1000] = { 0 }, small[60] = { 0 }, in[2000];
+	const gssize lens[] = { 54, 54, 1000, 54, 60, 54 };
 	int sp[2];
+	guint at = 0;
 
 	g_assert_cmpint(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp), ==, 0);
 	rig_attach(&rig, ncm_tap_new_for_fd(sp[0], NCM_TAP_MODE_TAP, NULL), FALSE);
-	for (guint i = 1; i <= 2; i++) {
-		ack[16] = (guint8)i;
-		rig.fake->sink->receive(rig.fake->sink_data, ack, sizeof(ack));
-	}
+	for (guint8 i = 1; i <= 2; i++)
+		rig.fake->sink->receive(rig.fake->sink_data, ack, tcp_ack(ack, i));
 	g_assert_cmpint(recv(sp[1], in, sizeof(in), MSG_DONTWAIT), <, 0);
-	big[16] = 3;
+	big[19] = 3;
 	rig.fake->sink->receive(rig.fake->sink_data, big, sizeof(big));
-	ack[16] = 4;
-	rig.fake->sink->receive(rig.fake->sink_data, ack, sizeof(ack));
-	ack[16] = 5;
-	rig.fake->sink->receive(rig.fake->sink_data, ack, sizeof(ack));
-	for (guint i = 0; i < 3; i++) {
-		g_assert_cmpint(recv(sp[1], in, sizeof(in), MSG_DONTWAIT), ==, i < 2 ? 60 : 1000);
-		g_assert_cmpuint(in[16], ==, order[i]);
+	rig.fake->sink->receive(rig.fake->sink_data, ack, tcp_ack(ack, 4));
+	/* Not TCP, and as small as an ACK: at once, behind the held one. */
+	small[19] = 5;
+	rig.fake->sink->receive(rig.fake->sink_data, small, sizeof(small));
+	rig.fake->sink->receive(rig.fake->sink_data, ack, tcp_ack(ack, 6));
+	for (; at < 5; at++) {
+		g_assert_cmpint(recv(sp[1], in, sizeof(in), MSG_DONTWAIT), ==, lens[at]);
+		g_assert_cmpuint(in[19], ==, at + 1);
 	}
 	g_assert_cmpint(recv(sp[1], in, sizeof(in), MSG_DONTWAIT), <, 0);
 	rig.fake->sink->receive_done(rig.fake->sink_data);
-	for (guint i = 3; i < 5; i++) {
-		g_assert_cmpint(recv(sp[1], in, sizeof(in), MSG_DONTWAIT), ==, 60);
-		g_assert_cmpuint(in[16], ==, order[i]);
-	}
+	g_assert_cmpint(recv(sp[1], in, sizeof(in), MSG_DONTWAIT), ==, lens[at]);
+	g_assert_cmpuint(in[19], ==, at + 1);
 	g_assert_cmpint(recv(sp[1], in, sizeof(in), MSG_DONTWAIT), <, 0);
 	rig_free(&rig);
 	close(sp[1]);

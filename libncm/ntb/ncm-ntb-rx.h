@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-ntb-rx.h: whether a received NTB is parsed before or after its bulk-IN transfer goes back to the device (pure C). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * A completed IN transfer normally goes back with the slot's spare buffer
+ * before the NTB is parsed, so the device finds reads queued however long
+ * the sink takes (ncm-usb-rx.c says which gadget needs that). An NTB
+ * shorter than one packet (a lone datagram, a few ACKs) is parsed first, in
+ * its own buffer: a sink that writes a lone datagram at once (the TAP
+ * backend) hands it on before the submit's syscall, and so short a parse
+ * cannot use up the other reads. In ncm-tun's 64-byte round trip at 10/s,
+ * the event thread's run from waking to the TAP write took (traced
+ * medians) 0.56 ms before, 0.45 with the TAP's change alone and 0.30 with
+ * this too (tests/bench/RESULTS.md, session 21). Not with fewer than
+ * NCM_NTB_RX_PARSE_FIRST_DEPTH reads in flight, where the one read back
+ * matters more.
+ */
+#ifndef NCM_NTB_RX_PARSE_FIRST_DEPTH
+#define NCM_NTB_RX_PARSE_FIRST_DEPTH 4
+#endif
+
+static inline bool
+ncm_ntb_rx_parse_first(unsigned depth, size_t len, size_t max_packet)
+{
+	return depth >= NCM_NTB_RX_PARSE_FIRST_DEPTH && len < max_packet;
+}
