@@ -7,7 +7,8 @@ device from its last ss -tin sample (cwnd, retransmits, RTO, limited times); the
 receiver (ncm-tun); per-thread CPU and /proc/stat over the samples; and the TCP counters
 (nstat names) that changed in either namespace; per CPU its input backlog (softnet_stat every
 0.2 s), and per gadget netdev from the receive trace the CPU its frames joined a backlog on
-and their wait there."""
+and their wait there, the CPU its download left on, and the gadgets' rates by their timer's
+CPU; each CPU's busy share and where each driver thread ran."""
 import collections
 import glob
 import json
@@ -69,15 +70,23 @@ def samples(path):
         if ln.startswith('=== sample '):
             f = ln.split()
             block = {'t': float(f[2]), 'cpu': [int(x) for x in f[4:]], 'threads': {}, 'switches': {}, 'ctxt': None,
-                     'peer': [], 'host': []}
+                     'peer': [], 'host': [], 'cpus': {}, 'on_cpu': {}}
             out.append(block)
             part = None
         elif block is None:
             continue
         elif ln.startswith('thread '):
-            m = re.match(r'thread (\d+) (.*) (\d+) (\d+)$', ln.rstrip('\n'))
+            # utime stime, then (since session 21) the CPU the thread last ran on.
+            m = (re.match(r'thread (\d+) (.*) (\d+) (\d+) (\d+)$', ln.rstrip('\n')) or
+                 re.match(r'thread (\d+) (.*) (\d+) (\d+)()$', ln.rstrip('\n')))
             if m:
-                block['threads'][(int(m.group(1)), m.group(2))] = int(m.group(3)) + int(m.group(4))
+                key = (int(m.group(1)), m.group(2))
+                block['threads'][key] = int(m.group(3)) + int(m.group(4))
+                if m.group(5):
+                    block['on_cpu'][key] = int(m.group(5))
+        elif re.match(r'cpu\d+ ', ln):
+            f = ln.split()
+            block['cpus'][int(f[0][3:])] = [int(x) for x in f[1:]]
         elif ln.startswith('switches '):
             f = ln.split()
             if len(f) == 5:
@@ -140,6 +149,24 @@ def first_and_last(blocks, field):
     return seen
 
 
+def on_cpus(live, key):
+    """Where a thread was at each sample (the CPU it last ran on)."""
+    c = collections.Counter(b['on_cpu'][key] for b in live if key in b['on_cpu'])
+    return ('; last ran on ' + ' '.join(f'cpu{k} {n}x' for k, n in sorted(c.items()))) if c else ''
+
+
+def per_cpu(b0, b1):
+    """Each CPU's busy share between two samples: which one the event thread, the peer's
+    senders and the gadgets' timers crowd."""
+    for cpu in sorted(b1['cpus']):
+        if cpu in b0['cpus']:
+            d = [y - x for x, y in zip(b0['cpus'][cpu], b1['cpus'][cpu])]
+            tot = sum(d[:8]) or 1
+            busy = tot - d[3] - d[4]
+            print(f'    cpu {cpu}: busy {100 * busy / tot:.0f}% (user {100 * d[0] / tot:.0f}%, system'
+                  f' {100 * d[2] / tot:.0f}%, softirq {100 * d[6] / tot:.0f}%)')
+
+
 def switch_rates(live, res):
     """Context switches per second and per MB (the run's aggregate rate): the whole guest's, and
     per kind of thread (digits folded: the 8 TAP readers are one row), voluntary (slept) and not."""
@@ -193,17 +220,22 @@ def pct(v, q):
 
 def rx_trace(path):
     """Per gadget netdev from the 0.4 s trace: on which CPU its frames joined a backlog
-    (netif_rx) and how long each waited there (until netif_receive_skb, the peer's TCP)."""
+    (netif_rx, so its dummy_hcd timer's CPU) and how long each waited there (until
+    netif_receive_skb, the peer's TCP); on which CPU a download's data was handed to
+    f_ncm (net_dev_xmit). Returns each gadget's timer CPU (the most of its netif_rx)."""
     pend = {}
     devs = collections.defaultdict(lambda: {'rx_cpu': collections.Counter(), 'in_cpu': collections.Counter(),
-                                            'wait': []})
-    ev = re.compile(r'\[(\d+)\].*?\s(\d+\.\d+): (netif_rx|netif_receive_skb): dev=(\S+) skbaddr=(\S+)')
+                                            'tx_cpu': collections.Counter(), 'wait': []})
+    ev = re.compile(r'\[(\d+)\].*?\s(\d+\.\d+): (netif_rx|netif_receive_skb|net_dev_xmit): dev=(\S+)'
+                    r' skbaddr=(\S+)')
     for ln in open(path, errors='replace'):
         m = ev.search(ln)
         if not m:
             continue
         cpu, t, e, dev, skb = int(m.group(1)), float(m.group(2)), m.group(3), m.group(4), m.group(5)
-        if e == 'netif_rx':
+        if e == 'net_dev_xmit':
+            devs[dev]['tx_cpu'][cpu] += 1
+        elif e == 'netif_rx':
             pend[skb] = (t, dev)
             devs[dev]['rx_cpu'][cpu] += 1
         else:
@@ -216,9 +248,25 @@ def rx_trace(path):
         w = sorted(d['wait'])
         rx = ' '.join(f'cpu{c} {n}' for c, n in sorted(d['rx_cpu'].items()))
         into = ' '.join(f'cpu{c} {n}' for c, n in sorted(d['in_cpu'].items()))
+        tx = ' '.join(f'cpu{c} {n}' for c, n in sorted(d['tx_cpu'].items()))
         waits = (f'; {len(w)} paired waited ms mean {sum(w) / len(w):.1f} median {pct(w, 0.5):.1f}'
                  f' p90 {pct(w, 0.9):.1f} max {w[-1]:.1f}' if w else '')
-        print(f'  trace {dev}: netif_rx on {rx}, processed on {into}{waits}')
+        print(f'  trace {dev}: netif_rx on {rx}, processed on {into}{waits}' + (f'; xmit on {tx}' if tx else ''))
+    return {int(re.sub(r'\D', '', dev) or 0): d['rx_cpu'].most_common(1)[0][0]
+            for dev, d in devs.items() if d['rx_cpu']}
+
+
+def by_timer_cpu(timer, rate):
+    """The gadgets' rates grouped by their timer's CPU: whether where dummy_hcd runs a gadget
+    decides its share (session 19 found it does for uploads, through the peer's backlogs)."""
+    groups = collections.defaultdict(list)
+    for i, cpu in timer.items():
+        if i in rate:
+            groups[cpu].append((i, rate[i]))
+    if groups:
+        print('  by timer CPU: ' + '; '.join(
+            f'cpu{c}: gadgets {" ".join(str(i) for i, _ in sorted(g))} mean {sum(r for _, r in g) / len(g):.1f} Mbit/s'
+            for c, g in sorted(groups.items())))
 
 
 def report(run):
@@ -244,6 +292,7 @@ def report(run):
                if 'rx_ntbs' in a else ''))
     for pid, (t0, a, t1, b) in lw.items():
         print(f'  lwIP pid {pid} over {t1 - t0:.2f} s: ' + ' '.join(f'{k} {b[k] - a.get(k, 0)}' for k in b))
+    rate = {}  # per gadget, its sender's Mbit/s from the first sample to the last
     if os.path.exists(run + '.samples'):
         blocks = samples(run + '.samples')
         mem = [b['tcpmem'] for b in blocks if b.get('tcpmem')]
@@ -260,7 +309,9 @@ def report(run):
                 if t1 - t0 >= 2:
                     pct = (v1 - v0) / (t1 - t0)  # USER_HZ 100: ticks per second = % of a CPU
                     if pct >= 2:
-                        print(f'    thread {key[0]} {key[1]}: {pct:.0f} % of a CPU over {t1 - t0:.0f} s')
+                        print(f'    thread {key[0]} {key[1]}: {pct:.0f} % of a CPU over {t1 - t0:.0f} s'
+                              + on_cpus(live, key))
+            per_cpu(b0, b1)
             switch_rates(live, res)
         for part in ('peer', 'host'):
             socks = last_with(blocks, part)
@@ -281,6 +332,8 @@ def report(run):
             for i, pts in sorted(series.items(), key=lambda kv: kv[0] or 0):
                 steps = [f'{8 * (y1 - y0) / (t1 - t0) / 1e6:.0f}' for (t0, y0, _), (t1, y1, _) in zip(pts, pts[1:])
                          if t1 > t0]
+                if len(pts) >= 2 and pts[-1][0] > pts[0][0]:
+                    rate[i] = 8 * (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0]) / 1e6
                 print(f'  {part} sender dev {i} Mbit/s per sample: {" ".join(steps)}')
                 if part == 'host':
                     print(f'    cwnd {" ".join(p[2].get("cwnd", "-") for p in pts)}'
@@ -289,7 +342,7 @@ def report(run):
     if os.path.exists(run + '.softnet'):
         softnet(run + '.softnet')
     if os.path.exists(run + '.trace'):
-        rx_trace(run + '.trace')
+        by_timer_cpu(rx_trace(run + '.trace'), rate)
     if os.path.exists(run + '.diag'):
         for ln in open(run + '.diag'):
             f = ln.split()

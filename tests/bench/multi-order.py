@@ -7,7 +7,9 @@ import collections
 import re
 import sys
 
-LINE = re.compile(r"scale: (\S+)(?: \((\S+)\))?(?: round (\d+))?( reversed)? (\d+) (\S+): total ([\d.]+) .*"
+# A run of VM_SCALE_DIAG_RX or VM_SCALE_LWIP_PER_CTX says so after the variant: kept apart as one.
+LINE = re.compile(r"scale: (\S+)(?: \((\S+)\))?((?: rx_transfers \d+)?(?: \d+ per context)?)(?: round (\d+))?"
+                  r"( reversed)? (\d+) (\S+): total ([\d.]+) .*"
                   r"fairness ([\d.]+), system CPU ([\d.-]+) s/MB .* per device (.*)$")
 
 
@@ -18,10 +20,11 @@ def main(path):
             m = LINE.match(line.strip())
             if not m:
                 continue
-            name, variant, rnd, rev, k, test, total, fair, cpu, devs = m.groups()
+            name, variant, knob, rnd, rev, k, test, total, fair, cpu, devs = m.groups()
+            variant = (variant or "-") + knob
             d = [float(x) for x in devs.split(",")]
             if len(d) > 1:
-                runs[(name, variant or "-", k, test)].append((int(rnd or 1), bool(rev), float(total), float(fair), cpu, d))
+                runs[(name, variant, k, test)].append((int(rnd or 1), bool(rev), float(total), float(fair), cpu, d))
     for key, rs in runs.items():
         print("==", " ".join(key))
         pos = collections.defaultdict(list)

@@ -156,15 +156,18 @@ tcp_mem_set() {
 # tcp_pages: TCP's memory now, in pages, both namespaces (one count against tcp_mem).
 tcp_pages() { sed -n 's/^TCP:.* mem \([0-9]*\).*/\1/p' /proc/net/sockstat; }
 
-# diag_sample: one sample of the senders' and receivers' TCP state and of
-# the drivers' threads' CPU ticks (utime stime per thread).
+# diag_sample: one sample of the senders' and receivers' TCP state, of
+# the drivers' threads' CPU ticks (utime stime per thread, then the CPU it
+# last ran on) and of each CPU's ticks.
 diag_sample() {
 	local p pids=
 	echo "=== sample $(cut -d' ' -f1 /proc/uptime) $(head -1 /proc/stat)"
 	for p in $(pidof ncm-bench ncm-tun 2>/dev/null); do pids="$pids /proc/$p/task/*/stat"; done
 	# comm may hold spaces: the fields after its closing parenthesis.
 	[ -z "$pids" ] || awk '{ s = $0; c = s; sub(/^[^(]*\(/, "", c); sub(/\).*/, "", c); sub(/^.*\) /, "", s)
-		split(s, f, " "); print "thread", $1, c, f[12], f[13] }' $pids 2>/dev/null
+		split(s, f, " "); print "thread", $1, c, f[12], f[13], f[37] }' $pids 2>/dev/null
+	# Each CPU's ticks: which one the driver's threads and the gadgets' timers crowd.
+	grep '^cpu[0-9]' /proc/stat
 	# Context switches per thread (voluntary: it slept; involuntary: preempted): "switches TID COMM VOL INVOL".
 	[ -z "$pids" ] || awk 'function out() { if (t != "") print "switches", t, c, v, n }
 		FNR == 1 { out(); t = FILENAME; sub(/\/status$/, "", t); sub(/.*\//, "", t) }
@@ -194,15 +197,17 @@ softnet_sampler() {
 	done >"$1.softnet"
 }
 
-# rx_trace OUT K (VM_SCALE_DIAG_TRACE=1): once K host senders stream, 2 s in, 0.4 s of the net:netif_rx and
-# net:netif_receive_skb events of the gadget netdevs to OUT.trace. netif_rx is the gadget's
+# rx_trace OUT K (VM_SCALE_DIAG_TRACE=1): once K senders stream, 2 s in, 0.4 s of the net:netif_rx,
+# net:netif_receive_skb and net:net_dev_xmit events of the gadget netdevs to OUT.trace. netif_rx is the gadget's
 # receive (from dummy_hcd's timer, the CPU whose backlog it joins); netif_receive_skb is the
 # backlog's processing, the peer's IP and TCP: the time between them is each frame's wait in
-# the CPU's input backlog, per gadget (tests/bench/multi-diag-report.py).
+# the CPU's input backlog, per gadget (tests/bench/multi-diag-report.py). net_dev_xmit is a
+# download's data handed to f_ncm, on the CPU of the peer's sender or of its ACK processing.
 rx_trace() {
 	local t=/sys/kernel/debug/tracing n=0
 	[ -d "$t/events/net" ] || { echo "no tracefs" >"$1.trace"; return 0; }
-	while [ "$(ss -tinH state established 2>/dev/null |
+	# Senders in either namespace: a download's are the peer's (the lwip path has none in the host's).
+	while [ "$({ ss -tinH state established; peer_run ss -tinH state established; } 2>/dev/null |
 		grep -o 'bytes_acked:[0-9]*' | awk -F: '$2 > 1000000' | grep -c .)" -lt "$2" ] && [ "$n" -lt 70 ]; do
 		sleep 0.3
 		n=$((n + 1))
@@ -211,14 +216,14 @@ rx_trace() {
 	echo 0 >"$t/tracing_on"
 	echo >"$t/trace"
 	echo 8192 >"$t/buffer_size_kb"
-	for e in netif_rx netif_receive_skb; do
+	for e in netif_rx netif_receive_skb net_dev_xmit; do
 		echo 'name ~ "gadget*"' >"$t/events/net/$e/filter"
 		echo 1 >"$t/events/net/$e/enable"
 	done
 	echo 1 >"$t/tracing_on"
 	sleep 0.4
 	echo 0 >"$t/tracing_on"
-	for e in netif_rx netif_receive_skb; do echo 0 >"$t/events/net/$e/enable"; done
+	for e in netif_rx netif_receive_skb net_dev_xmit; do echo 0 >"$t/events/net/$e/enable"; done
 	grep -v '^#' "$t/trace" >"$1.trace"
 	echo >"$t/trace"
 }
