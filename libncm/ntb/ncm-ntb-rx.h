@@ -15,12 +15,15 @@
  * cannot use up the other reads. In ncm-tun's 64-byte round trip at 10/s,
  * the event thread's run from waking to the TAP write took (traced
  * medians) 0.56 ms before, 0.45 with the TAP's change alone and 0.30 with
- * this too (tests/bench/RESULTS.md, session 21). Not with fewer than
- * NCM_NTB_RX_PARSE_FIRST_DEPTH reads in flight, where the one read back
- * matters more.
+ * this too (tests/bench/RESULTS.md, session 21). Only at a depth
+ * (@depth: the transfers the device was given, some of which may be out
+ * for a retry) of NCM_NTB_RX_PARSE_FIRST_DEPTH or more, so that even with
+ * this one out the device finds more reads queued than f_ncm has IN
+ * requests (10): the rule ncm-usb-rx.c's depths keep. High speed's 16 and
+ * SuperSpeed's 32 qualify; full speed's 4 does not.
  */
 #ifndef NCM_NTB_RX_PARSE_FIRST_DEPTH
-#define NCM_NTB_RX_PARSE_FIRST_DEPTH 4
+#define NCM_NTB_RX_PARSE_FIRST_DEPTH 12
 #endif
 
 static inline bool

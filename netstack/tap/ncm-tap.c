@@ -50,7 +50,7 @@ struct _NcmTap {
 	guint8 *buf;      /* the reader's frame buffer, NCM_ETH_HLEN + TAP_READ_BUF */
 	gboolean vnet;    /* IFF_VNET_HDR: every packet on the fd has a TapVnetHdr */
 	TapGro gro;       /* device → kernel coalescing (vnet only); the data thread's */
-	TapHold hold;     /* small received frames until receive_done (the data thread's) */
+	TapHold hold;     /* received TCP segments without payload until receive_done (the data thread's) */
 	TapVnetHdr rd_hdr;  /* the header of the packet in buf (reader thread) */
 	guint8 *seg_buf;  /* the headers of a TSO packet's segment (reader thread, vnet only) */
 	TapQueue txq;     /* read while the link was full (reader thread; ncm-tap-queue.h) */

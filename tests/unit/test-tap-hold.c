@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-tap-hold.c: small received frames kept until the batch ends: in order, copied, a full hold written first, superseded ACKs left out. */
+/* test-tap-hold.c: received TCP segments without payload kept until the batch ends: in order, copied, a full hold written first, superseded ACKs left out. */
 #include <string.h>
 
 #include "ncm-tap-hold.h"
