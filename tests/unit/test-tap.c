@@ -1219,6 +1219,42 @@ test_tun_framing(void)
 	close(sp[1]);
 }
 
+/*
+ * TUN mode asks the Ethernet frame whether to hold it, before its header
+ * goes: an ACK waits for receive_done, a packet that is not TCP goes at once.
+ */
+static void
+test_tun_hold(void)
+{
+	Rig rig = { 0 };
+	guint8 f[64], in[64];
+	int sp[2];
+
+	g_assert_cmpint(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp), ==, 0);
+	rig_attach(&rig, ncm_tap_new_for_fd(sp[0], NCM_TAP_MODE_TUN, NULL), FALSE);
+	tcp_ack(f, 7);
+	eth_header(f, tap_mac, peer_mac, 0x0800);
+	rig.fake->sink->receive(rig.fake->sink_data, f, 54);
+	g_assert_cmpint(recv(sp[1], in, sizeof(in), MSG_DONTWAIT), <, 0);
+	eth_header(f, tap_mac, peer_mac, 0x0800);
+	ip_packet(f + 14, 4, tap_ip4);
+	rig.fake->sink->receive(rig.fake->sink_data, f, 34);
+	/* The held ACK first, as a bare IP packet, then the other one. */
+	g_assert_cmpint(recv(sp[1], in, sizeof(in), MSG_DONTWAIT), ==, 40);
+	g_assert_cmpuint(in[5], ==, 7);
+	g_assert_cmpint(recv(sp[1], in, sizeof(in), MSG_DONTWAIT), ==, 20);
+	g_assert_cmpmem(in, 20, f + 14, 20);
+	tcp_ack(f, 8);
+	eth_header(f, tap_mac, peer_mac, 0x0800);
+	rig.fake->sink->receive(rig.fake->sink_data, f, 54);
+	g_assert_cmpint(recv(sp[1], in, sizeof(in), MSG_DONTWAIT), <, 0);
+	rig.fake->sink->receive_done(rig.fake->sink_data);
+	g_assert_cmpint(recv(sp[1], in, sizeof(in), MSG_DONTWAIT), ==, 40);
+	g_assert_cmpuint(in[5], ==, 8);
+	rig_free(&rig);
+	close(sp[1]);
+}
+
 /* ---- pcap under concurrency ------------------------------------------------ */
 
 #define PCAP_THREADS 4
@@ -1581,6 +1617,7 @@ main(int argc, char **argv)
 	g_test_add_func("/tap/tx/acks-ahead", test_acks_ahead);
 	g_test_add_func("/tap/tun/kernel", test_tun_kernel);
 	g_test_add_func("/tap/tun/framing", test_tun_framing);
+	g_test_add_func("/tap/tun/hold", test_tun_hold);
 	g_test_add_func("/tap/pcap/concurrent", test_pcap_concurrent);
 	g_test_add_func("/tap/interface-deleted", test_interface_deleted);
 	g_test_add_func("/tap/pcap/open-error", test_pcap_open_error);
