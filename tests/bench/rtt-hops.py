@@ -206,48 +206,45 @@ def main():
             marks = probe(evs, starts, int(t0), int(rtt), server_pid, tap,
                           not path.startswith(("lwip", "raw", "ncm-proxy")))
             key = (variant, test)
-            stats[key]["total"].append(int(rtt) / 1000)
+            hops = {"total": int(rtt) / 1000}
             prev = int(t0)
             for name, _ in HOPS:
                 if name in marks:
-                    stats[key][name].append((marks[name] - prev) / 1000)
+                    hops[name] = (marks[name] - prev) / 1000
                     prev = marks[name]
+            for name, ms in hops.items():
+                stats[key][name].append(ms)
             stats[key]["_n"].append(1 if "in_bus" in marks else 0)
             if "in_bus" in marks:
-                full = {"total": int(rtt) / 1000}
-                prev = int(t0)
-                for name, _ in HOPS:
-                    if name in marks:
-                        full[name] = (marks[name] - prev) / 1000
-                        prev = marks[name]
-                stats[key]["_full"].append(full)
+                stats[key]["_full"].append(hops)
     if checked["bulk"] == 0:
         print("no bulk pipes read by the kprobes: struct urb's layout differs from 6.1's?")
     names = ["total"] + [h for h, _ in HOPS]
+
+    def table(keys, title, cell, extra=""):
+        """One line per hop, one cell per variant: cell(key, hop)."""
+        print(f"\n{title}")
+        print(f"{'hop':<11} {'ends at':<32}" + "".join(f" {k[0]:>16}" for k in keys) + extra)
+        for h in names:
+            what = dict(HOPS).get(h, "echo's round trip (ncm-bench)")
+            print(f"{h:<11} {what:<32}" + "".join(cell(k, h) for k in keys))
+
+    def median_cell(k, h):
+        xs = stats[k].get(h, [])
+        return f" {pct(xs, .5):7.3f} ({pct(xs, .9):6.3f})" if xs else f" {'-':>16}"
+
+    def mean_cell(k, h):
+        xs = [x[h] for x in stats[k]["_full"] if h in x]
+        return f" {sum(xs) / len(xs):16.3f}" if xs else f" {'-':>16}"
+
     for test in sorted({k[1] for k in stats}):
         keys = [k for k in sorted(stats) if k[1] == test]
-        print(f"\n{test}: median (p90) ms per hop, every round pooled")
-        print(f"{'hop':<11} {'ends at':<32}" + "".join(f" {k[0]:>16}" for k in keys))
-        print(f"{'probes':<11} {'(all marks to the IN URB)':<32}" +
-              "".join(f" {sum(stats[k]['_n']):>6}/{len(stats[k]['total']):<9}" for k in keys))
-        for h in names:
-            what = dict(HOPS).get(h, "echo's round trip (ncm-bench)")
-            cells = []
-            for k in keys:
-                xs = stats[k].get(h, [])
-                cells.append(f" {pct(xs, .5):7.3f} ({pct(xs, .9):6.3f})" if xs else f" {'-':>16}")
-            print(f"{h:<11} {what:<32}" + "".join(cells))
+        probes = (f"\n{'probes':<11} {'(all marks to the IN URB)':<32}" +
+                  "".join(f" {sum(stats[k]['_n']):>6}/{len(stats[k]['total']):<9}" for k in keys))
+        table(keys, f"{test}: median (p90) ms per hop, every round pooled", median_cell, probes)
         # Medians do not add up; means over the probes that reached the
         # IN URB do, so they say which hops make a total differ.
-        print(f"\n{test}: mean ms per hop over the probes with every mark to the IN URB")
-        print(f"{'hop':<11} {'ends at':<32}" + "".join(f" {k[0]:>16}" for k in keys))
-        for h in names:
-            what = dict(HOPS).get(h, "echo's round trip (ncm-bench)")
-            cells = []
-            for k in keys:
-                xs = [x for x in stats[k]["_full"] if h in x]
-                cells.append(f" {sum(x[h] for x in xs) / len(xs):16.3f}" if xs else f" {'-':>16}")
-            print(f"{h:<11} {what:<32}" + "".join(cells))
-
+        table(keys, f"{test}: mean ms per hop over the probes with every mark to the IN URB",
+              mean_cell)
 
 main()
