@@ -34,7 +34,7 @@ REPS=${AB_REPS:-3}
 TESTS=${AB_TESTS:-tcp_down,tcp_up,tcp_bidir}
 
 EVENTS=raw_syscalls:sys_enter,sched:sched_switch,sched:sched_wakeup,irq:softirq_entry
-[ -z "${COUNT_SYSCALLS:-}" ] || for s in ioctl poll ppoll read readv write writev futex madvise; do
+[ -z "${COUNT_SYSCALLS:-}" ] || for s in ioctl poll ppoll read readv write writev sendmsg recvmsg sendto recvfrom futex madvise; do
 	EVENTS=$EVENTS,syscalls:sys_enter_$s
 done
 # and the user page faults: memory handed back and touched again costs one each, zeroed.
