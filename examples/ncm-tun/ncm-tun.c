@@ -217,6 +217,12 @@ print_tun_stats(Tun *tun, NcmStats *sum, NcmTapStats *tap_sum)
 			G_GUINT64_FORMAT " frames merged, %" G_GUINT64_FORMAT " bad checksums), tx %"
 			G_GUINT64_FORMAT " TSO packets cut\n", ts.rx_super, ts.rx_coalesced,
 			ts.rx_bad_csum, ts.tx_gso_packets);
+	if (ncm_tap_has_offload(tun->tap))
+		fprintf(stderr, "  tap runs ended: %" G_GUINT64_FORMAT " full, %" G_GUINT64_FORMAT
+			" by a short segment, %" G_GUINT64_FORMAT " by a gap, %" G_GUINT64_FORMAT
+			" by a header, %" G_GUINT64_FORMAT " by another frame, %" G_GUINT64_FORMAT
+			" flushed\n", ts.rx_run_ends[0], ts.rx_run_ends[1], ts.rx_run_ends[2],
+			ts.rx_run_ends[3], ts.rx_run_ends[4], ts.rx_run_ends[5]);
 	fprintf(stderr, "  tap tx: %" G_GUINT64_FORMAT " frames in %" G_GUINT64_FORMAT
 		" bursts, %" G_GUINT64_FORMAT " waits, %" G_GUINT64_FORMAT " dropped (invalid), %"
 		G_GUINT64_FORMAT " dropped (no device)\n", ts.tx_frames, ts.tx_bursts, ts.tx_waits,

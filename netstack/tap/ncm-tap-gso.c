@@ -227,6 +227,14 @@ tap_gro_clear(TapGro *g)
 static const TapVnetHdr no_offload;
 
 void
+tap_gro_flush_for(TapGro *g, TapGroEnd why, TapGroWrite write, gpointer user_data)
+{
+	if (g->len && why < TAP_GRO_N_ENDS)
+		__atomic_fetch_add(&g->ends[why], 1, __ATOMIC_RELAXED); /* read by stats */
+	tap_gro_flush(g, write, user_data);
+}
+
+void
 tap_gro_flush(TapGro *g, TapGroWrite write, gpointer user_data)
 {
 	guint8 *ip = g->buf + g->l3off, *tcp = g->buf + g->l4off;
@@ -306,31 +314,39 @@ same_options(const TapGro *g, const TcpPkt *t, const guint8 *pkt)
 	       not_older(ncm_be32_at(oa, n, 8), ncm_be32_at(ob, n, 8));
 }
 
-/* Same flow, same IP and TCP header fields that GRO would insist on, next in sequence. */
-static gboolean
+/* Same flow, same IP and TCP header fields that GRO would insist on, next in
+ * sequence: TAP_GRO_N_ENDS; else what ends the run. */
+static TapGroEnd
 continues(const TapGro *g, const TcpPkt *t, const guint8 *pkt)
 {
 	const guint8 *a = g->buf + g->l3off, *b = pkt + t->l3off;
 	const guint8 *ta = g->buf + g->l4off, *tb = pkt + t->l4off;
 
-	if (t->l3off != g->l3off || t->v6 != g->v6 || t->hdr != g->hdr_len || t->payload > g->mss ||
-	    ncm_be32_at(pkt, t->hdr, t->l4off + 4) != g->next_seq || g->len + t->payload > g->l3off + TAP_GRO_MAX_IP)
-		return FALSE;
+	if (t->l3off != g->l3off || t->v6 != g->v6 || t->hdr != g->hdr_len || t->payload > g->mss)
+		return TAP_GRO_END_HEADER;
 	if (g->l3off && memcmp(g->buf, pkt, NCM_ETH_HLEN) != 0)
-		return FALSE;
+		return TAP_GRO_END_HEADER;
 	if (t->v6) {
 		/* Version, traffic class, flow label; addresses; hop limit. */
 		if (memcmp(a, b, 4) != 0 || memcmp(a + 8, b + 8, 32) != 0 || a[7] != b[7])
-			return FALSE;
+			return TAP_GRO_END_HEADER;
 	} else {
 		/* TOS (ECN included), DF, TTL, protocol; addresses. */
 		if (a[1] != b[1] || ((a[6] ^ b[6]) & 0x40) || a[8] != b[8] ||
 		    memcmp(a + 12, b + 12, 8) != 0)
-			return FALSE;
+			return TAP_GRO_END_HEADER;
 	}
-	/* Ports; ACK number; flags but PSH; options (a newer TSval allowed). */
-	return memcmp(ta, tb, 4) == 0 && memcmp(ta + 8, tb + 8, 4) == 0 &&
-	       ((ta[13] ^ tb[13]) & ~TCP_PSH) == 0 && same_options(g, t, pkt);
+	if (memcmp(ta, tb, 4) != 0)
+		return TAP_GRO_END_HEADER;
+	if (ncm_be32_at(pkt, t->hdr, t->l4off + 4) != g->next_seq)
+		return TAP_GRO_END_GAP;
+	/* ACK number; flags but PSH; options (a newer TSval allowed). */
+	if (memcmp(ta + 8, tb + 8, 4) != 0 || ((ta[13] ^ tb[13]) & ~TCP_PSH) != 0 ||
+	    !same_options(g, t, pkt))
+		return TAP_GRO_END_HEADER;
+	if (g->len + t->payload > g->l3off + TAP_GRO_MAX_IP)
+		return TAP_GRO_END_FULL;
+	return TAP_GRO_N_ENDS;
 }
 
 static void
@@ -354,14 +370,15 @@ tap_gro_push(TapGro *g, guint l3off, const guint8 *pkt, gsize len, TapGroWrite w
 {
 	TcpPkt t;
 	TcpPkt first = { .v6 = g->v6, .l3off = g->l3off, .l4off = g->l4off };
+	TapGroEnd why = TAP_GRO_END_HEADER;
 	guint8 *tcp;
 
 	if (!g->buf || !parse_tcp(l3off, pkt, len, &t) || !is_candidate(&t, pkt)) {
-		tap_gro_flush(g, write, user_data);
+		tap_gro_flush_for(g, TAP_GRO_END_FRAME, write, user_data);
 		write(user_data, &no_offload, pkt, len, 1);
 		return;
 	}
-	if (g->len && continues(g, &t, pkt)) {
+	if (g->len && (why = continues(g, &t, pkt)) == TAP_GRO_N_ENDS) {
 		/* Checked only now, and only what merges: a lone segment is the kernel's to check. */
 		if (!g->first_verified && !tcp_csum_ok(&first, g->buf, g->len)) {
 			__atomic_fetch_add(&g->bad_csum, 1, __ATOMIC_RELAXED); /* read by stats */
@@ -395,10 +412,10 @@ tap_gro_push(TapGro *g, guint l3off, const guint8 *pkt, gsize len, TapGroWrite w
 		 * kernel's receive takes PSH as a hint it has no use for.
 		 */
 		if (t.payload < g->mss)
-			tap_gro_flush(g, write, user_data);
+			tap_gro_flush_for(g, TAP_GRO_END_SHORT, write, user_data);
 		return;
 	}
-	tap_gro_flush(g, write, user_data);
+	tap_gro_flush_for(g, why, write, user_data);
 alone:
 	start(g, &t, pkt, len);
 }

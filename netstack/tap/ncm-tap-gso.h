@@ -83,6 +83,17 @@ TapGsoResult tap_gso_segment(const TapVnetHdr *h, guint l3off, guint8 *pkt, gsiz
 typedef void (*TapGroWrite)(gpointer user_data, const TapVnetHdr *h, const guint8 *pkt,
 			    gsize len, guint segs);
 
+/* What ended a coalesced run (TapGro.ends): where runs stay short. */
+typedef enum {
+	TAP_GRO_END_FULL,     /* no room for the next segment */
+	TAP_GRO_END_SHORT,    /* a short segment (only the last may be) */
+	TAP_GRO_END_GAP,      /* the flow's next segment was not next in sequence */
+	TAP_GRO_END_HEADER,   /* another flow, or its ACK number, options or IP fields changed */
+	TAP_GRO_END_FRAME,    /* a frame that does not merge (no payload, not TCP, ...) */
+	TAP_GRO_END_FLUSH,    /* the caller flushed: a burst's end, a held ACK */
+	TAP_GRO_N_ENDS
+} TapGroEnd;
+
 /*
  * Device → kernel: consecutive in-order TCP segments of one flow, with the
  * same flags but PSH, the same ACK and options (a newer timestamp allowed)
@@ -102,6 +113,7 @@ typedef struct {
 	gboolean first_verified;
 	guint32 next_seq;
 	guint64 merged;     /* segments that went into a super-packet after its first (atomic) */
+	guint64 ends[TAP_GRO_N_ENDS];  /* runs ended, by what ended them (atomic) */
 	guint64 bad_csum;   /* segments refused for a wrong checksum (atomic) */
 } TapGro;
 
@@ -112,5 +124,7 @@ void tap_gro_push(TapGro *g, guint l3off, const guint8 *pkt, gsize len, TapGroWr
 		  gpointer user_data);
 /* Writes what is pending: the end of an NTB, or before anything that must not pass it. */
 void tap_gro_flush(TapGro *g, TapGroWrite write, gpointer user_data);
+/* tap_gro_flush(), counting a pending run's end as @why. */
+void tap_gro_flush_for(TapGro *g, TapGroEnd why, TapGroWrite write, gpointer user_data);
 
 G_END_DECLS

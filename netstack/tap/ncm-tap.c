@@ -112,7 +112,7 @@ sink_receive(gpointer user_data, const guint8 *frame, gsize len)
 	/* ACKs wait for the batch's end (ncm-tap-hold.h); all stays in order. */
 	if (hold) {
 		if (tap->vnet)
-			tap_gro_flush(&tap->gro, fd_write, tap);
+			tap_gro_flush_for(&tap->gro, TAP_GRO_END_FLUSH, fd_write, tap);
 		tap_hold_take(&tap->hold, frame, len, hold_write, tap);
 		return;
 	}
@@ -133,7 +133,7 @@ sink_receive_done(gpointer user_data)
 	 * are older than what GRO holds (a push writes them first). */
 	tap_hold_flush(&tap->hold, hold_write, tap);
 	if (tap->vnet)
-		tap_gro_flush(&tap->gro, fd_write, tap);
+		tap_gro_flush_for(&tap->gro, TAP_GRO_END_FLUSH, fd_write, tap);
 	if (tap->mode == NCM_TAP_MODE_TUN)
 		tap_l3_receive_done(&tap->l3, tap->link);
 	if (tap->pcap)
@@ -766,6 +766,9 @@ ncm_tap_get_stats(NcmTap *tap, NcmTapStats *ret_stats)
 	ret_stats->l3_answers = __atomic_load_n(&tap->l3.answered, __ATOMIC_RELAXED);
 	ret_stats->rx_super = STAT_GET(tap, rx_super);
 	ret_stats->rx_coalesced = __atomic_load_n(&tap->gro.merged, __ATOMIC_RELAXED);
+	G_STATIC_ASSERT(G_N_ELEMENTS(ret_stats->rx_run_ends) == TAP_GRO_N_ENDS);
+	for (guint i = 0; i < TAP_GRO_N_ENDS; i++)
+		ret_stats->rx_run_ends[i] = __atomic_load_n(&tap->gro.ends[i], __ATOMIC_RELAXED);
 	ret_stats->rx_bad_csum = __atomic_load_n(&tap->gro.bad_csum, __ATOMIC_RELAXED);
 	ret_stats->tx_gso_packets = STAT_GET(tap, tx_gso_packets);
 	ret_stats->tx_queued = STAT_GET(tap, tx_queued);

@@ -55,6 +55,7 @@ typedef struct {
 	/* Offload (NCM_TAP_OFFLOAD) only: */
 	guint64 rx_super;          /* coalesced packets written (each counts its frames in rx_frames) */
 	guint64 rx_coalesced;      /* frames merged into a coalesced packet after its first */
+	guint64 rx_run_ends[6];    /* runs ended by: no room, a short segment, a gap, a header, another frame, a flush */
 	guint64 rx_bad_csum;       /* TCP segments left alone for a wrong checksum (the kernel drops them) */
 	guint64 tx_gso_packets;    /* TSO packets the reader cut into frames */
 	/* Read while the link was full (ncm-tap-queue.h): */

@@ -8,7 +8,9 @@ receiver (ncm-tun); per-thread CPU and /proc/stat over the samples; and the TCP 
 (nstat names) that changed in either namespace; per CPU its input backlog (softnet_stat every
 0.2 s), and per gadget netdev from the receive trace the CPU its frames joined a backlog on
 and their wait there, the CPU its download left on, and the gadgets' rates by their timer's
-CPU; each CPU's busy share and where each driver thread ran."""
+CPU; each CPU's busy share and where each driver thread ran; ncm-tun's counters at exit per MB (NTBs, batches,
+TAP writes, the host's frames, OUT NTBs) and, with VM_SCALE_SYSCALLS=1, the data path's
+syscalls per MB by thread and kind."""
 import collections
 import glob
 import json
@@ -269,6 +271,80 @@ def by_timer_cpu(timer, rate):
             for c, g in sorted(groups.items())))
 
 
+# guest-multi-scale.sh's VM_SCALE_SECS as multi-ab.sh passes it by default.
+SECS = float(os.environ.get('VM_SCALE_SECS', '5'))
+
+RUN_ENDS = ('end_full', 'end_short', 'end_gap', 'end_header', 'end_frame', 'end_flush')
+
+
+def tun_exit_stats(path):
+    """ncm-tun's statistics at exit (ncm-bench echoes them into the run's log), summed over its
+    interfaces: {counter: value}, the whole run's, setup included."""
+    tot = collections.Counter()
+    pats = [(re.compile(r'usb rx: (\d+) NTBs, (\d+) datagrams, (\d+) bytes.* (\d+) bursts'),
+             ('rx_ntbs', 'rx_datagrams', 'rx_bytes', 'rx_batches')),
+            (re.compile(r'usb tx: (\d+) NTBs, (\d+) datagrams'), ('tx_ntbs', 'tx_datagrams')),
+            (re.compile(r'tap offload: rx (\d+) coalesced packets \((\d+) frames merged'), ('tap_super', 'tap_merged')),
+            (re.compile(r'tap rx: (\d+) frames, \d+ rx-drops \(interface'), ('tap_rx_frames',)),
+            (re.compile(r'tap tx: (\d+) frames in (\d+) bursts'), ('tap_tx_frames', 'tap_tx_bursts')),
+            (re.compile(r'tap runs ended: (\d+) full, (\d+) by a short segment, (\d+) by a gap, (\d+) by a header, '
+                        r'(\d+) by another frame, (\d+) flushed'), RUN_ENDS)]
+    per_if = False
+    for ln in open(path, errors='replace'):
+        if 'ncm-tun: total over' in ln:
+            break  # the total repeats the interfaces' sums (without the TAP's details)
+        if re.search(r'ncm-tun: \S+, \d+ device session', ln):
+            per_if = True
+        if not per_if:
+            continue
+        for rx, keys in pats:
+            m = rx.search(ln)
+            if m:
+                for k, v in zip(keys, m.groups()):
+                    tot[k] += int(v or 0)
+    return tot
+
+
+def tun_per_mb(path):
+    """The data path's work units per MB the devices delivered: where 8 devices cost more than 1."""
+    t = tun_exit_stats(path)
+    mb = t['rx_bytes'] / 1e6
+    if not mb:
+        return
+    writes = t['tap_rx_frames'] - t['tap_merged']
+    print(f'  ncm-tun at exit, per MB of {mb:.0f}: IN NTBs {t["rx_ntbs"] / mb:.1f} ({t["rx_bytes"] / max(1, t["rx_ntbs"]) / 1e3:.1f} kB,'
+          f' {t["rx_datagrams"] / max(1, t["rx_ntbs"]):.1f} frames each), receive batches {t["rx_batches"] / mb:.1f}'
+          f' ({t["rx_ntbs"] / max(1, t["rx_batches"]):.1f} NTBs each), TAP writes {writes / mb:.1f}'
+          f' ({t["tap_rx_frames"] / max(1, writes):.1f} frames each), host frames read {t["tap_tx_frames"] / mb:.1f} in {t["tap_tx_bursts"] / mb:.1f}'
+          f' reader bursts, OUT NTBs {t["tx_ntbs"] / mb:.1f} ({t["tx_datagrams"] / max(1, t["tx_ntbs"]):.2f} frames each)')
+    if any(t[k] for k in RUN_ENDS):
+        print('    coalesced runs ended per MB: ' + ', '.join(f'{k[4:]} {t[k] / mb:.1f}' for k in RUN_ENDS))
+    return mb
+
+
+# Threads of the harness and of setup (digits folded): not the data path.
+NOT_DATA = ('sh', 'modprobe', 'cat', 'sleep', 'ip', 'ss', 'awk', 'grep', 'sed', 'ncm-bench', 'ncm-tun', 'exe',
+            'gmain', 'gdbus', 'pool-spawner', 'bench-watchdog', 'kworker/N:N', 'systemd-udevd', 'udevadm')
+
+
+def syscalls_per_mb(path, mb):
+    """VM_SCALE_SYSCALLS's counts (a hist of raw_syscalls:sys_enter by thread and syscall) of the data
+    path's threads, per MB; the peer server's threads (its pool) marked."""
+    peer = set()
+    rows = collections.Counter()
+    for ln in open(path, errors='replace'):
+        if ln.startswith('peer-server-tids'):
+            peer = {int(x) for x in ln.split()[1:]}
+        m = re.match(r'\{ common_pid: (.*?)\s*\[\s*(\d+)\], id: (\S+)\s*\[\s*\d+\] \} hitcount:\s*(\d+)', ln)
+        if m:
+            comm = re.sub(r'\d+', 'N', m.group(1))
+            if comm not in NOT_DATA:
+                rows[(comm + (' (peer)' if int(m.group(2)) in peer else ''), m.group(3))] += int(m.group(4))
+    if rows and mb:
+        print('  syscalls per MB: ' + ', '.join(f'{c} {s.replace("sys_", "")} {n / mb:.1f}'
+                                               for (c, s), n in sorted(rows.items(), key=lambda kv: -kv[1]) if n / mb >= 0.5))
+
+
 def report(run):
     name = os.path.basename(run)
     print(f'== {name}')
@@ -280,6 +356,14 @@ def report(run):
                   f" per device {' '.join(f'{v:.1f}' for v in r['device_mbit_s'])}")
     except (OSError, ValueError, KeyError) as e:
         print(f'  no result: {e}')
+    mb = tun_per_mb(run + '.log') if os.path.exists(run + '.log') else None
+    if os.path.exists(run + '.syscalls'):
+        if not mb and res:
+            # No ncm-tun counters (the lwip path): the measured interval's MB, while the
+            # counts span the whole run, ramp included: compare runs, not absolute values.
+            mb = sum(r['mbit_s']['median'] for r in res) * SECS / 8
+            print(f'  (per MB below: of the {SECS} s measured, {mb:.0f} MB; the counts include the ramp)')
+        syscalls_per_mb(run + '.syscalls', mb)
     devs, lw = ncm_deltas(run)
     interesting = ('rx_ntbs', 'rx_datagrams', 'rx_bad_ntbs', 'rx_rejects', 'rx_overflows', 'rx_stalls', 'rx_errors',
                    'rx_sink_drops', 'rx_batches', 'rx_nudges', 'rx_nudge_freed', 'rx_acks_thinned', 'tx_ntbs',

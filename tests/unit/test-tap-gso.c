@@ -609,6 +609,27 @@ test_gro_boundaries(void)
 	g_assert_cmpuint(r.out->len, ==, 3);
 	g_assert_cmpuint(g_bytes_get_size(out_at(&r, 1)->pkt), ==, 60);
 	g_assert_cmpuint(r.g.merged, ==, 4);
+	/* What ended each run (the stats say where runs stay short); plain flushes are not counted. */
+	g_assert_cmpuint(r.g.ends[TAP_GRO_END_GAP], ==, 1);
+	g_assert_cmpuint(r.g.ends[TAP_GRO_END_HEADER], ==, 4);
+	g_assert_cmpuint(r.g.ends[TAP_GRO_END_FRAME], ==, 2);
+	g_assert_cmpuint(r.g.ends[TAP_GRO_END_SHORT] + r.g.ends[TAP_GRO_END_FULL] +
+			 r.g.ends[TAP_GRO_END_FLUSH], ==, 0);
+	tap_gro_flush(&r.g, record, r.out);
+	g_ptr_array_set_size(r.out, 0);
+
+	/* A run as long as one packet holds ends full at the next segment;
+	 * a short segment ends its run at once. */
+	while (r.g.len + MSS <= ETH + TAP_GRO_MAX_IP)
+		push_next(&r, &s, pl);
+	g_assert_cmpuint(r.out->len, ==, 0);
+	push_next(&r, &s, pl);
+	g_assert_cmpuint(r.out->len, ==, 1);
+	g_assert_cmpuint(r.g.ends[TAP_GRO_END_FULL], ==, 1);
+	push_seg(&r, &s, pl, MSS / 2);
+	g_assert_cmpuint(r.out->len, ==, 2);
+	g_assert_cmpuint(out_at(&r, 1)->segs, ==, 2);
+	g_assert_cmpuint(r.g.ends[TAP_GRO_END_SHORT], ==, 1);
 	rig_clear(&r);
 }
 

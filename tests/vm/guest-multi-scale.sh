@@ -47,6 +47,9 @@
 # VM_SCALE_PERF=R (multi-ab.sh MULTI_AB_PERF=R, which brings perf) runs each ncm-bench of round R under a system-wide perf record
 # (cpu-clock at VM_SCALE_PERF_HZ, 499; call graphs) and folds the samples inside the interval every device was measuring
 # into scale-*-TEST.folded, with that interval and its bytes in scale-*-TEST.spans (tests/bench/multi-perf-report.py).
+# VM_SCALE_SYSCALLS=1 counts every syscall of the guest during each ncm-bench run by thread and kind (a hist trigger on
+# raw_syscalls:sys_enter, counted in the kernel, so no event crosses to userspace) to scale-*.syscalls, with the peer server's
+# threads listed: which work units grow per MB from 1 to 8 devices (tests/bench/multi-diag-report.py).
 # Prints ncm-bench's tables and one "scale:" line per path and count; asserts that every run ended and every device moved data.
 set -eu
 . "$VM_LIB"
@@ -68,6 +71,8 @@ host_use_userspace
 multi_setup "$max"
 peer_run ncm-bench --server >"$VM_OUT/server.log" 2>&1 &
 wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --server did not start"
+# The only ncm-bench yet: the peer's server.
+peer_server=$(pidof ncm-bench)
 # Its samples are the peer's (tests/bench/perf-stages.py tells the two ends apart by it).
 if [ -n "${VM_SCALE_PERF:-}" ]; then
 	pidof ncm-bench >"$VM_OUT/perf-peer.pid"
@@ -228,6 +233,24 @@ rx_trace() {
 	echo >"$t/trace"
 }
 
+# The hist trigger's spec; "!" before it removes it (and its counts).
+sys_hist='hist:keys=common_pid.execname,id.syscall:vals=hitcount:sort=hitcount:size=8192'
+sys_trigger=/sys/kernel/debug/tracing/events/raw_syscalls/sys_enter/trigger
+
+# syscalls_start: counts from now on (VM_SCALE_SYSCALLS=1).
+syscalls_start() {
+	echo "!$sys_hist" >"$sys_trigger" 2>/dev/null || true
+	echo "$sys_hist" >"$sys_trigger"
+}
+
+# syscalls_end OUT: the counts to OUT.syscalls, then the peer server's threads (its syscalls are the peer's).
+syscalls_end() {
+	local t=/sys/kernel/debug/tracing/events/raw_syscalls/sys_enter
+	cat "$t/hist" >"$1.syscalls"
+	echo "!$sys_hist" >"$sys_trigger"
+	echo "peer-server-tids $(ls /proc/"$peer_server"/task | tr '\n' ' ')" >>"$1.syscalls"
+}
+
 # diag_end OUT: what changed between OUT.0.* and OUT.1.*, to OUT.diag.
 diag_end() {
 	local f
@@ -292,12 +315,14 @@ scale() {
 		pre="$pre NCM_BENCH_SPANS=/tmp/scale.spans"
 	fi
 	local drops0 mem0
+	[ "${VM_SCALE_SYSCALLS:-}" != 1 ] || syscalls_start
 	drops0=$(backlog_drops)
 	mem0=$(tcp_pages)
 	env ${4:+LD_LIBRARY_PATH=/opt/ab/$4} ${per_ctx:+NCM_BENCH_LWIP_PER_CONTEXT=$per_ctx} $pre $perf ncm-bench --multi --reps 1 --secs "$secs" \
 		--tests "$(echo $tests | tr ' ' ,)" --path "$1=$3" \
 		--json "$out.json" >"$out.txt" 2>"$out.log" || rc=$?
 	drops=$(($(backlog_drops) - drops0))
+	[ "${VM_SCALE_SYSCALLS:-}" != 1 ] || syscalls_end "$out"
 	[ -z "$perf" ] || perf_split "$out"
 	[ -z "$ss" ] || kill "$ss" 2>/dev/null || true
 	if [ -n "$diag" ]; then
