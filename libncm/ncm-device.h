@@ -43,7 +43,7 @@ typedef struct {
 	 * the senders' TCP to process. */
 	gboolean no_ack_merge;
 	/* Full NTBs one bulk-OUT transfer may carry, back to back: 0 = as
-	 * many as 64 KiB holds (4 of f_ncm's 16 KiB), 1 = one per transfer.
+	 * many as 128 KiB holds (8 of f_ncm's 16 KiB), 1 = one per transfer.
 	 * Only NTBs of exactly the device's dwNtbOutMaxSize go so (NCM ends
 	 * those without a short packet, and Linux' cdc_ncm pads to that size
 	 * to send them back to back); a transfer takes another only while

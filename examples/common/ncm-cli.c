@@ -30,7 +30,7 @@ static const GOptionEntry device_entries[] = {
 	  "Send every pure TCP ACK (by default a newer ACK of a connection replaces an older one "
 	  "still waiting in the same NTB)", NULL },
 	{ "tx-ntbs-per-transfer", 0, 0, G_OPTION_ARG_INT, &opt_tx_ntbs,
-	  "Full NTBs one USB OUT transfer may carry back to back (0 = as many as 64 KiB holds; "
+	  "Full NTBs one USB OUT transfer may carry back to back (0 = as many as 128 KiB holds; "
 	  "1 = one, for a device that loses data otherwise)", "N" },
 	G_OPTION_ENTRY_NULL
 };

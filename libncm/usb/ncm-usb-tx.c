@@ -14,10 +14,16 @@
  * 0.79x the CPU per MB and its download 1.12x, with a quarter fewer usbfs
  * ioctls and half the producer's waits for room; 4 of 64 KiB (the same
  * 256 KiB in flight as before) gained nothing on the upload
- * (tests/bench/RESULTS.md, session 20). -D either for A/Bs.
+ * (tests/bench/RESULTS.md, session 20). 8 of 128 KiB (8 NTBs each) then
+ * carried the upload 1.17x and 1.21x as fast at 0.87x and 0.88x the CPU
+ * per MB in two boots, with 0.9x the usbfs ioctls and 0.6x the futex
+ * calls per MB: the reader waits for room half as often; 4 of 128 KiB
+ * gained nothing (session 22). The price: 1 MiB of usbfs memory per
+ * device for TX, and that much more can queue behind a sender.
+ * -D either for A/Bs.
  */
 #ifndef NCM_TX_TRANSFER_BYTES
-#define NCM_TX_TRANSFER_BYTES 65536u
+#define NCM_TX_TRANSFER_BYTES 131072u
 #endif
 #ifndef NCM_TX_CHAINED_TRANSFERS
 #define NCM_TX_CHAINED_TRANSFERS 8u

@@ -41,7 +41,7 @@ for v in "$@"; do
 	names+=("$n")
 done
 envs=(--env "AB_VARIANTS=$(IFS=,; echo "${names[*]-}")")
-for v in AB_REPS AB_SECS AB_TESTS AB_PATH AB_COUNT COUNT_SYSCALLS AB_SCHED AB_HOPS AB_REF; do
+for v in AB_REPS AB_SECS AB_TESTS AB_PATH AB_COUNT COUNT_SYSCALLS AB_SCHED AB_SCHED_SYSCALLS AB_HOPS AB_REF; do
 	[ -z "${!v:-}" ] || envs+=(--env "$v=${!v}")
 done
 if [ -n "${AB_COUNT:-}${AB_SCHED:-}${AB_HOPS:-}" ]; then

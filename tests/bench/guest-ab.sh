@@ -25,6 +25,8 @@
 # when the base build's ncm-bench has it) into .echoes: tests/bench/rtt-hops.py
 # cuts each probe into its hops. AB_REF=lwip adds base's lwip path to every
 # round (as the proxy path always does), for a third column in the same boot.
+# AB_SCHED_SYSCALLS=1 (with AB_SCHED=1) records every syscall entered too:
+# sched-report.py then counts them per thread and kind.
 set -eu
 . "$VM_LIB"
 
@@ -82,7 +84,7 @@ run() {
 	# Not around cdc_ncm: under a recording perf it can fall into dummy_hcd's
 	# spinlock contention (PERF.md), and one boot hung there for minutes.
 	if [ -n "${AB_SCHED:-}" ] && [ "${out##*/ab-cdc_ncm-}" = "$out" ]; then
-		rec="perf record -a -q -o /tmp/ab-sched.data -e sched:sched_switch,sched:sched_wakeup,sched:sched_migrate_task --"
+		rec="perf record -a -q -o /tmp/ab-sched.data -e sched:sched_switch,sched:sched_wakeup,sched:sched_migrate_task${AB_SCHED_SYSCALLS:+,raw_syscalls:sys_enter} --"
 		snap "$out" 0
 	fi
 	if [ -n "${AB_HOPS:-}" ]; then

@@ -35,7 +35,11 @@ PAIRS = [("tap-reader", "ncm-usb-events"), ("ncm-usb-events", "tap-reader"),
          ("bench-writer", "ncm-usb-events")]
 
 LINE = re.compile(r"^\s*(?P<comm>.+?)\s+(?P<tid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<t>[\d.]+):\s+"
-                  r"sched:(?P<ev>\w+):\s+(?P<rest>.*)$")
+                  r"(?:sched|raw_syscalls):(?P<ev>\w+):\s+(?P<rest>.*)$")
+# x86_64 numbers of the syscalls a data path makes (AB_SCHED_SYSCALLS=1).
+SYSCALLS = {0: "read", 1: "write", 7: "poll", 16: "ioctl", 19: "readv", 20: "writev",
+            23: "select", 28: "madvise", 44: "sendto", 45: "recvfrom", 46: "sendmsg",
+            47: "recvmsg", 202: "futex", 232: "epoll_wait", 270: "pselect6", 271: "ppoll"}
 
 
 def parse(path):
@@ -47,6 +51,7 @@ def parse(path):
     last = {}                     # tid of a WATCH thread -> the CPU it last ran on
     together = collections.Counter()
     wakers = collections.Counter()  # (waker group, woken group)
+    calls = collections.Counter()   # (group, syscall name)
     on = {}          # cpu -> (tid, since)
     t0 = t1 = None
     for line in txt.splitlines():
@@ -86,13 +91,17 @@ def parse(path):
                 run[pid]["woken_cross"] += 1
             run[int(m["tid"])]["wakes_other"] += 1
             wakers[(group(m["comm"]), group(a["comm"]))] += 1
+        elif ev == "sys_enter":
+            nr = re.match(r"NR (\d+)", rest)
+            if nr:
+                calls[(group(m["comm"]), SYSCALLS.get(int(nr.group(1)), "nr" + nr.group(1)))] += 1
         elif ev == "sched_migrate_task":
             a = dict(re.findall(r"(\w+)=(\S+)", rest))
             run[int(a["pid"])]["migrations"] += 1
     groups = collections.defaultdict(collections.Counter)
     for tid, c in run.items():
         groups[group(names.get(tid, "?"))].update(c)
-    return groups, pre, together, wakers, (t1 - t0) if t0 is not None else 0.0
+    return groups, pre, together, wakers, calls, (t1 - t0) if t0 is not None else 0.0
 
 
 def proc_delta(base, kind, rows):
@@ -134,7 +143,7 @@ for f in files:
     name = os.path.basename(base)
     if only and name not in only:
         continue
-    groups, pre, together, wakers, span = parse(f)
+    groups, pre, together, wakers, calls, span = parse(f)
     mbit, mb = moved_mb(base)
     print("%s: %.0f Mbit/s, %.1f s recorded%s" % (name, mbit, span,
           ", %.0f MB through libncm" % mb if mb else ""))
@@ -151,6 +160,10 @@ for f in files:
         for p in PAIRS if together[p + ("n",)]))
     print("  who woke whom%s: " % (" (per MB)" if mb else "") + ", ".join(
         "%s->%s %.1f" % (a, b, n / mb if mb else n) for (a, b), n in wakers.most_common(10)))
+    for g in sorted({g for g, _ in calls}, key=lambda g: -sum(n for (h, _), n in calls.items() if h == g))[:6]:
+        row = sorted(((n, c) for (h, c), n in calls.items() if h == g), reverse=True)[:8]
+        print("  syscalls%s %s: " % (" per MB" if mb else "", g) + ", ".join(
+            "%s %.1f" % (c, n / mb if mb else n) for n, c in row))
     irq = proc_delta(base, "irq", {"RES", "CAL", "TLB", "LOC"})
     sirq = proc_delta(base, "softirq", {"NET_RX", "NET_TX", "TIMER", "HRTIMER", "TASKLET", "SCHED"})
     print("  per CPU (0/1): " + ", ".join("%s %s" % (k, "/".join(map(str, v)))

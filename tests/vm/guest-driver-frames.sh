@@ -56,10 +56,13 @@ for per in 0 1; do
 	ntbs=$(stat tx_ntbs "$VM_OUT/chain-$per.txt")
 	transfers=$(stat tx_transfers "$VM_OUT/chain-$per.txt")
 	echo "tx-ntbs-per-transfer $per: $ntbs NTBs in $transfers OUT transfers"
+	per_xfer=$(sed -n 's/^tx: up to \([0-9]*\) NTBs per OUT transfer.*/\1/p' "$VM_OUT/chain-$per.txt")
 	if [ "$per" = 1 ]; then
 		check "one NTB per OUT transfer when asked" [ "$transfers" -eq "$ntbs" ]
 	else
 		check "full NTBs shared OUT transfers" [ "$transfers" -lt "$ntbs" ]
+		# By default a transfer holds 128 KiB: 8 of f_ncm's 16 KiB NTBs.
+		check "8 of f_ncm's NTBs per OUT transfer by default" [ "$per_xfer" = 8 ]
 	fi
 done
 

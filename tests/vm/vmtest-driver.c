@@ -961,6 +961,7 @@ cmd_tx(Test *t)
 {
 	guint8 f[1600];
 	NcmStats s = { 0 };
+	NcmNtbInfo ntb;
 	gint64 start, repaced_at = 0;
 	guint64 repaced_bytes = 0;
 
@@ -972,6 +973,9 @@ cmd_tx(Test *t)
 		return tx_lossy(t);
 	if (opt_max_size && !tx_size_max(t))
 		return 1;
+	ncm_device_get_ntb_info(t->dev, &ntb);
+	printf("tx: up to %u NTBs per OUT transfer, %u transfers\n", ntb.tx_ntbs_per_transfer,
+	       ntb.tx_transfers);
 	start = g_get_monotonic_time();
 	for (gint i = 0; i < opt_count; i++) {
 		gsize len = build_udp(t, f, htonl((guint32)i));
