@@ -75,7 +75,7 @@ wait_for "$VM_WAIT" "ncm-bench server" peer_listening 5288 || fail "ncm-bench --
 peer_server=$(pidof ncm-bench)
 # Its samples are the peer's (tests/bench/perf-stages.py tells the two ends apart by it).
 if [ -n "${VM_SCALE_PERF:-}" ]; then
-	pidof ncm-bench >"$VM_OUT/perf-peer.pid"
+	echo "$peer_server" >"$VM_OUT/perf-peer.pid"
 	echo "${VM_SCALE_PERF_HZ:-499}" >"$VM_OUT/perf-hz"
 fi
 
@@ -235,19 +235,18 @@ rx_trace() {
 
 # The hist trigger's spec; "!" before it removes it (and its counts).
 sys_hist='hist:keys=common_pid.execname,id.syscall:vals=hitcount:sort=hitcount:size=8192'
-sys_trigger=/sys/kernel/debug/tracing/events/raw_syscalls/sys_enter/trigger
+sys_enter=/sys/kernel/debug/tracing/events/raw_syscalls/sys_enter
 
 # syscalls_start: counts from now on (VM_SCALE_SYSCALLS=1).
 syscalls_start() {
-	echo "!$sys_hist" >"$sys_trigger" 2>/dev/null || true
-	echo "$sys_hist" >"$sys_trigger"
+	echo "!$sys_hist" >"$sys_enter/trigger" 2>/dev/null || true
+	echo "$sys_hist" >"$sys_enter/trigger"
 }
 
 # syscalls_end OUT: the counts to OUT.syscalls, then the peer server's threads (its syscalls are the peer's).
 syscalls_end() {
-	local t=/sys/kernel/debug/tracing/events/raw_syscalls/sys_enter
-	cat "$t/hist" >"$1.syscalls"
-	echo "!$sys_hist" >"$sys_trigger"
+	cat "$sys_enter/hist" >"$1.syscalls"
+	echo "!$sys_hist" >"$sys_enter/trigger"
 	echo "peer-server-tids $(ls /proc/"$peer_server"/task | tr '\n' ' ')" >>"$1.syscalls"
 }
 
