@@ -94,6 +94,13 @@ typedef enum {
  *   threads waiting (near 1 or more: the lock is the limit, not the CPUs).
  *
  * Counters since the stack started, over all netifs.
+ *
+ * ABI: 512 bytes, all #guint64, whatever the release.
+ * ncm_lwip_stack_get_stats() writes all of them, so a program built
+ * against an older header owns as many bytes as the library writes: a
+ * counter added later takes the front of the private reserve (never the
+ * end). The library writes zeros there, so a counter read from an older
+ * libncm-lwip.so.1 than the header reads 0.
  */
 typedef struct {
 	guint64 rx_frames;
@@ -110,6 +117,8 @@ typedef struct {
 	guint64 rx_merged;
 	guint64 core_lock_waits;
 	guint64 core_lock_wait_us;
+	/*< private >*/
+	guint64 _reserved[50];         /* zero; new counters come from here */
 } NcmLwipStats;
 
 /**
@@ -180,6 +189,12 @@ G_DECLARE_FINAL_TYPE(NcmLwipNetif, ncm_lwip_netif, NCM_LWIP, NETIF, GObject)
  * ncm_lwip_netif_config_init(), then change what you need. The addresses
  * are borrowed for the call. From another language, leave them %NULL and
  * call ncm_lwip_netif_set_ipv4() on the netif.
+ *
+ * ABI: 120 bytes on LP64, whatever the release. The library reads all of
+ * it, so a setting added later takes the front of the private reserve
+ * (never the end), and its zero means what the library did before it,
+ * since programs that zero the struct instead of calling
+ * ncm_lwip_netif_config_init() get zero.
  */
 typedef struct {
 	GInetAddress *ipv4;
@@ -191,6 +206,8 @@ typedef struct {
 	gboolean ipv6_slaac;
 	GInetAddress *ipv6;
 	gboolean make_default;
+	/*< private >*/
+	guint32 _reserved[17];     /* zero; new settings come from here */
 } NcmLwipNetifConfig;
 
 /**

@@ -73,9 +73,9 @@ esac
 ok "an outside program builds with pkg-config --cflags --libs libncm alone"
 
 LD_LIBRARY_PATH="$libdir" ldd "$tmp/app/app" >"$tmp/ldd.log" 2>&1 || true
-grep -q "libncm.so.0 => $libdir/" "$tmp/ldd.log" ||
-	not_ok "the program loads the installed libncm.so.0" "$tmp/ldd.log"
-ok "the program loads the installed libncm.so.0"
+grep -q "libncm.so.1 => $libdir/" "$tmp/ldd.log" ||
+	not_ok "the program loads the installed libncm.so.1" "$tmp/ldd.log"
+ok "the program loads the installed libncm.so.1"
 
 LD_LIBRARY_PATH="$libdir" "$tmp/app/app" >"$tmp/run.log" 2>&1 ||
 	not_ok "the program runs and exits 0" "$tmp/run.log"
