@@ -15,10 +15,10 @@ G_BEGIN_DECLS
  * reference counted; safe to pass between threads. String fields are %NULL
  * when they could not be read (see @access_error).
  *
- * ABI: only libncm allocates one (the library keeps its own state behind
- * it), so it grows at its end and has no reserve: fields never move, and a
- * program built against an older header reads the ones it knows. Keep one
- * with ncm_function_info_ref(); never allocate, embed or copy one by value.
+ * ABI: only libncm allocates one (its private state follows it), so it has
+ * no reserve and grows at its end: fields never move, and a program built
+ * against an older header reads the ones it knows. Keep one with
+ * ncm_function_info_ref(); never allocate, embed or copy one by value.
  */
 typedef struct {
 	guint8 bus;
@@ -103,10 +103,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NcmFunctionInfo, ncm_function_info_unref)
  * Selects functions. Zero / %NULL fields match anything. @mac needs
  * @have_mac. @serial and @mac need the device to be openable.
  *
- * ABI: 88 bytes on LP64, whatever the release. Zero it whole (`= { 0 }`):
- * libncm reads all of it, and a selector added later takes the front of
- * the private reserve (never the end), where zero matches anything, as a
- * program built before it leaves it.
+ * ABI: 88 bytes (LP64) in every libncm.so.1. Zero the whole struct
+ * (`= { 0 }`) before setting selectors: the library reads all of it, so it
+ * never grows, and a selector added later takes the front of the private
+ * reserve, where zero matches anything, as a program built before it
+ * leaves it.
  */
 typedef struct {
 	guint16 vid;

@@ -14,12 +14,11 @@ G_BEGIN_DECLS
  *
  * Initialise with ncm_device_options_init(), then change what you need.
  *
- * ABI: 256 bytes on LP64, whatever the release. libncm reads all of it, so
- * a program built against an older header must hand over as many bytes as
- * it reads: an option added later takes the front of the private reserve
- * (never the end), and its zero means what the library did before it
- * (as every option's but @detach_kernel_driver does), since programs that
- * zero the struct instead of calling ncm_device_options_init() get zero.
+ * ABI: 256 bytes (LP64) in every libncm.so.1. The library reads the whole
+ * struct, so it never grows: an option added later takes the front of the
+ * private reserve, and its zero keeps what the library did before it (as
+ * every option's but @detach_kernel_driver does), since a program that
+ * zeroes the struct instead of calling ncm_device_options_init() passes 0.
  */
 typedef struct {
 	gboolean ntb32;              /* ask for NTB32 when the device supports it */
@@ -88,11 +87,11 @@ NCM_EXPORT void ncm_device_options_init(NcmDeviceOptions *options);
  * and must not block or call synchronous libusb functions. Each gets the
  * user_data given to ncm_device_set_sink() first.
  *
- * ABI: eight pointers, whatever the release. ncm_device_set_sink() copies
- * all of them, so initialise the whole struct (an initializer, `= { ... }`,
- * zeroes what it does not name): a callback added later takes a slot of the
- * private reserve, and the library treats it as absent while %NULL, as a
- * program built before it leaves it.
+ * ABI: eight pointers in every libncm.so.1. ncm_device_set_sink() copies
+ * the whole struct, so initialise all of it: an initializer naming the
+ * callbacks (`{ .receive = on_frame, ... }`) zeroes the rest. A callback
+ * added later takes a slot of the private reserve, and the library calls
+ * it only when it is not %NULL, as a program built before it leaves it.
  *
  * The raw data path is for C: from other languages use the lwIP netstack
  * (ncm_lwip_stack_add_device()), whose streams those languages read.
@@ -128,11 +127,11 @@ typedef enum {
  *
  * Counters since open. Snapshot with ncm_device_get_stats() from any thread.
  *
- * ABI: 1024 bytes, all #guint64, whatever the release. ncm_device_get_stats()
- * writes all of them, so a program built against an older header owns as
- * many bytes as the library writes: a counter added later takes the front
- * of the private reserve (never the end). The library writes zeros there,
- * so a counter read from an older libncm.so.1 than the header reads 0.
+ * ABI: 1024 bytes, all #guint64, in every libncm.so.1.
+ * ncm_device_get_stats() writes the whole struct, so it never grows: a
+ * counter added later takes the front of the private reserve. The library
+ * writes zeros over the reserve, so a program built against a newer header
+ * than its library reads 0 for the counters that library lacks.
  */
 typedef struct {
 	guint64 rx_ntbs;
@@ -520,9 +519,9 @@ NCM_EXPORT void ncm_device_set_pacing(NcmDevice *self, guint64 bytes_per_sec);
  *
  * What GET_NTB_PARAMETERS said and what was negotiated.
  *
- * ABI: 128 bytes, whatever the release. ncm_device_get_ntb_info() writes
- * all of them, so a field added later takes the front of the private
- * reserve (never the end); the library writes zeros there.
+ * ABI: 128 bytes in every libncm.so.1. ncm_device_get_ntb_info() writes
+ * the whole struct, so it never grows: a field added later takes the front
+ * of the private reserve, over which the library writes zeros.
  */
 typedef struct {
 	guint16 formats;            /* bit0 NTB16, bit1 NTB32 */

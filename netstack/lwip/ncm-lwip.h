@@ -95,12 +95,11 @@ typedef enum {
  *
  * Counters since the stack started, over all netifs.
  *
- * ABI: 512 bytes, all #guint64, whatever the release.
- * ncm_lwip_stack_get_stats() writes all of them, so a program built
- * against an older header owns as many bytes as the library writes: a
- * counter added later takes the front of the private reserve (never the
- * end). The library writes zeros there, so a counter read from an older
- * libncm-lwip.so.1 than the header reads 0.
+ * ABI: 512 bytes, all #guint64, in every libncm-lwip.so.1.
+ * ncm_lwip_stack_get_stats() writes the whole struct, so it never grows: a
+ * counter added later takes the front of the private reserve. The library
+ * writes zeros over the reserve, so a program built against a newer header
+ * than its library reads 0 for the counters that library lacks.
  */
 typedef struct {
 	guint64 rx_frames;
@@ -190,11 +189,11 @@ G_DECLARE_FINAL_TYPE(NcmLwipNetif, ncm_lwip_netif, NCM_LWIP, NETIF, GObject)
  * are borrowed for the call. From another language, leave them %NULL and
  * call ncm_lwip_netif_set_ipv4() on the netif.
  *
- * ABI: 120 bytes on LP64, whatever the release. The library reads all of
- * it, so a setting added later takes the front of the private reserve
- * (never the end), and its zero means what the library did before it,
- * since programs that zero the struct instead of calling
- * ncm_lwip_netif_config_init() get zero.
+ * ABI: 120 bytes (LP64) in every libncm-lwip.so.1. The library reads the
+ * whole struct, so it never grows: a setting added later takes the front
+ * of the private reserve, and its zero keeps what the library did before
+ * it, since a program that zeroes the struct instead of calling
+ * ncm_lwip_netif_config_init() passes 0.
  */
 typedef struct {
 	GInetAddress *ipv4;
