@@ -127,7 +127,7 @@ typedef enum {
  *
  * Counters since open. Snapshot with ncm_device_get_stats() from any thread.
  *
- * ABI: 1024 bytes, all #guint64, in every libncm.so.1.
+ * ABI: 1024 bytes, all guint64, in every libncm.so.1.
  * ncm_device_get_stats() writes the whole struct, so it never grows: a
  * counter added later takes the front of the private reserve. The library
  * writes zeros over the reserve, so a program built against a newer header

@@ -95,7 +95,7 @@ typedef enum {
  *
  * Counters since the stack started, over all netifs.
  *
- * ABI: 512 bytes, all #guint64, in every libncm-lwip.so.1.
+ * ABI: 512 bytes, all guint64, in every libncm-lwip.so.1.
  * ncm_lwip_stack_get_stats() writes the whole struct, so it never grows: a
  * counter added later takes the front of the private reserve. The library
  * writes zeros over the reserve, so a program built against a newer header
