@@ -14,6 +14,11 @@ G_BEGIN_DECLS
  * One NCM function of one USB device, as found by enumeration. Immutable and
  * reference counted; safe to pass between threads. String fields are %NULL
  * when they could not be read (see @access_error).
+ *
+ * ABI: only libncm allocates one (its private state follows it), so it has
+ * no reserve and grows at its end: fields never move, and a program built
+ * against an older header reads the ones it knows. Keep one with
+ * ncm_function_info_ref(); never allocate, embed or copy one by value.
  */
 typedef struct {
 	guint8 bus;
@@ -97,6 +102,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NcmFunctionInfo, ncm_function_info_unref)
  *
  * Selects functions. Zero / %NULL fields match anything. @mac needs
  * @have_mac. @serial and @mac need the device to be openable.
+ *
+ * ABI: 88 bytes (LP64) in every libncm.so.1. Zero the whole struct
+ * (`= { 0 }`) before setting selectors: the library reads all of it, so it
+ * never grows, and a selector added later takes the front of the private
+ * reserve, where zero matches anything, as a program built before it
+ * leaves it.
  */
 typedef struct {
 	guint16 vid;
@@ -105,6 +116,8 @@ typedef struct {
 	const gchar *port_path;
 	gboolean have_mac;
 	guint8 mac[6];
+	/*< private >*/
+	guint32 _reserved[13];     /* zero; new selectors come from here */
 } NcmMatch;
 
 /**

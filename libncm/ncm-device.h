@@ -13,6 +13,12 @@ G_BEGIN_DECLS
  * NcmDeviceOptions:
  *
  * Initialise with ncm_device_options_init(), then change what you need.
+ *
+ * ABI: 256 bytes (LP64) in every libncm.so.1. The library reads the whole
+ * struct, so it never grows: an option added later takes the front of the
+ * private reserve, and its zero keeps what the library did before it (as
+ * every option's but @detach_kernel_driver does), since a program that
+ * zeroes the struct instead of calling ncm_device_options_init() passes 0.
  */
 typedef struct {
 	gboolean ntb32;              /* ask for NTB32 when the device supports it */
@@ -51,6 +57,8 @@ typedef struct {
 	 * usually a wake-up of the event thread. Set 1 for a device that
 	 * loses data when several NTBs come in one transfer. */
 	guint tx_ntbs_per_transfer;
+	/*< private >*/
+	guint32 _reserved[48];       /* zero; new options come from here */
 } NcmDeviceOptions;
 
 #define NCM_NUDGE_OFF G_MAXUINT
@@ -79,6 +87,12 @@ NCM_EXPORT void ncm_device_options_init(NcmDeviceOptions *options);
  * and must not block or call synchronous libusb functions. Each gets the
  * user_data given to ncm_device_set_sink() first.
  *
+ * ABI: eight pointers in every libncm.so.1. ncm_device_set_sink() copies
+ * the whole struct, so initialise all of it: an initializer naming the
+ * callbacks (`{ .receive = on_frame, ... }`) zeroes the rest. A callback
+ * added later takes a slot of the private reserve, and the library calls
+ * it only when it is not %NULL, as a program built before it leaves it.
+ *
  * The raw data path is for C: from other languages use the lwIP netstack
  * (ncm_lwip_stack_add_device()), whose streams those languages read.
  */
@@ -86,6 +100,8 @@ typedef struct {
 	void (*receive)(gpointer user_data, const guint8 *frame, gsize len);
 	void (*receive_done)(gpointer user_data);
 	void (*writable)(gpointer user_data);
+	/*< private >*/
+	gpointer _reserved[5];       /* NULL; new callbacks come from here */
 } NcmLinkSink;
 
 /**
@@ -110,13 +126,20 @@ typedef enum {
  * NcmStats:
  *
  * Counters since open. Snapshot with ncm_device_get_stats() from any thread.
+ *
+ * ABI: 1024 bytes, all guint64, in every libncm.so.1.
+ * ncm_device_get_stats() writes the whole struct, so it never grows: a
+ * counter added later takes the front of the private reserve. The library
+ * writes zeros over the reserve, so a program built against a newer header
+ * than its library reads 0 for the counters that library lacks.
  */
 typedef struct {
 	guint64 rx_ntbs;
 	guint64 rx_datagrams;
 	guint64 rx_bytes;              /* datagram bytes */
 	guint64 rx_bad_ntbs;           /* NTBs with at least one reject */
-	guint64 rx_rejects[20];        /* by reason, indexed like ncm_stats_reject_name() */
+	guint64 rx_rejects[32];        /* by reason, indexed like ncm_stats_reject_name();
+	                                * room for reasons added later */
 	guint64 rx_overflows;
 	guint64 rx_stalls;
 	guint64 rx_errors;             /* other transfer errors */
@@ -146,6 +169,8 @@ typedef struct {
 	                                * their flow in the same NTB superseded them */
 	guint64 tx_transfers;          /* OUT transfers that carried tx_ntbs (several NTBs
 	                                * each, NcmDeviceOptions.tx_ntbs_per_transfer) */
+	/*< private >*/
+	guint64 _reserved[68];         /* zero; new counters come from here */
 } NcmStats;
 
 /**
@@ -493,6 +518,10 @@ NCM_EXPORT void ncm_device_set_pacing(NcmDevice *self, guint64 bytes_per_sec);
  * NcmNtbInfo:
  *
  * What GET_NTB_PARAMETERS said and what was negotiated.
+ *
+ * ABI: 128 bytes in every libncm.so.1. ncm_device_get_ntb_info() writes
+ * the whole struct, so it never grows: a field added later takes the front
+ * of the private reserve, over which the library writes zeros.
  */
 typedef struct {
 	guint16 formats;            /* bit0 NTB16, bit1 NTB32 */
@@ -511,6 +540,8 @@ typedef struct {
 	/* Transfer buffers in usbfs-mapped memory: no kernel copy per transfer (Linux). */
 	guint mapped_buffers;
 	guint tx_ntbs_per_transfer;  /* full NTBs one OUT transfer carries at most; 1 = one */
+	/*< private >*/
+	guint32 _reserved[17];       /* zero; new fields come from here */
 } NcmNtbInfo;
 
 /**

@@ -66,7 +66,12 @@ on_removed(NcmDevice *device, gpointer data)
 int
 main(int argc, char **argv)
 {
-	static const NcmLinkSink sink = {on_frame, on_ntb_done, on_writable};
+	/* Designated: the struct ends in a reserve for callbacks added later. */
+	static const NcmLinkSink sink = {
+		.receive = on_frame,
+		.receive_done = on_ntb_done,
+		.writable = on_writable,
+	};
 	g_autoptr(GError) error = NULL;
 	g_autoptr(NcmContext) ctx = NULL;
 	g_autoptr(GPtrArray) found = NULL;

@@ -94,6 +94,12 @@ typedef enum {
  *   threads waiting (near 1 or more: the lock is the limit, not the CPUs).
  *
  * Counters since the stack started, over all netifs.
+ *
+ * ABI: 512 bytes, all guint64, in every libncm-lwip.so.1.
+ * ncm_lwip_stack_get_stats() writes the whole struct, so it never grows: a
+ * counter added later takes the front of the private reserve. The library
+ * writes zeros over the reserve, so a program built against a newer header
+ * than its library reads 0 for the counters that library lacks.
  */
 typedef struct {
 	guint64 rx_frames;
@@ -110,6 +116,8 @@ typedef struct {
 	guint64 rx_merged;
 	guint64 core_lock_waits;
 	guint64 core_lock_wait_us;
+	/*< private >*/
+	guint64 _reserved[50];         /* zero; new counters come from here */
 } NcmLwipStats;
 
 /**
@@ -180,6 +188,12 @@ G_DECLARE_FINAL_TYPE(NcmLwipNetif, ncm_lwip_netif, NCM_LWIP, NETIF, GObject)
  * ncm_lwip_netif_config_init(), then change what you need. The addresses
  * are borrowed for the call. From another language, leave them %NULL and
  * call ncm_lwip_netif_set_ipv4() on the netif.
+ *
+ * ABI: 120 bytes (LP64) in every libncm-lwip.so.1. The library reads the
+ * whole struct, so it never grows: a setting added later takes the front
+ * of the private reserve, and its zero keeps what the library did before
+ * it, since a program that zeroes the struct instead of calling
+ * ncm_lwip_netif_config_init() passes 0.
  */
 typedef struct {
 	GInetAddress *ipv4;
@@ -191,6 +205,8 @@ typedef struct {
 	gboolean ipv6_slaac;
 	GInetAddress *ipv6;
 	gboolean make_default;
+	/*< private >*/
+	guint32 _reserved[17];     /* zero; new settings come from here */
 } NcmLwipNetifConfig;
 
 /**

@@ -28,7 +28,7 @@ def exports(path):
     for line in out.splitlines():
         fields = line.split()
         if len(fields) < 3 or fields[1] == 'A':
-            continue  # 'A': the version node's own name (LIBNCM_0.1)
+            continue  # 'A': the version node's own name (LIBNCM_1.0)
         name, _, version = fields[2].partition('@')
         found[name] = version.lstrip('@')
     return found

@@ -73,9 +73,9 @@ esac
 ok "an outside program builds with pkg-config --cflags --libs libncm alone"
 
 LD_LIBRARY_PATH="$libdir" ldd "$tmp/app/app" >"$tmp/ldd.log" 2>&1 || true
-grep -q "libncm.so.0 => $libdir/" "$tmp/ldd.log" ||
-	not_ok "the program loads the installed libncm.so.0" "$tmp/ldd.log"
-ok "the program loads the installed libncm.so.0"
+grep -q "libncm.so.1 => $libdir/" "$tmp/ldd.log" ||
+	not_ok "the program loads the installed libncm.so.1" "$tmp/ldd.log"
+ok "the program loads the installed libncm.so.1"
 
 LD_LIBRARY_PATH="$libdir" "$tmp/app/app" >"$tmp/run.log" 2>&1 ||
 	not_ok "the program runs and exits 0" "$tmp/run.log"
@@ -120,6 +120,10 @@ EOF
 (cd "$tmp/app" && "$@" $san -o net net.c $(lw_flags --cflags --libs)) >"$tmp/cc.log" 2>&1 ||
 	not_ok "an outside program builds with pkg-config --cflags --libs libncm-lwip alone" "$tmp/cc.log"
 ok "an outside program builds with pkg-config --cflags --libs libncm-lwip alone"
+LD_LIBRARY_PATH="$libdir" ldd "$tmp/app/net" >"$tmp/ldd.log" 2>&1 || true
+grep -q "libncm-lwip.so.1 => $libdir/" "$tmp/ldd.log" ||
+	not_ok "the netstack program loads the installed libncm-lwip.so.1" "$tmp/ldd.log"
+ok "the netstack program loads the installed libncm-lwip.so.1"
 nm -D --defined-only "$(lw_flags --variable=libdir)/libncm-lwip.so" |
 	grep -E ' T (lwip_|tcp_|pbuf_|netif_|sys_)' >"$tmp/nm.log" &&
 	not_ok "the installed libncm-lwip.so exports none of lwIP's functions" "$tmp/nm.log"
