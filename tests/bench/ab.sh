@@ -28,15 +28,15 @@
 # AB_TESTS is comma-separated.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/bench/ab-libs.sh
 base=$(realpath "$1")
 shift
 out=${AB_OUT:-$base/ab}
 files=() names=()
 for v in "$@"; do
 	n=${v%%=*} b=$(realpath "${v#*=}")
-	files+=(--file "$b/netstack/libncm-lwip.so.0:/opt/ab/$n/libncm-lwip.so.0"
-		--file "$b/libncm/libncm.so.0:/opt/ab/$n/libncm.so.0"
-		--file "$b/examples/ncm-tun/ncm-tun:/opt/ab/$n/ncm-tun"
+	ab_lib_files "$base" "$b" "/opt/ab/$n"
+	files+=(--file "$b/examples/ncm-tun/ncm-tun:/opt/ab/$n/ncm-tun"
 		--file "$b/examples/ncm-proxy/ncm-proxy:/opt/ab/$n/ncm-proxy")
 	names+=("$n")
 done

@@ -16,6 +16,7 @@
 # Take the VM lock around it. Results in LINK_OUT (default BUILD/link-bound).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/bench/ab-libs.sh
 b=$(realpath "$1")
 out=${LINK_OUT:-$b/link-bound}
 cache=${VM_CACHE_DIR:-.cache/vm}
@@ -25,9 +26,8 @@ tc=$(command -v tc) || { echo "link-bound: needs tc (apt-get install iproute2)" 
 files=() names=()
 for v in ${LINK_VARIANTS//,/ }; do
 	n=${v%%=*} vb=$(realpath "${v#*=}")
-	files+=(--file "$vb/netstack/libncm-lwip.so.0:/opt/link/$n/libncm-lwip.so.0"
-		--file "$vb/libncm/libncm.so.0:/opt/link/$n/libncm.so.0"
-		--file "$vb/examples/ncm-proxy/ncm-proxy:/opt/link/$n/ncm-proxy")
+	ab_lib_files "$b" "$vb" "/opt/link/$n"
+	files+=(--file "$vb/examples/ncm-proxy/ncm-proxy:/opt/link/$n/ncm-proxy")
 	names+=("$n")
 done
 envs=(--env "LINK_VARIANTS=$(IFS=,; echo "${names[*]-}")")

@@ -14,15 +14,15 @@
 # build with -Dc_args=-fno-omit-frame-pointer.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/bench/ab-libs.sh
 base=$(realpath "$1")
 shift
 out=${MULTI_AB_OUT:-$base/multi-ab}
 files=() names=() append=()
 for v in "$@"; do
 	n=${v%%=*} b=$(realpath "${v#*=}")
-	files+=(--file "$b/netstack/libncm-lwip.so.0:/opt/ab/$n/libncm-lwip.so.0"
-		--file "$b/libncm/libncm.so.0:/opt/ab/$n/libncm.so.0"
-		--file "$b/examples/ncm-tun/ncm-tun:/opt/ab/$n/ncm-tun")
+	ab_lib_files "$base" "$b" "/opt/ab/$n"
+	files+=(--file "$b/examples/ncm-tun/ncm-tun:/opt/ab/$n/ncm-tun")
 	names+=("$n")
 done
 envs=(--env "VM_SCALE_VARIANTS=${names[*]-}"
