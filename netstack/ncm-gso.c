@@ -14,6 +14,10 @@
 #define TCP_PSH 0x08
 #define TCP_CWR 0x80
 
+#define IP6_HOP_BY_HOP 0
+#define IP6_ROUTING 43
+#define IP6_FRAGMENT 44
+
 #define IP4_DF 0x4000
 #define IP4_MF 0x2000
 #define IP4_OFFSET 0x1fff
@@ -197,6 +201,44 @@ ncm_gso_fragment_ipv4(guint l3off, const guint8 *pkt, gsize len, guint mtu, guin
 		ncm_gso_put_be16(sip + 6, f);
 		ncm_gso_ipv4_fix(sip, ihl, ihl + piece, ncm_be16_at(ip, len - l3off, 4));
 		if (!emit(user_data, scratch, l3off + ihl, ip + ihl + off, piece))
+			return NCM_GSO_STOPPED;
+		*next = i + 1;
+	}
+	return NCM_GSO_OK;
+}
+
+NcmGsoResult
+ncm_gso_fragment_ipv6(guint l3off, const guint8 *pkt, gsize len, guint mtu, guint32 id,
+		      guint8 *scratch, gsize scratch_size, gsize *next, NcmGsoEmit emit,
+		      gpointer user_data)
+{
+	const guint8 *ip = pkt + l3off;
+	guint8 nh, *sip = scratch + l3off;
+	guint frag, n;
+	gsize data;
+
+	if (len < (gsize)l3off + 40 || (ip[0] >> 4) != 6 ||
+	    ncm_be16_at(ip, len - l3off, 4) != len - l3off - 40 || mtu < 40 + 8 + 8 ||
+	    scratch_size < l3off + 48)
+		return NCM_GSO_INVALID;
+	nh = ip[6];
+	if (nh == IP6_HOP_BY_HOP || nh == IP6_ROUTING || nh == IP6_FRAGMENT)
+		return NCM_GSO_INVALID;
+	frag = (mtu - 40 - 8) & ~7u;
+	data = len - l3off - 40;
+	n = (guint)((data + frag - 1) / frag);
+	for (guint i = (guint)*next; i < n; i++) {
+		gsize off = (gsize)i * frag, piece = MIN(frag, data - off);
+
+		memcpy(scratch, pkt, l3off + 40);
+		ncm_gso_put_be16(sip + 4, (guint16)(8 + piece));
+		sip[6] = IP6_FRAGMENT;
+		sip[40] = nh;
+		sip[41] = 0;
+		/* The offset in 8-byte units, shifted past the M flag's 3 bits. */
+		ncm_gso_put_be16(sip + 42, (guint16)(off | (i + 1 < n ? 1 : 0)));
+		ncm_gso_put_be32(sip + 44, id);
+		if (!emit(user_data, scratch, l3off + 48, ip + 40 + off, piece))
 			return NCM_GSO_STOPPED;
 		*next = i + 1;
 	}

@@ -51,10 +51,11 @@ struct _NcmLwipNetif {
 	guint link_mtu;
 	guint super_mss;
 	/* The draining thread's (ncm-lwip-outq.h): the frame being cut, the
-	 * pieces of it sent, what the link said to the last one, the pieces'
-	 * headers, and a flat copy of a chained frame. */
+	 * pieces of it sent, its IPv6 fragment ID, what the link said to the
+	 * last piece, the pieces' headers, and a flat copy of a chained frame. */
 	gpointer tx_item;
 	gsize tx_next;
+	guint32 tx_frag_id;
 	NcmSendResult tx_result;
 	guint8 tx_hdr[NLW_TSO_HDR_MAX];
 	guint8 *tx_flat;
@@ -115,6 +116,7 @@ send_cut(NcmLwipNetif *n, struct pbuf *p)
 	if (n->tx_item != p) {
 		n->tx_item = p;
 		n->tx_next = 0;
+		n->tx_frag_id++;
 	}
 	if (p->next != NULL) {
 		if (n->tx_flat == NULL)
@@ -122,7 +124,8 @@ send_cut(NcmLwipNetif *n, struct pbuf *p)
 		frame = n->tx_flat;
 		pbuf_copy_partial(p, frame, p->tot_len, 0);
 	}
-	r = nlw_tso_cut(frame, p->tot_len, n->link_mtu, n->tx_hdr, &n->tx_next, send_piece, n);
+	r = nlw_tso_cut(frame, p->tot_len, n->link_mtu, n->tx_frag_id, n->tx_hdr, &n->tx_next,
+			send_piece, n);
 	if (r == NLW_TSO_STOPPED && n->tx_result == NCM_SEND_WOULD_BLOCK)
 		return r; /* resumes at tx_next */
 	n->tx_item = NULL;
@@ -394,7 +397,7 @@ static inline void
 rx_syn(NcmLwipNetif *n, struct pbuf *p)
 {
 	if (large_segments(n))
-		nlw_tso_rx_syn(p->payload, p->len, n->link_mtu - 40, n->super_mss);
+		nlw_tso_rx_syn(p->payload, p->len, n->link_mtu, NCM_LWIP_TSO_SEGS, TCP_MSS);
 }
 
 static void
@@ -461,11 +464,12 @@ netif_init_cb(struct netif *netif)
 	netif->name[0] = 'u';
 	netif->name[1] = 'n';
 	n->link_mtu = MIN(n->link->max_frame - NCM_ETH_HLEN, 0xFFFFu);
-	/* lwIP caps its IPv4 send MSS by the netif's MTU: room for one large
+	/* lwIP caps its send MSS by the netif's MTUs: room for one large
 	 * segment, whose frames the netif cuts (ncm-lwip-tso.h). */
-	n->super_mss = MAX(n->link_mtu - 40, MIN(TCP_MSS, NCM_LWIP_TSO_SEGS * (n->link_mtu - 40)));
+	n->super_mss = nlw_tso_super_mss(n->link_mtu, FALSE, NCM_LWIP_TSO_SEGS, TCP_MSS);
 	netif->mtu = (u16_t)MIN(n->super_mss + 40, 0xFFFFu);
-	netif->mtu6 = (u16_t)n->link_mtu;
+	netif->mtu6 = (u16_t)MIN(
+	    nlw_tso_super_mss(n->link_mtu, TRUE, NCM_LWIP_TSO_SEGS, TCP_MSS) + 60, 0xFFFFu);
 	if (large_segments(n))
 		NETIF_SET_CHECKSUM_CTRL(netif, NETIF_CHECKSUM_ENABLE_ALL & ~NETIF_CHECKSUM_GEN_TCP);
 	netif->hwaddr_len = ETH_HWADDR_LEN;

@@ -59,24 +59,43 @@ parse(const guint8 *frame, gsize len, NcmGsoTcp *t, gsize *ret_len)
 	return ncm_gso_parse_tcp(NCM_ETH_HLEN, frame, *ret_len, t);
 }
 
+guint
+nlw_tso_super_mss(guint link_mtu, gboolean v6, guint segs, guint max_mss)
+{
+	guint link_mss = link_mtu - (v6 ? 60 : 40);
+
+	return MAX(link_mss, MIN(max_mss, segs * link_mss));
+}
+
+/* Whether @frame may be a TCP SYN, from a few byte reads: every received
+ * frame comes here. */
+static gboolean
+maybe_syn(const guint8 *frame, gsize len)
+{
+	guint16 type = ncm_be16_at(frame, len, 12);
+	gsize l4;
+
+	if (type == NCM_ETH_P_IPV4 && len >= NCM_ETH_HLEN + 40 && frame[NCM_ETH_HLEN + 9] == 6)
+		l4 = NCM_ETH_HLEN + (frame[NCM_ETH_HLEN] & 0xf) * 4u;
+	else if (type == NCM_ETH_P_IPV6 && len >= NCM_ETH_HLEN + 60 && frame[NCM_ETH_HLEN + 6] == 6)
+		l4 = NCM_ETH_HLEN + 40;
+	else
+		return FALSE;
+	return l4 + 14 <= len && (frame[l4 + 13] & TCP_SYN);
+}
+
 gboolean
-nlw_tso_rx_syn(guint8 *frame, gsize len, guint link_mss, guint super_mss)
+nlw_tso_rx_syn(guint8 *frame, gsize len, guint link_mtu, guint segs, guint max_mss)
 {
 	guint8 *tcp;
-	guint opt, mss;
+	guint opt, mss, link_mss, super_mss;
 	NcmGsoTcp t;
 	guint32 sum;
 
-	/* Every received frame comes here: what is not an IPv4 TCP SYN leaves
-	 * after a few byte reads. */
-	if (len < NCM_ETH_HLEN + 40 || ncm_be16_at(frame, len, 12) != NCM_ETH_P_IPV4 ||
-	    frame[NCM_ETH_HLEN + 9] != 6)
+	if (!maybe_syn(frame, len) || !parse(frame, len, &t, &len))
 		return FALSE;
-	if (NCM_ETH_HLEN + (frame[NCM_ETH_HLEN] & 0xf) * 4u + 14 > len ||
-	    !(frame[NCM_ETH_HLEN + (frame[NCM_ETH_HLEN] & 0xf) * 4u + 13] & TCP_SYN))
-		return FALSE;
-	if (!parse(frame, len, &t, &len))
-		return FALSE;
+	link_mss = link_mtu - (t.v6 ? 60 : 40);
+	super_mss = nlw_tso_super_mss(link_mtu, t.v6, segs, max_mss);
 	tcp = frame + t.l4off;
 	opt = mss_option(tcp, t.thl);
 	if (opt == 0)
@@ -101,8 +120,8 @@ from_gso(NcmGsoResult r)
 }
 
 NlwTsoResult
-nlw_tso_cut(guint8 *frame, gsize len, guint link_mtu, guint8 *scratch, gsize *next,
-	    NcmGsoEmit emit, gpointer user_data)
+nlw_tso_cut(guint8 *frame, gsize len, guint link_mtu, guint32 frag_id, guint8 *scratch,
+	    gsize *next, NcmGsoEmit emit, gpointer user_data)
 {
 	gsize iplen_frame;
 	guint ip_hdr, mss;
@@ -140,8 +159,16 @@ nlw_tso_cut(guint8 *frame, gsize len, guint link_mtu, guint8 *scratch, gsize *ne
 							      NCM_ETH_HLEN + iplen, link_mtu,
 							      scratch, NLW_TSO_HDR_MAX, next,
 							      emit, user_data));
-	} else if (ncm_be16_at(frame, len, 12) == NCM_ETH_P_IPV6 && frame[NCM_ETH_HLEN + 6] == 6) {
-		return NLW_TSO_INVALID;
+	} else if (ncm_be16_at(frame, len, 12) == NCM_ETH_P_IPV6) {
+		gsize iplen = 40 + (gsize)ncm_be16_at(frame, len, NCM_ETH_HLEN + 4);
+
+		if (frame[NCM_ETH_HLEN + 6] == 6)
+			return NLW_TSO_INVALID;
+		if (iplen > link_mtu && iplen <= len - NCM_ETH_HLEN)
+			return from_gso(ncm_gso_fragment_ipv6(NCM_ETH_HLEN, frame,
+							      NCM_ETH_HLEN + iplen, link_mtu,
+							      frag_id, scratch, NLW_TSO_HDR_MAX,
+							      next, emit, user_data));
 	}
 	return NLW_TSO_ASIS;
 }

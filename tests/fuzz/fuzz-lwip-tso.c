@@ -62,7 +62,7 @@ on_piece(gpointer user_data, const guint8 *hdr, gsize hdr_len, const guint8 *pay
 		return FALSE;
 	}
 	FUZZ_CHECK(hdr_len >= 34 && hdr_len + payload_len <= 14u + c->mtu);
-	if (hdr[23] == 6 || (hdr[12] == 0x86 && hdr[20] == 6))
+	if ((hdr[12] == 0x08 && hdr[23] == 6) || (hdr[12] == 0x86 && hdr[20] == 6))
 		FUZZ_CHECK(tcp_ok(hdr, hdr_len, payload, payload_len));
 	FUZZ_CHECK(c->joined + payload_len <= sizeof(joined));
 	memcpy(joined + c->joined, payload, payload_len);
@@ -109,8 +109,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ctl & 2) {
 		NcmGsoTcp t;
 
-		if (nlw_tso_rx_syn(frame, len, 1460, 11680)) {
-			gsize plen = 14 + (gsize)(frame[16] << 8 | frame[17]);
+		if (nlw_tso_rx_syn(frame, len, c.mtu, 8, 11680)) {
+			gsize plen = frame[12] == 0x08 ? 14 + (gsize)(frame[16] << 8 | frame[17])
+							: 54 + (gsize)(frame[18] << 8 | frame[19]);
 
 			FUZZ_CHECK(ncm_gso_parse_tcp(14, frame, plen, &t));
 			FUZZ_CHECK(ncm_gso_tcp_csum_ok(&t, frame, plen));
@@ -118,10 +119,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	c.refuse_third = (ctl & 4) != 0;
-	r = nlw_tso_cut(frame, len, c.mtu, scratch, &next, on_piece, &c);
+	r = nlw_tso_cut(frame, len, c.mtu, 7, scratch, &next, on_piece, &c);
 	if (r == NLW_TSO_STOPPED) {
 		FUZZ_CHECK(next == 2);
-		r = nlw_tso_cut(frame, len, c.mtu, scratch, &next, on_piece, &c);
+		r = nlw_tso_cut(frame, len, c.mtu, 7, scratch, &next, on_piece, &c);
 	}
 	FUZZ_CHECK(r != NLW_TSO_STOPPED);
 	if (r == NLW_TSO_SENT) {
@@ -138,7 +139,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(c.joined == t.payload);
 			FUZZ_CHECK(memcmp(joined, frame + t.hdr, t.payload) == 0);
 		} else {
-			gsize hdr = 14 + (frame[14] & 0xf) * 4u;
+			gsize hdr = frame[12] == 0x08 ? 14 + (frame[14] & 0xf) * 4u : 54;
 
 			FUZZ_CHECK(c.joined == plen - hdr && memcmp(joined, frame + hdr, c.joined) == 0);
 		}

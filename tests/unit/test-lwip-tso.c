@@ -52,6 +52,27 @@ ipv4(guint8 *f, guint proto, const guint8 *l4, gsize l4_len, gboolean df)
 	return ETH + 20 + l4_len;
 }
 
+/* An IPv6 packet of @nh behind an Ethernet header, @l4 its payload. */
+static gsize
+ipv6(guint8 *f, guint nh, const guint8 *l4, gsize l4_len)
+{
+	guint8 *ip = f + ETH;
+
+	memcpy(f, mac_hdr, 12);
+	wr16(f + 12, 0x86dd);
+	memset(ip, 0, 40);
+	ip[0] = 0x60;
+	wr16(ip + 4, (guint)l4_len);
+	ip[6] = (guint8)nh;
+	ip[7] = 64;
+	ip[8] = ip[24] = 0xfe;
+	ip[9] = ip[25] = 0x80;
+	ip[23] = 1;
+	ip[39] = 2;
+	memcpy(ip + 40, l4, l4_len);
+	return ETH + 40 + l4_len;
+}
+
 /* A TCP header with @opts, then @data; checksum left 0 (lwIP's are off). */
 static gsize
 tcp(guint8 *t, guint8 flags, const guint8 *opts, gsize opts_len, const guint8 *data,
@@ -130,7 +151,7 @@ test_cut_tcp(void)
 
 	k->refuse_at = -1;
 	len = ipv4(f, 6, seg, tcp(seg, 0x18 | 0x01, NULL, 0, data, data_len), FALSE);
-	g_assert_cmpint(nlw_tso_cut(f, len, MTU, scratch, &next, collect, k), ==, NLW_TSO_SENT);
+	g_assert_cmpint(nlw_tso_cut(f, len, MTU, 7, scratch, &next, collect, k), ==, NLW_TSO_SENT);
 	g_assert_cmpuint(k->n, ==, 8);
 	g_assert_cmpuint(next, ==, 8);
 	for (guint i = 0; i < k->n; i++) {
@@ -166,9 +187,9 @@ test_cut_resume(void)
 
 	k->refuse_at = 2;
 	len = ipv4(f, 6, seg, tcp(seg, 0x10, NULL, 0, data, data_len), FALSE);
-	g_assert_cmpint(nlw_tso_cut(f, len, MTU, scratch, &next, collect, k), ==, NLW_TSO_STOPPED);
+	g_assert_cmpint(nlw_tso_cut(f, len, MTU, 7, scratch, &next, collect, k), ==, NLW_TSO_STOPPED);
 	g_assert_cmpuint(next, ==, 2);
-	g_assert_cmpint(nlw_tso_cut(f, len, MTU, scratch, &next, collect, k), ==, NLW_TSO_SENT);
+	g_assert_cmpint(nlw_tso_cut(f, len, MTU, 7, scratch, &next, collect, k), ==, NLW_TSO_SENT);
 	g_assert_cmpuint(k->n, ==, 4);
 	for (guint i = 0; i < k->n; i++)
 		g_assert_cmpuint(rd32(k->frames[i] + ETH + 20 + 4), ==, 0x10000000u + i * 1460);
@@ -192,7 +213,7 @@ test_cut_syn(void)
 
 	k->refuse_at = -1;
 	len = ipv4(f, 6, seg, tcp(seg, 0x02, opts, sizeof(opts), NULL, 0), FALSE);
-	g_assert_cmpint(nlw_tso_cut(f, len, MTU, scratch, &next, collect, k), ==, NLW_TSO_SENT);
+	g_assert_cmpint(nlw_tso_cut(f, len, MTU, 7, scratch, &next, collect, k), ==, NLW_TSO_SENT);
 	g_assert_cmpuint(k->n, ==, 1);
 	g_assert_cmpuint(rd16(k->frames[0] + ETH + 20 + 22), ==, 1460);
 	g_assert_true(ncm_gso_parse_tcp(ETH, k->frames[0], k->lens[0], &t));
@@ -212,7 +233,7 @@ test_cut_fragments(void)
 
 	k->refuse_at = -1;
 	len = ipv4(f, 17, data, data_len, FALSE);
-	g_assert_cmpint(nlw_tso_cut(f, len, MTU, scratch, &next, collect, k), ==, NLW_TSO_SENT);
+	g_assert_cmpint(nlw_tso_cut(f, len, MTU, 7, scratch, &next, collect, k), ==, NLW_TSO_SENT);
 	g_assert_cmpuint(k->n, ==, 3);
 	for (guint i = 0; i < k->n; i++) {
 		const guint8 *ip = k->frames[i] + ETH;
@@ -230,12 +251,63 @@ test_cut_fragments(void)
 
 	next = 0;
 	len = ipv4(f, 17, data, data_len, TRUE);
-	g_assert_cmpint(nlw_tso_cut(f, len, MTU, scratch, &next, collect, k), ==, NLW_TSO_INVALID);
+	g_assert_cmpint(nlw_tso_cut(f, len, MTU, 7, scratch, &next, collect, k), ==, NLW_TSO_INVALID);
 	/* Within the MTU: as it is. */
 	len = ipv4(f, 17, data, 1000, TRUE);
-	g_assert_cmpint(nlw_tso_cut(f, len, MTU, scratch, &next, collect, k), ==, NLW_TSO_ASIS);
+	g_assert_cmpint(nlw_tso_cut(f, len, MTU, 7, scratch, &next, collect, k), ==, NLW_TSO_ASIS);
 	g_free(k);
 	g_free(f);
+	g_free(data);
+}
+
+/* IPv6: TCP cut at the link's IPv6 MSS, and other packets over the MTU
+ * fragmented with a Fragment header. */
+static void
+test_cut_ipv6(void)
+{
+	gsize data_len = 8 * 1440, len, next = 0, off = 0;
+	guint8 *data = pattern(data_len), *seg = g_malloc(20 + data_len);
+	guint8 *f = g_malloc(ETH + 40 + 20 + data_len);
+	guint8 scratch[NLW_TSO_HDR_MAX];
+	Pieces *k = g_new0(Pieces, 1);
+
+	k->refuse_at = -1;
+	len = ipv6(f, 6, seg, tcp(seg, 0x10, NULL, 0, data, data_len));
+	g_assert_cmpint(nlw_tso_cut(f, len, MTU, 7, scratch, &next, collect, k), ==, NLW_TSO_SENT);
+	g_assert_cmpuint(k->n, ==, 8);
+	for (guint i = 0; i < k->n; i++) {
+		NcmGsoTcp t;
+
+		g_assert_cmpuint(k->lens[i], ==, ETH + MTU);
+		g_assert_true(ncm_gso_parse_tcp(ETH, k->frames[i], k->lens[i], &t));
+		g_assert_true(ncm_gso_tcp_csum_ok(&t, k->frames[i], k->lens[i]));
+		g_assert_cmpmem(k->frames[i] + ETH + 60, 1440, data + i * 1440, 1440);
+	}
+
+	memset(k, 0, sizeof(*k));
+	k->refuse_at = -1;
+	next = 0;
+	len = ipv6(f, 17, data, 4000);
+	g_assert_cmpint(nlw_tso_cut(f, len, MTU, 0xabcd1234, scratch, &next, collect, k), ==,
+			NLW_TSO_SENT);
+	g_assert_cmpuint(k->n, ==, 3);
+	for (guint i = 0; i < k->n; i++) {
+		const guint8 *ip = k->frames[i] + ETH;
+		gsize piece = rd16(ip + 4) - 8;
+
+		g_assert_cmpuint(ip[6], ==, 44);
+		g_assert_cmpuint(ip[40], ==, 17);
+		g_assert_cmpuint(rd16(ip + 42), ==, off | (i < 2 ? 1 : 0));
+		g_assert_cmpuint(rd32(ip + 44), ==, 0xabcd1234);
+		g_assert_cmpuint(k->lens[i], ==, ETH + 48 + piece);
+		g_assert_cmpuint(i < 2 ? piece % 8 : 0, ==, 0);
+		g_assert_cmpmem(ip + 48, piece, data + off, piece);
+		off += piece;
+	}
+	g_assert_cmpuint(off, ==, 4000);
+	g_free(k);
+	g_free(f);
+	g_free(seg);
 	g_free(data);
 }
 
@@ -246,6 +318,7 @@ test_rx_syn(void)
 {
 	static const guint8 mss1460[] = {1, 1, 2, 4, 0x05, 0xb4, 1, 3, 3, 7, 0, 0};
 	static const guint8 mss1400[] = {2, 4, 0x05, 0x78, 1, 3, 3, 7};
+	static const guint8 mss1440[] = {2, 4, 0x05, 0xa0, 1, 3, 3, 7};
 	static const guint8 bad_len[] = {1, 3, 9, 7, 2, 4, 0x05, 0xb4}; /* runs past the header */
 	static const guint8 no_mss[] = {1, 3, 3, 7};
 	guint8 f[200], before[200], seg[100];
@@ -254,7 +327,7 @@ test_rx_syn(void)
 
 	len = ipv4(f, 6, seg, tcp(seg, 0x12, mss1460, sizeof(mss1460), NULL, 0), FALSE);
 	tcp_fill_sum(f, len);
-	g_assert_true(nlw_tso_rx_syn(f, len, 1460, 11680));
+	g_assert_true(nlw_tso_rx_syn(f, len, MTU, 8, 11680));
 	g_assert_cmpuint(rd16(f + ETH + 20 + 24), ==, 11680);
 	g_assert_true(ncm_gso_parse_tcp(ETH, f, len, &t));
 	g_assert_true(ncm_gso_tcp_csum_ok(&t, f, len));
@@ -262,8 +335,20 @@ test_rx_syn(void)
 	len = ipv4(f, 6, seg, tcp(seg, 0x02, mss1460, sizeof(mss1460), NULL, 0), FALSE);
 	tcp_fill_sum(f, len);
 	memset(f + len, 0xee, 8);
-	g_assert_true(nlw_tso_rx_syn(f, len + 8, 1460, 11680));
+	g_assert_true(nlw_tso_rx_syn(f, len + 8, MTU, 8, 11680));
 	g_assert_true(ncm_gso_tcp_csum_ok(&t, f, len));
+
+	/* IPv6: the link's IPv6 MSS (1440) becomes 8 of them. */
+	len = ipv6(f, 6, seg, tcp(seg, 0x12, mss1440, sizeof(mss1440), NULL, 0));
+	tcp_fill_sum(f, len);
+	g_assert_true(nlw_tso_rx_syn(f, len, MTU, 8, 11680));
+	g_assert_cmpuint(rd16(f + ETH + 40 + 22), ==, 8 * 1440);
+	g_assert_true(ncm_gso_parse_tcp(ETH, f, len, &t));
+	g_assert_true(ncm_gso_tcp_csum_ok(&t, f, len));
+	/* One segment per lwIP segment: nothing to raise. */
+	len = ipv4(f, 6, seg, tcp(seg, 0x02, mss1460, sizeof(mss1460), NULL, 0), FALSE);
+	tcp_fill_sum(f, len);
+	g_assert_false(nlw_tso_rx_syn(f, len, MTU, 1, 1460));
 
 	/* Below the link's MSS, no option, broken options, not a SYN, a bad sum. */
 	const struct {
@@ -283,14 +368,14 @@ test_rx_syn(void)
 		if (keep[i].bad_sum)
 			f[len - 1] ^= 1;
 		memcpy(before, f, len);
-		g_assert_false(nlw_tso_rx_syn(f, len, 1460, 11680));
+		g_assert_false(nlw_tso_rx_syn(f, len, MTU, 8, 11680));
 		g_assert_cmpmem(f, len, before, len);
 	}
 	/* Truncated frames. */
 	len = ipv4(f, 6, seg, tcp(seg, 0x02, mss1460, sizeof(mss1460), NULL, 0), FALSE);
 	tcp_fill_sum(f, len);
 	for (gsize cut = 0; cut < len; cut++)
-		g_assert_false(nlw_tso_rx_syn(f, cut, 1460, 11680));
+		g_assert_false(nlw_tso_rx_syn(f, cut, MTU, 8, 11680));
 }
 
 int
@@ -301,6 +386,7 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-tso/cut/resume", test_cut_resume);
 	g_test_add_func("/lwip-tso/cut/syn", test_cut_syn);
 	g_test_add_func("/lwip-tso/cut/fragments", test_cut_fragments);
+	g_test_add_func("/lwip-tso/cut/ipv6", test_cut_ipv6);
 	g_test_add_func("/lwip-tso/rx-syn", test_rx_syn);
 	return g_test_run();
 }
