@@ -79,12 +79,6 @@ G_DEFINE_TYPE(NcmLwipNetif, ncm_lwip_netif, G_TYPE_OBJECT)
 
 /* ---- Output ---------------------------------------------------------------- */
 
-/*
- * A TCP segment's pbuf stays untouched while referenced here: lwIP skips a
- * segment whose pbuf has other references when it retransmits. So frames
- * are read, sent and freed without the core lock (pbuf_free() takes lwIP's
- * SYS_ARCH_PROTECT, as the readers' frees do).
- */
 /* lwIP builds segments larger than the link's frames (ncm-lwip-tso.h). */
 static inline gboolean
 large_segments(const NcmLwipNetif *n)
@@ -131,9 +125,17 @@ send_cut(NcmLwipNetif *n, struct pbuf *p)
 	n->tx_item = NULL;
 	if (r == NLW_TSO_STOPPED || r == NLW_TSO_INVALID)
 		nlw_count(NLW_COUNT_TX_DROPS, 1);
+	else if (r == NLW_TSO_SENT && n->tx_next > 1)
+		nlw_count(NLW_COUNT_TX_CUT, 1);
 	return r;
 }
 
+/*
+ * A TCP segment's pbuf stays untouched while referenced here: lwIP skips a
+ * segment whose pbuf has other references when it retransmits. So frames
+ * are read, sent and freed without the core lock (pbuf_free() takes lwIP's
+ * SYS_ARCH_PROTECT, as the readers' frees do).
+ */
 static NlwOutqSend
 outq_send(gpointer item, gpointer data)
 {
