@@ -217,8 +217,11 @@ void nlw_mem_free(void *mem);
  * layer, and tcp_output()'s walk of the unacked list on every ACK, which
  * is as long as the segments in flight), and the netif cuts its large
  * segments into frames of the link's size on their way to the device
- * (ncm-lwip-tso.c), as the kernel's TSO does. 1 = off. lwIP then counts
- * its congestion window in these segments: the initial window is two of
+ * (ncm-lwip-tso.c), as the kernel's TSO does. 1 = off. Side by side in
+ * two VM boots (tests/bench/RESULTS.md, session 23): tcp_up 1.24x and
+ * 1.13x at 0.87x and 0.97x the CPU per MB, tcp_bidir 1.30x and 1.16x;
+ * 4 did as well in one boot and less in the other. lwIP then counts its
+ * congestion window in these segments: the initial window is two of
  * them, and it grows by one per round trip in congestion avoidance. At
  * most 10: init.c wants TCP_SNDLOWAT 4 * TCP_MSS below 0xFFFF. -D
  * overrides it for comparisons. */
