@@ -210,7 +210,31 @@ void nlw_mem_free(void *mem);
 #define LWIP_TCP 1
 
 /* Ethernet MTU 1500 - 20 (IP) - 20 (TCP); NCM carries 1514-byte frames. */
-#define TCP_MSS 1460
+#define NCM_LWIP_LINK_MSS 1460
+
+/* Link-sized segments one lwIP TCP segment over IPv4 may carry: lwIP's
+ * cost is per segment (tcp_write()'s allocations, tcp_output() and the IP
+ * layer, and tcp_output()'s walk of the unacked list on every ACK, which
+ * is as long as the segments in flight), and the netif cuts its large
+ * segments into frames of the link's size on their way to the device
+ * (ncm-lwip-tso.c), as the kernel's TSO does. 1 = off. Side by side in
+ * two VM boots (tests/bench/RESULTS.md, session 23): tcp_up 1.24x and
+ * 1.13x at 0.87x and 0.97x the CPU per MB, tcp_bidir 1.30x and 1.16x;
+ * 4 did as well in one boot and less in the other. lwIP then counts its
+ * congestion window in these segments: the initial window is two of
+ * them, and it grows by one per round trip in congestion avoidance. At
+ * most 10: init.c wants TCP_SNDLOWAT 4 * TCP_MSS below 0xFFFF. -D
+ * overrides it for comparisons. */
+#ifndef NCM_LWIP_TSO_SEGS
+#define NCM_LWIP_TSO_SEGS 8
+#endif
+#if NCM_LWIP_TSO_SEGS < 1 || NCM_LWIP_TSO_SEGS > 10
+#error "NCM_LWIP_TSO_SEGS must be 1 to 10"
+#endif
+
+/* The largest segment lwIP builds; the MSS a peer announces is raised to
+ * it on IPv4 when it allows full frames (ncm-lwip-tso.c). */
+#define TCP_MSS (NCM_LWIP_TSO_SEGS * NCM_LWIP_LINK_MSS)
 
 /* 1 MiB receive window: several times the link's bandwidth-delay product
  * (see TCP_SND_BUF), so the sender is not held back, without letting it
@@ -250,7 +274,7 @@ void nlw_mem_free(void *mem);
 
 /* pbufs queued per connection: up to two per segment (header + data for
  * non-copied writes) with slack for small writes; must stay < 0xFFFF. */
-#define TCP_SND_QUEUELEN ((4 * (TCP_SND_BUF) + (TCP_MSS - 1)) / (TCP_MSS))
+#define TCP_SND_QUEUELEN ((4 * (TCP_SND_BUF) + (NCM_LWIP_LINK_MSS - 1)) / (NCM_LWIP_LINK_MSS))
 
 /* Only a pool size when MEMP_MEM_MALLOC is off; matches TCP_SND_QUEUELEN so
  * init.c's sanity check holds either way. */
@@ -259,7 +283,7 @@ void nlw_mem_free(void *mem);
 /* Writability threshold used only by netconn/sockets (off here), but init.c
  * requires it 4 * MSS below 0xFFFF, and the default (half of TCP_SND_BUF)
  * is not. */
-#define TCP_SNDLOWAT (16 * (TCP_MSS))
+#define TCP_SNDLOWAT (NCM_LWIP_LINK_MSS)
 
 /* netconn's writability threshold in pbufs, kept below TCP_SND_QUEUELEN. */
 #define TCP_SNDQUEUELOWAT ((TCP_SND_QUEUELEN) / 2)
@@ -320,8 +344,10 @@ void nlw_mem_free(void *mem);
 #define LWIP_CHECKSUM_CTRL_PER_NETIF 1
 
 /* tcp_write() with TCP_WRITE_FLAG_COPY sums the data while copying it,
- * saving a second pass over every byte sent. */
-#define LWIP_CHECKSUM_ON_COPY 1
+ * saving a second pass over every byte sent. Not with large segments: the
+ * netif sums each frame it cuts from them, and lwIP's TCP checksums are
+ * off on its netifs (ncm-lwip-tso.c). */
+#define LWIP_CHECKSUM_ON_COPY (NCM_LWIP_TSO_SEGS == 1)
 
 /* lwIP's sums on ours (ncm-lwip-csum.c): whole 64-bit words. */
 #include <stdint.h>

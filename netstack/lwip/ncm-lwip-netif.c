@@ -17,6 +17,7 @@
 #include "ncm-lwip-gro.h"
 #include "ncm-lwip-outq.h"
 #include "ncm-lwip-rxsum.h"
+#include "ncm-lwip-tso.h"
 
 /* Frames collected on the link thread before they enter lwIP under one
  * acquisition of the core lock; an NTB rarely carries more. */
@@ -45,6 +46,20 @@ struct _NcmLwipNetif {
 	 * after NCM_SEND_WOULD_BLOCK (ncm-lwip-outq.h). */
 	NlwOutq outq;
 
+	/* IP packets the link carries (its MTU), and the segment size lwIP
+	 * builds over IPv4 (ncm-lwip-tso.h); equal without large segments. */
+	guint link_mtu;
+	guint super_mss;
+	/* The draining thread's (ncm-lwip-outq.h): the frame being cut, the
+	 * pieces of it sent, its IPv6 fragment ID, what the link said to the
+	 * last piece, the pieces' headers, and a flat copy of a chained frame. */
+	gpointer tx_item;
+	gsize tx_next;
+	guint32 tx_frag_id;
+	NcmSendResult tx_result;
+	guint8 tx_hdr[NLW_TSO_HDR_MAX];
+	guint8 *tx_flat;
+
 	/* Link thread only. */
 	struct pbuf *rx_batch[RX_BATCH];
 	gboolean rx_summed[RX_BATCH]; /* TCP checksum checked on the copy */
@@ -64,6 +79,57 @@ G_DEFINE_TYPE(NcmLwipNetif, ncm_lwip_netif, G_TYPE_OBJECT)
 
 /* ---- Output ---------------------------------------------------------------- */
 
+/* lwIP builds segments larger than the link's frames (ncm-lwip-tso.h). */
+static inline gboolean
+large_segments(const NcmLwipNetif *n)
+{
+	return n->super_mss != n->link_mtu - 40;
+}
+
+/* One piece of a cut frame (nlw_tso_cut()). */
+static gboolean
+send_piece(gpointer data, const guint8 *hdr, gsize hdr_len, const guint8 *payload,
+	   gsize payload_len)
+{
+	NcmLwipNetif *n = data;
+	GOutputVector v[2] = {{hdr, hdr_len}, {payload, payload_len}};
+
+	n->tx_result = ncm_link_sendv(n->link, v, payload_len > 0 ? 2 : 1);
+	if (n->tx_result == NCM_SEND_OK)
+		nlw_count(NLW_COUNT_TX_FRAMES, 1);
+	return n->tx_result == NCM_SEND_OK;
+}
+
+/* Large segments: cuts and sums @p's frame; ASIS leaves it to the caller. */
+static NlwTsoResult
+send_cut(NcmLwipNetif *n, struct pbuf *p)
+{
+	guint8 *frame = p->payload;
+	NlwTsoResult r;
+
+	if (n->tx_item != p) {
+		n->tx_item = p;
+		n->tx_next = 0;
+		n->tx_frag_id++;
+	}
+	if (p->next != NULL) {
+		if (n->tx_flat == NULL)
+			n->tx_flat = g_malloc(0xFFFF);
+		frame = n->tx_flat;
+		pbuf_copy_partial(p, frame, p->tot_len, 0);
+	}
+	r = nlw_tso_cut(frame, p->tot_len, n->link_mtu, n->tx_frag_id, n->tx_hdr, &n->tx_next,
+			send_piece, n);
+	if (r == NLW_TSO_STOPPED && n->tx_result == NCM_SEND_WOULD_BLOCK)
+		return r; /* resumes at tx_next */
+	n->tx_item = NULL;
+	if (r == NLW_TSO_STOPPED || r == NLW_TSO_INVALID)
+		nlw_count(NLW_COUNT_TX_DROPS, 1);
+	else if (r == NLW_TSO_SENT && n->tx_next > 1)
+		nlw_count(NLW_COUNT_TX_CUT, 1);
+	return r;
+}
+
 /*
  * A TCP segment's pbuf stays untouched while referenced here: lwIP skips a
  * segment whose pbuf has other references when it retransmits. So frames
@@ -80,6 +146,19 @@ outq_send(gpointer item, gpointer data)
 	NcmSendResult r;
 	guint count = 0;
 
+	if (large_segments(n)) {
+		switch (send_cut(n, p)) {
+		case NLW_TSO_SENT:
+			return NLW_OUTQ_SENT;
+		case NLW_TSO_STOPPED:
+			return n->tx_result == NCM_SEND_WOULD_BLOCK ? NLW_OUTQ_BLOCKED
+								   : NLW_OUTQ_DROPPED;
+		case NLW_TSO_INVALID:
+			return NLW_OUTQ_DROPPED;
+		case NLW_TSO_ASIS:
+			break;
+		}
+	}
 	for (struct pbuf *q = p; q != NULL && count < TX_MAX_VECTORS; q = q->next)
 		v[count++] = (GOutputVector){q->payload, q->len};
 	if (pbuf_clen(p) > TX_MAX_VECTORS) {
@@ -314,6 +393,15 @@ rx_drain(NcmLwipNetif *n)
 	nlw_core_unlock();
 }
 
+/* A peer's SYN that allows full link frames lets lwIP build large
+ * segments (ncm-lwip-tso.h). */
+static inline void
+rx_syn(NcmLwipNetif *n, struct pbuf *p)
+{
+	if (large_segments(n))
+		nlw_tso_rx_syn(p->payload, p->len, n->link_mtu, NCM_LWIP_TSO_SEGS, TCP_MSS);
+}
+
 static void
 sink_receive(gpointer user_data, const guint8 *frame, gsize len)
 {
@@ -332,6 +420,7 @@ sink_receive(gpointer user_data, const guint8 *frame, gsize len)
 		/* Summed later by lwIP: the tcpip thread cannot be told which
 		 * queued frame was checked. */
 		memcpy(p->payload, frame, len);
+		rx_syn(n, p);
 		if (tcpip_input(p, &n->netif) != ERR_OK) {
 			pbuf_free(p);
 			nlw_count(NLW_COUNT_RX_DROPS, 1);
@@ -339,6 +428,7 @@ sink_receive(gpointer user_data, const guint8 *frame, gsize len)
 		return;
 	}
 	n->rx_summed[n->rx_len] = nlw_rx_copy_check(p->payload, frame, len);
+	rx_syn(n, p);
 	n->rx_batch[n->rx_len++] = p;
 	if (n->rx_len == RX_BATCH)
 		rx_drain(n);
@@ -375,8 +465,15 @@ netif_init_cb(struct netif *netif)
 
 	netif->name[0] = 'u';
 	netif->name[1] = 'n';
-	netif->mtu = (u16_t)MIN(n->link->max_frame - NCM_ETH_HLEN, 0xFFFFu);
-	netif->mtu6 = netif->mtu;
+	n->link_mtu = MIN(n->link->max_frame - NCM_ETH_HLEN, 0xFFFFu);
+	/* lwIP caps its send MSS by the netif's MTUs: room for one large
+	 * segment, whose frames the netif cuts (ncm-lwip-tso.h). */
+	n->super_mss = nlw_tso_super_mss(n->link_mtu, FALSE, NCM_LWIP_TSO_SEGS, TCP_MSS);
+	netif->mtu = (u16_t)MIN(n->super_mss + 40, 0xFFFFu);
+	netif->mtu6 = (u16_t)MIN(
+	    nlw_tso_super_mss(n->link_mtu, TRUE, NCM_LWIP_TSO_SEGS, TCP_MSS) + 60, 0xFFFFu);
+	if (large_segments(n))
+		NETIF_SET_CHECKSUM_CTRL(netif, NETIF_CHECKSUM_ENABLE_ALL & ~NETIF_CHECKSUM_GEN_TCP);
 	netif->hwaddr_len = ETH_HWADDR_LEN;
 	memcpy(netif->hwaddr, n->link->mac, ETH_HWADDR_LEN);
 	netif->flags =
@@ -611,6 +708,7 @@ netif_finalize(GObject *object)
 
 	ncm_lwip_netif_remove(n);
 	nlw_outq_clear(&n->outq, outq_free);
+	g_free(n->tx_flat);
 	g_mutex_clear(&n->peer_lock);
 	G_OBJECT_CLASS(ncm_lwip_netif_parent_class)->finalize(object);
 }

@@ -259,6 +259,7 @@ ncm_lwip_stack_get_stats(NcmLwipStack *self, NcmLwipStats *ret_stats)
 		.rx_merged = v[NLW_COUNT_RX_MERGED],
 		.core_lock_waits = waits,
 		.core_lock_wait_us = wait_us,
+		.tx_cut = v[NLW_COUNT_TX_CUT],
 	};
 }
 

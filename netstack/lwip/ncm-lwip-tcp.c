@@ -236,7 +236,7 @@ conn_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	 * filled): ACK it now, as for any two segments. lwIP delays every
 	 * other in-order delivery by up to its 250 ms fast timer, which
 	 * would hold a sender that waits for this ACK. */
-	gboolean ack_now = p != NULL && p->tot_len > TCP_MSS;
+	gboolean ack_now = p != NULL && p->tot_len > NCM_LWIP_LINK_MSS;
 
 	ncm_mutex_lock(&c->lock);
 	if (p == NULL) {

@@ -69,7 +69,7 @@ typedef struct {
 
 /* A writer wakes up when this much send buffer is free: fewer, larger
  * tcp_write() calls, each under one acquisition of the core lock. */
-#define NLW_CONN_WRITE_LOWAT (8 * TCP_MSS)
+#define NLW_CONN_WRITE_LOWAT (8 * NCM_LWIP_LINK_MSS)
 /*
  * A blocked writer waits for room for its whole write, up to this much,
  * rather than for NLW_CONN_WRITE_LOWAT: with the buffer full, every ACK

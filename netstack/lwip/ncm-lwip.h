@@ -92,6 +92,10 @@ typedef enum {
  * @core_lock_wait_us: microseconds spent waiting for it, summed over
  *   threads; divided by a wall-clock interval, the average number of
  *   threads waiting (near 1 or more: the lock is the limit, not the CPUs).
+ * @tx_cut: packets lwIP sent larger than a link's frames, cut into
+ *   frames on their way out: its TCP segments of several frames (it builds
+ *   them when the peer's MSS allows full frames: lwIP's work is per
+ *   segment), and IP packets over the link's MTU, fragmented.
  *
  * Counters since the stack started, over all netifs.
  *
@@ -116,8 +120,9 @@ typedef struct {
 	guint64 rx_merged;
 	guint64 core_lock_waits;
 	guint64 core_lock_wait_us;
+	guint64 tx_cut;
 	/*< private >*/
-	guint64 _reserved[50];         /* zero; new counters come from here */
+	guint64 _reserved[49];         /* zero; new counters come from here */
 } NcmLwipStats;
 
 /**

@@ -4,135 +4,11 @@
 
 #include <string.h>
 
-#include "ncm-csum.h"
 #include "ncm-eth.h"
 #include "ncm-le.h"
 
-#define PROTO_TCP 6
-
-#define TCP_FIN 0x01
 #define TCP_PSH 0x08
 #define TCP_ACK 0x10
-#define TCP_CWR 0x80
-
-/* Fields are read through ncm-le.h's checked readers; only our own
- * segments and merged packets are written by hand. */
-static inline void
-put_be16(guint8 *p, guint16 v)
-{
-	p[0] = (guint8)(v >> 8);
-	p[1] = (guint8)v;
-}
-
-static inline void
-put_be32(guint8 *p, guint32 v)
-{
-	put_be16(p, (guint16)(v >> 16));
-	put_be16(p + 2, (guint16)v);
-}
-
-/* The bulk is summed in the host's order (ncm-csum.h) and only the folded
- * result is swapped. */
-guint32
-tap_csum_add(guint32 sum, const guint8 *p, gsize len)
-{
-	guint16 s16 = GUINT16_FROM_BE(ncm_csum64_fold(ncm_csum64_add(0, p, len)));
-	guint64 acc = (guint64)sum + s16;
-
-	return (guint32)((acc & 0xffffffffu) + (acc >> 32));
-}
-
-guint16
-tap_csum_fold(guint32 sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (guint16)sum;
-}
-
-/* ---- the IP and TCP headers of one packet --------------------------------- */
-
-typedef struct {
-	gboolean v6;
-	guint l3off, l4off;
-	guint thl;          /* TCP header length */
-	guint hdr;          /* l4off + thl */
-	gsize payload;
-} TcpPkt;
-
-/* The pseudo-header's sum for a TCP segment of @tcp_len bytes. */
-static guint32
-pseudo_sum(const TcpPkt *t, const guint8 *pkt, gsize tcp_len)
-{
-	const guint8 *ip = pkt + t->l3off;
-
-	if (t->v6)
-		return tap_csum_add((guint32)(tcp_len + PROTO_TCP), ip + 8, 32);
-	return tap_csum_add((guint32)(tcp_len + PROTO_TCP), ip + 12, 8);
-}
-
-/*
- * Parses @pkt as IPv4 (no fragment) or IPv6 (no extension header) carrying
- * TCP whose IP length matches @len exactly. FALSE otherwise.
- */
-static gboolean
-parse_tcp(guint l3off, const guint8 *pkt, gsize len, TcpPkt *t)
-{
-	const guint8 *ip = pkt + l3off;
-	gsize iplen;
-
-	if (len < (gsize)l3off + 20)
-		return FALSE;
-	if (l3off == NCM_ETH_HLEN) {
-		guint16 type = ncm_be16_at(pkt, len, 12);
-
-		if ((ip[0] >> 4) != (type == NCM_ETH_P_IPV6 ? 6 : type == NCM_ETH_P_IPV4 ? 4 : 0))
-			return FALSE;
-	}
-	iplen = len - l3off;
-	t->l3off = l3off;
-	t->v6 = (ip[0] >> 4) == 6;
-	if ((ip[0] >> 4) == 4) {
-		guint ihl = (ip[0] & 0xf) * 4u;
-
-		if (ihl < 20 || iplen < ihl || ncm_be16_at(ip, iplen, 2) != iplen ||
-		    ip[9] != PROTO_TCP || (ncm_be16_at(ip, iplen, 6) & 0x3fff))
-			return FALSE;
-		t->l4off = l3off + ihl;
-	} else if (t->v6) {
-		if (iplen < 40 || ncm_be16_at(ip, iplen, 4) != iplen - 40 || ip[6] != PROTO_TCP)
-			return FALSE;
-		t->l4off = l3off + 40;
-	} else {
-		return FALSE;
-	}
-	if (len < (gsize)t->l4off + 20)
-		return FALSE;
-	t->thl = (pkt[t->l4off + 12] >> 4) * 4u;
-	t->hdr = t->l4off + t->thl;
-	if (t->thl < 20 || len < t->hdr)
-		return FALSE;
-	t->payload = len - t->hdr;
-	return TRUE;
-}
-
-static gboolean
-tcp_csum_ok(const TcpPkt *t, const guint8 *pkt, gsize len)
-{
-	gsize tcp_len = len - t->l4off;
-
-	return tap_csum_fold(tap_csum_add(pseudo_sum(t, pkt, tcp_len), pkt + t->l4off, tcp_len)) ==
-	       0xffff;
-}
-
-static void
-ipv4_fix(guint8 *ip, guint ihl, gsize iplen, guint16 id)
-{
-	put_be16(ip + 2, (guint16)iplen);
-	put_be16(ip + 4, id);
-	put_be16(ip + 10, 0);
-	put_be16(ip + 10, (guint16)~tap_csum_fold(tap_csum_add(0, ip, ihl)));
-}
 
 /* ---- kernel → device -------------------------------------------------------- */
 
@@ -145,9 +21,10 @@ tap_gso_fill_csum(const TapVnetHdr *h, guint8 *pkt, gsize len)
 		return TRUE;
 	if ((gsize)h->csum_start + h->csum_offset + 2 > len)
 		return FALSE;
-	c = (guint16)~tap_csum_fold(tap_csum_add(0, pkt + h->csum_start, len - h->csum_start));
+	c = (guint16)~ncm_gso_csum_fold(
+	    ncm_gso_csum_add(0, pkt + h->csum_start, len - h->csum_start));
 	/* 0 and 0xffff are the same sum; UDP reserves 0 for "none", so never send it. */
-	put_be16(pkt + h->csum_start + h->csum_offset, c ? c : 0xffff);
+	ncm_gso_put_be16(pkt + h->csum_start + h->csum_offset, c ? c : 0xffff);
 	return TRUE;
 }
 
@@ -156,56 +33,29 @@ tap_gso_segment(const TapVnetHdr *h, guint l3off, guint8 *pkt, gsize len, guint8
 		gsize scratch_size, TapGsoEmit emit, gpointer user_data)
 {
 	guint type = h->gso_type & ~TAP_VNET_GSO_ECN;
-	guint mss = h->gso_size;
-	gsize nsegs;
-	guint8 flags;
-	guint32 seq;
-	guint16 id;
-	TcpPkt t;
+	gsize next = 0;
+	NcmGsoTcp t;
 
 	/* A TSO packet's IP length need not be right: set it, then parse as usual. */
 	if (len < (gsize)l3off + 40 || len - l3off > 0xffff)
 		return TAP_GSO_INVALID;
 	if ((pkt[l3off] >> 4) == 4 && type == TAP_VNET_GSO_TCPV4)
-		put_be16(pkt + l3off + 2, (guint16)(len - l3off));
+		ncm_gso_put_be16(pkt + l3off + 2, (guint16)(len - l3off));
 	else if ((pkt[l3off] >> 4) == 6 && type == TAP_VNET_GSO_TCPV6)
-		put_be16(pkt + l3off + 4, (guint16)(len - l3off - 40));
+		ncm_gso_put_be16(pkt + l3off + 4, (guint16)(len - l3off - 40));
 	else
 		return TAP_GSO_INVALID;
-	if (!parse_tcp(l3off, pkt, len, &t) || mss == 0 || scratch_size < t.hdr)
+	if (!ncm_gso_parse_tcp(l3off, pkt, len, &t))
 		return TAP_GSO_INVALID;
-
-	seq = ncm_be32_at(pkt, len, t.l4off + 4);
-	flags = pkt[t.l4off + 13];
-	id = t.v6 ? 0 : ncm_be16_at(pkt, len, l3off + 4);
-	nsegs = t.payload ? (t.payload + mss - 1) / mss : 1;
-	for (gsize i = 0; i < nsegs; i++) {
-		gsize off = i * mss, seg = MIN(mss, t.payload - off), tcp_len = t.thl + seg;
-		guint8 *ip = scratch + l3off, *tcp = scratch + t.l4off;
-		const guint8 *payload = pkt + t.hdr + off;
-		guint8 f = flags;
-		guint32 sum;
-
-		memcpy(scratch, pkt, t.hdr);
-		put_be32(tcp + 4, seq + (guint32)off);
-		if (i + 1 < nsegs)
-			f &= (guint8)~(TCP_FIN | TCP_PSH);
-		if (i > 0)
-			f &= (guint8)~TCP_CWR;
-		tcp[13] = f;
-		if (t.v6)
-			put_be16(ip + 4, (guint16)tcp_len);
-		else
-			ipv4_fix(ip, t.l4off - l3off, t.l4off - l3off + tcp_len, (guint16)(id + i));
-		put_be16(tcp + 16, 0);
-		/* The header's length is a multiple of 4: the payload's sum continues it. */
-		sum = tap_csum_add(pseudo_sum(&t, scratch, tcp_len), tcp, t.thl);
-		sum = tap_csum_add(sum, payload, seg);
-		put_be16(tcp + 16, (guint16)~tap_csum_fold(sum));
-		if (!emit(user_data, scratch, t.hdr, payload, seg))
-			return TAP_GSO_STOPPED;
+	switch (ncm_gso_segment(&t, pkt, len, h->gso_size, scratch, scratch_size, &next, emit,
+				user_data)) {
+	case NCM_GSO_OK:
+		return TAP_GSO_OK;
+	case NCM_GSO_STOPPED:
+		return TAP_GSO_STOPPED;
+	default:
+		return TAP_GSO_INVALID;
 	}
-	return TAP_GSO_OK;
 }
 
 /* ---- device → kernel -------------------------------------------------------- */
@@ -239,7 +89,7 @@ tap_gro_flush(TapGro *g, TapGroWrite write, gpointer user_data)
 {
 	guint8 *ip = g->buf + g->l3off, *tcp = g->buf + g->l4off;
 	TapVnetHdr h = { 0 };
-	TcpPkt t = { .v6 = g->v6, .l3off = g->l3off, .l4off = g->l4off };
+	NcmGsoTcp t = { .v6 = g->v6, .l3off = g->l3off, .l4off = g->l4off };
 	gsize len = g->len;
 
 	if (!len)
@@ -250,12 +100,13 @@ tap_gro_flush(TapGro *g, TapGroWrite write, gpointer user_data)
 		return;
 	}
 	if (g->v6)
-		put_be16(ip + 4, (guint16)(len - g->l3off - 40));
+		ncm_gso_put_be16(ip + 4, (guint16)(len - g->l3off - 40));
 	else
-		ipv4_fix(ip, g->l4off - g->l3off, len - g->l3off,
+		ncm_gso_ipv4_fix(ip, g->l4off - g->l3off, len - g->l3off,
 			 ncm_be16_at(g->buf, len, g->l3off + 4));
 	/* NEEDS_CSUM convention: the field holds the pseudo-header sum, not inverted. */
-	put_be16(tcp + 16, tap_csum_fold(pseudo_sum(&t, g->buf, len - g->l4off)));
+	ncm_gso_put_be16(tcp + 16,
+			 ncm_gso_csum_fold(ncm_gso_pseudo_sum(&t, g->buf, len - g->l4off)));
 	h.flags = TAP_VNET_F_NEEDS_CSUM;
 	h.gso_type = g->v6 ? TAP_VNET_GSO_TCPV6 : TAP_VNET_GSO_TCPV4;
 	h.gso_size = (guint16)g->mss;
@@ -270,7 +121,7 @@ tap_gro_flush(TapGro *g, TapGroWrite write, gpointer user_data)
  * state; no IPv4 options (the kernel's GRO refuses them too).
  */
 static gboolean
-is_candidate(const TcpPkt *t, const guint8 *pkt)
+is_candidate(const NcmGsoTcp *t, const guint8 *pkt)
 {
 	guint8 f = pkt[t->l4off + 13];
 
@@ -301,7 +152,7 @@ not_older(guint32 a, guint32 b)
  * never goes back, and the echo times the run's last segment.
  */
 static gboolean
-same_options(const TapGro *g, const TcpPkt *t, const guint8 *pkt)
+same_options(const TapGro *g, const NcmGsoTcp *t, const guint8 *pkt)
 {
 	const guint8 *oa = g->buf + g->l4off + 20, *ob = pkt + t->l4off + 20;
 	gsize n = t->thl - 20;
@@ -317,7 +168,7 @@ same_options(const TapGro *g, const TcpPkt *t, const guint8 *pkt)
 /* Same flow, same IP and TCP header fields that GRO would insist on, next in
  * sequence: TAP_GRO_N_ENDS; else what ends the run. */
 static TapGroEnd
-continues(const TapGro *g, const TcpPkt *t, const guint8 *pkt)
+continues(const TapGro *g, const NcmGsoTcp *t, const guint8 *pkt)
 {
 	const guint8 *a = g->buf + g->l3off, *b = pkt + t->l3off;
 	const guint8 *ta = g->buf + g->l4off, *tb = pkt + t->l4off;
@@ -350,7 +201,7 @@ continues(const TapGro *g, const TcpPkt *t, const guint8 *pkt)
 }
 
 static void
-start(TapGro *g, const TcpPkt *t, const guint8 *pkt, gsize len)
+start(TapGro *g, const NcmGsoTcp *t, const guint8 *pkt, gsize len)
 {
 	memcpy(g->buf, pkt, len);
 	g->len = len;
@@ -368,25 +219,25 @@ void
 tap_gro_push(TapGro *g, guint l3off, const guint8 *pkt, gsize len, TapGroWrite write,
 	     gpointer user_data)
 {
-	TcpPkt t;
-	TcpPkt first = { .v6 = g->v6, .l3off = g->l3off, .l4off = g->l4off };
+	NcmGsoTcp t;
+	NcmGsoTcp first = { .v6 = g->v6, .l3off = g->l3off, .l4off = g->l4off };
 	TapGroEnd why = TAP_GRO_END_HEADER;
 	guint8 *tcp;
 
-	if (!g->buf || !parse_tcp(l3off, pkt, len, &t) || !is_candidate(&t, pkt)) {
+	if (!g->buf || !ncm_gso_parse_tcp(l3off, pkt, len, &t) || !is_candidate(&t, pkt)) {
 		tap_gro_flush_for(g, TAP_GRO_END_FRAME, write, user_data);
 		write(user_data, &no_offload, pkt, len, 1);
 		return;
 	}
 	if (g->len && (why = continues(g, &t, pkt)) == TAP_GRO_N_ENDS) {
 		/* Checked only now, and only what merges: a lone segment is the kernel's to check. */
-		if (!g->first_verified && !tcp_csum_ok(&first, g->buf, g->len)) {
+		if (!g->first_verified && !ncm_gso_tcp_csum_ok(&first, g->buf, g->len)) {
 			__atomic_fetch_add(&g->bad_csum, 1, __ATOMIC_RELAXED); /* read by stats */
 			tap_gro_flush(g, write, user_data);
 			goto alone;
 		}
 		g->first_verified = TRUE;
-		if (!tcp_csum_ok(&t, pkt, len)) {
+		if (!ncm_gso_tcp_csum_ok(&t, pkt, len)) {
 			__atomic_fetch_add(&g->bad_csum, 1, __ATOMIC_RELAXED); /* read by stats */
 			tap_gro_flush(g, write, user_data);
 			write(user_data, &no_offload, pkt, len, 1);

@@ -4,6 +4,8 @@
 
 #include <glib.h>
 
+#include "ncm-gso.h"
+
 G_BEGIN_DECLS
 
 /*
@@ -39,24 +41,15 @@ G_STATIC_ASSERT(sizeof(TapVnetHdr) == 10);
 /* The largest packet coalescing builds (IPv4's total length is 16 bits). */
 #define TAP_GRO_MAX_IP 65535
 
-/* The Internet checksum's 32-bit partial sum of @len bytes, added to @sum. */
-guint32 tap_csum_add(guint32 sum, const guint8 *p, gsize len);
-/* Folds a partial sum to 16 bits (not inverted). */
-guint16 tap_csum_fold(guint32 sum);
-
 /*
  * Kernel → device, a packet without GSO: fills the checksum the kernel left
  * to us (NEEDS_CSUM). FALSE when csum_start/csum_offset do not fit @len.
  */
 gboolean tap_gso_fill_csum(const TapVnetHdr *h, guint8 *pkt, gsize len);
 
-/*
- * One finished frame in two pieces, its headers and its payload (which
- * points into the TSO packet: segments are never copied whole); FALSE stops
- * the segmentation (the link is gone, the reader must stop).
- */
-typedef gboolean (*TapGsoEmit)(gpointer user_data, const guint8 *hdr, gsize hdr_len,
-			       const guint8 *payload, gsize payload_len);
+/* One finished frame (ncm-gso.h); FALSE stops the segmentation (the link
+ * is gone, the reader must stop). */
+typedef NcmGsoEmit TapGsoEmit;
 
 typedef enum {
 	TAP_GSO_OK,

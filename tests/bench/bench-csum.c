@@ -23,7 +23,7 @@ static guint32
 tap_sum(guint32 sum, guint8 *dst, const guint8 *src, gsize len)
 {
 	(void)dst;
-	return tap_csum_add(sum & 0xFFFF, src, len);
+	return ncm_gso_csum_add(sum & 0xFFFF, src, len);
 }
 
 #ifdef BENCH_CSUM_LWIP
@@ -72,8 +72,8 @@ main(int argc, char **argv)
 		SumFn fn;
 		gsize len;
 	} runs[] = {
-		{"tap_csum_add", tap_sum, 1448},
-		{"tap_csum_add", tap_sum, 65535},
+		{"ncm_gso_csum_add", tap_sum, 1448},
+		{"ncm_gso_csum_add", tap_sum, 65535},
 #ifdef BENCH_CSUM_LWIP
 		{"lwip_standard_chksum", lwip_sum, 1448},
 		{"ncm_lwip_chksum", ncm_sum, 1448},

@@ -31,14 +31,14 @@ count_segment(gpointer user_data, const guint8 *hdr, gsize hdr_len, const guint8
 	guint l3off = GPOINTER_TO_UINT(user_data);
 	gboolean v6 = (hdr[l3off] >> 4) == 6;
 	guint l4 = l3off + (v6 ? 40 : 20);
-	guint32 pseudo = tap_csum_add(6 + (guint32)(hdr_len + payload_len - l4),
+	guint32 pseudo = ncm_gso_csum_add(6 + (guint32)(hdr_len + payload_len - l4),
 				      hdr + l3off + (v6 ? 8 : 12), v6 ? 32 : 8);
 
 	/* Every frame cut from a coalesced packet is a valid segment again
 	 * (the TCP header's length is a multiple of 4: the payload's sum continues it). */
 	FUZZ_CHECK(hdr_len >= l4 + 20 && (hdr_len - l4) % 4 == 0);
-	FUZZ_CHECK(tap_csum_fold(tap_csum_add(tap_csum_add(pseudo, hdr + l4, hdr_len - l4), payload,
-					      payload_len)) == 0xffff);
+	pseudo = ncm_gso_csum_add(pseudo, hdr + l4, hdr_len - l4);
+	FUZZ_CHECK(ncm_gso_csum_fold(ncm_gso_csum_add(pseudo, payload, payload_len)) == 0xffff);
 	written++;
 	return TRUE;
 }
@@ -88,12 +88,12 @@ fix_checksums(guint8 *f, gsize len, guint l3off)
 		return;
 	if (!v6) {
 		wr16(ip + 10, 0);
-		wr16(ip + 10, (guint16)~tap_csum_fold(tap_csum_add(0, ip, l4 - l3off)));
+		wr16(ip + 10, (guint16)~ncm_gso_csum_fold(ncm_gso_csum_add(0, ip, l4 - l3off)));
 	}
 	wr16(f + l4 + 16, 0);
 	wr16(f + l4 + 16,
-	     (guint16)~tap_csum_fold(tap_csum_add(
-		     tap_csum_add(6 + (guint32)(len - l4), ip + (v6 ? 8 : 12), v6 ? 32 : 8), f + l4,
+	     (guint16)~ncm_gso_csum_fold(ncm_gso_csum_add(
+		     ncm_gso_csum_add(6 + (guint32)(len - l4), ip + (v6 ? 8 : 12), v6 ? 32 : 8), f + l4,
 		     len - l4)));
 }
 

@@ -687,7 +687,7 @@ run_transfer(const ip_addr_t *server_ip, u16_t port, gsize size)
 	g_assert_null(t->server);
 
 	/* Every byte arrived, in order, through our linkoutput. */
-	g_assert_cmpuint(ends[0].frames - frames_before, >=, size / TCP_MSS);
+	g_assert_cmpuint(ends[0].frames - frames_before, >=, size / NCM_LWIP_LINK_MSS);
 	g_assert_cmpuint(t->received, ==, size);
 	g_assert_cmpuint(t->acked, ==, size);
 	g_assert_cmphex(t->rx_hash, ==, fnv1a(FNV_INIT, data, size));
@@ -707,7 +707,7 @@ run_transfer(const ip_addr_t *server_ip, u16_t port, gsize size)
 	/* No frame failed a checksum (generated on copy, checked on input). */
 	g_assert_cmpuint(lwip_stats.tcp.chkerr, ==, 0);
 	g_assert_cmpuint(lwip_stats.ip.chkerr, ==, 0);
-	g_assert_cmpuint(lwip_stats.tcp.recv, >, size / TCP_MSS);
+	g_assert_cmpuint(lwip_stats.tcp.recv, >, size / NCM_LWIP_LINK_MSS);
 	UNLOCK_TCPIP_CORE();
 
 	g_test_message(

@@ -416,6 +416,10 @@ run_client_transfer(const char *kernel_ip, gsize size, const char *label)
 	/* ...and output was flushed per batch, not per frame. */
 	g_assert_cmpuint(after.tx_flushes - before.tx_flushes, <,
 			 (after.tx_frames - before.tx_frames) / 2);
+	/* lwIP sent segments of several frames, cut to the TAP's MTU on their
+	 * way (ncm-lwip-tso.c): the kernel took and checked every frame, and
+	 * the peer's MSS it announced allowed that. */
+	g_assert_cmpuint(after.tx_cut - before.tx_cut, >=, size / (16 * 1460));
 	/* The kernel's segments came in batches, and locked input merged
 	 * most of them (ncm-lwip-gro.c) into frames the bytes above survived. */
 	if (!input_queued)
@@ -424,11 +428,12 @@ run_client_transfer(const char *kernel_ip, gsize size, const char *label)
 		g_assert_cmpuint(after.rx_merged, ==, before.rx_merged);
 	g_test_message("%s: lwIP->kernel %.0f Mbit/s, kernel->lwIP %.0f Mbit/s (%" G_GSIZE_FORMAT
 		       " bytes each; %" G_GUINT64_FORMAT " segments merged on input, %" G_GUINT64_FORMAT
-		       " frames out, %" G_GUINT64_FORMAT
+		       " frames out, %" G_GUINT64_FORMAT " segments cut, %" G_GUINT64_FORMAT
 		       " flushes, %" G_GUINT64_FORMAT " window posts, %" G_GUINT64_FORMAT
 		       " tx drops so far; kernel retransmitted %" G_GUINT64_FORMAT " segments)",
 		       label, mbit_per_s(size, t1 - t0), mbit_per_s(size, t2 - t1), size,
-		       after.rx_merged - before.rx_merged, after.tx_frames - before.tx_frames, after.tx_flushes - before.tx_flushes,
+		       after.rx_merged - before.rx_merged, after.tx_frames - before.tx_frames,
+		       after.tx_cut - before.tx_cut, after.tx_flushes - before.tx_flushes,
 		       after.window_posts - before.window_posts, after.tx_drops,
 		       kernel_retransmits() - retrans);
 }

@@ -158,7 +158,7 @@ test_csum_reference(void)
 		gsize off = g_random_int_range(0, 64), len = g_random_int_range(0, 2900);
 		guint32 seed = g_random_int_range(0, 0x40000);
 
-		g_assert_cmpuint(tap_csum_fold(tap_csum_add(seed, buf + off, len)), ==,
+		g_assert_cmpuint(ncm_gso_csum_fold(ncm_gso_csum_add(seed, buf + off, len)), ==,
 				 ref_sum(buf + off, len, seed));
 	}
 }
@@ -182,11 +182,12 @@ test_csum_extremes(void)
 				s += 0xff00;
 			while (s >> 16)
 				s = (s & 0xffff) + (s >> 16);
-			g_assert_cmpuint(tap_csum_fold(tap_csum_add(seeds[i], buf + (len & 1), len)), ==, s);
+			g_assert_cmpuint(
+			    ncm_gso_csum_fold(ncm_gso_csum_add(seeds[i], buf + (len & 1), len)), ==, s);
 		}
 	}
 	memset(buf, 0, n + 1);
-	g_assert_cmpuint(tap_csum_add(0, buf, n), ==, 0);
+	g_assert_cmpuint(ncm_gso_csum_add(0, buf, n), ==, 0);
 	g_free(buf);
 }
 
