@@ -120,6 +120,9 @@ send_cut(NcmLwipNetif *n, struct pbuf *p)
 	}
 	r = nlw_tso_cut(frame, p->tot_len, n->link_mtu, n->tx_frag_id, n->tx_hdr, &n->tx_next,
 			send_piece, n);
+	/* A flattened frame that fits leaves from the copy, which has its sum. */
+	if (r == NLW_TSO_ASIS && frame != p->payload)
+		r = send_piece(n, frame, p->tot_len, NULL, 0) ? NLW_TSO_SENT : NLW_TSO_STOPPED;
 	if (r == NLW_TSO_STOPPED && n->tx_result == NCM_SEND_WOULD_BLOCK)
 		return r; /* resumes at tx_next */
 	n->tx_item = NULL;

@@ -142,6 +142,17 @@ nlw_tso_cut(guint8 *frame, gsize len, guint link_mtu, guint32 frag_id, guint8 *s
 				ncm_gso_put_be16(tcp + opt, (guint16)link_mss);
 		}
 		mss = link_mtu - ip_hdr - t.thl;
+		/* Most frames fit (ACKs, a download's every frame): summed in
+		 * place and sent as they are, without a copy of their headers. */
+		if (t.payload <= mss && *next == 0) {
+			guint32 sum;
+
+			ncm_gso_put_be16(tcp + 16, 0);
+			sum = ncm_gso_pseudo_sum(&t, frame, iplen_frame - t.l4off);
+			sum = ncm_gso_csum_add(sum, tcp, iplen_frame - t.l4off);
+			ncm_gso_put_be16(tcp + 16, (guint16)~ncm_gso_csum_fold(sum));
+			return NLW_TSO_ASIS;
+		}
 		return from_gso(ncm_gso_segment(&t, frame, iplen_frame, mss, scratch, NLW_TSO_HDR_MAX,
 						next, emit, user_data));
 	}

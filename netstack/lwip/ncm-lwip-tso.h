@@ -39,7 +39,7 @@ guint nlw_tso_super_mss(guint link_mtu, gboolean v6, guint segs, guint max_mss);
 gboolean nlw_tso_rx_syn(guint8 *frame, gsize len, guint link_mtu, guint segs, guint max_mss);
 
 typedef enum {
-	NLW_TSO_ASIS,    /* needs nothing: send the frame as it is */
+	NLW_TSO_ASIS,    /* fits: send the frame as it is now (a TCP frame was summed in place) */
 	NLW_TSO_SENT,    /* every piece went to @emit */
 	NLW_TSO_STOPPED, /* @emit refused one: resume with the same *next */
 	NLW_TSO_INVALID, /* cannot go on the link (malformed TCP, DF over the MTU): drop it */
