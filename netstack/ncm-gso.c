@@ -107,6 +107,18 @@ ncm_gso_tcp_csum_ok(const NcmGsoTcp *t, const guint8 *pkt, gsize len)
 }
 
 void
+ncm_gso_tcp_fill_csum(const NcmGsoTcp *t, guint8 *pkt, gsize len)
+{
+	gsize tcp_len = len - t->l4off;
+	guint8 *tcp = pkt + t->l4off;
+	guint32 sum;
+
+	ncm_gso_put_be16(tcp + 16, 0);
+	sum = ncm_gso_csum_add(ncm_gso_pseudo_sum(t, pkt, tcp_len), tcp, tcp_len);
+	ncm_gso_put_be16(tcp + 16, (guint16)~ncm_gso_csum_fold(sum));
+}
+
+void
 ncm_gso_ipv4_fix(guint8 *ip, guint ihl, gsize iplen, guint16 id)
 {
 	ncm_gso_put_be16(ip + 2, (guint16)iplen);

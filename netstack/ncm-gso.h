@@ -54,6 +54,8 @@ gboolean ncm_gso_parse_tcp(guint l3off, const guint8 *pkt, gsize len, NcmGsoTcp 
 /* The pseudo-header's sum for a TCP segment of @tcp_len bytes. */
 guint32 ncm_gso_pseudo_sum(const NcmGsoTcp *t, const guint8 *pkt, gsize tcp_len);
 gboolean ncm_gso_tcp_csum_ok(const NcmGsoTcp *t, const guint8 *pkt, gsize len);
+/* Writes the TCP checksum of the segment in @pkt (@len bytes, as parsed into @t). */
+void ncm_gso_tcp_fill_csum(const NcmGsoTcp *t, guint8 *pkt, gsize len);
 /* Sets an IPv4 header's total length and ID, and its checksum. */
 void ncm_gso_ipv4_fix(guint8 *ip, guint ihl, gsize iplen, guint16 id);
 

@@ -59,12 +59,17 @@ parse(const guint8 *frame, gsize len, NcmGsoTcp *t, gsize *ret_len)
 	return ncm_gso_parse_tcp(NCM_ETH_HLEN, frame, *ret_len, t);
 }
 
+/* The MSS that fills a frame of the link (no IP or TCP options). */
+static guint
+link_mss(guint link_mtu, gboolean v6)
+{
+	return link_mtu - (v6 ? 60 : 40);
+}
+
 guint
 nlw_tso_super_mss(guint link_mtu, gboolean v6, guint segs, guint max_mss)
 {
-	guint link_mss = link_mtu - (v6 ? 60 : 40);
-
-	return MAX(link_mss, MIN(max_mss, segs * link_mss));
+	return MAX(link_mss(link_mtu, v6), MIN(max_mss, segs * link_mss(link_mtu, v6)));
 }
 
 /* Whether @frame may be a TCP SYN, from a few byte reads: every received
@@ -88,13 +93,11 @@ gboolean
 nlw_tso_rx_syn(guint8 *frame, gsize len, guint link_mtu, guint segs, guint max_mss)
 {
 	guint8 *tcp;
-	guint opt, mss, link_mss, super_mss;
+	guint opt, mss, super_mss;
 	NcmGsoTcp t;
-	guint32 sum;
 
 	if (!maybe_syn(frame, len) || !parse(frame, len, &t, &len))
 		return FALSE;
-	link_mss = link_mtu - (t.v6 ? 60 : 40);
 	super_mss = nlw_tso_super_mss(link_mtu, t.v6, segs, max_mss);
 	tcp = frame + t.l4off;
 	opt = mss_option(tcp, t.thl);
@@ -102,13 +105,10 @@ nlw_tso_rx_syn(guint8 *frame, gsize len, guint link_mtu, guint segs, guint max_m
 		return FALSE;
 	mss = ncm_be16_at(tcp, t.thl, opt);
 	/* A corrupt SYN stays corrupt: lwIP drops it on its checksum. */
-	if (mss < link_mss || mss >= super_mss || !ncm_gso_tcp_csum_ok(&t, frame, len))
+	if (mss < link_mss(link_mtu, t.v6) || mss >= super_mss || !ncm_gso_tcp_csum_ok(&t, frame, len))
 		return FALSE;
 	ncm_gso_put_be16(tcp + opt, (guint16)super_mss);
-	ncm_gso_put_be16(tcp + 16, 0);
-	sum = ncm_gso_pseudo_sum(&t, frame, len - t.l4off);
-	sum = ncm_gso_csum_add(sum, tcp, len - t.l4off);
-	ncm_gso_put_be16(tcp + 16, (guint16)~ncm_gso_csum_fold(sum));
+	ncm_gso_tcp_fill_csum(&t, frame, len);
 	return TRUE;
 }
 
@@ -145,12 +145,7 @@ nlw_tso_cut(guint8 *frame, gsize len, guint link_mtu, guint32 frag_id, guint8 *s
 		/* Most frames fit (ACKs, a download's every frame): summed in
 		 * place and sent as they are, without a copy of their headers. */
 		if (t.payload <= mss && *next == 0) {
-			guint32 sum;
-
-			ncm_gso_put_be16(tcp + 16, 0);
-			sum = ncm_gso_pseudo_sum(&t, frame, iplen_frame - t.l4off);
-			sum = ncm_gso_csum_add(sum, tcp, iplen_frame - t.l4off);
-			ncm_gso_put_be16(tcp + 16, (guint16)~ncm_gso_csum_fold(sum));
+			ncm_gso_tcp_fill_csum(&t, frame, iplen_frame);
 			return NLW_TSO_ASIS;
 		}
 		return from_gso(ncm_gso_segment(&t, frame, iplen_frame, mss, scratch, NLW_TSO_HDR_MAX,

@@ -88,13 +88,9 @@ static void
 tcp_fill_sum(guint8 *f, gsize len)
 {
 	NcmGsoTcp t;
-	guint32 sum;
 
 	g_assert_true(ncm_gso_parse_tcp(ETH, f, len, &t));
-	ncm_gso_put_be16(f + t.l4off + 16, 0);
-	sum = ncm_gso_pseudo_sum(&t, f, len - t.l4off);
-	sum = ncm_gso_csum_add(sum, f + t.l4off, len - t.l4off);
-	ncm_gso_put_be16(f + t.l4off + 16, (guint16)~ncm_gso_csum_fold(sum));
+	ncm_gso_tcp_fill_csum(&t, f, len);
 }
 
 typedef struct {
