@@ -8,8 +8,11 @@
 ab_lib_files() {
 	local base=$1 b=$2 dest=$3 dir so
 	for dir in libncm/libncm netstack/libncm-lwip; do
-		so=$(cd "$base/${dir%/*}" && ls | grep -E "^${dir#*/}\.so\.[0-9]+\$") || {
-			echo "ab: $base/${dir%/*} has no ${dir#*/}.so.N" >&2
+		# The soname of what base links now: a build directory keeps the
+		# links of earlier sonames.
+		so=$(readelf -d "$base/$dir.so" 2>/dev/null | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+		[ -n "$so" ] || {
+			echo "ab: $base has no $dir.so with a soname" >&2
 			return 1
 		}
 		[ -e "$b/${dir%/*}/$so" ] || {
