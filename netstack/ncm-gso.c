@@ -36,6 +36,15 @@ ncm_gso_csum_add(guint32 sum, const guint8 *p, gsize len)
 	return (guint32)((acc & 0xffffffffu) + (acc >> 32));
 }
 
+guint32
+ncm_gso_csum_copy(guint32 sum, guint8 *dst, const guint8 *src, gsize len)
+{
+	guint16 s16 = GUINT16_FROM_BE(ncm_csum64_fold(ncm_csum64_copy(dst, src, len, 0)));
+	guint64 acc = (guint64)sum + s16;
+
+	return (guint32)((acc & 0xffffffffu) + (acc >> 32));
+}
+
 guint16
 ncm_gso_csum_fold(guint32 sum)
 {
@@ -104,6 +113,17 @@ ncm_gso_tcp_csum_ok(const NcmGsoTcp *t, const guint8 *pkt, gsize len)
 
 	return ncm_gso_csum_fold(ncm_gso_csum_add(ncm_gso_pseudo_sum(t, pkt, tcp_len),
 						  pkt + t->l4off, tcp_len)) == 0xffff;
+}
+
+gboolean
+ncm_gso_tcp_csum_copy_ok(const NcmGsoTcp *t, const guint8 *pkt, gsize len, guint8 *dst)
+{
+	gsize tcp_len = len - t->l4off;
+	guint32 sum = ncm_gso_csum_add(ncm_gso_pseudo_sum(t, pkt, tcp_len), pkt + t->l4off, t->thl);
+
+	/* The header's length is a multiple of 4: the payload's sum adds on. */
+	sum = ncm_gso_csum_copy(sum, dst, pkt + t->hdr, t->payload);
+	return ncm_gso_csum_fold(sum) == 0xffff;
 }
 
 void

@@ -19,6 +19,9 @@ G_BEGIN_DECLS
 
 /* The Internet checksum's 32-bit partial sum of @len bytes, added to @sum. */
 guint32 ncm_gso_csum_add(guint32 sum, const guint8 *p, gsize len);
+/* Copies @len bytes from @src to @dst and adds their partial sum to @sum,
+ * in one pass (ncm_csum64_copy()). */
+guint32 ncm_gso_csum_copy(guint32 sum, guint8 *dst, const guint8 *src, gsize len);
 /* Folds a partial sum to 16 bits (not inverted). */
 guint16 ncm_gso_csum_fold(guint32 sum);
 
@@ -54,6 +57,10 @@ gboolean ncm_gso_parse_tcp(guint l3off, const guint8 *pkt, gsize len, NcmGsoTcp 
 /* The pseudo-header's sum for a TCP segment of @tcp_len bytes. */
 guint32 ncm_gso_pseudo_sum(const NcmGsoTcp *t, const guint8 *pkt, gsize tcp_len);
 gboolean ncm_gso_tcp_csum_ok(const NcmGsoTcp *t, const guint8 *pkt, gsize len);
+/* ncm_gso_tcp_csum_ok(), while the payload (t->payload bytes from t->hdr) is
+ * copied to @dst: the bytes checked are the bytes copied, read once. @dst
+ * holds them whatever the verdict. */
+gboolean ncm_gso_tcp_csum_copy_ok(const NcmGsoTcp *t, const guint8 *pkt, gsize len, guint8 *dst);
 /* Writes the TCP checksum of the segment in @pkt (@len bytes, as parsed into @t). */
 void ncm_gso_tcp_fill_csum(const NcmGsoTcp *t, guint8 *pkt, gsize len);
 /* Sets an IPv4 header's total length and ID, and its checksum. */

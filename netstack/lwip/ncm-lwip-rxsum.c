@@ -5,13 +5,14 @@
  * Why: lwIP sums every received TCP segment in tcp_input(), a whole batch
  * (up to 64 frames, ~96 KB) after the frame was copied, when the copy has
  * left the L1 cache, and with 32-bit sums that test for a carry on every
- * word. Summing the copy right after memcpy() reads it from L1 in 64-bit
- * words (ncm-csum.h); the netif then tells lwIP (per frame, through its
- * checksum flags) that this frame's TCP checksum was checked. The check
- * itself is kept: the device may forward packets from anywhere, and USB's
- * CRC covers only the wire. A frame that fails here is not dropped here but
- * left to lwIP, which checks it again and counts it (tcp.chkerr), so the
- * drop and its counter stay lwIP's.
+ * word. Here the segment is summed as it is copied into lwIP's pbuf, each
+ * 64-bit word loaded once (ncm_csum64_copy(), as the kernel's
+ * csum_partial_copy_generic()); the netif then tells lwIP (per frame,
+ * through its checksum flags) that this frame's TCP checksum was checked.
+ * The check itself is kept: the device may forward packets from anywhere,
+ * and USB's CRC covers only the wire. A frame that fails here is not
+ * dropped here but left to lwIP, which checks it again and counts it
+ * (tcp.chkerr), so the drop and its counter stay lwIP's.
  */
 
 #include <string.h>
@@ -26,32 +27,34 @@
 #define TCP_HLEN 20
 #define IPPROTO_TCP_NUM 6
 
-/* The TCP segment at @tcp (@tcp_len bytes) with the pseudo-header of
+/* The headers are read from the copy: the frame's buffer is the link's, and
+ * the bytes checked must be the ones lwIP gets. So Ethernet and the longest
+ * IP header are copied first; the TCP segment is then copied again with
+ * its sum, which covers only what lands in the copy. */
+#define HEAD_COPY (ETH_HLEN + 60)
+
+/* The pseudo-header's sum for a TCP segment of @tcp_len bytes between the
  * @addr_len-byte addresses at @addrs (source then destination). */
-static gboolean
-tcp_sum_ok(const guint8 *addrs, gsize addr_len, const guint8 *tcp, gsize tcp_len)
+static guint64
+pseudo_sum(const guint8 *addrs, gsize addr_len, gsize tcp_len)
 {
 	/* zero, protocol, then the 16 or 32 bits of TCP length, big-endian;
 	 * a zero upper half of a 32-bit length adds nothing. */
 	guint8 tail[4] = {0, IPPROTO_TCP_NUM, (guint8)(tcp_len >> 8), (guint8)tcp_len};
-	guint64 sum = ncm_csum64_add(0, addrs, 2 * addr_len);
 
-	sum = ncm_csum64_add(sum, tail, sizeof(tail));
-	return ncm_csum64_fold(ncm_csum64_add(sum, tcp, tcp_len)) == 0xFFFF;
+	return ncm_csum64_add(ncm_csum64_add(0, addrs, 2 * addr_len), tail, sizeof(tail));
 }
 
-gboolean
-nlw_rx_copy_check(guint8 *dst, const guint8 *frame, gsize len)
+/* From the copied headers at @dst: where the TCP segment lies and its
+ * pseudo-header's sum. FALSE for what lwIP is left to check. */
+static gboolean
+tcp_segment(const guint8 *dst, gsize len, gsize *ret_l4, gsize *ret_tcp_len, guint64 *ret_sum)
 {
-	const guint8 *ip;
+	const guint8 *ip = dst + ETH_HLEN;
 	gsize ip_room;
 
-	memcpy(dst, frame, len);
 	if (len < ETH_HLEN)
 		return FALSE;
-	/* From here on only the copy is read: the frame's buffer is the
-	 * link's, and the checked bytes must be the ones lwIP gets. */
-	ip = dst + ETH_HLEN;
 	ip_room = len - ETH_HLEN;
 	switch (ncm_be16_at(dst, len, 12)) {
 	case 0x0800: {
@@ -66,7 +69,10 @@ nlw_rx_copy_check(guint8 *dst, const guint8 *frame, gsize len)
 		if (ihl < IP4_HLEN || total < ihl + TCP_HLEN || total > ip_room ||
 		    (ncm_be16_at(ip, ip_room, 6) & 0x3FFF) != 0)
 			return FALSE;
-		return tcp_sum_ok(ip + 12, 4, ip + ihl, total - ihl);
+		*ret_l4 = ETH_HLEN + ihl;
+		*ret_tcp_len = total - ihl;
+		*ret_sum = pseudo_sum(ip + 12, 4, total - ihl);
+		return TRUE;
 	}
 	case 0x86DD: {
 		gsize payload;
@@ -78,9 +84,31 @@ nlw_rx_copy_check(guint8 *dst, const guint8 *frame, gsize len)
 		 * option), which has no TCP right behind the header. */
 		if (payload < TCP_HLEN || payload > ip_room - IP6_HLEN)
 			return FALSE;
-		return tcp_sum_ok(ip + 8, 16, ip + IP6_HLEN, payload);
+		*ret_l4 = ETH_HLEN + IP6_HLEN;
+		*ret_tcp_len = payload;
+		*ret_sum = pseudo_sum(ip + 8, 16, payload);
+		return TRUE;
 	}
 	default:
 		return FALSE;
 	}
+}
+
+gboolean
+nlw_rx_copy_check(guint8 *dst, const guint8 *frame, gsize len)
+{
+	gsize head = MIN(len, HEAD_COPY), l4, tcp_len, end;
+	guint64 sum;
+
+	memcpy(dst, frame, head);
+	if (!tcp_segment(dst, len, &l4, &tcp_len, &sum)) {
+		memcpy(dst + head, frame + head, len - head);
+		return FALSE;
+	}
+	/* l4 <= HEAD_COPY: the segment's start was copied already and is
+	 * copied again with the rest, so nothing is left out between. */
+	end = l4 + tcp_len;
+	sum = ncm_csum64_copy(dst + l4, frame + l4, tcp_len, sum);
+	memcpy(dst + end, frame + end, len - end); /* the Ethernet pad */
+	return ncm_csum64_fold(sum) == 0xFFFF;
 }

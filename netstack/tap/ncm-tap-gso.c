@@ -237,13 +237,14 @@ tap_gro_push(TapGro *g, guint l3off, const guint8 *pkt, gsize len, TapGroWrite w
 			goto alone;
 		}
 		g->first_verified = TRUE;
-		if (!ncm_gso_tcp_csum_ok(&t, pkt, len)) {
+		/* Summed as it is copied; the run grows only if the sum holds
+		 * (continues() made the room). */
+		if (!ncm_gso_tcp_csum_copy_ok(&t, pkt, len, g->buf + g->len)) {
 			__atomic_fetch_add(&g->bad_csum, 1, __ATOMIC_RELAXED); /* read by stats */
 			tap_gro_flush(g, write, user_data);
 			write(user_data, &no_offload, pkt, len, 1);
 			return;
 		}
-		memcpy(g->buf + g->len, pkt + t.hdr, t.payload);
 		g->len += t.payload;
 		g->segs++;
 		__atomic_fetch_add(&g->merged, 1, __ATOMIC_RELAXED);
