@@ -27,22 +27,25 @@
 
 /* The bulk is summed in the host's order (ncm-csum.h) and only the folded
  * result is swapped. */
-guint32
-ncm_gso_csum_add(guint32 sum, const guint8 *p, gsize len)
+static guint32
+add_host_sum(guint32 sum, guint64 host_sum)
 {
-	guint16 s16 = GUINT16_FROM_BE(ncm_csum64_fold(ncm_csum64_add(0, p, len)));
+	guint16 s16 = GUINT16_FROM_BE(ncm_csum64_fold(host_sum));
 	guint64 acc = (guint64)sum + s16;
 
 	return (guint32)((acc & 0xffffffffu) + (acc >> 32));
 }
 
 guint32
+ncm_gso_csum_add(guint32 sum, const guint8 *p, gsize len)
+{
+	return add_host_sum(sum, ncm_csum64_add(0, p, len));
+}
+
+guint32
 ncm_gso_csum_copy(guint32 sum, guint8 *dst, const guint8 *src, gsize len)
 {
-	guint16 s16 = GUINT16_FROM_BE(ncm_csum64_fold(ncm_csum64_copy(dst, src, len, 0)));
-	guint64 acc = (guint64)sum + s16;
-
-	return (guint32)((acc & 0xffffffffu) + (acc >> 32));
+	return add_host_sum(sum, ncm_csum64_copy(dst, src, len, 0));
 }
 
 guint16

@@ -136,10 +136,10 @@ nlw_tso_cut(guint8 *frame, gsize len, guint link_mtu, guint32 frag_id, guint8 *s
 		/* The MSS this side announces is the link's (lwIP's would be its
 		 * large segments'). Lowered before the sum below. */
 		if ((tcp[13] & TCP_SYN) && *next == 0) {
-			guint opt = mss_option(tcp, t.thl), link_mss = link_mtu - ip_hdr - 20;
+			guint opt = mss_option(tcp, t.thl), own_mss = link_mtu - ip_hdr - 20;
 
-			if (opt != 0 && ncm_be16_at(tcp, t.thl, opt) > link_mss)
-				ncm_gso_put_be16(tcp + opt, (guint16)link_mss);
+			if (opt != 0 && ncm_be16_at(tcp, t.thl, opt) > own_mss)
+				ncm_gso_put_be16(tcp + opt, (guint16)own_mss);
 		}
 		mss = link_mtu - ip_hdr - t.thl;
 		/* Most frames fit (ACKs, a download's every frame): summed in

@@ -621,8 +621,8 @@ tx_settle(Test *t)
 	}
 }
 
-/* Asks for the peer's address (ARP, or --ipv6's solicitation) until it answers. */
-/* Up to @tries requests, @wait_ms apart, until @answered. */
+/* Asks for the peer's address (ARP, or --ipv6's solicitation) until it
+ * answers: up to @tries requests, @wait_ms apart. */
 static gboolean
 ask_peer(Test *t, gsize (*build)(Test *t, guint8 *f), gint *answered, gint tries, gint wait_ms)
 {
