@@ -169,8 +169,13 @@ typedef struct {
 	                                * their flow in the same NTB superseded them */
 	guint64 tx_transfers;          /* OUT transfers that carried tx_ntbs (several NTBs
 	                                * each, NcmDeviceOptions.tx_ntbs_per_transfer) */
+	/* Not a counter: the bytes of NTBs libncm lets queue for a paced
+	 * device, 16 ms of the pacing rate and at least 4 NTBs; 0 unpaced
+	 * (the OUT transfers alone limit it). ncm_device_get_tx_queue_limit()
+	 * reads it alone. */
+	guint64 tx_queue_limit;
 	/*< private >*/
-	guint64 _reserved[68];         /* zero; new counters come from here */
+	guint64 _reserved[67];         /* zero; new counters come from here */
 } NcmStats;
 
 /**
@@ -498,6 +503,25 @@ NCM_EXPORT gboolean ncm_device_get_link_up(NcmDevice *self);
  * Returns: %TRUE once the device is gone.
  */
 NCM_EXPORT gboolean ncm_device_is_gone(NcmDevice *self);
+
+/**
+ * ncm_device_get_tx_queue_limit:
+ * @self: an #NcmDevice.
+ *
+ * How many bytes of NTBs libncm lets queue for a paced device
+ * (#NcmDeviceOptions.pace_bytes_per_sec, ncm_device_set_pacing()): 16 ms
+ * of the rate, at least 4 NTBs. Without it the OUT transfers alone limit
+ * the queue (1 MiB by default), and at a slow device's rate every frame
+ * sent behind a bulk upload waits for all of it: 170 ms at 50 Mbit/s. A
+ * producer that keeps a queue of its own in front of ncm_device_send()
+ * (ncm-tun's TAP reader does) can hold about as much, so that a frame
+ * waits about as long there as in the driver.
+ *
+ * Thread: any.
+ *
+ * Returns: the limit in bytes (#NcmStats.tx_queue_limit); 0 when unpaced.
+ */
+NCM_EXPORT guint64 ncm_device_get_tx_queue_limit(NcmDevice *self);
 
 /**
  * ncm_device_set_pacing:

@@ -262,6 +262,9 @@ cli_print_usb_stats(FILE *out, const NcmStats *st)
 		" ACKs merged, %" G_GUINT64_FORMAT " transfers\n", st->tx_ntbs, st->tx_datagrams,
 		st->tx_bytes, st->tx_would_block, st->tx_errors, st->tx_paced_waits, st->tx_acks_merged,
 		st->tx_transfers);
+	if (st->tx_queue_limit)
+		fprintf(out, "  usb tx queue: at most %" G_GUINT64_FORMAT " bytes (16 ms of the pacing "
+			"rate)\n", st->tx_queue_limit);
 }
 
 /* ---- --persist ---------------------------------------------------------------------- */

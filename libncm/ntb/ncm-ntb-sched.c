@@ -67,12 +67,25 @@ refill(NcmNtbSched *s, int64_t now)
 	s->tokens_at = now;
 }
 
+size_t
+ncm_ntb_sched_queue_limit(const NcmNtbSched *s)
+{
+	uint64_t bytes = s->pace * NCM_NTB_SCHED_QUEUE_US / USEC_PER_SEC;
+	size_t floor = NCM_NTB_SCHED_QUEUE_MIN_NTBS * s->ntb_size;
+
+	if (!s->pace)
+		return SIZE_MAX;
+	return bytes > floor ? (size_t)bytes : floor;
+}
+
 int
 ncm_ntb_sched_open(NcmNtbSched *s, int64_t now)
 {
 	if (s->open >= 0)
 		return s->open;
-	if (s->n_free == 0)
+	/* Something queued comes back (a completion, the pacer's timer) and
+	 * wakes the producer this turns away. */
+	if (s->n_free == 0 || (s->queued && s->queued >= ncm_ntb_sched_queue_limit(s)))
 		return -1;
 	s->open = (int)s->free[--s->n_free];
 	s->open_since = now;
@@ -88,6 +101,7 @@ ncm_ntb_sched_close(NcmNtbSched *s, size_t len, int64_t now)
 		return -1;
 	s->open = -1;
 	s->len[slot] = len;
+	s->queued += len;
 	if (s->pace) {
 		refill(s, now);
 		/* Behind held ones, or out of tokens: in order, never ahead. */
@@ -119,6 +133,8 @@ ncm_ntb_sched_next(NcmNtbSched *s, int64_t now)
 void
 ncm_ntb_sched_release(NcmNtbSched *s, unsigned slot)
 {
+	s->queued -= s->len[slot] < s->queued ? s->len[slot] : s->queued;
+	s->len[slot] = 0;
 	if (s->n_free < s->n_slots)
 		s->free[s->n_free++] = slot;
 }

@@ -14,6 +14,16 @@
  * under unpaced bulk from the host, and capping the sender at ~90% of the
  * link rate avoids it. The bucket holds two NTBs or 5 ms of the rate,
  * whichever is more, so it never starves the link.
+ *
+ * A paced device also has its queue cut to NCM_NTB_SCHED_QUEUE_US of the
+ * rate (ncm_ntb_sched_queue_limit()). The pool alone lets its slots fill,
+ * 1 MiB with 8 transfers of 128 KiB: 170 ms at 50 Mbit/s, which every
+ * frame sent behind a bulk upload waits, a DNS query or an ssh keystroke
+ * as much as the upload's next segment. Unpaced, the pool stays the only
+ * limit: a limit from the rate measured at completions cost the emulated
+ * gadgets a fifth of their upload and their fairness at 8 devices, where
+ * a transfer's completion time follows the emulation's scheduling, not
+ * its size (tests/bench/RESULTS.md, session 25).
  */
 
 #include <stdbool.h>
@@ -21,6 +31,10 @@
 #include <stdint.h>
 
 #define NCM_NTB_SCHED_MAX_SLOTS 64
+/* What may queue for a paced device: this long of the rate, at least
+ * NCM_NTB_SCHED_QUEUE_MIN_NTBS NTBs. */
+#define NCM_NTB_SCHED_QUEUE_US 16000
+#define NCM_NTB_SCHED_QUEUE_MIN_NTBS 4u
 
 /*
  * The pool's default size for NTBs of @ntb_size bytes: as many as hold
@@ -39,7 +53,8 @@ typedef struct {
 	unsigned held[NCM_NTB_SCHED_MAX_SLOTS];   /* ring of closed slots the pacer holds */
 	unsigned held_head;
 	unsigned n_held;
-	size_t len[NCM_NTB_SCHED_MAX_SLOTS];      /* a closed slot's bytes */
+	size_t len[NCM_NTB_SCHED_MAX_SLOTS];      /* a closed slot's bytes, 0 once released */
+	size_t queued;            /* the bytes of closed slots not yet released: held or in flight */
 	int open;                 /* slot being packed, or -1 */
 	int64_t open_since;
 	int64_t flush_us;         /* an open NTB with data goes out after this long */
@@ -53,8 +68,13 @@ void ncm_ntb_sched_init(NcmNtbSched *s, unsigned n_slots, size_t ntb_size, int64
 			uint64_t pace, int64_t now);
 
 /* A slot to pack the next NTB into, now open; -1 when every slot is in
- * flight or held (the producer must wait for a completion). */
+ * flight or held, or a paced device's queue is at its limit (the producer
+ * must wait for a completion). */
 int ncm_ntb_sched_open(NcmNtbSched *s, int64_t now);
+
+/* The bytes that may queue (held and in flight) before open refuses:
+ * NCM_NTB_SCHED_QUEUE_US of the pacing rate; SIZE_MAX when unpaced. */
+size_t ncm_ntb_sched_queue_limit(const NcmNtbSched *s);
 
 /* The open slot, or -1. */
 static inline int

@@ -413,6 +413,12 @@ ncm_device_get_mac(NcmDevice *self, guint8 ret_mac[6])
 	memcpy(ret_mac, self->mac, 6);
 }
 
+guint64
+ncm_device_get_tx_queue_limit(NcmDevice *self)
+{
+	return __atomic_load_n(&self->stats.tx_queue_limit, __ATOMIC_RELAXED);
+}
+
 guint
 ncm_device_get_max_frame(NcmDevice *self)
 {

@@ -71,6 +71,16 @@ tx_chain_for(const NcmNtbInfo *n, const NcmNtbPackConfig *pc, guint asked)
 	return MAX(1u, NCM_TX_TRANSFER_BYTES / n->tx_ntb_size);
 }
 
+/* Readers of ncm_device_get_tx_queue_limit() take no lock. */
+static void
+publish_queue_limit_locked(NcmDevice *self)
+{
+	size_t limit = ncm_ntb_sched_queue_limit(&self->sched);
+
+	__atomic_store_n(&self->stats.tx_queue_limit, limit == SIZE_MAX ? 0 : (guint64)limit,
+			 __ATOMIC_RELAXED);
+}
+
 gboolean
 ncm_device_tx_setup(NcmDevice *self, GError **error)
 {
@@ -120,6 +130,7 @@ ncm_device_tx_setup(NcmDevice *self, GError **error)
 	ncm_ntb_sched_init(&self->sched, self->n_tx, n->tx_ntb_size, self->options.flush_timeout_us,
 			   self->options.pace_bytes_per_sec, g_get_monotonic_time());
 	ncm_ntb_packer_init(&self->packer, &pc, self->tx[0].buf, n->tx_ntb_size, 0);
+	publish_queue_limit_locked(self);
 	g_warn_if_fail(self->tx_chain == 1 || ncm_ntb_packer_can_finish_full(&self->packer));
 	ncm_ntb_wake_init(&self->tx_wake);
 	clamp_max_frame(self);
@@ -236,16 +247,19 @@ is_open_locked(NcmDevice *self)
  * The open NTB is full: it stays in the open transfer, padded to the
  * device's NTB size, and the next NTB starts right behind it, while other
  * transfers are in flight and the transfer has room. With the bus idle
- * the full NTB goes out at once instead, as without chaining. FALSE when
- * it must be closed.
+ * the full NTB goes out at once instead, as without chaining. A transfer
+ * holds at most half of what a paced device may queue: two transfers
+ * still keep its bus busy. FALSE when it must be closed.
  */
 static gboolean
 chain_locked(NcmDevice *self)
 {
 	NcmSlot *slot = &self->tx[ncm_ntb_sched_open_slot(&self->sched)];
 	guint16 count = ncm_ntb_packer_count(&self->packer);
+	gsize after = ((gsize)slot->chained + 2) * self->ntb.tx_ntb_size;
 
 	if ((guint)slot->chained + 1 >= self->tx_chain || count >= self->packer.limit ||
+	    after > ncm_ntb_sched_queue_limit(&self->sched) / 2 ||
 	    ncm_ntb_sched_in_flight(&self->sched) == 0 || !ncm_ntb_packer_finish_full(&self->packer))
 		return FALSE;
 	slot->datagrams += count;
@@ -381,6 +395,7 @@ ncm_device_set_pacing(NcmDevice *self, guint64 bytes_per_sec)
 
 	ncm_mutex_lock(&self->tx_lock);
 	ncm_ntb_sched_set_pace(&self->sched, bytes_per_sec, now);
+	publish_queue_limit_locked(self);
 	if (!bytes_per_sec)
 		drain_paced_locked(self, now);
 	ncm_mutex_unlock(&self->tx_lock);

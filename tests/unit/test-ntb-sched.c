@@ -76,6 +76,9 @@ test_pacing(void)
 	g_assert_cmpint(due, >, now);
 	g_assert_cmpint(due, <=, now + 2);
 	g_assert_cmpint(ncm_ntb_sched_next(&s, due), ==, a);
+	/* Its transfer completes: four NTBs more may queue (the floor of
+	 * test_queue_limit()'s limit). */
+	ncm_ntb_sched_release(&s, (unsigned)a);
 
 	/* Tokens for two NTBs after a long idle: the burst cap. */
 	now = 10 * G_USEC_PER_SEC;
@@ -215,6 +218,62 @@ test_default_slots(void)
 	g_assert_cmpuint(ncm_ntb_sched_default_slots(1u << 20), ==, 8);
 }
 
+/*
+ * Paced at 6 MB/s, no more than 16 ms of it (96 kB) queues, held or in
+ * flight: the slot that would pass it is refused until a completion frees
+ * bytes; unpaced, only the pool limits. Cancelled and failed slots leave
+ * the count.
+ */
+static void
+test_queue_limit(void)
+{
+	const size_t ntb = 16384;
+	NcmNtbSched s;
+	int slot, sent[8];
+	guint n = 0;
+
+	ncm_ntb_sched_init(&s, 8, ntb, FLUSH_US, 0, 0);
+	g_assert_cmpuint(ncm_ntb_sched_queue_limit(&s), ==, G_MAXSIZE);
+	for (guint i = 0; i < 8; i++) {
+		g_assert_cmpint(ncm_ntb_sched_open(&s, 0), >=, 0);
+		g_assert_cmpint(ncm_ntb_sched_close(&s, ntb, 0), >=, 0);
+	}
+	g_assert_cmpuint(s.queued, ==, 8 * ntb);
+	for (guint i = 0; i < 8; i++)
+		ncm_ntb_sched_release(&s, i);
+	g_assert_cmpuint(s.queued, ==, 0);
+
+	ncm_ntb_sched_init(&s, 8, ntb, FLUSH_US, 6000000, 0);
+	g_assert_cmpuint(ncm_ntb_sched_queue_limit(&s), ==, 96000);
+	/* The pacer's bucket starts with two NTBs' worth after a while. */
+	for (gint64 now = 1000000;; now += 1) {
+		slot = ncm_ntb_sched_open(&s, now);
+		if (slot < 0)
+			break;
+		slot = ncm_ntb_sched_close(&s, ntb, now);
+		if (slot < 0)
+			slot = ncm_ntb_sched_next(&s, now + 1000000);
+		g_assert_cmpint(slot, >=, 0);
+		sent[n++] = slot;
+		g_assert_cmpuint(n, <=, 8);
+	}
+	/* 96000 / 16384: the sixth NTB passes the limit, the seventh waits. */
+	g_assert_cmpuint(n, ==, 6);
+	g_assert_cmpuint(s.queued, ==, 6 * ntb);
+	ncm_ntb_sched_release(&s, (unsigned)sent[0]);
+	g_assert_cmpint(ncm_ntb_sched_open(&s, 2000000), >=, 0);
+	ncm_ntb_sched_cancel(&s);
+	g_assert_cmpuint(s.queued, ==, 5 * ntb);
+	/* A slower rate: never below four NTBs. */
+	ncm_ntb_sched_set_pace(&s, 100000, 0);
+	g_assert_cmpuint(ncm_ntb_sched_queue_limit(&s), ==, 4 * ntb);
+	g_assert_cmpint(ncm_ntb_sched_open(&s, 3000000), ==, -1);
+	for (guint i = 1; i < 6; i++)
+		ncm_ntb_sched_release(&s, (unsigned)sent[i]);
+	g_assert_cmpuint(s.queued, ==, 0);
+	g_assert_cmpint(ncm_ntb_sched_open(&s, 3000000), >=, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -227,5 +286,6 @@ main(int argc, char **argv)
 	g_test_add_func("/ntb-sched/cancel", test_cancel);
 	g_test_add_func("/ntb-sched/default-slots", test_default_slots);
 	g_test_add_func("/ntb-sched/wake-on-open", test_wake_on_open);
+	g_test_add_func("/ntb-sched/queue-limit", test_queue_limit);
 	return g_test_run();
 }

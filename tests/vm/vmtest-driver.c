@@ -758,10 +758,34 @@ cmd_apple(Test *t)
 	return rc || n || error ? 1 : 0;
 }
 
+/*
+ * A paced device's queue is held to 16 ms of the rate, at least 4 NTBs
+ * (ncm_device_get_tx_queue_limit()); unpaced, nothing but the OUT
+ * transfers limits it (0).
+ */
+static gboolean
+check_queue_limit(Test *t, const char *what, guint64 pace, const NcmNtbInfo *ntb)
+{
+	guint64 want = pace ? MAX(pace * 16000 / G_USEC_PER_SEC, 4 * (guint64)ntb->tx_ntb_size) : 0;
+	guint64 got = ncm_device_get_tx_queue_limit(t->dev);
+	NcmStats s;
+
+	ncm_device_get_stats(t->dev, &s);
+	printf("%s: queue limit %" G_GUINT64_FORMAT " bytes at %" G_GUINT64_FORMAT " B/s (%"
+	       G_GUINT64_FORMAT " expected, stats %" G_GUINT64_FORMAT ")\n", what, got, pace, want,
+	       s.tx_queue_limit);
+	if (got != want || s.tx_queue_limit != want) {
+		printf("FAIL: the queue limit does not follow the pacing rate\n");
+		return FALSE;
+	}
+	return TRUE;
+}
+
 /* tx --repace: the first half went out unpaced; the cap starts now. */
 static gboolean
 repace(Test *t, gint64 *ret_at)
 {
+	NcmNtbInfo ntb;
 	NcmStats s;
 
 	ncm_device_get_stats(t->dev, &s);
@@ -769,9 +793,12 @@ repace(Test *t, gint64 *ret_at)
 		printf("FAIL: %" G_GUINT64_FORMAT " paced waits before any cap\n", s.tx_paced_waits);
 		return FALSE;
 	}
+	ncm_device_get_ntb_info(t->dev, &ntb);
+	if (!check_queue_limit(t, "unpaced", 0, &ntb))
+		return FALSE;
 	*ret_at = g_get_monotonic_time();
 	ncm_device_set_pacing(t->dev, (guint64)opt_repace);
-	return TRUE;
+	return check_queue_limit(t, "repace", (guint64)opt_repace, &ntb);
 }
 
 /* The second half under the cap set at run time took at least its bytes
@@ -793,7 +820,13 @@ check_repaced(Test *t, gint64 repaced_at, guint64 bytes)
 	       "ncm_device_set_pacing(%" G_GINT64_FORMAT "), floor %" G_GUINT64_FORMAT " ms, %"
 	       G_GUINT64_FORMAT " paced waits\n", bytes, took / 1000, opt_repace, floor_us / 1000,
 	       s.tx_paced_waits);
+	/* Past the floor: 16 ms of 10 MB/s. */
+	ncm_device_set_pacing(t->dev, 10000000);
+	if (!check_queue_limit(t, "repace 10 MB/s", 10000000, &ntb))
+		return FALSE;
 	ncm_device_set_pacing(t->dev, 0);
+	if (!check_queue_limit(t, "repace off", 0, &ntb))
+		return FALSE;
 	if (!repaced_at || floor_us == 0 || took < (gint64)floor_us || s.tx_paced_waits == 0) {
 		printf("FAIL: the cap set at run time was not honoured\n");
 		return FALSE;
@@ -1027,6 +1060,8 @@ cmd_tx(Test *t)
 			printf("FAIL: the pacing cap was not honoured\n");
 			return 1;
 		}
+		if (!check_queue_limit(t, "pace", (guint64)opt_pace, &ntb))
+			return 1;
 	}
 	if (opt_repace && !check_repaced(t, repaced_at, repaced_bytes))
 		return 1;
