@@ -37,6 +37,12 @@ device_set_sender_flushes(NcmLink *link, gboolean flushes)
 	ncm_device_set_sender_flushes(((DeviceLink *)link)->device, flushes);
 }
 
+static guint64
+device_queue_limit(NcmLink *link)
+{
+	return ncm_device_get_tx_queue_limit(((DeviceLink *)link)->device);
+}
+
 static gboolean
 device_start(NcmLink *link, GError **error)
 {
@@ -64,6 +70,7 @@ static const NcmLinkOps device_ops = {
 	.set_sink = device_set_sink,
 	.set_writable_batched = device_set_writable_batched,
 	.set_sender_flushes = device_set_sender_flushes,
+	.queue_limit = device_queue_limit,
 	.start = device_start,
 	.stop = device_stop,
 	.free = device_free,

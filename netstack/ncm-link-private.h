@@ -32,6 +32,9 @@ typedef struct {
 	 * NTB opened on an idle link needs no timer armed at once
 	 * (ncm_device_set_sender_flushes()). */
 	void (*set_sender_flushes)(NcmLink *link, gboolean flushes);
+	/* Optional, any thread: the bytes the link lets queue now, from its
+	 * pacing rate (ncm_device_get_tx_queue_limit()); 0 when unlimited. */
+	guint64 (*queue_limit)(NcmLink *link);
 	/* Starts delivering frames to the sink. */
 	gboolean (*start)(NcmLink *link, GError **error);
 	/* Stops delivery and waits until no sink callback runs. Not from the data thread. */
@@ -69,6 +72,12 @@ ncm_link_set_sender_flushes(NcmLink *link, gboolean flushes)
 {
 	if (link->ops->set_sender_flushes)
 		link->ops->set_sender_flushes(link, flushes);
+}
+
+static inline guint64
+ncm_link_queue_limit(NcmLink *link)
+{
+	return link->ops->queue_limit ? link->ops->queue_limit(link) : 0;
 }
 
 G_END_DECLS

@@ -228,8 +228,9 @@ print_tun_stats(Tun *tun, NcmStats *sum, NcmTapStats *tap_sum)
 		G_GUINT64_FORMAT " dropped (no device)\n", ts.tx_frames, ts.tx_bursts, ts.tx_waits,
 		ts.tx_drops_invalid, ts.tx_drops_closed);
 	fprintf(stderr, "  tap queue: %" G_GUINT64_FORMAT " packets read ahead while the device was "
-		"busy, %" G_GUINT64_FORMAT " ACKs sent ahead of data, %" G_GUINT64_FORMAT
-		" dropped (queue full)\n", ts.tx_queued, ts.tx_acks_ahead, ts.tx_drops_queue);
+		"busy, %" G_GUINT64_FORMAT " ACKs and %" G_GUINT64_FORMAT " packets of sparse flows "
+		"sent ahead of data, %" G_GUINT64_FORMAT " dropped (queue full)\n", ts.tx_queued,
+		ts.tx_acks_ahead, ts.tx_sparse_ahead, ts.tx_drops_queue);
 	fprintf(stderr, "  tap delay: %.2f ms mean wait of %" G_GUINT64_FORMAT " queued packets, %.0f ms "
 		"waiting for the device's room\n",
 		ts.tx_sojourn_packets ? (double)ts.tx_sojourn_us / (double)ts.tx_sojourn_packets / 1000 : 0,

@@ -26,24 +26,43 @@ G_BEGIN_DECLS
  * is dropped, the tail drop the ring would have done much later, so that
  * the host's TCP sees its queue (a few ms of the link) instead of a
  * bottomless one.
+ *
+ * A sparse flow's packet goes first too, as fq_codel's new flows do on a
+ * NIC: one of at most TAP_QUEUE_SPARSE_MAX bytes whose flow has nothing
+ * else queued, nor in the reader's hands. A DNS query, a ping, an ssh
+ * keystroke or a game's update then waits only for the driver's queue,
+ * not behind a bulk upload's (ncm-bench's rtt_under_up; issue 20). A flow
+ * that sends more than a trickle has packets queued, so they take their
+ * turn behind the bulk; nothing of one flow passes another of its own.
  */
 
 /* One packet as read_frame() left it: an Ethernet frame and its vnet header. */
 typedef struct {
 	TapVnetHdr hdr;
 	gsize len;
+	guint flow;    /* its bucket of TapQueue.flows, or TAP_QUEUE_NO_FLOW (ACKs) */
 	gint64 t_in;   /* when it was read (monotonic µs), for the queue's wait in the stats */
 	guint8 frame[];
 } TapQueued;
 
 /* The ACKs kept at most: ACKs are small, and more than this is no longer a trickle. */
 #define TAP_QUEUE_MAX_ACKS 4096
+/* A sparse flow's packet is at most a frame of the usual MTU, never a GSO one. */
+#define TAP_QUEUE_SPARSE_MAX 1514u
+/* Flows are told apart by a hash into this many buckets; two that share
+ * one only lose the first's head start. */
+#define TAP_QUEUE_FLOWS 256u
+#define TAP_QUEUE_NO_FLOW G_MAXUINT
 
 typedef struct {
-	GQueue acks;     /* pure ACKs, oldest first */
+	GQueue acks;     /* pure ACKs and sparse flows' packets, oldest first */
 	GQueue bulk;     /* everything else, oldest first */
 	gsize bulk_bytes;
+	gsize sparse_bytes; /* the sparse packets in acks, also held to @limit */
 	gsize limit;     /* bulk bytes past which packets are dropped */
+	/* Per flow bucket: its packets queued or being sent (tap_queue_done()). */
+	guint32 flows[TAP_QUEUE_FLOWS];
+	guint hand_flow; /* the flow of the packet the reader sends straight from the fd */
 	guint64 dropped; /* packets dropped over the limit */
 	guint64 dropped_acks;
 } TapQueue;
@@ -53,6 +72,16 @@ typedef struct {
 #ifndef TAP_QUEUE_DEFAULT_LIMIT
 #define TAP_QUEUE_DEFAULT_LIMIT (512u * 1024u)
 #endif
+
+/*
+ * The limit while the link lets @link_limit bytes queue (0 = unlimited):
+ * as much again here, so that a packet waits about as long in this queue
+ * as in the driver's, from @max (the set limit) down to two of the largest
+ * packets a TAP hands over (64 KiB with TSO). At a paced slow device's
+ * rate, 512 KiB is a long wait for every packet behind a bulk upload:
+ * 84 ms at 50 Mbit/s.
+ */
+gsize tap_queue_limit_for(gsize max, guint64 link_limit);
 
 void tap_queue_init(TapQueue *q, gsize limit);
 /* Frees every packet still queued. */
@@ -64,17 +93,31 @@ void tap_queue_clear(TapQueue *q);
  * data of other flows and of its own: the receiver takes ACKs in any order.
  */
 gboolean tap_queue_is_ack(const TapVnetHdr *h, const guint8 *frame, gsize len);
+/* @frame's flow bucket: addresses, protocol and, for TCP and UDP, ports. */
+guint tap_queue_flow(const guint8 *frame, gsize len);
 /*
  * Takes @p (g_malloc()ed, owned by the queue from now on or freed): an ACK
- * to the ACK queue, anything else to the bulk queue unless that holds
- * @limit bytes already. FALSE when it was dropped.
+ * or a sparse flow's packet to the queue that goes first, anything else to
+ * the bulk queue unless that holds @limit bytes already. FALSE when it was
+ * dropped.
  */
 gboolean tap_queue_push(TapQueue *q, TapQueued *p);
-/* The oldest ACK, or NULL; the caller owns it. */
+/* The oldest of those that go first, or NULL; the caller owns it. */
 TapQueued *tap_queue_pop_ack(TapQueue *q);
 /* The oldest bulk packet, or NULL; the caller owns it. */
 TapQueued *tap_queue_pop_bulk(TapQueue *q);
-/* Puts an ACK the link refused back at the head. */
+/* Puts one the link refused back at the head. */
 void tap_queue_unpop_ack(TapQueue *q, TapQueued *p);
+/* A popped packet was sent or dropped: its flow has one fewer. Until then
+ * no later packet of its flow counts as sparse, so none passes it. */
+void tap_queue_done(TapQueue *q, const TapQueued *p);
+/* The reader sends a packet straight from the fd (@flow, or
+ * TAP_QUEUE_NO_FLOW when done): while it waits for room, that flow's
+ * next packets are not sparse either. */
+static inline void
+tap_queue_set_hand(TapQueue *q, guint flow)
+{
+	q->hand_flow = flow;
+}
 
 G_END_DECLS

@@ -54,6 +54,8 @@ struct _NcmTap {
 	TapVnetHdr rd_hdr;  /* the header of the packet in buf (reader thread) */
 	guint8 *seg_buf;  /* the headers of a TSO packet's segment (reader thread, vnet only) */
 	TapQueue txq;     /* read while the link was full (reader thread; ncm-tap-queue.h) */
+	gsize txq_max;    /* its set limit, which the link's rate may lower (tap_queue_limit_for()) */
+	gsize hand_len;   /* the packet in buf goes to the link straight from the fd (reader thread) */
 	gboolean unflushed;  /* frames went to the link since its last flush (reader thread) */
 	GMainContext *owner;  /* the thread-default context at open: gone_func runs there */
 	GSourceFunc gone_func;  /* set while detached */
@@ -235,7 +237,11 @@ send_acks(NcmTap *tap)
 			tap_queue_unpop_ack(&tap->txq, p);
 			return FALSE;
 		}
-		STAT_ADD(tap, tx_acks_ahead, 1);
+		if (p->flow == TAP_QUEUE_NO_FLOW)
+			STAT_ADD(tap, tx_acks_ahead, 1);
+		else
+			STAT_ADD(tap, tx_sparse_ahead, 1);
+		tap_queue_done(&tap->txq, p);
 		g_free(p);
 	}
 	return TRUE;
@@ -429,6 +435,10 @@ read_ahead(NcmTap *tap)
 {
 	gint64 now = g_get_monotonic_time();
 
+	tap->txq.limit = tap_queue_limit_for(tap->txq_max, ncm_link_queue_limit(tap->link));
+	/* Not before this: only a full link makes the packet in hand's flow matter. */
+	if (tap->hand_len && tap->txq.hand_flow == TAP_QUEUE_NO_FLOW)
+		tap_queue_set_hand(&tap->txq, tap_queue_flow(tap->buf, tap->hand_len));
 	for (;;) {
 		TapQueued *p = g_malloc(sizeof(TapQueued) + NCM_ETH_HLEN + TAP_READ_BUF);
 		gssize n = read_frame(tap, &p->hdr, p->frame);
@@ -476,6 +486,7 @@ drain_burst(NcmTap *tap)
 		if ((p = tap_queue_pop_bulk(&tap->txq))) {
 			count_sojourn(tap, p);
 			ok = send_packet(tap, &p->hdr, p->frame, p->len);
+			tap_queue_done(&tap->txq, p);
 			g_free(p);
 		} else {
 			n = read_frame(tap, &tap->rd_hdr, tap->buf);
@@ -483,7 +494,10 @@ drain_burst(NcmTap *tap)
 				break;
 			if (n == READ_GONE)
 				return FALSE;
+			tap->hand_len = n > 0 ? (gsize)n : 0;
 			ok = n == READ_DROPPED || send_packet(tap, &tap->rd_hdr, tap->buf, (gsize)n);
+			tap->hand_len = 0;
+			tap_queue_set_hand(&tap->txq, TAP_QUEUE_NO_FLOW);
 		}
 		if (!ok)
 			return FALSE;
@@ -558,7 +572,7 @@ void
 ncm_tap_set_tx_queue_limit(NcmTap *tap, gsize bytes)
 {
 	g_return_if_fail(!tap->link);
-	tap->txq.limit = bytes;
+	tap->txq.limit = tap->txq_max = bytes;
 }
 
 void
@@ -600,6 +614,7 @@ tap_new(int fd, NcmTapMode mode, const gchar *name, gboolean vnet)
 	tap->buf = g_malloc(NCM_ETH_HLEN + TAP_READ_BUF);
 	tap->vnet = vnet;
 	tap_queue_init(&tap->txq, TAP_QUEUE_DEFAULT_LIMIT);
+	tap->txq_max = TAP_QUEUE_DEFAULT_LIMIT;
 	if (vnet) {
 		tap_gro_init(&tap->gro);
 		tap->seg_buf = g_malloc(TAP_SEG_HDR_MAX);
@@ -773,6 +788,7 @@ ncm_tap_get_stats(NcmTap *tap, NcmTapStats *ret_stats)
 	ret_stats->tx_gso_packets = STAT_GET(tap, tx_gso_packets);
 	ret_stats->tx_queued = STAT_GET(tap, tx_queued);
 	ret_stats->tx_acks_ahead = STAT_GET(tap, tx_acks_ahead);
+	ret_stats->tx_sparse_ahead = STAT_GET(tap, tx_sparse_ahead);
 	ret_stats->tx_drops_queue = STAT_GET(tap, tx_drops_queue);
 	ret_stats->tx_sojourn_us = STAT_GET(tap, tx_sojourn_us);
 	ret_stats->tx_sojourn_packets = STAT_GET(tap, tx_sojourn_packets);

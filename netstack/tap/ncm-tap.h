@@ -61,6 +61,7 @@ typedef struct {
 	/* Read while the link was full (ncm-tap-queue.h): */
 	guint64 tx_queued;         /* packets read ahead into the queue */
 	guint64 tx_acks_ahead;     /* pure ACKs sent before older queued packets */
+	guint64 tx_sparse_ahead;   /* sparse flows' packets sent so (ncm-tap-queue.h) */
 	guint64 tx_drops_queue;    /* dropped: the queue held its limit of bytes already */
 	guint64 tx_sojourn_us;     /* time the queued packets other than ACKs waited, summed (issue 20) */
 	guint64 tx_sojourn_packets;  /* ... over this many */

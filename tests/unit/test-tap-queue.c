@@ -108,6 +108,8 @@ test_order_and_limit(void)
 	TapQueued *p;
 
 	tap_queue_init(&q, 3 * data);
+	/* A packet of the flow is in the reader's hands: none of it is sparse. */
+	tap_queue_set_hand(&q, tap_queue_flow(f, data));
 	for (guint i = 0; i < 5; i++) {
 		f[100] = (guint8)i;
 		g_assert_cmpint(tap_queue_push(&q, queued(f, data)), ==, i < 3);
@@ -165,6 +167,136 @@ test_ack_cap(void)
 	tap_queue_clear(&q);
 }
 
+/* An IPv4 UDP datagram from port @sport, @payload bytes; @frag sets the
+ * fragment offset field (a later fragment). */
+static gsize
+udp_frame(guint8 *f, guint sport, guint payload, guint frag)
+{
+	guint l3 = ETH, l4 = l3 + 20;
+
+	memset(f, 0, 2048);
+	wr16(f + 12, 0x0800);
+	f[l3] = 0x45;
+	wr16(f + l3 + 2, 20 + 8 + payload);
+	wr16(f + l3 + 6, frag);
+	f[l3 + 9] = 17;
+	f[l3 + 12] = 10;
+	f[l3 + 16] = 10;
+	f[l3 + 19] = 2;
+	wr16(f + l4, sport);
+	wr16(f + l4 + 2, 53);
+	return l4 + 8 + payload;
+}
+
+/* Flows are told apart by addresses, protocol and ports, never by what
+ * they carry; a datagram's fragments share one. */
+static void
+test_flow(void)
+{
+	guint8 f[2048];
+	gsize n = udp_frame(f, 1000, 10, 0);
+	guint a = tap_queue_flow(f, n), b;
+
+	g_assert_cmpuint(a, <, TAP_QUEUE_FLOWS);
+	f[n - 1] = 0xff;
+	g_assert_cmpuint(tap_queue_flow(f, n), ==, a);
+	n = udp_frame(f, 1001, 10, 0);
+	b = tap_queue_flow(f, n);
+	g_assert_cmpuint(b, !=, a);
+	/* The first fragment (more fragments) and a later one. */
+	n = udp_frame(f, 1001, 10, 0x2000);
+	a = tap_queue_flow(f, n);
+	n = udp_frame(f, 7, 10, 0x0010);
+	g_assert_cmpuint(tap_queue_flow(f, n), ==, a);
+	/* Truncated headers still give a bucket. */
+	for (gsize len = 0; len < n; len++)
+		g_assert_cmpuint(tap_queue_flow(f, len), <, TAP_QUEUE_FLOWS);
+}
+
+/*
+ * A bulk flow fills the queue; a probe of another flow goes ahead of it,
+ * its second probe (the first still queued) takes its turn behind, and
+ * once the first is sent the next goes ahead again. Large packets never do.
+ */
+static void
+test_sparse(void)
+{
+	guint8 f[2048];
+	gsize data = tcp_frame(f, FALSE, 0x18, 0, 1000), probe;
+	TapQueued *bulk = queued(f, data), *p;
+	TapQueue q;
+
+	tap_queue_init(&q, 4 * data);
+	tap_queue_set_hand(&q, tap_queue_flow(f, data));
+	for (guint i = 0; i < 3; i++)
+		g_assert_true(tap_queue_push(&q, queued(f, data)));
+	tap_queue_set_hand(&q, TAP_QUEUE_NO_FLOW);
+	g_assert_cmpuint(q.bulk.length, ==, 3);
+	probe = udp_frame(f, 1000, 36, 0);
+	f[60] = 1;
+	g_assert_true(tap_queue_push(&q, queued(f, probe)));
+	f[60] = 2;
+	g_assert_true(tap_queue_push(&q, queued(f, probe)));
+	g_assert_cmpuint(q.sparse_bytes, ==, probe);
+	p = tap_queue_pop_ack(&q);
+	g_assert_cmpuint(p->frame[60], ==, 1);
+	g_assert_cmpuint(q.sparse_bytes, ==, 0);
+	/* Not sent yet: the next probe still waits. */
+	f[60] = 3;
+	g_assert_true(tap_queue_push(&q, queued(f, probe)));
+	g_assert_null(tap_queue_pop_ack(&q));
+	tap_queue_done(&q, p);
+	g_free(p);
+	/* Sent; but probe 2 and 3 are still queued, behind the bulk. */
+	f[60] = 4;
+	g_assert_true(tap_queue_push(&q, queued(f, probe)));
+	g_assert_null(tap_queue_pop_ack(&q));
+	for (guint i = 0; i < 6; i++) {
+		p = tap_queue_pop_bulk(&q);
+		g_assert_nonnull(p);
+		if (i >= 3)
+			g_assert_cmpuint(p->frame[60], ==, i - 1);
+		tap_queue_done(&q, p);
+		g_free(p);
+	}
+	g_assert_null(tap_queue_pop_bulk(&q));
+	/* Its flow has nothing queued: ahead again, but not when large. */
+	f[60] = 5;
+	g_assert_true(tap_queue_push(&q, queued(f, probe)));
+	probe = udp_frame(f, 2000, TAP_QUEUE_SPARSE_MAX, 0);
+	g_assert_true(tap_queue_push(&q, queued(f, probe)));
+	g_assert_cmpuint(q.bulk.length, ==, 1);
+	p = tap_queue_pop_ack(&q);
+	g_assert_cmpuint(p->frame[60], ==, 5);
+	g_free(p);
+	g_free(bulk);
+	tap_queue_clear(&q);
+	g_assert_cmpuint(q.sparse_bytes, ==, 0);
+}
+
+/* Sparse packets count against the limit of their own: many flows cannot
+ * queue past it by each sending one. */
+static void
+test_sparse_limit(void)
+{
+	guint8 f[2048];
+	gsize n = udp_frame(f, 1, 100, 0);
+	TapQueue q;
+	guint ahead = 0;
+
+	tap_queue_init(&q, 3 * n);
+	for (guint port = 1; port <= 64; port++) {
+		udp_frame(f, port, 100, 0);
+		g_assert_true(tap_queue_push(&q, queued(f, n)) || q.bulk_bytes >= q.limit);
+	}
+	for (TapQueued *p; (p = tap_queue_pop_ack(&q)); g_free(p))
+		ahead++;
+	g_assert_cmpuint(ahead, ==, 3);
+	g_assert_cmpuint(q.bulk.length, ==, 3);
+	g_assert_cmpuint(q.dropped, ==, 58);
+	tap_queue_clear(&q);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -172,5 +304,8 @@ main(int argc, char **argv)
 	g_test_add_func("/tap-queue/is-ack", test_is_ack);
 	g_test_add_func("/tap-queue/order-and-limit", test_order_and_limit);
 	g_test_add_func("/tap-queue/ack-cap", test_ack_cap);
+	g_test_add_func("/tap-queue/flow", test_flow);
+	g_test_add_func("/tap-queue/sparse", test_sparse);
+	g_test_add_func("/tap-queue/sparse-limit", test_sparse_limit);
 	return g_test_run();
 }

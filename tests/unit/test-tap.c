@@ -830,16 +830,24 @@ test_burst_socketpair(void)
 	close(sp[1]);
 }
 
+/* An IPv4 packet of @ip_len bytes and @proto in a 60-byte frame; the L4 header at 34. */
+static void
+ipv4_frame(guint8 f[60], guint8 proto, guint ip_len)
+{
+	memset(f, 0, 60);
+	eth_header(f, peer_mac, tap_mac, 0x0800);
+	f[14] = 0x45;
+	put_be16(f + 16, ip_len);
+	f[23] = proto;
+}
+
 /* A pure TCP ACK (IPv4, no payload): the reader may send it before older data. */
 static void
 inject_ack(int fd)
 {
-	guint8 f[60] = { 0 };
+	guint8 f[60];
 
-	eth_header(f, peer_mac, tap_mac, 0x0800);
-	f[14] = 0x45;
-	put_be16(f + 16, 40);
-	f[23] = 6;
+	ipv4_frame(f, 6, 40);
 	f[34 + 12] = 5 << 4;
 	f[34 + 13] = 0x10;
 	g_assert_cmpint(write(fd, f, sizeof(f)), ==, sizeof(f));
@@ -849,6 +857,32 @@ static gboolean
 is_tcp(const guint8 *f, gsize len, gconstpointer data)
 {
 	return len >= 54 && get_be16(f + 12) == 0x0800 && f[23] == 6;
+}
+
+/* A rig whose link refuses: marker 1 is read and meets NCM_SEND_WOULD_BLOCK;
+ * what is written to @sp[1] next is read ahead at the next room. */
+static void
+rig_blocked(Rig *rig, int sp[2], gsize queue_limit)
+{
+	gint64 deadline = g_get_monotonic_time() + WAIT_US;
+
+	g_assert_cmpint(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp), ==, 0);
+	rig->tap = ncm_tap_new_for_fd(sp[0], NCM_TAP_MODE_TAP, NULL);
+	if (queue_limit)
+		ncm_tap_set_tx_queue_limit(rig->tap, queue_limit);
+	rig_attach(rig, rig->tap, FALSE);
+	fake_set_blocked(rig->fake, TRUE);
+	inject_write(sp[1], 1);
+	while (fake_attempts(rig->fake) < 1 && g_get_monotonic_time() < deadline)
+		g_usleep(1000);
+}
+
+/* The link has room again, and says so. */
+static void
+rig_unblock(Rig *rig)
+{
+	fake_set_blocked(rig->fake, FALSE);
+	rig->fake->sink->writable(rig->fake->sink_data);
 }
 
 /*
@@ -861,25 +895,16 @@ is_tcp(const guint8 *f, gsize len, gconstpointer data)
 static void
 test_acks_ahead(void)
 {
-	gint64 deadline = g_get_monotonic_time() + WAIT_US;
 	Rig rig = { 0 };
 	NcmTapStats st;
 	gint ack, at;
 	int sp[2];
 
-	g_assert_cmpint(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp), ==, 0);
-	rig.tap = ncm_tap_new_for_fd(sp[0], NCM_TAP_MODE_TAP, NULL);
-	ncm_tap_set_tx_queue_limit(rig.tap, 2 * 60);
-	rig_attach(&rig, rig.tap, FALSE);
-	fake_set_blocked(rig.fake, TRUE);
-	inject_write(sp[1], 1);
-	while (fake_attempts(rig.fake) < 1 && g_get_monotonic_time() < deadline)
-		g_usleep(1000);
+	rig_blocked(&rig, sp, 2 * 60);
 	for (guint m = 2; m <= 5; m++)
 		inject_write(sp[1], m);
 	inject_ack(sp[1]);
-	fake_set_blocked(rig.fake, FALSE);
-	rig.fake->sink->writable(rig.fake->sink_data);
+	rig_unblock(&rig);
 	ack = fake_wait_frame(rig.fake, 0, is_tcp, NULL);
 	g_assert_cmpint(ack, ==, 0);
 	for (guint m = 1; m <= 3; m++) {
@@ -896,6 +921,59 @@ test_acks_ahead(void)
 	g_assert_cmpuint(st.tx_acks_ahead, ==, 1);
 	g_assert_cmpuint(st.tx_frames, ==, 4);
 	g_assert_cmpuint(st.tx_waits, ==, 1);
+	rig_free(&rig);
+	close(sp[1]);
+}
+
+/* A small IPv4 UDP datagram: a DNS query, a game's update, a probe. */
+static void
+inject_udp(int fd)
+{
+	guint8 f[60];
+
+	ipv4_frame(f, 17, 46);
+	put_be16(f + 34, 5353);
+	put_be16(f + 36, 53);
+	g_assert_cmpint(write(fd, f, sizeof(f)), ==, sizeof(f));
+}
+
+static gboolean
+is_udp(const guint8 *f, gsize len, gconstpointer data)
+{
+	return len >= 42 && get_be16(f + 12) == 0x0800 && f[23] == 17;
+}
+
+/*
+ * Issue 20: a sparse flow's packet waits for the link, not behind a bulk
+ * upload. Marker 1 meets NCM_SEND_WOULD_BLOCK; markers 2 and 3 of its flow
+ * and then a lone UDP datagram arrive. At the next room the datagram goes
+ * first; the markers keep their order behind 1, which was in the reader's
+ * hands (none of its flow may pass it).
+ */
+static void
+test_sparse_ahead(void)
+{
+	Rig rig = { 0 };
+	NcmTapStats st;
+	gint udp, at;
+	int sp[2];
+
+	rig_blocked(&rig, sp, 0);
+	inject_write(sp[1], 2);
+	inject_write(sp[1], 3);
+	inject_udp(sp[1]);
+	rig_unblock(&rig);
+	udp = fake_wait_frame(rig.fake, 0, is_udp, NULL);
+	g_assert_cmpint(udp, ==, 0);
+	for (guint m = 1; m <= 3; m++) {
+		at = fake_wait_frame(rig.fake, 0, is_marker, GUINT_TO_POINTER(m));
+		g_assert_cmpint(at, ==, udp + (gint)m);
+	}
+	ncm_tap_detach(rig.tap);
+	ncm_tap_get_stats(rig.tap, &st);
+	g_assert_cmpuint(st.tx_queued, ==, 3);
+	g_assert_cmpuint(st.tx_sparse_ahead, ==, 1);
+	g_assert_cmpuint(st.tx_acks_ahead, ==, 0);
 	rig_free(&rig);
 	close(sp[1]);
 }
@@ -1615,6 +1693,7 @@ main(int argc, char **argv)
 	g_test_add_func("/tap/tx/burst-socketpair", test_burst_socketpair);
 	g_test_add_func("/tap/tx/burst-kernel", test_burst_kernel);
 	g_test_add_func("/tap/tx/acks-ahead", test_acks_ahead);
+	g_test_add_func("/tap/tx/sparse-ahead", test_sparse_ahead);
 	g_test_add_func("/tap/tun/kernel", test_tun_kernel);
 	g_test_add_func("/tap/tun/framing", test_tun_framing);
 	g_test_add_func("/tap/tun/hold", test_tun_hold);
