@@ -154,6 +154,61 @@ bench_tcp_rep_func(const char *test)
 	       : g_str_equal(test, "tcp_bidir") ? rep_bidir : NULL;
 }
 
+/* ---- An upload beside another test ------------------------------------------ */
+
+struct _BenchLoad {
+	BenchCtx *ctx;
+	gint secs;
+	GThread *thread;
+	Writer w;
+	BenchSinkReport r;
+	gboolean ok;
+	GError *error;
+};
+
+static gpointer
+load_main(gpointer data)
+{
+	BenchLoad *l = data;
+	g_autofree char *cmd = g_strdup_printf("SINK secs=%d", l->secs);
+
+	l->ok = sink_session(l->ctx, cmd, &l->w, &l->r, NULL, &l->error);
+	return NULL;
+}
+
+BenchLoad *
+bench_tcp_load_start(BenchCtx *ctx, gint secs)
+{
+	BenchLoad *l = g_new0(BenchLoad, 1);
+
+	l->ctx = ctx;
+	l->secs = secs;
+	l->thread = g_thread_new("bench-load", load_main, l);
+	return l;
+}
+
+gboolean
+bench_tcp_load_finish(BenchLoad *l, double *ret_mbit, GError **error)
+{
+	gboolean ok;
+
+	g_thread_join(l->thread);
+	ok = l->ok;
+	if (ok) {
+		const GArray *s = l->r.samples;
+		const BenchSample *a = &g_array_index(s, BenchSample, 0);
+		const BenchSample *b = &g_array_index(s, BenchSample, s->len - 1);
+
+		*ret_mbit = b->t_us > a->t_us ? (double)(b->bytes - a->bytes) * 8.0 / (double)(b->t_us - a->t_us)
+					      : 0;
+	} else {
+		g_propagate_error(error, l->error);
+	}
+	bench_sink_report_clear(&l->r);
+	g_free(l);
+	return ok;
+}
+
 /* ---- Stalls under unpaced bulk ---------------------------------------------- */
 
 /* @ret's longest_stall_us comes in from the receiver and is kept. */

@@ -8,7 +8,7 @@ static const char *const known[] = {
     "burst_256k",         "burst_1m",    "burst_4m",        "paced_500kB_s",    "paced_1MB_s",
     "paced_2MB_s",        "paced_4MB_s", "udp_rtt_64_10hz", "udp_rtt_64_500hz", "udp_rtt_1400_10hz",
     "udp_rtt_1400_500hz", "soak",        "udp_autorate",    "raw_down",         "raw_up",
-    "raw_bidir",
+    "raw_bidir",          "rtt_under_up",
 };
 
 gboolean

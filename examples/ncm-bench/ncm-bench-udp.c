@@ -69,6 +69,7 @@ typedef struct {
 	gint64 longest_silence_us;
 	gsize size;
 	guint mtu;
+	double load_mbit; /* rtt_under_up: the upload beside the probes */
 } RttRun;
 
 static void
@@ -185,6 +186,7 @@ typedef struct {
 	GArray *p50_ms;
 	GArray *p99_ms;
 	GArray *sent;
+	GArray *load_mbit; /* per run of rtt_under_up */
 	guint64 n_sent, skipped, unique, duplicates, reordered;
 	gsize size;
 	guint mtu;
@@ -202,6 +204,7 @@ rtt_acc_free(gpointer data)
 	g_array_unref(a->p50_ms);
 	g_array_unref(a->p99_ms);
 	g_array_unref(a->sent);
+	g_array_unref(a->load_mbit);
 	if (a->series)
 		g_string_free(a->series, TRUE);
 	g_free(a);
@@ -220,6 +223,7 @@ rtt_acc(BenchResult *r)
 	a->p50_ms = g_array_new(FALSE, FALSE, sizeof(double));
 	a->p99_ms = g_array_new(FALSE, FALSE, sizeof(double));
 	a->sent = g_array_new(FALSE, FALSE, sizeof(double));
+	a->load_mbit = g_array_new(FALSE, FALSE, sizeof(double));
 	r->acc = a;
 	r->acc_free = rtt_acc_free;
 	return a;
@@ -239,6 +243,8 @@ rtt_acc_add(RttAcc *a, BenchResult *r, RttRun *run, double hz, gint round)
 	g_array_append_val(a->p99_ms, sum.p99);
 	v = (double)run->sent;
 	g_array_append_val(a->sent, v);
+	if (run->load_mbit > 0)
+		g_array_append_val(a->load_mbit, run->load_mbit);
 	g_array_append_vals(a->rtt_ms, run->rtt_ms->data, run->rtt_ms->len);
 	a->n_sent += run->sent;
 	a->skipped += run->skipped;
@@ -282,10 +288,22 @@ rtt_json(BenchResult *r, RttAcc *a, double hz, gint secs)
 	bench_json_array(runs, "sent", (const double *)(const void *)a->sent->data, a->sent->len);
 	bench_json_array(runs, "p50_ms", (const double *)(const void *)a->p50_ms->data, a->p50_ms->len);
 	bench_json_array(runs, "p99_ms", (const double *)(const void *)a->p99_ms->data, a->p99_ms->len);
+	if (a->load_mbit->len)
+		bench_json_array(runs, "load_mbit", (const double *)(const void *)a->load_mbit->data,
+				 a->load_mbit->len);
 	g_string_append_printf(r->json, ",\"runs\":{%s}", runs->str + 1);
 	g_string_append(r->json, a->series->str);
 	g_free(r->cell);
 	r->cell = g_strdup_printf("%.2f/%.2f/%.2f ms, %.1f%% lost", sum.median, sum.p99, sum.max, loss_pct);
+	if (a->load_mbit->len) {
+		g_autofree char *cell = r->cell;
+		g_autoptr(GArray) load = g_array_copy(a->load_mbit);
+		BenchSummary l;
+
+		bench_summarize((double *)(void *)load->data, load->len, &l);
+		bench_json_num(r->json, "load_mbit", l.median);
+		r->cell = g_strdup_printf("%s, beside %.0f Mbit/s up", cell, l.median);
+	}
 }
 
 /*
@@ -317,6 +335,27 @@ rtt_echo_log(const BenchTransport *t, const char *test, const RttRun *run)
 	fclose(f);
 }
 
+/*
+ * rtt_under_up: the probes beside one TCP upload, which starts a second
+ * before them, so that they meet the queue it keeps standing, and ends
+ * after them. What a bulk upload adds to everything else's round trip is
+ * the queue in front of the device: the TAP queue and libncm's for
+ * ncm-tun, lwIP's and libncm's for lwip, the qdisc and the driver's for
+ * cdc_ncm.
+ */
+static gboolean
+rtt_run_beside_upload(BenchCtx *ctx, RttRun *run, double hz, gint secs, GError **error)
+{
+	BenchLoad *l = bench_tcp_load_start(ctx, secs + 2);
+	gboolean ok;
+
+	g_usleep(G_USEC_PER_SEC);
+	ok = rtt_run(ctx, run, hz, secs, error);
+	if (!bench_tcp_load_finish(l, &run->load_mbit, ok ? error : NULL))
+		ok = FALSE;
+	return ok;
+}
+
 static void
 rtt_test(BenchCtx *ctx, const char *test, gsize size, double hz, gint secs)
 {
@@ -339,7 +378,8 @@ rtt_test(BenchCtx *ctx, const char *test, gsize size, double hz, gint secs)
 	run.echoes = g_array_new(FALSE, FALSE, sizeof(BenchRttSample));
 	run.size = size;
 	bench_seq_init(&run.seq);
-	if (rtt_run(ctx, &run, hz, secs, &error)) {
+	if (g_str_equal(test, "rtt_under_up") ? rtt_run_beside_upload(ctx, &run, hz, secs, &error)
+					       : rtt_run(ctx, &run, hz, secs, &error)) {
 		rtt_echo_log(ctx->transport, test, &run);
 		bench_results_lock();
 		rtt_acc_add(a, r, &run, hz, ctx->opt->round);
@@ -553,5 +593,6 @@ bench_run_udp_tests(BenchCtx *ctx)
 	rtt_test(ctx, "udp_rtt_1400_10hz", 1400, 10, s);
 	rtt_test(ctx, "udp_rtt_1400_500hz", 1400, 500, s);
 	rtt_test(ctx, "soak", 64, 10, ctx->opt->soak_secs);
+	rtt_test(ctx, "rtt_under_up", 64, 100, s);
 	autorate_test(ctx);
 }

@@ -130,6 +130,8 @@ planned_secs(const BenchOptions *o, const char *test)
 		return 2.0 * o->burst_tries;
 	if (g_str_has_prefix(test, "udp_rtt"))
 		return o->rtt_secs + 1;
+	if (g_str_equal(test, "rtt_under_up"))
+		return o->rtt_secs + 3;
 	if (g_str_equal(test, "soak"))
 		return o->soak_secs + 1;
 	if (g_str_equal(test, "udp_autorate"))

@@ -71,6 +71,12 @@ void bench_env_path(GString *paths, BenchTransport *t);
 
 /* ncm-bench-tcp.c */
 void bench_run_tcp_tests(BenchCtx *ctx);
+/* One TCP upload on a thread of its own, beside another test (rtt_under_up). */
+typedef struct _BenchLoad BenchLoad;
+BenchLoad *bench_tcp_load_start(BenchCtx *ctx, gint secs);
+/* Waits for the upload's end and frees @l: its rate as the peer counted it
+ * (Mbit/s), or FALSE with @error. */
+gboolean bench_tcp_load_finish(BenchLoad *l, double *ret_mbit, GError **error);
 
 /* ncm-bench-multi.c: a multi path's tests (tcp_down, tcp_up, tcp_bidir), all devices at once. */
 void bench_run_multi_tests(BenchCtx *ctx);

@@ -42,15 +42,29 @@ lo_server=$!
 wait_for "$VM_WAIT" "loopback ncm-bench server" grep -q ':14A8 00000000:0000 0A' /proc/net/tcp ||
 	fail "ncm-bench --server on 127.0.0.1 did not start"
 
-# LINK_VARIANTS: more ncm-proxy paths, each a build under /opt/link/NAME,
-# started through a wrapper that gives it that build's libraries.
+# LINK_VARIANTS: more ncm-proxy paths (ncm-tun paths with LINK_TUN=1), each a
+# build under /opt/link/NAME, started through a wrapper that gives it that
+# build's libraries.
 variants=
 for v in $(echo "${LINK_VARIANTS:-}" | tr , ' '); do
-	printf '#!/bin/sh\nLD_LIBRARY_PATH=/opt/link/%s:${LD_LIBRARY_PATH:-} exec /opt/link/%s/ncm-proxy "$@"\n' \
-		"$v" "$v" >"/opt/link/$v/run"
-	chmod +x "/opt/link/$v/run" "/opt/link/$v/ncm-proxy"
-	variants="$variants ncm-proxy-$v=$(peer_ip4),ipv4=192.168.77.6/24,dev=serial=$VM_SERIAL,exec=/opt/link/$v/run"
+	for prog in ncm-proxy ncm-tun; do
+		[ -f "/opt/link/$v/$prog" ] || continue
+		printf '#!/bin/sh\nLD_LIBRARY_PATH=/opt/link/%s:${LD_LIBRARY_PATH:-} exec /opt/link/%s/%s "$@"\n' \
+			"$v" "$v" "$prog" >"/opt/link/$v/run-$prog"
+		chmod +x "/opt/link/$v/run-$prog" "/opt/link/$v/$prog"
+	done
+	if [ "${LINK_TUN:-}" = 1 ]; then
+		variants="$variants ncm-tun-$v=$(peer_ip4),ipv4=192.168.77.4/24,dev=serial=$VM_SERIAL,name=ncmlink0,exec=/opt/link/$v/run-ncm-tun"
+	else
+		variants="$variants ncm-proxy-$v=$(peer_ip4),ipv4=192.168.77.6/24,dev=serial=$VM_SERIAL,exec=/opt/link/$v/run-ncm-proxy"
+	fi
 done
+# LINK_TUN=1: the ncm-tun paths (BUILD's and each variant's) in place of lwip and ncm-proxy.
+if [ "${LINK_TUN:-}" = 1 ]; then
+	paths="ncm-tun=$(peer_ip4),ipv4=192.168.77.4/24,dev=serial=$VM_SERIAL,name=ncmlink0"
+else
+	paths="lwip=$(peer_ip4),ipv4=192.168.77.3/24,dev=serial=$VM_SERIAL ncm-proxy=$(peer_ip4),ipv4=192.168.77.6/24,dev=serial=$VM_SERIAL"
+fi
 
 rc=0
 for rate in $RATES; do
@@ -59,9 +73,7 @@ for rate in $RATES; do
 	pace=
 	[ "$rate" = 0 ] || pace="--pace $rate"
 	ncm-bench --reps 1 --rounds "$ROUNDS" --secs "$SECS" --tests "$TESTS" $pace \
-		--path "lwip=$(peer_ip4),ipv4=192.168.77.3/24,dev=serial=$VM_SERIAL" \
-		--path "ncm-proxy=$(peer_ip4),ipv4=192.168.77.6/24,dev=serial=$VM_SERIAL" \
-		$(for v in $variants; do printf -- '--path %s ' "$v"; done) \
+		$(for v in $paths $variants; do printf -- '--path %s ' "$v"; done) \
 		--json "$VM_OUT/link-$rate.json" >"$VM_OUT/link-$rate.txt" 2>"$VM_OUT/link-$rate.log" ||
 		{ rc=1; tail -5 "$VM_OUT/link-$rate.log"; }
 	peer_run $TC -s qdisc show dev "$gadget" >"$VM_OUT/link-$rate.qdisc" 2>&1 || true

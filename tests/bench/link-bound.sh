@@ -12,7 +12,9 @@
 # (tests/bench/link-report.py). LINK_VARIANTS="NAME=BUILD ..." adds, per
 # variant, a path ncm-proxy-NAME: that build's ncm-proxy with its libncm and
 # libncm-lwip, side by side with BUILD's (the proxy's A/B at a link's rate;
-# the lwip path, the reference, stays BUILD's). Needs tc (iproute2) on the host.
+# the lwip path, the reference, stays BUILD's). LINK_TUN=1 runs ncm-tun paths
+# instead: BUILD's and, per variant, that build's ncm-tun with its libraries
+# (ncm-tun-NAME). Needs tc (iproute2) on the host.
 # Take the VM lock around it. Results in LINK_OUT (default BUILD/link-bound).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,16 +30,18 @@ for v in ${LINK_VARIANTS//,/ }; do
 	n=${v%%=*} vb=$(realpath "${v#*=}")
 	ab_lib_files "$b" "$vb" "/opt/link/$n"
 	files+=(--file "$vb/examples/ncm-proxy/ncm-proxy:/opt/link/$n/ncm-proxy")
+	files+=(--file "$vb/examples/ncm-tun/ncm-tun:/opt/link/$n/ncm-tun")
 	names+=("$n")
 done
 envs=(--env "LINK_VARIANTS=$(IFS=,; echo "${names[*]-}")")
-for v in LINK_RATES LINK_ROUNDS LINK_SECS LINK_TESTS; do
+for v in LINK_RATES LINK_ROUNDS LINK_SECS LINK_TESTS LINK_TUN; do
 	[ -z "${!v:-}" ] || envs+=(--env "$v=${!v}")
 done
 rm -rf "$out"
 tests/vm/run-vm.sh --script tests/bench/guest-link-bound.sh --out "$out" --timeout 2400 "${envs[@]}" \
 	--bin "$tc" --file "$tbf:/tmp/sch_tbf.ko" "${files[@]+"${files[@]}"}" \
-	--bin "$b/examples/ncm-bench/ncm-bench" --bin "$b/examples/ncm-proxy/ncm-proxy" >"$out.log" 2>&1 || {
+	--bin "$b/examples/ncm-bench/ncm-bench" --bin "$b/examples/ncm-proxy/ncm-proxy" \
+	--bin "$b/examples/ncm-tun/ncm-tun" >"$out.log" 2>&1 || {
 	tail -30 "$out.log"
 	echo "link-bound: the VM run failed; log: $out.log" >&2
 	exit 1

@@ -10,7 +10,7 @@ command -v ncm-tun >/dev/null || fail "ncm-tun is not on PATH (run-vm.sh --bin)"
 command -v ncm-proxy >/dev/null || fail "ncm-proxy is not on PATH (run-vm.sh --bin)"
 TUN=ncmbench0
 JSON=$VM_OUT/bench.json
-tests=${BENCH_TESTS:-tcp_down,tcp_up,udp_rtt_64,raw_down,raw_up}
+tests=${BENCH_TESTS:-tcp_down,tcp_up,udp_rtt_64,rtt_under_up,raw_down,raw_up}
 
 # result PATH TEST: the result's line in the JSON (ncm-bench writes one per line).
 result() { grep "^{\"path\":\"$1\",\"test\":\"$2\"," "$JSON"; }
@@ -72,6 +72,13 @@ for p in cdc_ncm ncm-tun lwip ncm-proxy; do
 		selected $t || continue
 		check "$p $t moved data (median $(median $p $t) Mbit/s)" moved "$p" "$t"
 	done
+	if selected rtt_under_up; then
+		check "$p rtt_under_up has rtt_ms" has "$p" rtt_under_up '"rtt_ms":{"p50":'
+		# The upload beside the probes ran and the peer counted it.
+		load=$(result "$p" rtt_under_up | sed -n 's/.*"load_mbit":\([0-9.e+-]*\).*/\1/p')
+		check "$p rtt_under_up ran beside an upload (${load:-no} Mbit/s)" \
+			awk -v v="${load:-0}" 'BEGIN { exit !(v + 0 > 1) }'
+	fi
 	selected udp_rtt_64_10hz || continue
 	check "$p udp_rtt_64_10hz has rtt_ms" has "$p" udp_rtt_64_10hz '"rtt_ms":{"p50":'
 done
