@@ -4,72 +4,108 @@
 
 #include "ncm-sync.h"
 
+static void
+ring_init(NlwOutqRing *r, guint size)
+{
+	*r = (NlwOutqRing){.items = g_new0(NlwOutqItem, size), .size = size};
+}
+
+static void
+ring_clear(NlwOutqRing *r, void (*free_item)(gpointer item))
+{
+	for (; r->len > 0; r->len--) {
+		free_item(r->items[r->head].item);
+		r->head = (r->head + 1) % r->size;
+	}
+	g_clear_pointer(&r->items, g_free);
+}
+
+/* A drain reads items[head .. head+len) without the lock; this slot lies past it. */
+static void
+ring_push(NlwOutqRing *r, gpointer item, guint flow)
+{
+	r->items[(r->head + r->len) % r->size] = (NlwOutqItem){item, flow};
+	r->len++;
+}
+
 void
 nlw_outq_init(NlwOutq *q, guint size)
 {
-	*q = (NlwOutq){.size = size};
+	*q = (NlwOutq){0};
 	g_mutex_init(&q->lock);
 	g_cond_init(&q->idle);
-	q->ring = g_new0(gpointer, size);
+	ring_init(&q->main, size);
+	ring_init(&q->ahead, NLW_OUTQ_AHEAD);
 }
 
 void
 nlw_outq_clear(NlwOutq *q, void (*free_item)(gpointer item))
 {
-	for (; q->len > 0; q->len--) {
-		free_item(q->ring[q->head]);
-		q->head = (q->head + 1) % q->size;
-	}
-	g_clear_pointer(&q->ring, g_free);
+	ring_clear(&q->ahead, free_item);
+	ring_clear(&q->main, free_item);
 	g_cond_clear(&q->idle);
 	g_mutex_clear(&q->lock);
 }
 
+/* q->lock held. Only a frame whose flow has nothing queued or being sent
+ * may pass the main queue: none passes one of its own. */
+static gboolean
+is_sparse(const NlwOutq *q, guint flow, gboolean small)
+{
+	return small && flow < NLW_OUTQ_FLOWS && q->flows[flow] == 0 && q->ahead.len < q->ahead.size;
+}
+
 gboolean
-nlw_outq_push(NlwOutq *q, gpointer item, gboolean *ret_blocked)
+nlw_outq_push(NlwOutq *q, gpointer item, guint flow, gboolean small, gboolean *ret_blocked)
 {
 	gboolean ok;
 
 	ncm_mutex_lock(&q->lock);
-	ok = q->len < q->size && !q->closed;
-	if (ok) {
-		/* A drain reads ring[head .. head+len) without the lock; this
-		 * slot lies past it. */
-		q->ring[(q->head + q->len) % q->size] = item;
-		q->len++;
-	}
+	ok = !q->closed;
+	if (ok && is_sparse(q, flow, small))
+		ring_push(&q->ahead, item, flow);
+	else if ((ok = ok && q->main.len < q->main.size))
+		ring_push(&q->main, item, flow);
+	if (ok && flow < NLW_OUTQ_FLOWS)
+		q->flows[flow]++;
 	*ret_blocked = q->blocked;
 	ncm_mutex_unlock(&q->lock);
 	return ok;
 }
 
-/* q->lock held, q->draining ours: sends the @n items at the head without
- * the lock, frees those that left; returns how many left the queue. */
-static guint
-send_head(NlwOutq *q, guint n, const NlwOutqOps *ops, gpointer data, gboolean *ret_blocked)
+/* q->lock held, q->draining ours: sends @r's items at its head without the
+ * lock, frees those that left; FALSE when the link was blocked. */
+static gboolean
+send_head(NlwOutq *q, NlwOutqRing *r, const NlwOutqOps *ops, gpointer data)
 {
-	guint head = q->head, i;
+	guint head = r->head, n = r->len, i;
+	gboolean blocked = FALSE;
 
 	ncm_mutex_unlock(&q->lock);
-	*ret_blocked = FALSE;
 	for (i = 0; i < n; i++) {
-		gpointer item = q->ring[(head + i) % q->size];
-		NlwOutqSend r = ops->send(item, data);
+		gpointer item = r->items[(head + i) % r->size].item;
 
-		if (r == NLW_OUTQ_BLOCKED) {
-			*ret_blocked = TRUE;
+		if (ops->send(item, data) == NLW_OUTQ_BLOCKED) {
+			blocked = TRUE;
 			break;
 		}
 		ops->free(item);
 	}
 	ncm_mutex_lock(&q->lock);
-	q->head = (q->head + i) % q->size;
-	q->len -= i;
-	return i;
+	for (guint k = 0; k < i; k++) {
+		guint flow = r->items[(head + k) % r->size].flow;
+
+		if (flow < NLW_OUTQ_FLOWS && q->flows[flow] > 0)
+			q->flows[flow]--;
+	}
+	r->head = (r->head + i) % r->size;
+	r->len -= i;
+	return !blocked;
 }
 
 /* q->lock held, q->draining ours. Items pushed while it sends are sent in
- * the same drain; it ends with the queue empty or the link blocked. */
+ * the same drain, sparse ones first; it ends with the queue empty or the
+ * link blocked. */
 static void
 drain_locked(NlwOutq *q, const NlwOutqOps *ops, gpointer data)
 {
@@ -79,8 +115,12 @@ drain_locked(NlwOutq *q, const NlwOutqOps *ops, gpointer data)
 		guint epoch = q->writable_epoch;
 		gboolean blocked = FALSE;
 
-		if (q->len > 0) {
-			send_head(q, q->len, ops, data, &blocked);
+		if (q->ahead.len > 0) {
+			blocked = !send_head(q, &q->ahead, ops, data);
+			flush = TRUE;
+		}
+		if (!blocked && q->main.len > 0) {
+			blocked = !send_head(q, &q->main, ops, data);
 			flush = TRUE;
 		}
 		if (blocked && q->writable_epoch == epoch)
@@ -92,7 +132,7 @@ drain_locked(NlwOutq *q, const NlwOutqOps *ops, gpointer data)
 		ops->flush(data);
 		ncm_mutex_lock(&q->lock);
 		flush = FALSE;
-		if (q->blocked || q->len == 0)
+		if (q->blocked || q->main.len + q->ahead.len == 0)
 			break;
 	}
 }
@@ -100,7 +140,7 @@ drain_locked(NlwOutq *q, const NlwOutqOps *ops, gpointer data)
 static void
 drain_maybe_locked(NlwOutq *q, const NlwOutqOps *ops, gpointer data)
 {
-	if (q->draining || q->blocked || q->closed || q->len == 0)
+	if (q->draining || q->blocked || q->closed || q->main.len + q->ahead.len == 0)
 		return;
 	q->draining = TRUE;
 	drain_locked(q, ops, data);

@@ -10,8 +10,15 @@
  * (a copy, the link's own lock) and submitting a full NTB (a syscall) need
  * no lwIP state, so the netif only queues its frames here under the core
  * lock, and whichever thread released the lock sends them. One thread at a
- * time drains a queue (frame order stays lwIP's); the others leave their
- * frames to it and go on. Different netifs drain in parallel.
+ * time drains a queue (a flow's frames keep lwIP's order); the others
+ * leave their frames to it and go on. Different netifs drain in parallel.
+ *
+ * A sparse flow's frame goes first, as in ncm-tun's queue
+ * (netstack/tap/ncm-tap-queue.h): one of at most NLW_OUTQ_SPARSE_MAX bytes
+ * whose flow has nothing queued or being sent (the netif leaves pure ACKs
+ * out: ncm-lwip-netif.c says why). lwIP's TCP fills this queue
+ * up to its send buffer (1 MiB) while the link is full, and a DNS query,
+ * a ping reply or another connection's ACK waited behind all of it.
  *
  * Items are opaque (the netif's pbuf references); NlwOutqOps says how to
  * send and free one, so the queue is tested without lwIP.
@@ -31,14 +38,33 @@ typedef struct {
 	void (*flush)(gpointer data);
 } NlwOutqOps;
 
+#define NLW_OUTQ_SPARSE_MAX 1514u
+/* Flows are told apart by a hash into this many buckets (ncm-flow.h). */
+#define NLW_OUTQ_FLOWS 256u
+#define NLW_OUTQ_NO_FLOW G_MAXUINT
+/* Sparse frames held at most; more go to the main queue, in order. */
+#define NLW_OUTQ_AHEAD 256u
+
+typedef struct {
+	gpointer item;
+	guint flow;   /* its bucket, or NLW_OUTQ_NO_FLOW */
+} NlwOutqItem;
+
+/* A ring of items; a drain reads [head, head + len) without the lock. */
+typedef struct {
+	NlwOutqItem *items;
+	guint size, head, len;
+} NlwOutqRing;
+
 typedef struct {
 	/* Guards everything below. Taken inside the core lock or without it;
 	 * the link's own lock is taken inside it only by ops->send and
 	 * ops->flush, which run without it held (see nlw_outq_drain()). */
 	GMutex lock;
 	GCond idle; /* draining and holds went to 0 (nlw_outq_close() waits) */
-	gpointer *ring;
-	guint size, head, len;
+	NlwOutqRing main;
+	NlwOutqRing ahead;  /* sparse flows' frames: sent first */
+	guint32 flows[NLW_OUTQ_FLOWS]; /* per bucket: frames queued or being sent */
 	/* A thread is sending: the only one that reads or pops ring[head..]. */
 	gboolean draining;
 	/* The link refused: nothing is tried until nlw_outq_writable(). */
@@ -52,9 +78,12 @@ void nlw_outq_init(NlwOutq *q, guint size);
 /* Frees what is still queued with @free; nlw_outq_close() came first. */
 void nlw_outq_clear(NlwOutq *q, void (*free_item)(gpointer item));
 
-/* Any thread. FALSE when the queue is full or closed (the item stays the
- * caller's). @ret_blocked: whether the item waits for link room. */
-gboolean nlw_outq_push(NlwOutq *q, gpointer item, gboolean *ret_blocked);
+/* Any thread. @flow: the frame's bucket (ncm_flow_hash() % NLW_OUTQ_FLOWS)
+ * or NLW_OUTQ_NO_FLOW; @small: it is at most NLW_OUTQ_SPARSE_MAX bytes.
+ * FALSE when the queue is full or closed (the item stays the caller's).
+ * @ret_blocked: whether the item waits for link room. */
+gboolean nlw_outq_push(NlwOutq *q, gpointer item, guint flow, gboolean small,
+		       gboolean *ret_blocked);
 /* Any thread: sends what is queued, unless another thread is at it
  * (it sends this thread's items too) or the link is blocked. */
 void nlw_outq_drain(NlwOutq *q, const NlwOutqOps *ops, gpointer data);

@@ -4,14 +4,7 @@
 
 #include "ncm-tap-queue.h"
 
-#include "ncm-ack.h"
-#include "ncm-le.h"
-
-#define TCP_FIN 0x01
-#define TCP_SYN 0x02
-#define TCP_RST 0x04
-#define TCP_ACK 0x10
-#define TCP_URG 0x20
+#include "ncm-flow.h"
 
 #define TAP_QUEUE_MIN_LIMIT (2u * 65536u)
 
@@ -42,56 +35,16 @@ tap_queue_clear(TapQueue *q)
 	q->hand_flow = TAP_QUEUE_NO_FLOW;
 }
 
-static guint32
-mix(guint32 h, guint8 byte)
-{
-	return (h ^ byte) * 16777619u;
-}
-
-/* Later fragments carry no ports: no fragment's ports count, so that all
- * of a datagram's fragments share a bucket. */
 guint
 tap_queue_flow(const guint8 *f, gsize len)
 {
-	guint16 type = ncm_be16_at(f, len, 12);
-	gsize l3 = 14, addrs = 0, n_addrs = 0, l4 = 0;
-	guint32 h = 2166136261u;
-	guint8 proto = 0;
-
-	if (type == 0x0800) {
-		proto = ncm_le8_at(f, len, l3 + 9);
-		addrs = l3 + 12;
-		n_addrs = 8;
-		if (!(ncm_be16_at(f, len, l3 + 6) & 0x3fff))
-			l4 = l3 + (ncm_le8_at(f, len, l3) & 0x0fu) * 4u;
-	} else if (type == 0x86dd) {
-		proto = ncm_le8_at(f, len, l3 + 6);
-		addrs = l3 + 8;
-		n_addrs = 32;
-		l4 = l3 + 40;
-	}
-	h = mix(mix(mix(h, (guint8)(type >> 8)), (guint8)type), proto);
-	for (gsize i = 0; i < n_addrs; i++)
-		h = mix(h, ncm_le8_at(f, len, addrs + i));
-	if (l4 && (proto == 6 || proto == 17)) {
-		for (gsize i = 0; i < 4; i++)
-			h = mix(h, ncm_le8_at(f, len, l4 + i));
-	}
-	return h % TAP_QUEUE_FLOWS;
+	return ncm_flow_hash(f, len) % TAP_QUEUE_FLOWS;
 }
 
-/* ncm_ack_classify() walks the headers as ACK merging does; what counts as a
- * pure ACK here is looser than its `pure` (any options, PSH, ECE, CWR). */
 gboolean
 tap_queue_is_ack(const TapVnetHdr *h, const guint8 *f, gsize len)
 {
-	NcmAckInfo ai;
-	guint8 flags;
-
-	if (h->gso_type != TAP_VNET_GSO_NONE || !ncm_ack_classify(f, len, &ai) || ai.payload)
-		return FALSE;
-	flags = ncm_le8_at(f, len, ai.l4 + 13u);
-	return (flags & TCP_ACK) && !(flags & (TCP_FIN | TCP_SYN | TCP_RST | TCP_URG));
+	return h->gso_type == TAP_VNET_GSO_NONE && ncm_flow_is_pure_ack(f, len);
 }
 
 static gboolean

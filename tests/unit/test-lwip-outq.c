@@ -52,7 +52,7 @@ link_send(gpointer item, gpointer data)
 		gboolean blocked;
 
 		l->push_during_send = FALSE;
-		g_assert_true(nlw_outq_push(l->q, GUINT_TO_POINTER(1000), &blocked));
+		g_assert_true(nlw_outq_push(l->q, GUINT_TO_POINTER(1000), NLW_OUTQ_NO_FLOW, FALSE, &blocked));
 	}
 	g_atomic_int_add(&l->in_send, -1);
 	return r;
@@ -105,7 +105,7 @@ push_n(NlwOutq *q, guint from, guint n)
 	for (guint i = from; i < from + n; i++) {
 		gboolean blocked;
 
-		g_assert_true(nlw_outq_push(q, GUINT_TO_POINTER(i), &blocked));
+		g_assert_true(nlw_outq_push(q, GUINT_TO_POINTER(i), NLW_OUTQ_NO_FLOW, FALSE, &blocked));
 	}
 }
 
@@ -127,7 +127,7 @@ test_order(void)
 	link_init(&l, &q, 8);
 	push_n(&q, 1, 8);
 	/* Full: the caller keeps the frame. */
-	g_assert_false(nlw_outq_push(&q, GUINT_TO_POINTER(99), &blocked));
+	g_assert_false(nlw_outq_push(&q, GUINT_TO_POINTER(99), NLW_OUTQ_NO_FLOW, FALSE, &blocked));
 	nlw_outq_drain(&q, &ops, &l);
 	assert_sent_in_order(&l, 8);
 	g_assert_cmpuint(l.freed, ==, 8);
@@ -159,7 +159,7 @@ test_blocked(void)
 	/* A blocked link is flushed (it reports room only then). */
 	g_assert_cmpuint(l.flushes, ==, 1);
 	/* Until writable, nothing is tried, and pushes say they wait. */
-	g_assert_true(nlw_outq_push(&q, GUINT_TO_POINTER(7), &blocked));
+	g_assert_true(nlw_outq_push(&q, GUINT_TO_POINTER(7), NLW_OUTQ_NO_FLOW, FALSE, &blocked));
 	g_assert_true(blocked);
 	nlw_outq_drain(&q, &ops, &l);
 	g_assert_cmpuint(l.attempts, ==, 4);
@@ -222,7 +222,7 @@ pusher_main(gpointer data)
 		gboolean blocked;
 
 		/* Full: the link's room comes back (a refusal blocks it). */
-		while (!nlw_outq_push(p->l->q, GUINT_TO_POINTER(v), &blocked))
+		while (!nlw_outq_push(p->l->q, GUINT_TO_POINTER(v), NLW_OUTQ_NO_FLOW, FALSE, &blocked))
 			nlw_outq_writable(p->l->q, &ops, p->l);
 		if (i % 7 == 0) {
 			nlw_outq_hold(p->l->q);
@@ -323,11 +323,73 @@ test_close_waits_for_hold(void)
 	g_assert_cmpint(c.closed, ==, 1);
 	/* Closed before the held drain ran: nothing was sent. */
 	g_assert_cmpuint(l.sent->len, ==, 0);
-	g_assert_false(nlw_outq_push(&q, GUINT_TO_POINTER(3), &blocked));
+	g_assert_false(nlw_outq_push(&q, GUINT_TO_POINTER(3), NLW_OUTQ_NO_FLOW, FALSE, &blocked));
 	nlw_outq_clear(&q, link_free_item);
 	g_assert_cmpuint(l.freed, ==, 2);
 	g_array_unref(l.sent);
 	g_mutex_clear(&l.lock);
+}
+
+static void
+push_flow(NlwOutq *q, guint v, guint flow, gboolean small)
+{
+	gboolean blocked;
+
+	g_assert_true(nlw_outq_push(q, GUINT_TO_POINTER(v), flow, small, &blocked));
+}
+
+static void
+assert_sent(Link *l, const guint *want, guint n)
+{
+	g_assert_cmpuint(l->sent->len, ==, n);
+	for (guint i = 0; i < n; i++)
+		g_assert_cmpuint(g_array_index(l->sent, guint, i), ==, want[i]);
+}
+
+/*
+ * A small frame of a flow with nothing queued goes first; one of a flow
+ * that has frames queued, or being sent, keeps its place behind them. Large
+ * frames and frames of no flow never go first.
+ */
+static void
+test_sparse(void)
+{
+	static const guint first[] = {100, 1, 2, 3, 101, 102, 104};
+	static const guint all[] = {100, 1, 2, 3, 101, 102, 104, 200, 105, 204, 201, 202, 203};
+	NlwOutq q;
+	Link l;
+
+	link_init(&l, &q, 16);
+	push_flow(&q, 1, 5, FALSE);
+	push_flow(&q, 2, 5, FALSE);
+	push_flow(&q, 3, 5, FALSE);
+	push_flow(&q, 100, 9, TRUE);   /* sparse */
+	push_flow(&q, 101, 9, TRUE);   /* 100 is still queued */
+	push_flow(&q, 102, 5, TRUE);   /* behind 1-3 */
+	push_flow(&q, 104, 11, FALSE); /* large */
+	g_assert_cmpuint(q.ahead.len, ==, 1);
+	nlw_outq_drain(&q, &ops, &l);
+	assert_sent(&l, first, G_N_ELEMENTS(first));
+	for (guint f = 0; f < NLW_OUTQ_FLOWS; f++)
+		g_assert_cmpuint(q.flows[f], ==, 0);
+	/* No flow is never sparse; flow 5, all sent, is again. */
+	push_flow(&q, 105, NLW_OUTQ_NO_FLOW, TRUE);
+	g_assert_cmpuint(q.ahead.len, ==, 0);
+	push_flow(&q, 200, 5, TRUE);
+	g_assert_cmpuint(q.ahead.len, ==, 1);
+	/* The link refuses 201: still counted, so 203 of its flow waits
+	 * behind it, while 204 of another flow goes first. */
+	push_flow(&q, 201, 7, FALSE);
+	push_flow(&q, 202, 8, FALSE);
+	l.refuse_at = G_N_ELEMENTS(first) + 2;
+	nlw_outq_drain(&q, &ops, &l);
+	g_assert_cmpuint(l.sent->len, ==, G_N_ELEMENTS(first) + 2);
+	push_flow(&q, 203, 7, TRUE);
+	push_flow(&q, 204, 12, TRUE);
+	g_assert_cmpuint(q.ahead.len, ==, 1);
+	nlw_outq_writable(&q, &ops, &l);
+	assert_sent(&l, all, G_N_ELEMENTS(all));
+	link_clear(&l);
 }
 
 int
@@ -340,5 +402,6 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-outq/push-during-drain", test_push_during_drain);
 	g_test_add_func("/lwip-outq/threads", test_threads);
 	g_test_add_func("/lwip-outq/close-waits-for-hold", test_close_waits_for_hold);
+	g_test_add_func("/lwip-outq/sparse", test_sparse);
 	return g_test_run();
 }

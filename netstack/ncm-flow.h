@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ncm-flow.h: which flow an Ethernet frame belongs to, for the queues that let sparse flows go first (TAP and lwIP). */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/*
+ * A hash of the frame's addresses, protocol and, for TCP and UDP, ports:
+ * equal for every frame of a flow, whatever it carries. No fragment's
+ * ports count (later ones carry none), so all of a datagram's fragments
+ * share it. Every read is bounds-checked: a short frame still hashes.
+ */
+guint32 ncm_flow_hash(const guint8 *frame, gsize len);
+
+/*
+ * TRUE when @frame is a pure TCP ACK: IPv4 unfragmented or IPv6 without
+ * extension headers, no payload, and of the flags only ACK (with PSH, ECE
+ * or CWR); any options (looser than ACK merging's "pure", ncm-ack.h).
+ */
+gboolean ncm_flow_is_pure_ack(const guint8 *frame, gsize len);
+
+G_END_DECLS
