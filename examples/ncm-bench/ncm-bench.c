@@ -199,7 +199,7 @@ static gboolean
 pooled_test(const char *test)
 {
 	return g_str_has_prefix(test, "tcp_") || g_str_has_prefix(test, "raw_") ||
-	       g_str_has_prefix(test, "udp_rtt_");
+	       g_str_has_prefix(test, "udp_rtt_") || g_str_equal(test, "rtt_under_up");
 }
 
 gboolean
