@@ -18,8 +18,8 @@ mix(guint32 h, guint8 byte)
 	return (h ^ byte) * 16777619u;
 }
 
-guint32
-ncm_flow_hash(const guint8 *f, gsize len)
+guint
+ncm_flow_bucket(const guint8 *f, gsize len)
 {
 	guint16 type = ncm_be16_at(f, len, 12);
 	gsize addrs = 0, n_addrs = 0, l4 = 0;
@@ -45,7 +45,7 @@ ncm_flow_hash(const guint8 *f, gsize len)
 		for (gsize i = 0; i < 4; i++)
 			h = mix(h, ncm_le8_at(f, len, l4 + i));
 	}
-	return h;
+	return h % NCM_FLOW_BUCKETS;
 }
 
 gboolean

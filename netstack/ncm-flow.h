@@ -6,13 +6,22 @@
 
 G_BEGIN_DECLS
 
+/* Flows are told apart by a hash into this many buckets; two that share
+ * one only lose the first's head start. */
+#define NCM_FLOW_BUCKETS 256u
+/* No bucket: a frame the queue does not count (ncm-tun's pure ACKs). */
+#define NCM_FLOW_NONE G_MAXUINT
+/* A sparse flow's frame is at most one of the usual MTU, never a GSO one. */
+#define NCM_FLOW_SPARSE_MAX 1514u
+
 /*
- * A hash of the frame's addresses, protocol and, for TCP and UDP, ports:
- * equal for every frame of a flow, whatever it carries. No fragment's
- * ports count (later ones carry none), so all of a datagram's fragments
- * share it. Every read is bounds-checked: a short frame still hashes.
+ * The frame's bucket, from a hash of its addresses, protocol and, for TCP
+ * and UDP, ports: equal for every frame of a flow, whatever it carries. No
+ * fragment's ports count (later ones carry none), so all of a datagram's
+ * fragments share it. Every read is bounds-checked: a short frame still
+ * has a bucket.
  */
-guint32 ncm_flow_hash(const guint8 *frame, gsize len);
+guint ncm_flow_bucket(const guint8 *frame, gsize len);
 
 /*
  * TRUE when @frame is a pure TCP ACK: IPv4 unfragmented or IPv6 without

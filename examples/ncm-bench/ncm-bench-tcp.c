@@ -196,11 +196,9 @@ bench_tcp_load_finish(BenchLoad *l, double *ret_mbit, GError **error)
 	ok = l->ok;
 	if (ok) {
 		const GArray *s = l->r.samples;
-		const BenchSample *a = &g_array_index(s, BenchSample, 0);
-		const BenchSample *b = &g_array_index(s, BenchSample, s->len - 1);
+		const BenchSample *v = (const BenchSample *)(const void *)s->data;
 
-		*ret_mbit = b->t_us > a->t_us ? (double)(b->bytes - a->bytes) * 8.0 / (double)(b->t_us - a->t_us)
-					      : 0;
+		*ret_mbit = bench_rate_between(v, s->len, v[0].t_us, v[s->len - 1].t_us);
 	} else {
 		g_propagate_error(error, l->error);
 	}

@@ -282,8 +282,8 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 	/* lwIP puts a frame's headers in its first pbuf. Pure ACKs keep their
 	 * place in line: sent first, they cost lwip's tcp_bidir 0.84x at 1.16x
 	 * the CPU per MB (tests/bench/RESULTS.md, session 25). */
-	if (!nlw_outq_push(&n->outq, p, ncm_flow_hash(p->payload, p->len) % NLW_OUTQ_FLOWS,
-			   p->tot_len <= NLW_OUTQ_SPARSE_MAX && !ncm_flow_is_pure_ack(p->payload, p->len),
+	if (!nlw_outq_push(&n->outq, p, ncm_flow_bucket(p->payload, p->len),
+			   p->tot_len <= NCM_FLOW_SPARSE_MAX && !ncm_flow_is_pure_ack(p->payload, p->len),
 			   &blocked)) {
 		pbuf_free(p);
 		nlw_count(NLW_COUNT_TX_DROPS, 1);

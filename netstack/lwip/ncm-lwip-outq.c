@@ -52,7 +52,7 @@ nlw_outq_clear(NlwOutq *q, void (*free_item)(gpointer item))
 static gboolean
 is_sparse(const NlwOutq *q, guint flow, gboolean small)
 {
-	return small && flow < NLW_OUTQ_FLOWS && q->flows[flow] == 0 && q->ahead.len < q->ahead.size;
+	return small && flow < NCM_FLOW_BUCKETS && q->flows[flow] == 0 && q->ahead.len < q->ahead.size;
 }
 
 gboolean
@@ -66,7 +66,7 @@ nlw_outq_push(NlwOutq *q, gpointer item, guint flow, gboolean small, gboolean *r
 		ring_push(&q->ahead, item, flow);
 	else if ((ok = ok && q->main.len < q->main.size))
 		ring_push(&q->main, item, flow);
-	if (ok && flow < NLW_OUTQ_FLOWS)
+	if (ok && flow < NCM_FLOW_BUCKETS)
 		q->flows[flow]++;
 	*ret_blocked = q->blocked;
 	ncm_mutex_unlock(&q->lock);
@@ -95,7 +95,7 @@ send_head(NlwOutq *q, NlwOutqRing *r, const NlwOutqOps *ops, gpointer data)
 	for (guint k = 0; k < i; k++) {
 		guint flow = r->items[(head + k) % r->size].flow;
 
-		if (flow < NLW_OUTQ_FLOWS && q->flows[flow] > 0)
+		if (flow < NCM_FLOW_BUCKETS && q->flows[flow] > 0)
 			q->flows[flow]--;
 	}
 	r->head = (r->head + i) % r->size;

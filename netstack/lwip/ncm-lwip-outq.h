@@ -4,6 +4,8 @@
 
 #include <glib.h>
 
+#include "ncm-flow.h"
+
 /*
  * lwIP's output runs under the core lock, which every device's writer
  * threads and the link's event thread share. Packing a frame into an NTB
@@ -14,7 +16,7 @@
  * leave their frames to it and go on. Different netifs drain in parallel.
  *
  * A sparse flow's frame goes first, as in ncm-tun's queue
- * (netstack/tap/ncm-tap-queue.h): one of at most NLW_OUTQ_SPARSE_MAX bytes
+ * (netstack/tap/ncm-tap-queue.h): one of at most NCM_FLOW_SPARSE_MAX bytes
  * whose flow has nothing queued or being sent (the netif leaves pure ACKs
  * out: ncm-lwip-netif.c says why). lwIP's TCP fills this queue
  * up to its send buffer (1 MiB) while the link is full, and a DNS query,
@@ -38,16 +40,12 @@ typedef struct {
 	void (*flush)(gpointer data);
 } NlwOutqOps;
 
-#define NLW_OUTQ_SPARSE_MAX 1514u
-/* Flows are told apart by a hash into this many buckets (ncm-flow.h). */
-#define NLW_OUTQ_FLOWS 256u
-#define NLW_OUTQ_NO_FLOW G_MAXUINT
 /* Sparse frames held at most; more go to the main queue, in order. */
 #define NLW_OUTQ_AHEAD 256u
 
 typedef struct {
 	gpointer item;
-	guint flow;   /* its bucket, or NLW_OUTQ_NO_FLOW */
+	guint flow;   /* its bucket, or NCM_FLOW_NONE */
 } NlwOutqItem;
 
 /* A ring of items; a drain reads [head, head + len) without the lock. */
@@ -64,7 +62,7 @@ typedef struct {
 	GCond idle; /* draining and holds went to 0 (nlw_outq_close() waits) */
 	NlwOutqRing main;
 	NlwOutqRing ahead;  /* sparse flows' frames: sent first */
-	guint32 flows[NLW_OUTQ_FLOWS]; /* per bucket: frames queued or being sent */
+	guint32 flows[NCM_FLOW_BUCKETS]; /* per bucket: frames queued or being sent */
 	/* A thread is sending: the only one that reads or pops ring[head..]. */
 	gboolean draining;
 	/* The link refused: nothing is tried until nlw_outq_writable(). */
@@ -78,8 +76,8 @@ void nlw_outq_init(NlwOutq *q, guint size);
 /* Frees what is still queued with @free; nlw_outq_close() came first. */
 void nlw_outq_clear(NlwOutq *q, void (*free_item)(gpointer item));
 
-/* Any thread. @flow: the frame's bucket (ncm_flow_hash() % NLW_OUTQ_FLOWS)
- * or NLW_OUTQ_NO_FLOW; @small: it is at most NLW_OUTQ_SPARSE_MAX bytes.
+/* Any thread. @flow: the frame's bucket (ncm_flow_bucket())
+ * or NCM_FLOW_NONE; @small: it is at most NCM_FLOW_SPARSE_MAX bytes.
  * FALSE when the queue is full or closed (the item stays the caller's).
  * @ret_blocked: whether the item waits for link room. */
 gboolean nlw_outq_push(NlwOutq *q, gpointer item, guint flow, gboolean small,

@@ -4,7 +4,6 @@
 
 #include "ncm-tap-queue.h"
 
-#include "ncm-flow.h"
 
 #define TAP_QUEUE_MIN_LIMIT (2u * 65536u)
 
@@ -19,7 +18,7 @@ tap_queue_limit_for(gsize max, guint64 link_limit)
 void
 tap_queue_init(TapQueue *q, gsize limit)
 {
-	*q = (TapQueue){ .limit = limit, .hand_flow = TAP_QUEUE_NO_FLOW };
+	*q = (TapQueue){ .limit = limit, .hand_flow = NCM_FLOW_NONE };
 	g_queue_init(&q->acks);
 	g_queue_init(&q->bulk);
 }
@@ -32,13 +31,7 @@ tap_queue_clear(TapQueue *q)
 	q->bulk_bytes = 0;
 	q->sparse_bytes = 0;
 	memset(q->flows, 0, sizeof(q->flows));
-	q->hand_flow = TAP_QUEUE_NO_FLOW;
-}
-
-guint
-tap_queue_flow(const guint8 *f, gsize len)
-{
-	return ncm_flow_hash(f, len) % TAP_QUEUE_FLOWS;
+	q->hand_flow = NCM_FLOW_NONE;
 }
 
 gboolean
@@ -50,7 +43,7 @@ tap_queue_is_ack(const TapVnetHdr *h, const guint8 *f, gsize len)
 static gboolean
 is_sparse(const TapQueue *q, const TapQueued *p)
 {
-	return p->hdr.gso_type == TAP_VNET_GSO_NONE && p->len <= TAP_QUEUE_SPARSE_MAX &&
+	return p->hdr.gso_type == TAP_VNET_GSO_NONE && p->len <= NCM_FLOW_SPARSE_MAX &&
 	       q->flows[p->flow] == 0 && p->flow != q->hand_flow && q->sparse_bytes < q->limit &&
 	       q->acks.length < TAP_QUEUE_MAX_ACKS;
 }
@@ -58,7 +51,7 @@ is_sparse(const TapQueue *q, const TapQueued *p)
 gboolean
 tap_queue_push(TapQueue *q, TapQueued *p)
 {
-	p->flow = TAP_QUEUE_NO_FLOW;
+	p->flow = NCM_FLOW_NONE;
 	if (tap_queue_is_ack(&p->hdr, p->frame, p->len)) {
 		if (q->acks.length < TAP_QUEUE_MAX_ACKS) {
 			g_queue_push_tail(&q->acks, p);
@@ -69,7 +62,7 @@ tap_queue_push(TapQueue *q, TapQueued *p)
 		g_free(p);
 		return FALSE;
 	}
-	p->flow = tap_queue_flow(p->frame, p->len);
+	p->flow = ncm_flow_bucket(p->frame, p->len);
 	if (is_sparse(q, p)) {
 		g_queue_push_tail(&q->acks, p);
 		q->sparse_bytes += p->len;
@@ -90,7 +83,7 @@ tap_queue_pop_ack(TapQueue *q)
 {
 	TapQueued *p = g_queue_pop_head(&q->acks);
 
-	if (p && p->flow != TAP_QUEUE_NO_FLOW)
+	if (p && p->flow != NCM_FLOW_NONE)
 		q->sparse_bytes -= p->len;
 	return p;
 }
@@ -109,13 +102,13 @@ void
 tap_queue_unpop_ack(TapQueue *q, TapQueued *p)
 {
 	g_queue_push_head(&q->acks, p);
-	if (p->flow != TAP_QUEUE_NO_FLOW)
+	if (p->flow != NCM_FLOW_NONE)
 		q->sparse_bytes += p->len;
 }
 
 void
 tap_queue_done(TapQueue *q, const TapQueued *p)
 {
-	if (p->flow != TAP_QUEUE_NO_FLOW && q->flows[p->flow] > 0)
+	if (p->flow != NCM_FLOW_NONE && q->flows[p->flow] > 0)
 		q->flows[p->flow]--;
 }

@@ -4,6 +4,7 @@
 
 #include <glib.h>
 
+#include "ncm-flow.h"
 #include "ncm-tap-gso.h"
 
 G_BEGIN_DECLS
@@ -28,7 +29,7 @@ G_BEGIN_DECLS
  * bottomless one.
  *
  * A sparse flow's packet goes first too, as fq_codel's new flows do on a
- * NIC: one of at most TAP_QUEUE_SPARSE_MAX bytes whose flow has nothing
+ * NIC: one of at most NCM_FLOW_SPARSE_MAX bytes whose flow has nothing
  * else queued, nor in the reader's hands. A DNS query, a ping, an ssh
  * keystroke or a game's update then waits only for the driver's queue,
  * not behind a bulk upload's (ncm-bench's rtt_under_up; issue 20). A flow
@@ -40,19 +41,13 @@ G_BEGIN_DECLS
 typedef struct {
 	TapVnetHdr hdr;
 	gsize len;
-	guint flow;    /* its bucket of TapQueue.flows, or TAP_QUEUE_NO_FLOW (ACKs) */
+	guint flow;    /* its bucket of TapQueue.flows, or NCM_FLOW_NONE (ACKs) */
 	gint64 t_in;   /* when it was read (monotonic µs), for the queue's wait in the stats */
 	guint8 frame[];
 } TapQueued;
 
 /* The ACKs kept at most: ACKs are small, and more than this is no longer a trickle. */
 #define TAP_QUEUE_MAX_ACKS 4096
-/* A sparse flow's packet is at most a frame of the usual MTU, never a GSO one. */
-#define TAP_QUEUE_SPARSE_MAX 1514u
-/* Flows are told apart by a hash into this many buckets; two that share
- * one only lose the first's head start. */
-#define TAP_QUEUE_FLOWS 256u
-#define TAP_QUEUE_NO_FLOW G_MAXUINT
 
 typedef struct {
 	GQueue acks;     /* pure ACKs and sparse flows' packets, oldest first */
@@ -61,7 +56,7 @@ typedef struct {
 	gsize sparse_bytes; /* the sparse packets in acks, also held to @limit */
 	gsize limit;     /* bulk bytes past which packets are dropped */
 	/* Per flow bucket: its packets queued or being sent (tap_queue_done()). */
-	guint32 flows[TAP_QUEUE_FLOWS];
+	guint32 flows[NCM_FLOW_BUCKETS];
 	guint hand_flow; /* the flow of the packet the reader sends straight from the fd */
 	guint64 dropped; /* packets dropped over the limit */
 	guint64 dropped_acks;
@@ -93,8 +88,6 @@ void tap_queue_clear(TapQueue *q);
  * data of other flows and of its own: the receiver takes ACKs in any order.
  */
 gboolean tap_queue_is_ack(const TapVnetHdr *h, const guint8 *frame, gsize len);
-/* @frame's flow bucket: addresses, protocol and, for TCP and UDP, ports. */
-guint tap_queue_flow(const guint8 *frame, gsize len);
 /*
  * Takes @p (g_malloc()ed, owned by the queue from now on or freed): an ACK
  * or a sparse flow's packet to the queue that goes first, anything else to
@@ -112,7 +105,7 @@ void tap_queue_unpop_ack(TapQueue *q, TapQueued *p);
  * no later packet of its flow counts as sparse, so none passes it. */
 void tap_queue_done(TapQueue *q, const TapQueued *p);
 /* The reader sends a packet straight from the fd (@flow, or
- * TAP_QUEUE_NO_FLOW when done): while it waits for room, that flow's
+ * NCM_FLOW_NONE when done): while it waits for room, that flow's
  * next packets are not sparse either. */
 static inline void
 tap_queue_set_hand(TapQueue *q, guint flow)

@@ -237,7 +237,7 @@ send_acks(NcmTap *tap)
 			tap_queue_unpop_ack(&tap->txq, p);
 			return FALSE;
 		}
-		if (p->flow == TAP_QUEUE_NO_FLOW)
+		if (p->flow == NCM_FLOW_NONE)
 			STAT_ADD(tap, tx_acks_ahead, 1);
 		else
 			STAT_ADD(tap, tx_sparse_ahead, 1);
@@ -437,8 +437,8 @@ read_ahead(NcmTap *tap)
 
 	tap->txq.limit = tap_queue_limit_for(tap->txq_max, ncm_link_queue_limit(tap->link));
 	/* Not before this: only a full link makes the packet in hand's flow matter. */
-	if (tap->hand_len && tap->txq.hand_flow == TAP_QUEUE_NO_FLOW)
-		tap_queue_set_hand(&tap->txq, tap_queue_flow(tap->buf, tap->hand_len));
+	if (tap->hand_len && tap->txq.hand_flow == NCM_FLOW_NONE)
+		tap_queue_set_hand(&tap->txq, ncm_flow_bucket(tap->buf, tap->hand_len));
 	for (;;) {
 		TapQueued *p = g_malloc(sizeof(TapQueued) + NCM_ETH_HLEN + TAP_READ_BUF);
 		gssize n = read_frame(tap, &p->hdr, p->frame);
@@ -497,7 +497,7 @@ drain_burst(NcmTap *tap)
 			tap->hand_len = n > 0 ? (gsize)n : 0;
 			ok = n == READ_DROPPED || send_packet(tap, &tap->rd_hdr, tap->buf, (gsize)n);
 			tap->hand_len = 0;
-			tap_queue_set_hand(&tap->txq, TAP_QUEUE_NO_FLOW);
+			tap_queue_set_hand(&tap->txq, NCM_FLOW_NONE);
 		}
 		if (!ok)
 			return FALSE;

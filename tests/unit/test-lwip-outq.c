@@ -52,7 +52,7 @@ link_send(gpointer item, gpointer data)
 		gboolean blocked;
 
 		l->push_during_send = FALSE;
-		g_assert_true(nlw_outq_push(l->q, GUINT_TO_POINTER(1000), NLW_OUTQ_NO_FLOW, FALSE, &blocked));
+		g_assert_true(nlw_outq_push(l->q, GUINT_TO_POINTER(1000), NCM_FLOW_NONE, FALSE, &blocked));
 	}
 	g_atomic_int_add(&l->in_send, -1);
 	return r;
@@ -105,7 +105,7 @@ push_n(NlwOutq *q, guint from, guint n)
 	for (guint i = from; i < from + n; i++) {
 		gboolean blocked;
 
-		g_assert_true(nlw_outq_push(q, GUINT_TO_POINTER(i), NLW_OUTQ_NO_FLOW, FALSE, &blocked));
+		g_assert_true(nlw_outq_push(q, GUINT_TO_POINTER(i), NCM_FLOW_NONE, FALSE, &blocked));
 	}
 }
 
@@ -127,7 +127,7 @@ test_order(void)
 	link_init(&l, &q, 8);
 	push_n(&q, 1, 8);
 	/* Full: the caller keeps the frame. */
-	g_assert_false(nlw_outq_push(&q, GUINT_TO_POINTER(99), NLW_OUTQ_NO_FLOW, FALSE, &blocked));
+	g_assert_false(nlw_outq_push(&q, GUINT_TO_POINTER(99), NCM_FLOW_NONE, FALSE, &blocked));
 	nlw_outq_drain(&q, &ops, &l);
 	assert_sent_in_order(&l, 8);
 	g_assert_cmpuint(l.freed, ==, 8);
@@ -159,7 +159,7 @@ test_blocked(void)
 	/* A blocked link is flushed (it reports room only then). */
 	g_assert_cmpuint(l.flushes, ==, 1);
 	/* Until writable, nothing is tried, and pushes say they wait. */
-	g_assert_true(nlw_outq_push(&q, GUINT_TO_POINTER(7), NLW_OUTQ_NO_FLOW, FALSE, &blocked));
+	g_assert_true(nlw_outq_push(&q, GUINT_TO_POINTER(7), NCM_FLOW_NONE, FALSE, &blocked));
 	g_assert_true(blocked);
 	nlw_outq_drain(&q, &ops, &l);
 	g_assert_cmpuint(l.attempts, ==, 4);
@@ -222,7 +222,7 @@ pusher_main(gpointer data)
 		gboolean blocked;
 
 		/* Full: the link's room comes back (a refusal blocks it). */
-		while (!nlw_outq_push(p->l->q, GUINT_TO_POINTER(v), NLW_OUTQ_NO_FLOW, FALSE, &blocked))
+		while (!nlw_outq_push(p->l->q, GUINT_TO_POINTER(v), NCM_FLOW_NONE, FALSE, &blocked))
 			nlw_outq_writable(p->l->q, &ops, p->l);
 		if (i % 7 == 0) {
 			nlw_outq_hold(p->l->q);
@@ -323,7 +323,7 @@ test_close_waits_for_hold(void)
 	g_assert_cmpint(c.closed, ==, 1);
 	/* Closed before the held drain ran: nothing was sent. */
 	g_assert_cmpuint(l.sent->len, ==, 0);
-	g_assert_false(nlw_outq_push(&q, GUINT_TO_POINTER(3), NLW_OUTQ_NO_FLOW, FALSE, &blocked));
+	g_assert_false(nlw_outq_push(&q, GUINT_TO_POINTER(3), NCM_FLOW_NONE, FALSE, &blocked));
 	nlw_outq_clear(&q, link_free_item);
 	g_assert_cmpuint(l.freed, ==, 2);
 	g_array_unref(l.sent);
@@ -370,10 +370,10 @@ test_sparse(void)
 	g_assert_cmpuint(q.ahead.len, ==, 1);
 	nlw_outq_drain(&q, &ops, &l);
 	assert_sent(&l, first, G_N_ELEMENTS(first));
-	for (guint f = 0; f < NLW_OUTQ_FLOWS; f++)
+	for (guint f = 0; f < NCM_FLOW_BUCKETS; f++)
 		g_assert_cmpuint(q.flows[f], ==, 0);
 	/* No flow is never sparse; flow 5, all sent, is again. */
-	push_flow(&q, 105, NLW_OUTQ_NO_FLOW, TRUE);
+	push_flow(&q, 105, NCM_FLOW_NONE, TRUE);
 	g_assert_cmpuint(q.ahead.len, ==, 0);
 	push_flow(&q, 200, 5, TRUE);
 	g_assert_cmpuint(q.ahead.len, ==, 1);

@@ -109,7 +109,7 @@ test_order_and_limit(void)
 
 	tap_queue_init(&q, 3 * data);
 	/* A packet of the flow is in the reader's hands: none of it is sparse. */
-	tap_queue_set_hand(&q, tap_queue_flow(f, data));
+	tap_queue_set_hand(&q, ncm_flow_bucket(f, data));
 	for (guint i = 0; i < 5; i++) {
 		f[100] = (guint8)i;
 		g_assert_cmpint(tap_queue_push(&q, queued(f, data)), ==, i < 3);
@@ -195,22 +195,22 @@ test_flow(void)
 {
 	guint8 f[2048];
 	gsize n = udp_frame(f, 1000, 10, 0);
-	guint a = tap_queue_flow(f, n), b;
+	guint a = ncm_flow_bucket(f, n), b;
 
-	g_assert_cmpuint(a, <, TAP_QUEUE_FLOWS);
+	g_assert_cmpuint(a, <, NCM_FLOW_BUCKETS);
 	f[n - 1] = 0xff;
-	g_assert_cmpuint(tap_queue_flow(f, n), ==, a);
+	g_assert_cmpuint(ncm_flow_bucket(f, n), ==, a);
 	n = udp_frame(f, 1001, 10, 0);
-	b = tap_queue_flow(f, n);
+	b = ncm_flow_bucket(f, n);
 	g_assert_cmpuint(b, !=, a);
 	/* The first fragment (more fragments) and a later one. */
 	n = udp_frame(f, 1001, 10, 0x2000);
-	a = tap_queue_flow(f, n);
+	a = ncm_flow_bucket(f, n);
 	n = udp_frame(f, 7, 10, 0x0010);
-	g_assert_cmpuint(tap_queue_flow(f, n), ==, a);
+	g_assert_cmpuint(ncm_flow_bucket(f, n), ==, a);
 	/* Truncated headers still give a bucket. */
 	for (gsize len = 0; len < n; len++)
-		g_assert_cmpuint(tap_queue_flow(f, len), <, TAP_QUEUE_FLOWS);
+		g_assert_cmpuint(ncm_flow_bucket(f, len), <, NCM_FLOW_BUCKETS);
 }
 
 /*
@@ -227,10 +227,10 @@ test_sparse(void)
 	TapQueue q;
 
 	tap_queue_init(&q, 4 * data);
-	tap_queue_set_hand(&q, tap_queue_flow(f, data));
+	tap_queue_set_hand(&q, ncm_flow_bucket(f, data));
 	for (guint i = 0; i < 3; i++)
 		g_assert_true(tap_queue_push(&q, queued(f, data)));
-	tap_queue_set_hand(&q, TAP_QUEUE_NO_FLOW);
+	tap_queue_set_hand(&q, NCM_FLOW_NONE);
 	g_assert_cmpuint(q.bulk.length, ==, 3);
 	probe = udp_frame(f, 1000, 36, 0);
 	f[60] = 1;
@@ -263,7 +263,7 @@ test_sparse(void)
 	/* Its flow has nothing queued: ahead again, but not when large. */
 	f[60] = 5;
 	g_assert_true(tap_queue_push(&q, queued(f, probe)));
-	probe = udp_frame(f, 2000, TAP_QUEUE_SPARSE_MAX, 0);
+	probe = udp_frame(f, 2000, NCM_FLOW_SPARSE_MAX, 0);
 	g_assert_true(tap_queue_push(&q, queued(f, probe)));
 	g_assert_cmpuint(q.bulk.length, ==, 1);
 	p = tap_queue_pop_ack(&q);
