@@ -352,8 +352,9 @@ print_stats(gpointer data)
 	if (m->device)
 		proxy_device_print_stats(m->device, stderr);
 	fprintf(stderr, "  lwip: %" G_GUINT64_FORMAT " frames in (%" G_GUINT64_FORMAT
-		" dropped), %" G_GUINT64_FORMAT " out (%" G_GUINT64_FORMAT " dropped)\n",
-		ls.rx_frames, ls.rx_drops, ls.tx_frames, ls.tx_drops);
+		" dropped), %" G_GUINT64_FORMAT " out (%" G_GUINT64_FORMAT " dropped, %"
+		G_GUINT64_FORMAT " sparse ahead of the bulk)\n",
+		ls.rx_frames, ls.rx_drops, ls.tx_frames, ls.tx_drops, ls.tx_sparse_ahead);
 }
 
 static void

@@ -125,7 +125,7 @@ send_cut(NcmLwipNetif *n, struct pbuf *p)
 	if (r == NLW_TSO_ASIS && frame != p->payload)
 		r = send_piece(n, frame, p->tot_len, NULL, 0) ? NLW_TSO_SENT : NLW_TSO_STOPPED;
 	if (r == NLW_TSO_STOPPED && n->tx_result == NCM_SEND_WOULD_BLOCK)
-		return r; /* resumes at tx_next */
+		return r; /* resumes at tx_next: the queue sends it next (NLW_OUTQ_BLOCKED) */
 	n->tx_item = NULL;
 	if (r == NLW_TSO_STOPPED || r == NLW_TSO_INVALID)
 		nlw_count(NLW_COUNT_TX_DROPS, 1);
@@ -269,6 +269,7 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 {
 	NcmLwipNetif *n = netif->state;
 	gboolean blocked;
+	NlwOutqPush pushed;
 
 	/* Data lwIP only lends for this call (PBUF_REF) is copied. */
 	if (PBUF_NEEDS_COPY(p))
@@ -282,15 +283,19 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 	/* lwIP puts a frame's headers in its first pbuf. Pure ACKs keep their
 	 * place in line: sent first, they cost lwip's tcp_bidir 0.84x at 1.16x
 	 * the CPU per MB (tests/bench/RESULTS.md, session 25). */
-	if (!nlw_outq_push(&n->outq, p, ncm_flow_bucket(p->payload, p->len),
-			   p->tot_len <= NCM_FLOW_SPARSE_MAX && !ncm_flow_is_pure_ack(p->payload, p->len),
-			   &blocked)) {
+	pushed = nlw_outq_push(&n->outq, p, ncm_flow_bucket(p->payload, p->len),
+			       p->tot_len <= NCM_FLOW_SPARSE_MAX &&
+				       !ncm_flow_is_pure_ack(p->payload, p->len),
+			       &blocked);
+	if (pushed == NLW_OUTQ_PUSH_REFUSED) {
 		pbuf_free(p);
 		nlw_count(NLW_COUNT_TX_DROPS, 1);
 		return ERR_OK;
 	}
 	if (blocked)
 		nlw_count(NLW_COUNT_TX_QUEUED, 1);
+	if (pushed == NLW_OUTQ_PUSH_AHEAD)
+		nlw_count(NLW_COUNT_TX_SPARSE_AHEAD, 1);
 	mark_output(n);
 	return ERR_OK;
 }

@@ -55,30 +55,35 @@ is_sparse(const NlwOutq *q, guint flow, gboolean small)
 	return small && flow < NCM_FLOW_BUCKETS && q->flows[flow] == 0 && q->ahead.len < q->ahead.size;
 }
 
-gboolean
+NlwOutqPush
 nlw_outq_push(NlwOutq *q, gpointer item, guint flow, gboolean small, gboolean *ret_blocked)
 {
-	gboolean ok;
+	NlwOutqPush r = NLW_OUTQ_PUSH_REFUSED;
 
 	ncm_mutex_lock(&q->lock);
-	ok = !q->closed;
-	if (ok && is_sparse(q, flow, small))
+	if (q->closed) {
+		/* refused */
+	} else if (is_sparse(q, flow, small)) {
 		ring_push(&q->ahead, item, flow);
-	else if ((ok = ok && q->main.len < q->main.size))
+		r = NLW_OUTQ_PUSH_AHEAD;
+	} else if (q->main.len < q->main.size) {
 		ring_push(&q->main, item, flow);
-	if (ok && flow < NCM_FLOW_BUCKETS)
+		r = NLW_OUTQ_PUSH_QUEUED;
+	}
+	if (r != NLW_OUTQ_PUSH_REFUSED && flow < NCM_FLOW_BUCKETS)
 		q->flows[flow]++;
 	*ret_blocked = q->blocked;
 	ncm_mutex_unlock(&q->lock);
-	return ok;
+	return r;
 }
 
-/* q->lock held, q->draining ours: sends @r's items at its head without the
- * lock, frees those that left; FALSE when the link was blocked. */
+/* q->lock held, q->draining ours: sends up to @max of @r's items at its
+ * head without the lock, frees those that left; FALSE when the link was
+ * blocked. */
 static gboolean
-send_head(NlwOutq *q, NlwOutqRing *r, const NlwOutqOps *ops, gpointer data)
+send_head(NlwOutq *q, NlwOutqRing *r, guint max, const NlwOutqOps *ops, gpointer data)
 {
-	guint head = r->head, n = r->len, i;
+	guint head = r->head, n = MIN(r->len, max), i;
 	gboolean blocked = FALSE;
 
 	ncm_mutex_unlock(&q->lock);
@@ -100,12 +105,16 @@ send_head(NlwOutq *q, NlwOutqRing *r, const NlwOutqOps *ops, gpointer data)
 	}
 	r->head = (r->head + i) % r->size;
 	r->len -= i;
+	if (blocked)
+		q->refused = r;
+	else if (q->refused == r)
+		q->refused = NULL;
 	return !blocked;
 }
 
 /* q->lock held, q->draining ours. Items pushed while it sends are sent in
- * the same drain, sparse ones first; it ends with the queue empty or the
- * link blocked. */
+ * the same drain, sparse ones first but after an item the link refused;
+ * it ends with the queue empty or the link blocked. */
 static void
 drain_locked(NlwOutq *q, const NlwOutqOps *ops, gpointer data)
 {
@@ -115,12 +124,18 @@ drain_locked(NlwOutq *q, const NlwOutqOps *ops, gpointer data)
 		guint epoch = q->writable_epoch;
 		gboolean blocked = FALSE;
 
-		if (q->ahead.len > 0) {
-			blocked = !send_head(q, &q->ahead, ops, data);
+		/* The link may have taken part of it: the netif resumes a cut
+		 * segment only while nothing else was sent in between. */
+		if (q->refused != NULL && q->refused->len > 0) {
+			blocked = !send_head(q, q->refused, 1, ops, data);
+			flush = TRUE;
+		}
+		if (!blocked && q->ahead.len > 0) {
+			blocked = !send_head(q, &q->ahead, G_MAXUINT, ops, data);
 			flush = TRUE;
 		}
 		if (!blocked && q->main.len > 0) {
-			blocked = !send_head(q, &q->main, ops, data);
+			blocked = !send_head(q, &q->main, G_MAXUINT, ops, data);
 			flush = TRUE;
 		}
 		if (blocked && q->writable_epoch == epoch)

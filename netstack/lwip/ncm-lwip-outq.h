@@ -28,7 +28,10 @@
 
 typedef enum {
 	NLW_OUTQ_SENT,    /* the link took it */
-	NLW_OUTQ_BLOCKED, /* the link has no room: stays queued, first in line */
+	/* The link has no room: stays queued, and is the first item sent
+	 * when room comes, before sparse frames queued meanwhile (the link
+	 * may have taken part of it). */
+	NLW_OUTQ_BLOCKED,
 	NLW_OUTQ_DROPPED, /* the link refused it for good: freed */
 } NlwOutqSend;
 
@@ -67,6 +70,7 @@ typedef struct {
 	gboolean draining;
 	/* The link refused: nothing is tried until nlw_outq_writable(). */
 	gboolean blocked;
+	NlwOutqRing *refused; /* whose head item the link refused, or NULL */
 	guint writable_epoch; /* bumped by each nlw_outq_writable() */
 	guint holds;          /* drains promised by nlw_outq_hold() */
 	gboolean closed;
@@ -76,12 +80,17 @@ void nlw_outq_init(NlwOutq *q, guint size);
 /* Frees what is still queued with @free; nlw_outq_close() came first. */
 void nlw_outq_clear(NlwOutq *q, void (*free_item)(gpointer item));
 
+typedef enum {
+	NLW_OUTQ_PUSH_REFUSED = 0, /* full or closed: the item stays the caller's */
+	NLW_OUTQ_PUSH_QUEUED,      /* in line behind the bulk */
+	NLW_OUTQ_PUSH_AHEAD,       /* a sparse flow's: goes before the bulk */
+} NlwOutqPush;
+
 /* Any thread. @flow: the frame's bucket (ncm_flow_bucket())
  * or NCM_FLOW_NONE; @small: it is at most NCM_FLOW_SPARSE_MAX bytes.
- * FALSE when the queue is full or closed (the item stays the caller's).
  * @ret_blocked: whether the item waits for link room. */
-gboolean nlw_outq_push(NlwOutq *q, gpointer item, guint flow, gboolean small,
-		       gboolean *ret_blocked);
+NlwOutqPush nlw_outq_push(NlwOutq *q, gpointer item, guint flow, gboolean small,
+			  gboolean *ret_blocked);
 /* Any thread: sends what is queued, unless another thread is at it
  * (it sends this thread's items too) or the link is blocked. */
 void nlw_outq_drain(NlwOutq *q, const NlwOutqOps *ops, gpointer data);

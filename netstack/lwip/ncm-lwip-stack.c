@@ -260,6 +260,7 @@ ncm_lwip_stack_get_stats(NcmLwipStack *self, NcmLwipStats *ret_stats)
 		.core_lock_waits = waits,
 		.core_lock_wait_us = wait_us,
 		.tx_cut = v[NLW_COUNT_TX_CUT],
+		.tx_sparse_ahead = v[NLW_COUNT_TX_SPARSE_AHEAD],
 	};
 }
 

@@ -96,6 +96,10 @@ typedef enum {
  *   frames on their way out: its TCP segments of several frames (it builds
  *   them when the peer's MSS allows full frames: lwIP's work is per
  *   segment), and IP packets over the link's MTU, fragmented.
+ * @tx_sparse_ahead: frames sent before the bulk a netif had queued: each
+ *   the only frame queued of its flow and at most 1514 bytes (a DNS query,
+ *   a ping, a game's or a shell's packets), as fq_codel's new flows on a
+ *   NIC. Pure TCP ACKs keep their place.
  *
  * Counters since the stack started, over all netifs.
  *
@@ -121,8 +125,9 @@ typedef struct {
 	guint64 core_lock_waits;
 	guint64 core_lock_wait_us;
 	guint64 tx_cut;
+	guint64 tx_sparse_ahead;
 	/*< private >*/
-	guint64 _reserved[49];         /* zero; new counters come from here */
+	guint64 _reserved[48];         /* zero; new counters come from here */
 } NcmLwipStats;
 
 /**

@@ -185,6 +185,7 @@ static const AbiValue lwip_values[] = {
 	FIELD(NcmLwipStats, core_lock_waits, 96, 8),
 	FIELD(NcmLwipStats, core_lock_wait_us, 104, 8),
 	FIELD(NcmLwipStats, tx_cut, 112, 8),
+	FIELD(NcmLwipStats, tx_sparse_ahead, 120, 8),
 
 	SIZE(NcmLwipNetifConfig, 120),
 	RESERVE_ENDS(NcmLwipNetifConfig),

@@ -20,7 +20,7 @@
 #include "vmtest-heap.h"
 #endif
 
-#include "ncm-link.h"
+#include "ncm-link-private.h"
 #include "ncm-lwip.h"
 
 /* Generous for ASan/TSan on a loaded two-core machine. */
@@ -35,6 +35,7 @@
 #define CREDIT_POST (256 * 1024)
 
 static const char *skip_reason;
+static struct _ChokeLink *choke;
 static NcmLwipStack *stack;
 static NcmLwipNetif *netif;
 static guint8 kernel_mac[6];
@@ -355,6 +356,159 @@ kernel_retransmits(void)
 		break;
 	}
 	return value;
+}
+
+/* ---- A link that runs out of room ------------------------------------------------- */
+
+/*
+ * The TAP's link, wrapped: once armed, it takes @room more of the
+ * IPv4 UDP frames to the kernel, then refuses every frame until
+ * choke_room(), as a device's full OUT queue does. It records the UDP
+ * frames it passed on until disarmed.
+ */
+typedef struct _ChokeLink {
+	NcmLink link;
+	NcmLink *tap;
+	const NcmLinkSink *sink;
+	gpointer sink_data;
+	GMutex lock;
+	gboolean armed, full;
+	guint room;
+	GPtrArray *taken; /* GBytes */
+} ChokeLink;
+
+/* An IPv4 UDP frame (or fragment) to the kernel's address. */
+static gboolean
+choke_watches(const guint8 *f, gsize len)
+{
+	guint8 kernel[4];
+
+	inet_pton(AF_INET, KERNEL_V4, kernel);
+	return len >= 34 && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17 &&
+	       memcmp(f + 30, kernel, 4) == 0;
+}
+
+static NcmSendResult
+choke_sendv(NcmLink *link, const GOutputVector *v, guint n)
+{
+	ChokeLink *c = (ChokeLink *)link;
+	g_autoptr(GByteArray) frame = g_byte_array_new();
+	NcmSendResult r;
+	gboolean watched;
+
+	for (guint i = 0; i < n; i++)
+		g_byte_array_append(frame, v[i].buffer, (guint)v[i].size);
+	g_mutex_lock(&c->lock);
+	watched = c->armed && choke_watches(frame->data, frame->len);
+	if (c->armed && (c->full || (watched && c->room == 0))) {
+		c->full = TRUE;
+		g_mutex_unlock(&c->lock);
+		return NCM_SEND_WOULD_BLOCK;
+	}
+	r = ncm_link_sendv(c->tap, v, n);
+	if (watched && r == NCM_SEND_OK) {
+		c->room--;
+		g_ptr_array_add(c->taken, g_byte_array_free_to_bytes(g_steal_pointer(&frame)));
+	}
+	g_mutex_unlock(&c->lock);
+	return r;
+}
+
+static void
+choke_flush(NcmLink *link)
+{
+	ncm_link_flush(((ChokeLink *)link)->tap);
+}
+
+static void
+choke_set_sink(NcmLink *link, const NcmLinkSink *sink, gpointer user_data)
+{
+	ChokeLink *c = (ChokeLink *)link;
+
+	c->sink = sink;
+	c->sink_data = user_data;
+	c->tap->ops->set_sink(c->tap, sink, user_data);
+}
+
+static gboolean
+choke_start(NcmLink *link, GError **error)
+{
+	return ((ChokeLink *)link)->tap->ops->start(((ChokeLink *)link)->tap, error);
+}
+
+static void
+choke_stop(NcmLink *link)
+{
+	ChokeLink *c = (ChokeLink *)link;
+
+	c->tap->ops->stop(c->tap);
+}
+
+static void
+choke_free(NcmLink *link)
+{
+	ChokeLink *c = (ChokeLink *)link;
+
+	ncm_link_free(c->tap);
+	g_ptr_array_unref(c->taken);
+	g_mutex_clear(&c->lock);
+	if (choke == c)
+		choke = NULL;
+	g_free(c);
+}
+
+static const NcmLinkOps choke_ops = {
+	.sendv = choke_sendv,
+	.flush = choke_flush,
+	.set_sink = choke_set_sink,
+	.start = choke_start,
+	.stop = choke_stop,
+	.free = choke_free,
+};
+
+static NcmLink *
+choke_new(NcmLink *tap)
+{
+	ChokeLink *c = g_new0(ChokeLink, 1);
+
+	c->link = *tap;
+	c->link.ops = &choke_ops;
+	c->tap = tap;
+	g_mutex_init(&c->lock);
+	c->taken = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+	choke = c;
+	return &c->link;
+}
+
+static void
+choke_arm(guint room)
+{
+	g_mutex_lock(&choke->lock);
+	choke->armed = TRUE;
+	choke->full = FALSE;
+	choke->room = room;
+	g_ptr_array_set_size(choke->taken, 0);
+	g_mutex_unlock(&choke->lock);
+}
+
+/* Room again, as a completed transfer gives it, and no more refusals;
+ * the frames are still recorded. */
+static void
+choke_room(void)
+{
+	g_mutex_lock(&choke->lock);
+	choke->full = FALSE;
+	choke->room = G_MAXUINT;
+	g_mutex_unlock(&choke->lock);
+	choke->sink->writable(choke->sink_data);
+}
+
+static void
+choke_disarm(void)
+{
+	g_mutex_lock(&choke->lock);
+	choke->armed = FALSE;
+	g_mutex_unlock(&choke->lock);
 }
 
 /* ---- TCP: lwIP client, kernel server ---------------------------------------------- */
@@ -1376,6 +1530,94 @@ test_udp_echo(void)
 	g_assert_cmpuint(ncm_lwip_udp_socket_get_drops(sock), ==, 0);
 }
 
+/* The kernel's next datagram on @fd, which must be @len bytes of @want. */
+static void
+kernel_expect_datagram(int fd, const guint8 *want, gsize len)
+{
+	g_autofree guint8 *buf = g_malloc(len + 1);
+	ssize_t n = recv(fd, buf, len + 1, 0);
+
+	g_assert_cmpint(n, ==, (gssize)len);
+	g_assert_cmpmem(buf, len, want, len);
+}
+
+/*
+ * A datagram over the link's MTU leaves as IPv4 fragments cut by the
+ * netif. The link takes two of them and then has no room; a small
+ * datagram of another flow, sent meanwhile, goes ahead of the bulk
+ * (tx_sparse_ahead), but only after the cut datagram's rest: the netif
+ * resumes a cut at the fragment where the link stopped it, and had it sent
+ * anything in between it would have started the cut again, sending the
+ * first fragments twice (as TCP segments of 8 frames, the peer's D-SACKs
+ * then cost lwIP's window a fifth of a paced upload).
+ */
+static void
+test_udp_cut_resumes(void)
+{
+	enum { BIG = 6000, FRAGS = (BIG + 8 + 1479) / 1480 };
+	g_autoptr(NcmLwipUdpSocket) bulk = NULL;
+	g_autoptr(GInetSocketAddress) to = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree guint8 *big = make_data(BIG, 0xf4a9);
+	guint8 small[64] = {0};
+	guint16 port;
+	guint offsets = 0, tries = 0;
+	int fd;
+
+	if (!have_tap())
+		return;
+	fd = kernel_socket(KERNEL_V4, SOCK_DGRAM, &port);
+	to = sockaddr(KERNEL_V4, port);
+	bulk = ncm_lwip_stack_udp_bind(stack, NULL, &error);
+	g_assert_no_error(error);
+	/* The kernel's MAC is known before the link runs out of room. */
+	g_assert_true(ncm_lwip_udp_socket_send_to(bulk, to, small, sizeof(small), &error));
+	kernel_expect_datagram(fd, small, sizeof(small));
+	for (;;) {
+		g_autoptr(NcmLwipUdpSocket) sparse = ncm_lwip_stack_udp_bind(stack, NULL, &error);
+		NcmLwipStats before, after;
+		GBytes *last;
+
+		g_assert_no_error(error);
+		choke_arm(2);
+		ncm_lwip_stack_get_stats(stack, &before);
+		g_assert_true(ncm_lwip_udp_socket_send_to(bulk, to, big, BIG, &error));
+		g_assert_no_error(error);
+		g_assert_cmpuint(choke->taken->len, ==, 2);
+		small[0] = 0x5a;
+		g_assert_true(ncm_lwip_udp_socket_send_to(sparse, to, small, sizeof(small), &error));
+		ncm_lwip_stack_get_stats(stack, &after);
+		choke_room();
+		kernel_expect_datagram(fd, big, BIG);
+		kernel_expect_datagram(fd, small, sizeof(small));
+		/* Both flows in one of the 256 buckets: the small one rightly
+		 * waits its turn; another port draws another bucket. */
+		if (after.tx_sparse_ahead == before.tx_sparse_ahead) {
+			g_assert_cmpuint(++tries, <, 4);
+			continue;
+		}
+		g_assert_cmpuint(after.tx_sparse_ahead - before.tx_sparse_ahead, ==, 1);
+		/* Each fragment once, then the small datagram. */
+		g_assert_cmpuint(choke->taken->len, ==, FRAGS + 1);
+		for (guint i = 0; i < FRAGS; i++) {
+			gsize len;
+			const guint8 *f = g_bytes_get_data(g_ptr_array_index(choke->taken, i), &len);
+			guint off = ((f[20] & 0x1fu) << 8 | f[21]) * 8u;
+
+			g_assert_cmpuint(off % 1480, ==, 0);
+			g_assert_cmpuint(off / 1480, <, FRAGS);
+			g_assert_false(offsets & (1u << (off / 1480)));
+			offsets |= 1u << (off / 1480);
+		}
+		last = g_ptr_array_index(choke->taken, FRAGS);
+		g_assert_cmpuint(g_bytes_get_size(last), ==, 14 + 20 + 8 + sizeof(small));
+		break;
+	}
+	choke_disarm();
+	g_assert_cmpuint(offsets, ==, (1u << FRAGS) - 1);
+	close(fd);
+}
+
 typedef struct {
 	GMainLoop *loop;
 	GBytes *bytes;
@@ -1886,8 +2128,8 @@ attach_lwip(int fd)
 	config.ipv6_dad = FALSE;
 	config.ipv6_slaac = TRUE; /* only test_slaac() sends an advertisement */
 	stack = ncm_lwip_stack_get_default();
-	netif = ncm_lwip_netif_add(stack, ncm_link_new_for_tap_fd(fd, lwip_mac, 1514), &config,
-				   &error);
+	netif = ncm_lwip_netif_add(stack, choke_new(ncm_link_new_for_tap_fd(fd, lwip_mac, 1514)),
+				   &config, &error);
 	g_assert_no_error(error);
 }
 
@@ -1926,6 +2168,7 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-tap/tcp/time-wait", test_time_wait);
 	g_test_add_func("/lwip-tap/udp/echo", test_udp_echo);
 	g_test_add_func("/lwip-tap/udp/receive-async", test_udp_receive_async);
+	g_test_add_func("/lwip-tap/udp/cut-resumes", test_udp_cut_resumes);
 	g_test_add_func("/lwip-tap/netif/peer", test_peer);
 	g_test_add_func("/lwip-tap/ipv6/link-local", test_link_local);
 	g_test_add_func("/lwip-tap/ipv6/slaac", test_slaac);
