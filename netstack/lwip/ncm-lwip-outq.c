@@ -47,12 +47,16 @@ nlw_outq_clear(NlwOutq *q, void (*free_item)(gpointer item))
 	g_mutex_clear(&q->lock);
 }
 
-/* q->lock held. Only a frame whose flow has nothing queued or being sent
- * may pass the main queue: none passes one of its own. */
+/* q->lock held. Only a frame whose flow has nothing in the main queue
+ * may pass it (none passes one of its own), and only a few of a flow may
+ * wait ahead: a probe that comes while the one before it still waits for
+ * room goes ahead too, a flow that sends more than a trickle joins the
+ * bulk. */
 static gboolean
 is_sparse(const NlwOutq *q, guint flow, gboolean small)
 {
-	return small && flow < NCM_FLOW_BUCKETS && q->flows[flow] == 0 && q->ahead.len < q->ahead.size;
+	return small && flow < NCM_FLOW_BUCKETS && q->flows[flow] == q->flows_ahead[flow] &&
+	       q->flows_ahead[flow] < NLW_OUTQ_FLOW_AHEAD && q->ahead.len < q->ahead.size;
 }
 
 NlwOutqPush
@@ -65,6 +69,7 @@ nlw_outq_push(NlwOutq *q, gpointer item, guint flow, gboolean small, gboolean *r
 		/* refused */
 	} else if (is_sparse(q, flow, small)) {
 		ring_push(&q->ahead, item, flow);
+		q->flows_ahead[flow]++;
 		r = NLW_OUTQ_PUSH_AHEAD;
 	} else if (q->main.len < q->main.size) {
 		ring_push(&q->main, item, flow);
@@ -102,6 +107,8 @@ send_head(NlwOutq *q, NlwOutqRing *r, guint max, const NlwOutqOps *ops, gpointer
 
 		if (flow < NCM_FLOW_BUCKETS && q->flows[flow] > 0)
 			q->flows[flow]--;
+		if (r == &q->ahead && flow < NCM_FLOW_BUCKETS && q->flows_ahead[flow] > 0)
+			q->flows_ahead[flow]--;
 	}
 	r->head = (r->head + i) % r->size;
 	r->len -= i;

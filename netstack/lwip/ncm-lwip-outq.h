@@ -17,8 +17,9 @@
  *
  * A sparse flow's frame goes first, as in ncm-tun's queue
  * (netstack/tap/ncm-tap-queue.h): one of at most NCM_FLOW_SPARSE_MAX bytes
- * whose flow has nothing queued or being sent (the netif leaves pure ACKs
- * out: ncm-lwip-netif.c says why). lwIP's TCP fills this queue
+ * whose flow has nothing in the main queue and fewer than
+ * NLW_OUTQ_FLOW_AHEAD frames ahead (the netif leaves pure ACKs out:
+ * ncm-lwip-netif.c says why). lwIP's TCP fills this queue
  * up to its send buffer (1 MiB) while the link is full, and a DNS query,
  * a ping reply or another connection's ACK waited behind all of it.
  *
@@ -45,6 +46,9 @@ typedef struct {
 
 /* Sparse frames held at most; more go to the main queue, in order. */
 #define NLW_OUTQ_AHEAD 256u
+/* Frames of one flow that may wait ahead: a probe every 10 ms waits for
+ * up to 16 ms of a paced link's queue, so two wait at times. */
+#define NLW_OUTQ_FLOW_AHEAD 4u
 
 typedef struct {
 	gpointer item;
@@ -66,6 +70,7 @@ typedef struct {
 	NlwOutqRing main;
 	NlwOutqRing ahead;  /* sparse flows' frames: sent first */
 	guint32 flows[NCM_FLOW_BUCKETS]; /* per bucket: frames queued or being sent */
+	guint32 flows_ahead[NCM_FLOW_BUCKETS]; /* the part of them in the ahead ring */
 	/* A thread is sending: the only one that reads or pops ring[head..]. */
 	gboolean draining;
 	/* The link refused: nothing is tried until nlw_outq_writable(). */

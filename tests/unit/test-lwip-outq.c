@@ -347,15 +347,15 @@ assert_sent(Link *l, const guint *want, guint n)
 }
 
 /*
- * A small frame of a flow with nothing queued goes first; one of a flow
- * that has frames queued, or being sent, keeps its place behind them. Large
- * frames and frames of no flow never go first.
+ * A small frame of a flow with nothing in the main queue goes first; one
+ * of a flow that has frames there, or being sent from there, keeps its
+ * place behind them. Large frames and frames of no flow never go first.
  */
 static void
 test_sparse(void)
 {
-	static const guint first[] = {100, 1, 2, 3, 101, 102, 104};
-	static const guint all[] = {100, 1, 2, 3, 101, 102, 104, 200, 105, 201, 204, 202, 203};
+	static const guint first[] = {100, 101, 1, 2, 3, 102, 104};
+	static const guint all[] = {100, 101, 1, 2, 3, 102, 104, 200, 105, 201, 204, 202, 203};
 	NlwOutq q;
 	Link l;
 
@@ -364,14 +364,16 @@ test_sparse(void)
 	push_flow(&q, 2, 5, FALSE);
 	push_flow(&q, 3, 5, FALSE);
 	push_flow(&q, 100, 9, TRUE);   /* sparse */
-	push_flow(&q, 101, 9, TRUE);   /* 100 is still queued */
+	push_flow(&q, 101, 9, TRUE);   /* behind 100, ahead too */
 	push_flow(&q, 102, 5, TRUE);   /* behind 1-3 */
 	push_flow(&q, 104, 11, FALSE); /* large */
-	g_assert_cmpuint(q.ahead.len, ==, 1);
+	g_assert_cmpuint(q.ahead.len, ==, 2);
 	nlw_outq_drain(&q, &ops, &l);
 	assert_sent(&l, first, G_N_ELEMENTS(first));
-	for (guint f = 0; f < NCM_FLOW_BUCKETS; f++)
+	for (guint f = 0; f < NCM_FLOW_BUCKETS; f++) {
 		g_assert_cmpuint(q.flows[f], ==, 0);
+		g_assert_cmpuint(q.flows_ahead[f], ==, 0);
+	}
 	/* No flow is never sparse; flow 5, all sent, is again. */
 	push_flow(&q, 105, NCM_FLOW_NONE, TRUE);
 	g_assert_cmpuint(q.ahead.len, ==, 0);
@@ -391,6 +393,42 @@ test_sparse(void)
 	g_assert_cmpuint(q.ahead.len, ==, 1);
 	nlw_outq_writable(&q, &ops, &l);
 	assert_sent(&l, all, G_N_ELEMENTS(all));
+	link_clear(&l);
+}
+
+/* While the link has no room, a flow's first NLW_OUTQ_FLOW_AHEAD small
+ * frames wait ahead; the next joins the bulk, and so do the ones after
+ * it while it is there, though fewer wait ahead by then. */
+static void
+test_sparse_trickle(void)
+{
+	static const guint order[] = {1, 2, 10, 11, 12, 13, 20, 3, 14, 15};
+	NlwOutq q;
+	Link l;
+
+	G_STATIC_ASSERT(NLW_OUTQ_FLOW_AHEAD == 4);
+	link_init(&l, &q, 16);
+	l.refuse_at = 1;
+	push_flow(&q, 1, 5, FALSE);
+	push_flow(&q, 2, 5, FALSE);
+	nlw_outq_drain(&q, &ops, &l);
+	for (guint i = 10; i < 14; i++)
+		push_flow(&q, i, 9, TRUE);
+	g_assert_cmpuint(q.ahead.len, ==, 4);
+	push_flow(&q, 3, 5, FALSE);
+	push_flow(&q, 14, 9, TRUE);
+	g_assert_cmpuint(q.ahead.len, ==, 4);
+	g_assert_cmpuint(q.flows_ahead[9], ==, 4);
+	/* Refused again at 11: 11 to 13 still wait ahead, but 15 goes
+	 * behind 14, in the bulk; 20, of another flow, goes ahead. */
+	l.refuse_at = 3;
+	nlw_outq_writable(&q, &ops, &l);
+	g_assert_cmpuint(q.flows_ahead[9], ==, 3);
+	push_flow(&q, 15, 9, TRUE);
+	push_flow(&q, 20, 10, TRUE);
+	nlw_outq_writable(&q, &ops, &l);
+	g_assert_cmpuint(q.flows_ahead[9], ==, 0);
+	assert_sent(&l, order, G_N_ELEMENTS(order));
 	link_clear(&l);
 }
 
@@ -432,5 +470,6 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-outq/close-waits-for-hold", test_close_waits_for_hold);
 	g_test_add_func("/lwip-outq/sparse", test_sparse);
 	g_test_add_func("/lwip-outq/refused-first", test_refused_first);
+	g_test_add_func("/lwip-outq/sparse-trickle", test_sparse_trickle);
 	return g_test_run();
 }
