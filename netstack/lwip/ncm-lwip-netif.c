@@ -285,7 +285,9 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 	 * the CPU per MB (tests/bench/RESULTS.md, session 25). */
 	pushed = nlw_outq_push(&n->outq, p, ncm_flow_bucket(p->payload, p->len),
 			       p->tot_len <= NCM_FLOW_SPARSE_MAX &&
-				       !ncm_flow_is_pure_ack(p->payload, p->len),
+					       !ncm_flow_is_pure_ack(p->payload, p->len)
+				       ? p->tot_len
+				       : 0,
 			       &blocked);
 	if (pushed == NLW_OUTQ_PUSH_REFUSED) {
 		pbuf_free(p);

@@ -22,9 +22,9 @@ ring_clear(NlwOutqRing *r, void (*free_item)(gpointer item))
 
 /* A drain reads items[head .. head+len) without the lock; this slot lies past it. */
 static void
-ring_push(NlwOutqRing *r, gpointer item, guint flow)
+ring_push(NlwOutqRing *r, gpointer item, guint flow, guint len)
 {
-	r->items[(r->head + r->len) % r->size] = (NlwOutqItem){item, flow};
+	r->items[(r->head + r->len) % r->size] = (NlwOutqItem){item, flow, len};
 	r->len++;
 }
 
@@ -48,31 +48,33 @@ nlw_outq_clear(NlwOutq *q, void (*free_item)(gpointer item))
 }
 
 /* q->lock held. Only a frame whose flow has nothing in the main queue
- * may pass it (none passes one of its own), and only a few of a flow may
- * wait ahead: a probe that comes while the one before it still waits for
- * room goes ahead too, a flow that sends more than a trickle joins the
+ * may pass it (none passes one of its own), and only a few bytes of a flow
+ * may wait ahead: a probe that comes while the one before it still waits
+ * for room goes ahead too, a flow that sends more than a trickle joins the
  * bulk. */
 static gboolean
-is_sparse(const NlwOutq *q, guint flow, gboolean small)
+is_sparse(const NlwOutq *q, guint flow, guint len)
 {
-	return small && flow < NCM_FLOW_BUCKETS && q->flows[flow] == q->flows_ahead[flow] &&
-	       q->flows_ahead[flow] < NLW_OUTQ_FLOW_AHEAD && q->ahead.len < q->ahead.size;
+	return len > 0 && len <= NCM_FLOW_SPARSE_MAX && flow < NCM_FLOW_BUCKETS &&
+	       q->flows[flow] == q->flows_ahead[flow] &&
+	       q->flows_ahead_bytes[flow] + len <= NLW_OUTQ_FLOW_AHEAD && q->ahead.len < q->ahead.size;
 }
 
 NlwOutqPush
-nlw_outq_push(NlwOutq *q, gpointer item, guint flow, gboolean small, gboolean *ret_blocked)
+nlw_outq_push(NlwOutq *q, gpointer item, guint flow, guint sparse_len, gboolean *ret_blocked)
 {
 	NlwOutqPush r = NLW_OUTQ_PUSH_REFUSED;
 
 	ncm_mutex_lock(&q->lock);
 	if (q->closed) {
 		/* refused */
-	} else if (is_sparse(q, flow, small)) {
-		ring_push(&q->ahead, item, flow);
+	} else if (is_sparse(q, flow, sparse_len)) {
+		ring_push(&q->ahead, item, flow, sparse_len);
 		q->flows_ahead[flow]++;
+		q->flows_ahead_bytes[flow] += sparse_len;
 		r = NLW_OUTQ_PUSH_AHEAD;
 	} else if (q->main.len < q->main.size) {
-		ring_push(&q->main, item, flow);
+		ring_push(&q->main, item, flow, 0);
 		r = NLW_OUTQ_PUSH_QUEUED;
 	}
 	if (r != NLW_OUTQ_PUSH_REFUSED && flow < NCM_FLOW_BUCKETS)
@@ -103,12 +105,16 @@ send_head(NlwOutq *q, NlwOutqRing *r, guint max, const NlwOutqOps *ops, gpointer
 	}
 	ncm_mutex_lock(&q->lock);
 	for (guint k = 0; k < i; k++) {
-		guint flow = r->items[(head + k) % r->size].flow;
+		const NlwOutqItem *it = &r->items[(head + k) % r->size];
 
-		if (flow < NCM_FLOW_BUCKETS && q->flows[flow] > 0)
-			q->flows[flow]--;
-		if (r == &q->ahead && flow < NCM_FLOW_BUCKETS && q->flows_ahead[flow] > 0)
-			q->flows_ahead[flow]--;
+		if (it->flow >= NCM_FLOW_BUCKETS)
+			continue;
+		if (q->flows[it->flow] > 0)
+			q->flows[it->flow]--;
+		if (r == &q->ahead && q->flows_ahead[it->flow] > 0) {
+			q->flows_ahead[it->flow]--;
+			q->flows_ahead_bytes[it->flow] -= MIN(it->len, q->flows_ahead_bytes[it->flow]);
+		}
 	}
 	r->head = (r->head + i) % r->size;
 	r->len -= i;

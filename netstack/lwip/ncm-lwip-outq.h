@@ -17,9 +17,9 @@
  *
  * A sparse flow's frame goes first, as in ncm-tun's queue
  * (netstack/tap/ncm-tap-queue.h): one of at most NCM_FLOW_SPARSE_MAX bytes
- * whose flow has nothing in the main queue and fewer than
- * NLW_OUTQ_FLOW_AHEAD frames ahead (the netif leaves pure ACKs out:
- * ncm-lwip-netif.c says why). lwIP's TCP fills this queue
+ * whose flow has nothing in the main queue and at most NLW_OUTQ_FLOW_AHEAD
+ * bytes ahead with it (the netif leaves pure ACKs out: ncm-lwip-netif.c
+ * says why). lwIP's TCP fills this queue
  * up to its send buffer (1 MiB) while the link is full, and a DNS query,
  * a ping reply or another connection's ACK waited behind all of it.
  *
@@ -46,13 +46,16 @@ typedef struct {
 
 /* Sparse frames held at most; more go to the main queue, in order. */
 #define NLW_OUTQ_AHEAD 256u
-/* Frames of one flow that may wait ahead: a probe every 10 ms waits for
- * up to 16 ms of a paced link's queue, so two wait at times. */
-#define NLW_OUTQ_FLOW_AHEAD 4u
+/* Bytes of one flow that may wait ahead, as fq_codel gives a new flow a
+ * quantum: two full frames, or a burst of small ones (a probe every 10 ms
+ * waits for up to 16 ms of a paced link's queue, and a busy relay hands
+ * over several at once). */
+#define NLW_OUTQ_FLOW_AHEAD (2u * NCM_FLOW_SPARSE_MAX)
 
 typedef struct {
 	gpointer item;
 	guint flow;   /* its bucket, or NCM_FLOW_NONE */
+	guint len;    /* its bytes, in the ahead ring (0 in the main one) */
 } NlwOutqItem;
 
 /* A ring of items; a drain reads [head, head + len) without the lock. */
@@ -71,6 +74,7 @@ typedef struct {
 	NlwOutqRing ahead;  /* sparse flows' frames: sent first */
 	guint32 flows[NCM_FLOW_BUCKETS]; /* per bucket: frames queued or being sent */
 	guint32 flows_ahead[NCM_FLOW_BUCKETS]; /* the part of them in the ahead ring */
+	guint32 flows_ahead_bytes[NCM_FLOW_BUCKETS]; /* and their bytes */
 	/* A thread is sending: the only one that reads or pops ring[head..]. */
 	gboolean draining;
 	/* The link refused: nothing is tried until nlw_outq_writable(). */
@@ -92,9 +96,10 @@ typedef enum {
 } NlwOutqPush;
 
 /* Any thread. @flow: the frame's bucket (ncm_flow_bucket())
- * or NCM_FLOW_NONE; @small: it is at most NCM_FLOW_SPARSE_MAX bytes.
- * @ret_blocked: whether the item waits for link room. */
-NlwOutqPush nlw_outq_push(NlwOutq *q, gpointer item, guint flow, gboolean small,
+ * or NCM_FLOW_NONE; @sparse_len: its length if it may go ahead (at most
+ * NCM_FLOW_SPARSE_MAX bytes), else 0. @ret_blocked: whether the item
+ * waits for link room. */
+NlwOutqPush nlw_outq_push(NlwOutq *q, gpointer item, guint flow, guint sparse_len,
 			  gboolean *ret_blocked);
 /* Any thread: sends what is queued, unless another thread is at it
  * (it sends this thread's items too) or the link is blocked. */

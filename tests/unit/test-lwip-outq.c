@@ -335,7 +335,9 @@ push_flow(NlwOutq *q, guint v, guint flow, gboolean small)
 {
 	gboolean blocked;
 
-	g_assert_true(nlw_outq_push(q, GUINT_TO_POINTER(v), flow, small, &blocked));
+	/* Four of them fill a flow's room ahead. */
+	g_assert_true(nlw_outq_push(q, GUINT_TO_POINTER(v), flow, small ? NLW_OUTQ_FLOW_AHEAD / 4 : 0,
+				    &blocked));
 }
 
 static void
@@ -373,6 +375,7 @@ test_sparse(void)
 	for (guint f = 0; f < NCM_FLOW_BUCKETS; f++) {
 		g_assert_cmpuint(q.flows[f], ==, 0);
 		g_assert_cmpuint(q.flows_ahead[f], ==, 0);
+		g_assert_cmpuint(q.flows_ahead_bytes[f], ==, 0);
 	}
 	/* No flow is never sparse; flow 5, all sent, is again. */
 	push_flow(&q, 105, NCM_FLOW_NONE, TRUE);
@@ -396,9 +399,9 @@ test_sparse(void)
 	link_clear(&l);
 }
 
-/* While the link has no room, a flow's first NLW_OUTQ_FLOW_AHEAD small
- * frames wait ahead; the next joins the bulk, and so do the ones after
- * it while it is there, though fewer wait ahead by then. */
+/* While the link has no room, a flow's small frames wait ahead up to
+ * NLW_OUTQ_FLOW_AHEAD bytes; the next joins the bulk, and so do the ones
+ * after it while it is there, though fewer bytes wait ahead by then. */
 static void
 test_sparse_trickle(void)
 {
@@ -406,7 +409,6 @@ test_sparse_trickle(void)
 	NlwOutq q;
 	Link l;
 
-	G_STATIC_ASSERT(NLW_OUTQ_FLOW_AHEAD == 4);
 	link_init(&l, &q, 16);
 	l.refuse_at = 1;
 	push_flow(&q, 1, 5, FALSE);
@@ -424,6 +426,7 @@ test_sparse_trickle(void)
 	l.refuse_at = 3;
 	nlw_outq_writable(&q, &ops, &l);
 	g_assert_cmpuint(q.flows_ahead[9], ==, 3);
+	g_assert_cmpuint(q.flows_ahead_bytes[9], ==, 3 * NLW_OUTQ_FLOW_AHEAD / 4);
 	push_flow(&q, 15, 9, TRUE);
 	push_flow(&q, 20, 10, TRUE);
 	nlw_outq_writable(&q, &ops, &l);
