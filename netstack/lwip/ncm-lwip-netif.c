@@ -270,6 +270,7 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 	NcmLwipNetif *n = netif->state;
 	gboolean blocked;
 	NlwOutqPush pushed;
+	guint sparse_len;
 
 	/* Data lwIP only lends for this call (PBUF_REF) is copied. */
 	if (PBUF_NEEDS_COPY(p))
@@ -283,11 +284,10 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 	/* lwIP puts a frame's headers in its first pbuf. Pure ACKs keep their
 	 * place in line: sent first, they cost lwip's tcp_bidir 0.84x at 1.16x
 	 * the CPU per MB (tests/bench/RESULTS.md, session 25). */
-	pushed = nlw_outq_push(&n->outq, p, ncm_flow_bucket(p->payload, p->len),
-			       p->tot_len <= NCM_FLOW_SPARSE_MAX &&
-					       !ncm_flow_is_pure_ack(p->payload, p->len)
-				       ? p->tot_len
-				       : 0,
+	sparse_len = p->tot_len <= NCM_FLOW_SPARSE_MAX && !ncm_flow_is_pure_ack(p->payload, p->len)
+			     ? p->tot_len
+			     : 0;
+	pushed = nlw_outq_push(&n->outq, p, ncm_flow_bucket(p->payload, p->len), sparse_len,
 			       &blocked);
 	if (pushed == NLW_OUTQ_PUSH_REFUSED) {
 		pbuf_free(p);
