@@ -13,6 +13,12 @@ G_BEGIN_DECLS
 #define NCM_FLOW_NONE G_MAXUINT
 /* A sparse flow's frame is at most one of the usual MTU, never a GSO one. */
 #define NCM_FLOW_SPARSE_MAX 1514u
+/* Bytes of one flow that may wait ahead of the bulk, as fq_codel gives a
+ * new flow a quantum: two full frames, or a burst of small ones (a probe
+ * every 10 ms waits for up to 16 ms of a paced link's queue, and a busy
+ * sender hands over several at once). A flow with anything in the bulk
+ * queue has nothing ahead: no frame passes an older one of its flow. */
+#define NCM_FLOW_AHEAD_MAX (2u * NCM_FLOW_SPARSE_MAX)
 
 /*
  * The frame's bucket, from a hash of its addresses, protocol and, for TCP

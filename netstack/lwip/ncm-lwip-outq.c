@@ -57,7 +57,7 @@ is_sparse(const NlwOutq *q, guint flow, guint len)
 {
 	return len > 0 && len <= NCM_FLOW_SPARSE_MAX && flow < NCM_FLOW_BUCKETS &&
 	       q->flows[flow] == q->flows_ahead[flow] &&
-	       q->flows_ahead_bytes[flow] + len <= NLW_OUTQ_FLOW_AHEAD && q->ahead.len < q->ahead.size;
+	       q->flows_ahead_bytes[flow] + len <= NCM_FLOW_AHEAD_MAX && q->ahead.len < q->ahead.size;
 }
 
 NlwOutqPush

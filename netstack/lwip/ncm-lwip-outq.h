@@ -17,7 +17,7 @@
  *
  * A sparse flow's frame goes first, as in ncm-tun's queue
  * (netstack/tap/ncm-tap-queue.h): one of at most NCM_FLOW_SPARSE_MAX bytes
- * whose flow has nothing in the main queue and at most NLW_OUTQ_FLOW_AHEAD
+ * whose flow has nothing in the main queue and at most NCM_FLOW_AHEAD_MAX
  * bytes ahead with it (the netif leaves pure ACKs out: ncm-lwip-netif.c
  * says why). lwIP's TCP fills this queue
  * up to its send buffer (1 MiB) while the link is full, and a DNS query,
@@ -46,11 +46,6 @@ typedef struct {
 
 /* Sparse frames held at most; more go to the main queue, in order. */
 #define NLW_OUTQ_AHEAD 256u
-/* Bytes of one flow that may wait ahead, as fq_codel gives a new flow a
- * quantum: two full frames, or a burst of small ones (a probe every 10 ms
- * waits for up to 16 ms of a paced link's queue, and a busy relay hands
- * over several at once). */
-#define NLW_OUTQ_FLOW_AHEAD (2u * NCM_FLOW_SPARSE_MAX)
 
 typedef struct {
 	gpointer item;

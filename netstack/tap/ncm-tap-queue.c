@@ -31,6 +31,8 @@ tap_queue_clear(TapQueue *q)
 	q->bulk_bytes = 0;
 	q->sparse_bytes = 0;
 	memset(q->flows, 0, sizeof(q->flows));
+	memset(q->flows_ahead, 0, sizeof(q->flows_ahead));
+	memset(q->flows_ahead_bytes, 0, sizeof(q->flows_ahead_bytes));
 	q->hand_flow = NCM_FLOW_NONE;
 }
 
@@ -44,7 +46,9 @@ static gboolean
 is_sparse(const TapQueue *q, const TapQueued *p)
 {
 	return p->hdr.gso_type == TAP_VNET_GSO_NONE && p->len <= NCM_FLOW_SPARSE_MAX &&
-	       q->flows[p->flow] == 0 && p->flow != q->hand_flow && q->sparse_bytes < q->limit &&
+	       q->flows[p->flow] == q->flows_ahead[p->flow] &&
+	       q->flows_ahead_bytes[p->flow] + p->len <= NCM_FLOW_AHEAD_MAX &&
+	       p->flow != q->hand_flow && q->sparse_bytes < q->limit &&
 	       q->acks.length < TAP_QUEUE_MAX_ACKS;
 }
 
@@ -52,6 +56,7 @@ gboolean
 tap_queue_push(TapQueue *q, TapQueued *p)
 {
 	p->flow = NCM_FLOW_NONE;
+	p->ahead = FALSE;
 	if (tap_queue_is_ack(&p->hdr, p->frame, p->len)) {
 		if (q->acks.length < TAP_QUEUE_MAX_ACKS) {
 			g_queue_push_tail(&q->acks, p);
@@ -66,6 +71,9 @@ tap_queue_push(TapQueue *q, TapQueued *p)
 	if (is_sparse(q, p)) {
 		g_queue_push_tail(&q->acks, p);
 		q->sparse_bytes += p->len;
+		p->ahead = TRUE;
+		q->flows_ahead[p->flow]++;
+		q->flows_ahead_bytes[p->flow] += (guint32)p->len;
 	} else if (q->bulk_bytes < q->limit) {
 		g_queue_push_tail(&q->bulk, p);
 		q->bulk_bytes += p->len;
@@ -109,6 +117,12 @@ tap_queue_unpop_ack(TapQueue *q, TapQueued *p)
 void
 tap_queue_done(TapQueue *q, const TapQueued *p)
 {
-	if (p->flow != NCM_FLOW_NONE && q->flows[p->flow] > 0)
+	if (p->flow == NCM_FLOW_NONE)
+		return;
+	if (q->flows[p->flow] > 0)
 		q->flows[p->flow]--;
+	if (p->ahead && q->flows_ahead[p->flow] > 0) {
+		q->flows_ahead[p->flow]--;
+		q->flows_ahead_bytes[p->flow] -= (guint32)MIN(p->len, q->flows_ahead_bytes[p->flow]);
+	}
 }

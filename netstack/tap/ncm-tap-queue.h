@@ -29,12 +29,14 @@ G_BEGIN_DECLS
  * bottomless one.
  *
  * A sparse flow's packet goes first too, as fq_codel's new flows do on a
- * NIC: one of at most NCM_FLOW_SPARSE_MAX bytes whose flow has nothing
- * else queued, nor in the reader's hands. A DNS query, a ping, an ssh
- * keystroke or a game's update then waits only for the driver's queue,
- * not behind a bulk upload's (ncm-bench's rtt_under_up; issue 20). A flow
- * that sends more than a trickle has packets queued, so they take their
- * turn behind the bulk; nothing of one flow passes another of its own.
+ * NIC: one of at most NCM_FLOW_SPARSE_MAX bytes whose flow has nothing in
+ * the bulk queue nor in the reader's hands, and at most NCM_FLOW_AHEAD_MAX
+ * bytes ahead with it. A DNS query, a ping, an ssh keystroke or a game's
+ * update then waits only for the driver's queue, not behind a bulk
+ * upload's (ncm-bench's rtt_under_up; issue 20). A flow that sends more
+ * than a trickle gets packets into the bulk queue, and then all of its
+ * packets take their turn behind the bulk; nothing of one flow passes
+ * another of its own.
  */
 
 /* One packet as read_frame() left it: an Ethernet frame and its vnet header. */
@@ -42,6 +44,7 @@ typedef struct {
 	TapVnetHdr hdr;
 	gsize len;
 	guint flow;    /* its bucket of TapQueue.flows, or NCM_FLOW_NONE (ACKs) */
+	gboolean ahead; /* a sparse flow's: queued with the ACKs */
 	gint64 t_in;   /* when it was read (monotonic µs), for the queue's wait in the stats */
 	guint8 frame[];
 } TapQueued;
@@ -55,8 +58,11 @@ typedef struct {
 	gsize bulk_bytes;
 	gsize sparse_bytes; /* the sparse packets in acks, also held to @limit */
 	gsize limit;     /* bulk bytes past which packets are dropped */
-	/* Per flow bucket: its packets queued or being sent (tap_queue_done()). */
+	/* Per flow bucket: its packets queued or being sent (tap_queue_done()),
+	 * and of them those that went ahead, with their bytes. */
 	guint32 flows[NCM_FLOW_BUCKETS];
+	guint32 flows_ahead[NCM_FLOW_BUCKETS];
+	guint32 flows_ahead_bytes[NCM_FLOW_BUCKETS];
 	guint hand_flow; /* the flow of the packet the reader sends straight from the fd */
 	guint64 dropped; /* packets dropped over the limit */
 	guint64 dropped_acks;

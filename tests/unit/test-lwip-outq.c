@@ -336,7 +336,7 @@ push_flow(NlwOutq *q, guint v, guint flow, gboolean small)
 	gboolean blocked;
 
 	/* Four of them fill a flow's room ahead. */
-	g_assert_true(nlw_outq_push(q, GUINT_TO_POINTER(v), flow, small ? NLW_OUTQ_FLOW_AHEAD / 4 : 0,
+	g_assert_true(nlw_outq_push(q, GUINT_TO_POINTER(v), flow, small ? NCM_FLOW_AHEAD_MAX / 4 : 0,
 				    &blocked));
 }
 
@@ -400,7 +400,7 @@ test_sparse(void)
 }
 
 /* While the link has no room, a flow's small frames wait ahead up to
- * NLW_OUTQ_FLOW_AHEAD bytes; the next joins the bulk, and so do the ones
+ * NCM_FLOW_AHEAD_MAX bytes; the next joins the bulk, and so do the ones
  * after it while it is there, though fewer bytes wait ahead by then. */
 static void
 test_sparse_trickle(void)
@@ -426,7 +426,7 @@ test_sparse_trickle(void)
 	l.refuse_at = 3;
 	nlw_outq_writable(&q, &ops, &l);
 	g_assert_cmpuint(q.flows_ahead[9], ==, 3);
-	g_assert_cmpuint(q.flows_ahead_bytes[9], ==, 3 * NLW_OUTQ_FLOW_AHEAD / 4);
+	g_assert_cmpuint(q.flows_ahead_bytes[9], ==, 3 * NCM_FLOW_AHEAD_MAX / 4);
 	push_flow(&q, 15, 9, TRUE);
 	push_flow(&q, 20, 10, TRUE);
 	nlw_outq_writable(&q, &ops, &l);

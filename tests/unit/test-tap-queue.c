@@ -214,19 +214,22 @@ test_flow(void)
 }
 
 /*
- * A bulk flow fills the queue; a probe of another flow goes ahead of it,
- * its second probe (the first still queued) takes its turn behind, and
- * once the first is sent the next goes ahead again. Large packets never do.
+ * A bulk flow fills the queue; probes of another flow go ahead of it, the
+ * ones that come while earlier ones still wait or are being sent too, up
+ * to NCM_FLOW_AHEAD_MAX bytes of the flow. Past that its packets join the
+ * bulk, and while one is there so do all of its later ones. Once the flow
+ * has nothing queued its packets go ahead again; large ones never do.
  */
 static void
 test_sparse(void)
 {
+	static const guint8 ahead_order[] = {2, 3, 20}, bulk_order[] = {21, 4};
 	guint8 f[2048];
-	gsize data = tcp_frame(f, FALSE, 0x18, 0, 1000), probe;
-	TapQueued *bulk = queued(f, data), *p;
+	gsize data = tcp_frame(f, FALSE, 0x18, 0, 1000), probe, full;
+	TapQueued *p;
 	TapQueue q;
 
-	tap_queue_init(&q, 4 * data);
+	tap_queue_init(&q, 8 * data);
 	tap_queue_set_hand(&q, ncm_flow_bucket(f, data));
 	for (guint i = 0; i < 3; i++)
 		g_assert_true(tap_queue_push(&q, queued(f, data)));
@@ -237,29 +240,51 @@ test_sparse(void)
 	g_assert_true(tap_queue_push(&q, queued(f, probe)));
 	f[60] = 2;
 	g_assert_true(tap_queue_push(&q, queued(f, probe)));
-	g_assert_cmpuint(q.sparse_bytes, ==, probe);
+	g_assert_cmpuint(q.acks.length, ==, 2);
+	g_assert_cmpuint(q.sparse_bytes, ==, 2 * probe);
+	/* 1 is being sent: 3 still goes ahead, behind 2. */
 	p = tap_queue_pop_ack(&q);
 	g_assert_cmpuint(p->frame[60], ==, 1);
-	g_assert_cmpuint(q.sparse_bytes, ==, 0);
-	/* Not sent yet: the next probe still waits. */
 	f[60] = 3;
 	g_assert_true(tap_queue_push(&q, queued(f, probe)));
-	g_assert_null(tap_queue_pop_ack(&q));
-	tap_queue_done(&q, p);
-	g_free(p);
-	/* Sent; but probe 2 and 3 are still queued, behind the bulk. */
+	g_assert_cmpuint(q.acks.length, ==, 2);
+	/* A full frame of the flow fits its room ahead; the next does not,
+	 * and the probe after it follows it into the bulk. */
+	full = udp_frame(f, 1000, NCM_FLOW_SPARSE_MAX - 42, 0);
+	g_assert_cmpuint(full, ==, NCM_FLOW_SPARSE_MAX);
+	f[60] = 20;
+	g_assert_true(tap_queue_push(&q, queued(f, full)));
+	f[60] = 21;
+	g_assert_true(tap_queue_push(&q, queued(f, full)));
+	probe = udp_frame(f, 1000, 36, 0);
 	f[60] = 4;
 	g_assert_true(tap_queue_push(&q, queued(f, probe)));
+	g_assert_cmpuint(q.acks.length, ==, 3);
+	g_assert_cmpuint(q.bulk.length, ==, 5);
+	g_assert_cmpuint(q.flows_ahead_bytes[ncm_flow_bucket(f, probe)], ==, 3 * probe + full);
+	tap_queue_done(&q, p);
+	g_free(p);
+	for (guint i = 0; i < G_N_ELEMENTS(ahead_order); i++) {
+		p = tap_queue_pop_ack(&q);
+		g_assert_cmpuint(p->frame[60], ==, ahead_order[i]);
+		tap_queue_done(&q, p);
+		g_free(p);
+	}
 	g_assert_null(tap_queue_pop_ack(&q));
-	for (guint i = 0; i < 6; i++) {
+	for (guint i = 0; i < 5; i++) {
 		p = tap_queue_pop_bulk(&q);
 		g_assert_nonnull(p);
 		if (i >= 3)
-			g_assert_cmpuint(p->frame[60], ==, i - 1);
+			g_assert_cmpuint(p->frame[60], ==, bulk_order[i - 3]);
 		tap_queue_done(&q, p);
 		g_free(p);
 	}
 	g_assert_null(tap_queue_pop_bulk(&q));
+	for (guint b = 0; b < NCM_FLOW_BUCKETS; b++) {
+		g_assert_cmpuint(q.flows[b], ==, 0);
+		g_assert_cmpuint(q.flows_ahead[b], ==, 0);
+		g_assert_cmpuint(q.flows_ahead_bytes[b], ==, 0);
+	}
 	/* Its flow has nothing queued: ahead again, but not when large. */
 	f[60] = 5;
 	g_assert_true(tap_queue_push(&q, queued(f, probe)));
@@ -269,7 +294,6 @@ test_sparse(void)
 	p = tap_queue_pop_ack(&q);
 	g_assert_cmpuint(p->frame[60], ==, 5);
 	g_free(p);
-	g_free(bulk);
 	tap_queue_clear(&q);
 	g_assert_cmpuint(q.sparse_bytes, ==, 0);
 }
