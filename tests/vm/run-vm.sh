@@ -364,23 +364,40 @@ boot_vm() {
 # firmware hang costs a minute instead of the test.
 boot_wait=${VM_BOOT_WAIT:-60}
 guest_silent() { kill -0 "$vm_pid" 2>/dev/null && ! grep -q '^vm: ' "$out/console.log" 2>/dev/null; }
-qrc=0
-for attempt in 1 2; do
-	boot_vm
-	waited=0
-	while guest_silent && [ "$waited" -lt "$boot_wait" ]; do
-		sleep 1
-		waited=$((waited + 1))
+# The gadget's kernel itself can panic in f_ncm's ncm_wrap_ntb
+# (skb_over_panic: a 32-bit NDP entry put into an NDP buffer of NTB16's
+# size) while it answers the host in NTB32; README.md, "A gadget quirk".
+# That guest is run once more, with its first console kept
+# (console-panic.log), so a rare crash of the device does not fail a test;
+# one that comes back every time still does.
+fncm_panicked() {
+	[ ! -f "$out/guest-status" ] && grep -q 'skb_over_panic' "$out/console.log" 2>/dev/null &&
+		grep -q 'ncm_wrap_ntb' "$out/console.log"
+}
+for run in 1 2; do
+	qrc=0
+	for attempt in 1 2; do
+		boot_vm
+		waited=0
+		while guest_silent && [ "$waited" -lt "$boot_wait" ]; do
+			sleep 1
+			waited=$((waited + 1))
+		done
+		{ [ "$attempt" = 1 ] && guest_silent; } || break
+		log "HARNESS: no output from the guest's init ${boot_wait}s after start (console ends: $(tail -c 80 "$out/console.log" | tr -d '\r\n\033')); booting it again"
+		kill "$vm_pid" 2>/dev/null || true
+		wait "$vm_pid" 2>/dev/null || true
 	done
-	{ [ "$attempt" = 1 ] && guest_silent; } || break
-	log "HARNESS: no output from the guest's init ${boot_wait}s after start (console ends: $(tail -c 80 "$out/console.log" | tr -d '\r\n\033')); booting it again"
-	kill "$vm_pid" 2>/dev/null || true
-	wait "$vm_pid" 2>/dev/null || true
+	wait "$vm_pid" || qrc=$?
+	vm_pid=
+	# Let tee write the last console lines before our summary.
+	sleep 0.2
+	{ [ "$run" = 1 ] && fncm_panicked; } || break
+	log "HARNESS: the gadget's kernel panicked in f_ncm's ncm_wrap_ntb (a known f_ncm bug, README.md \"A gadget quirk\"); its console is in $out/console-panic.log; running the guest once more"
+	mv "$out/console.log" "$out/console-panic.log.tmp"
+	find "$out" -mindepth 1 ! -name .vm-out ! -name console-panic.log.tmp -delete
+	mv "$out/console-panic.log.tmp" "$out/console-panic.log"
 done
-wait "$vm_pid" || qrc=$?
-vm_pid=
-# Let tee write the last console lines before our summary.
-sleep 0.2
 
 status=
 [ -f "$out/guest-status" ] && status=$(cat "$out/guest-status")
