@@ -21,6 +21,55 @@ G_BEGIN_DECLS
 #define NCM_FLOW_AHEAD_MAX (2u * NCM_FLOW_SPARSE_MAX)
 
 /*
+ * The sparse rule's state, per bucket: the flow's frames queued or being
+ * sent, and of them those waiting ahead of the bulk, with their bytes.
+ * ncm-tun's queue and lwIP's output queue keep one each, under their own
+ * lock, so that both follow one rule.
+ */
+typedef struct {
+	guint32 queued[NCM_FLOW_BUCKETS];
+	guint32 ahead[NCM_FLOW_BUCKETS];
+	guint32 ahead_bytes[NCM_FLOW_BUCKETS];
+} NcmFlowCounts;
+
+/* Whether a frame of @len bytes of @flow may go ahead of the bulk: at most
+ * NCM_FLOW_SPARSE_MAX bytes, nothing of its flow behind the bulk, and at
+ * most NCM_FLOW_AHEAD_MAX bytes of it ahead with it. */
+static inline gboolean
+ncm_flow_may_pass(const NcmFlowCounts *c, guint flow, gsize len)
+{
+	return flow < NCM_FLOW_BUCKETS && len > 0 && len <= NCM_FLOW_SPARSE_MAX &&
+	       c->queued[flow] == c->ahead[flow] && c->ahead_bytes[flow] + len <= NCM_FLOW_AHEAD_MAX;
+}
+
+/* A frame of @flow was queued, ahead of the bulk or not. */
+static inline void
+ncm_flow_counts_add(NcmFlowCounts *c, guint flow, gsize len, gboolean ahead)
+{
+	if (flow >= NCM_FLOW_BUCKETS)
+		return;
+	c->queued[flow]++;
+	if (ahead) {
+		c->ahead[flow]++;
+		c->ahead_bytes[flow] += (guint32)len;
+	}
+}
+
+/* A frame that ncm_flow_counts_add() counted was sent or dropped. */
+static inline void
+ncm_flow_counts_done(NcmFlowCounts *c, guint flow, gsize len, gboolean ahead)
+{
+	if (flow >= NCM_FLOW_BUCKETS)
+		return;
+	if (c->queued[flow] > 0)
+		c->queued[flow]--;
+	if (ahead && c->ahead[flow] > 0) {
+		c->ahead[flow]--;
+		c->ahead_bytes[flow] -= (guint32)MIN(len, c->ahead_bytes[flow]);
+	}
+}
+
+/*
  * The frame's bucket, from a hash of its addresses, protocol and, for TCP
  * and UDP, ports: equal for every frame of a flow, whatever it carries. No
  * fragment's ports count (later ones carry none), so all of a datagram's

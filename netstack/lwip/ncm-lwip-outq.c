@@ -51,13 +51,11 @@ nlw_outq_clear(NlwOutq *q, void (*free_item)(gpointer item))
  * may pass it (none passes one of its own), and only a few bytes of a flow
  * may wait ahead: a probe that comes while the one before it still waits
  * for room goes ahead too, a flow that sends more than a trickle joins the
- * bulk. */
+ * bulk (ncm_flow_may_pass()). */
 static gboolean
 is_sparse(const NlwOutq *q, guint flow, guint len)
 {
-	return len > 0 && len <= NCM_FLOW_SPARSE_MAX && flow < NCM_FLOW_BUCKETS &&
-	       q->flows[flow] == q->flows_ahead[flow] &&
-	       q->flows_ahead_bytes[flow] + len <= NCM_FLOW_AHEAD_MAX && q->ahead.len < q->ahead.size;
+	return ncm_flow_may_pass(&q->flows, flow, len) && q->ahead.len < q->ahead.size;
 }
 
 NlwOutqPush
@@ -70,15 +68,13 @@ nlw_outq_push(NlwOutq *q, gpointer item, guint flow, guint sparse_len, gboolean 
 		/* refused */
 	} else if (is_sparse(q, flow, sparse_len)) {
 		ring_push(&q->ahead, item, flow, sparse_len);
-		q->flows_ahead[flow]++;
-		q->flows_ahead_bytes[flow] += sparse_len;
+		ncm_flow_counts_add(&q->flows, flow, sparse_len, TRUE);
 		r = NLW_OUTQ_PUSH_AHEAD;
 	} else if (q->main.len < q->main.size) {
 		ring_push(&q->main, item, flow, 0);
+		ncm_flow_counts_add(&q->flows, flow, 0, FALSE);
 		r = NLW_OUTQ_PUSH_QUEUED;
 	}
-	if (r != NLW_OUTQ_PUSH_REFUSED && flow < NCM_FLOW_BUCKETS)
-		q->flows[flow]++;
 	*ret_blocked = q->blocked;
 	ncm_mutex_unlock(&q->lock);
 	return r;
@@ -107,14 +103,7 @@ send_head(NlwOutq *q, NlwOutqRing *r, guint max, const NlwOutqOps *ops, gpointer
 	for (guint k = 0; k < i; k++) {
 		const NlwOutqItem *it = &r->items[(head + k) % r->size];
 
-		if (it->flow >= NCM_FLOW_BUCKETS)
-			continue;
-		if (q->flows[it->flow] > 0)
-			q->flows[it->flow]--;
-		if (r == &q->ahead && q->flows_ahead[it->flow] > 0) {
-			q->flows_ahead[it->flow]--;
-			q->flows_ahead_bytes[it->flow] -= MIN(it->len, q->flows_ahead_bytes[it->flow]);
-		}
+		ncm_flow_counts_done(&q->flows, it->flow, it->len, r == &q->ahead);
 	}
 	r->head = (r->head + i) % r->size;
 	r->len -= i;

@@ -67,9 +67,7 @@ typedef struct {
 	GCond idle; /* draining and holds went to 0 (nlw_outq_close() waits) */
 	NlwOutqRing main;
 	NlwOutqRing ahead;  /* sparse flows' frames: sent first */
-	guint32 flows[NCM_FLOW_BUCKETS]; /* per bucket: frames queued or being sent */
-	guint32 flows_ahead[NCM_FLOW_BUCKETS]; /* the part of them in the ahead ring */
-	guint32 flows_ahead_bytes[NCM_FLOW_BUCKETS]; /* and their bytes */
+	NcmFlowCounts flows; /* frames queued or being sent; ahead: in the ahead ring */
 	/* A thread is sending: the only one that reads or pops ring[head..]. */
 	gboolean draining;
 	/* The link refused: nothing is tried until nlw_outq_writable(). */

@@ -30,9 +30,7 @@ tap_queue_clear(TapQueue *q)
 	g_queue_clear_full(&q->bulk, g_free);
 	q->bulk_bytes = 0;
 	q->sparse_bytes = 0;
-	memset(q->flows, 0, sizeof(q->flows));
-	memset(q->flows_ahead, 0, sizeof(q->flows_ahead));
-	memset(q->flows_ahead_bytes, 0, sizeof(q->flows_ahead_bytes));
+	memset(&q->flows, 0, sizeof(q->flows));
 	q->hand_flow = NCM_FLOW_NONE;
 }
 
@@ -45,9 +43,7 @@ tap_queue_is_ack(const TapVnetHdr *h, const guint8 *f, gsize len)
 static gboolean
 is_sparse(const TapQueue *q, const TapQueued *p)
 {
-	return p->hdr.gso_type == TAP_VNET_GSO_NONE && p->len <= NCM_FLOW_SPARSE_MAX &&
-	       q->flows[p->flow] == q->flows_ahead[p->flow] &&
-	       q->flows_ahead_bytes[p->flow] + p->len <= NCM_FLOW_AHEAD_MAX &&
+	return p->hdr.gso_type == TAP_VNET_GSO_NONE && ncm_flow_may_pass(&q->flows, p->flow, p->len) &&
 	       p->flow != q->hand_flow && q->sparse_bytes < q->limit &&
 	       q->acks.length < TAP_QUEUE_MAX_ACKS;
 }
@@ -72,8 +68,6 @@ tap_queue_push(TapQueue *q, TapQueued *p)
 		g_queue_push_tail(&q->acks, p);
 		q->sparse_bytes += p->len;
 		p->ahead = TRUE;
-		q->flows_ahead[p->flow]++;
-		q->flows_ahead_bytes[p->flow] += (guint32)p->len;
 	} else if (q->bulk_bytes < q->limit) {
 		g_queue_push_tail(&q->bulk, p);
 		q->bulk_bytes += p->len;
@@ -82,7 +76,7 @@ tap_queue_push(TapQueue *q, TapQueued *p)
 		g_free(p);
 		return FALSE;
 	}
-	q->flows[p->flow]++;
+	ncm_flow_counts_add(&q->flows, p->flow, p->len, p->ahead);
 	return TRUE;
 }
 
@@ -117,12 +111,5 @@ tap_queue_unpop_ack(TapQueue *q, TapQueued *p)
 void
 tap_queue_done(TapQueue *q, const TapQueued *p)
 {
-	if (p->flow == NCM_FLOW_NONE)
-		return;
-	if (q->flows[p->flow] > 0)
-		q->flows[p->flow]--;
-	if (p->ahead && q->flows_ahead[p->flow] > 0) {
-		q->flows_ahead[p->flow]--;
-		q->flows_ahead_bytes[p->flow] -= (guint32)MIN(p->len, q->flows_ahead_bytes[p->flow]);
-	}
+	ncm_flow_counts_done(&q->flows, p->flow, p->len, p->ahead);
 }

@@ -58,11 +58,9 @@ typedef struct {
 	gsize bulk_bytes;
 	gsize sparse_bytes; /* the sparse packets in acks, also held to @limit */
 	gsize limit;     /* bulk bytes past which packets are dropped */
-	/* Per flow bucket: its packets queued or being sent (tap_queue_done()),
-	 * and of them those that went ahead, with their bytes. */
-	guint32 flows[NCM_FLOW_BUCKETS];
-	guint32 flows_ahead[NCM_FLOW_BUCKETS];
-	guint32 flows_ahead_bytes[NCM_FLOW_BUCKETS];
+	/* Per flow bucket: its packets queued or being sent (tap_queue_done());
+	 * ahead: those queued with the ACKs. */
+	NcmFlowCounts flows;
 	guint hand_flow; /* the flow of the packet the reader sends straight from the fd */
 	guint64 dropped; /* packets dropped over the limit */
 	guint64 dropped_acks;

@@ -373,9 +373,9 @@ test_sparse(void)
 	nlw_outq_drain(&q, &ops, &l);
 	assert_sent(&l, first, G_N_ELEMENTS(first));
 	for (guint f = 0; f < NCM_FLOW_BUCKETS; f++) {
-		g_assert_cmpuint(q.flows[f], ==, 0);
-		g_assert_cmpuint(q.flows_ahead[f], ==, 0);
-		g_assert_cmpuint(q.flows_ahead_bytes[f], ==, 0);
+		g_assert_cmpuint(q.flows.queued[f], ==, 0);
+		g_assert_cmpuint(q.flows.ahead[f], ==, 0);
+		g_assert_cmpuint(q.flows.ahead_bytes[f], ==, 0);
 	}
 	/* No flow is never sparse; flow 5, all sent, is again. */
 	push_flow(&q, 105, NCM_FLOW_NONE, TRUE);
@@ -420,17 +420,17 @@ test_sparse_trickle(void)
 	push_flow(&q, 3, 5, FALSE);
 	push_flow(&q, 14, 9, TRUE);
 	g_assert_cmpuint(q.ahead.len, ==, 4);
-	g_assert_cmpuint(q.flows_ahead[9], ==, 4);
+	g_assert_cmpuint(q.flows.ahead[9], ==, 4);
 	/* Refused again at 11: 11 to 13 still wait ahead, but 15 goes
 	 * behind 14, in the bulk; 20, of another flow, goes ahead. */
 	l.refuse_at = 3;
 	nlw_outq_writable(&q, &ops, &l);
-	g_assert_cmpuint(q.flows_ahead[9], ==, 3);
-	g_assert_cmpuint(q.flows_ahead_bytes[9], ==, 3 * NCM_FLOW_AHEAD_MAX / 4);
+	g_assert_cmpuint(q.flows.ahead[9], ==, 3);
+	g_assert_cmpuint(q.flows.ahead_bytes[9], ==, 3 * NCM_FLOW_AHEAD_MAX / 4);
 	push_flow(&q, 15, 9, TRUE);
 	push_flow(&q, 20, 10, TRUE);
 	nlw_outq_writable(&q, &ops, &l);
-	g_assert_cmpuint(q.flows_ahead[9], ==, 0);
+	g_assert_cmpuint(q.flows.ahead[9], ==, 0);
 	assert_sent(&l, order, G_N_ELEMENTS(order));
 	link_clear(&l);
 }

@@ -261,7 +261,7 @@ test_sparse(void)
 	g_assert_true(tap_queue_push(&q, queued(f, probe)));
 	g_assert_cmpuint(q.acks.length, ==, 3);
 	g_assert_cmpuint(q.bulk.length, ==, 5);
-	g_assert_cmpuint(q.flows_ahead_bytes[ncm_flow_bucket(f, probe)], ==, 3 * probe + full);
+	g_assert_cmpuint(q.flows.ahead_bytes[ncm_flow_bucket(f, probe)], ==, 3 * probe + full);
 	tap_queue_done(&q, p);
 	g_free(p);
 	for (guint i = 0; i < G_N_ELEMENTS(ahead_order); i++) {
@@ -281,9 +281,9 @@ test_sparse(void)
 	}
 	g_assert_null(tap_queue_pop_bulk(&q));
 	for (guint b = 0; b < NCM_FLOW_BUCKETS; b++) {
-		g_assert_cmpuint(q.flows[b], ==, 0);
-		g_assert_cmpuint(q.flows_ahead[b], ==, 0);
-		g_assert_cmpuint(q.flows_ahead_bytes[b], ==, 0);
+		g_assert_cmpuint(q.flows.queued[b], ==, 0);
+		g_assert_cmpuint(q.flows.ahead[b], ==, 0);
+		g_assert_cmpuint(q.flows.ahead_bytes[b], ==, 0);
 	}
 	/* Its flow has nothing queued: ahead again, but not when large. */
 	f[60] = 5;
