@@ -233,6 +233,41 @@ rx_trace() {
 	echo >"$t/trace"
 }
 
+# bus_sampler OUT LOG: where the emulated buses ran, to OUT.bus. Every transfer of a
+# gadget's bus is done in dummy_hcd's timer (dummy_timer), an hrtimer run as a
+# softirq on Debian's 6.1, which re-arms itself on the CPU it runs on: a bus stays
+# on one guest CPU for a whole run. Each second, each CPU's HRTIMER softirqs so far
+# ("hrtimer TEST N0 N1 ...": the buses' timer runs, almost all of them) and its
+# ticks ("stat TEST cpuN ..."), TEST being the test ncm-bench's LOG names last.
+# Counters only: switching trace events on and off each second hung a guest once.
+bus_sampler() {
+	local test
+	while :; do
+		test=$(sed -n 's/.*: \(tcp_[a-z_]*\) on .*/\1/p' "$2" 2>/dev/null | tail -n 1)
+		sed -n "s/^ *HRTIMER: */hrtimer ${test:--} /p" /proc/softirqs
+		grep '^cpu[0-9]' /proc/stat | sed "s/^/stat ${test:--} /"
+		sleep 1
+	done >"$1.bus"
+}
+
+# bus_split OUT TEST: from OUT.bus, each CPU's share of the HRTIMER softirqs and
+# its busy share over TEST's samples ("bus timers 88/12 %, CPUs busy 100/41 %"),
+# or "-".
+bus_split() {
+	[ -s "$1.bus" ] || { echo -; return 0; }
+	awk -v t="$2" '
+		$1 == "hrtimer" && $2 == t { for (i = 3; i <= NF; i++) { if (!seen_h) h0[i] = $i; h1[i] = $i }; seen_h = 1; cpus = NF - 2 }
+		$1 == "stat" && $2 == t { c = $3; busy = $4 + $5 + $6 + $9 + $10 + $11; tot = busy + $7 + $8
+			if (!(c in b0)) { b0[c] = busy; t0[c] = tot; order[m++] = c }; b1[c] = busy; t1[c] = tot }
+		END {
+			for (i = 3; i < cpus + 3; i++) all += h1[i] - h0[i]
+			if (all <= 0 || m == 0) { print "-"; exit }
+			s = ""; for (i = 3; i < cpus + 3; i++) s = s (i > 3 ? "/" : "") sprintf("%.0f", 100 * (h1[i] - h0[i]) / all)
+			u = ""; for (i = 0; i < m; i++) { c = order[i]; d = t1[c] - t0[c]; u = u (i ? "/" : "") (d > 0 ? sprintf("%.0f", 100 * (b1[c] - b0[c]) / d) : "-") }
+			printf "bus timers %s %%, CPUs busy %s %%\n", s, u
+		}' "$1.bus"
+}
+
 # The hist trigger's spec; "!" before it removes it (and its counts).
 sys_hist='hist:keys=common_pid.execname,id.syscall:vals=hitcount:sort=hitcount:size=8192'
 sys_enter=/sys/kernel/debug/tracing/events/raw_syscalls/sys_enter
@@ -313,7 +348,10 @@ scale() {
 		perf="perf record -q -a -g -k mono -e cpu-clock -F ${VM_SCALE_PERF_HZ:-499} -o /tmp/scale.perf --"
 		pre="$pre NCM_BENCH_SPANS=/tmp/scale.spans"
 	fi
-	local drops0 mem0
+	local drops0 mem0 bus
+	rm -f "$out.bus" "$out.log"
+	bus_sampler "$out" "$out.log" &
+	bus=$!
 	[ "${VM_SCALE_SYSCALLS:-}" != 1 ] || syscalls_start
 	drops0=$(backlog_drops)
 	mem0=$(tcp_pages)
@@ -321,6 +359,8 @@ scale() {
 		--tests "$(echo $tests | tr ' ' ,)" --path "$1=$3" \
 		--json "$out.json" >"$out.txt" 2>"$out.log" || rc=$?
 	drops=$(($(backlog_drops) - drops0))
+	kill "$bus" 2>/dev/null || true
+	wait "$bus" 2>/dev/null || true
 	[ "${VM_SCALE_SYSCALLS:-}" != 1 ] || syscalls_end "$out"
 	[ -z "$perf" ] || perf_split "$out"
 	[ -z "$ss" ] || kill "$ss" 2>/dev/null || true
@@ -354,6 +394,7 @@ scale() {
 			"system CPU $(fig "$out.json" "$t" system_cpu_s_per_mb %.4f) s/MB ($(fig "$out.json" "$t" system_cpu_busy_pct %.0f) % busy)," \
 			"event thread $(fig "$out.json" "$t" event_thread_cpu_pct %.0f) % of a CPU," \
 			"threads waiting for lwIP's core lock $(fig "$out.json" "$t" lwip_core_lock_waiting %.2f)," \
+			"$(bus_split "$out" "$t")," \
 			"backlog drops $drops (netdev_max_backlog $(cat /proc/sys/net/core/netdev_max_backlog), RPS $rps)," \
 			"TCP memory at start $mem0 pages (tcp_mem $(tr '\t' ' ' </proc/sys/net/ipv4/tcp_mem))," \
 			"per device $(result "$out.json" "$t" | sed -n 's/.*"device_mbit_s":\[\([^]]*\)\].*/\1/p')"
