@@ -211,9 +211,12 @@ softnet_sampler() {
 rx_trace() {
 	local t=/sys/kernel/debug/tracing n=0
 	[ -d "$t/events/net" ] || { echo "no tracefs" >"$1.trace"; return 0; }
-	# Senders in either namespace: a download's are the peer's (the lwip path has none in the host's).
+	# Streams in either namespace, counted by their kernel senders or their kernel receivers, whichever
+	# are more: on the lwip path an upload's only kernel ends are the peer's receivers.
 	while [ "$({ ss -tinH state established; peer_run ss -tinH state established; } 2>/dev/null |
-		grep -o 'bytes_acked:[0-9]*' | awk -F: '$2 > 1000000' | grep -c .)" -lt "$2" ] && [ "$n" -lt 70 ]; do
+		grep -Eo 'bytes_(acked|received):[0-9]*' | awk -F: '$2 > 1000000 { n[$1]++ }
+			END { print (n["bytes_acked"] > n["bytes_received"] ? n["bytes_acked"] : n["bytes_received"]) + 0 }')" -lt "$2" ] &&
+		[ "$n" -lt 70 ]; do
 		sleep 0.3
 		n=$((n + 1))
 	done
