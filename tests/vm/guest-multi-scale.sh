@@ -243,14 +243,22 @@ rx_trace() {
 # ("hrtimer TEST N0 N1 ...": the buses' timer runs, almost all of them) and its
 # ticks ("stat TEST cpuN ..."), TEST being the test ncm-bench's LOG names last.
 # Counters only: switching trace events on and off each second hung a guest once.
+# Shell builtins but sleep, as softnet_sampler.
 bus_sampler() {
-	local test
+	local test=- l k
 	while :; do
-		test=$(sed -n 's/.*: \(tcp_[a-z_]*\) on .*/\1/p' "$2" 2>/dev/null | tail -n 1)
-		sed -n "s/^ *HRTIMER: */hrtimer ${test:--} /p" /proc/softirqs
-		grep '^cpu[0-9]' /proc/stat | sed "s/^/stat ${test:--} /"
+		# ncm-bench's "PATH: TEST on K devices at once", the last one so far.
+		while read -r l; do
+			case $l in *": tcp_"*" on "*) l=${l##*: }; test=${l%% *} ;; esac
+		done <"$2"
+		while read -r k l; do
+			[ "$k" != HRTIMER: ] || echo "hrtimer $test $l"
+		done </proc/softirqs
+		while read -r k l; do
+			case $k in cpu[0-9]*) echo "stat $test $k $l" ;; esac
+		done </proc/stat
 		sleep 1
-	done >"$1.bus"
+	done >"$1.bus" 2>/dev/null
 }
 
 # bus_split OUT TEST: from OUT.bus, each CPU's share of the HRTIMER softirqs and
@@ -264,8 +272,8 @@ bus_split() {
 			if (!(c in b0)) { b0[c] = busy; t0[c] = tot; order[m++] = c }; b1[c] = busy; t1[c] = tot }
 		END {
 			for (i = 3; i < cpus + 3; i++) all += h1[i] - h0[i]
-			if (all <= 0 || m == 0) { print "-"; exit }
-			s = ""; for (i = 3; i < cpus + 3; i++) s = s (i > 3 ? "/" : "") sprintf("%.0f", 100 * (h1[i] - h0[i]) / all)
+			if (m == 0) { print "-"; exit }
+			s = ""; for (i = 3; i < cpus + 3; i++) s = s (i > 3 ? "/" : "") (all > 0 ? sprintf("%.0f", 100 * (h1[i] - h0[i]) / all) : "-")
 			u = ""; for (i = 0; i < m; i++) { c = order[i]; d = t1[c] - t0[c]; u = u (i ? "/" : "") (d > 0 ? sprintf("%.0f", 100 * (b1[c] - b0[c]) / d) : "-") }
 			printf "bus timers %s %%, CPUs busy %s %%\n", s, u
 		}' "$1.bus"
