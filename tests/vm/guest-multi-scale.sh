@@ -247,10 +247,13 @@ rx_trace() {
 bus_sampler() {
 	local test=- l k
 	while :; do
-		# ncm-bench's "PATH: TEST on K devices at once", the last one so far.
-		while read -r l; do
-			case $l in *": tcp_"*" on "*) l=${l##*: }; test=${l%% *} ;; esac
-		done <"$2"
+		# ncm-bench's "PATH: TEST on K devices at once", the last one so far
+		# (a redirect that fails would end the sampler under set -e).
+		if [ -r "$2" ]; then
+			while read -r l; do
+				case $l in *": tcp_"*" on "*) l=${l##*: }; test=${l%% *} ;; esac
+			done <"$2"
+		fi
 		while read -r k l; do
 			[ "$k" != HRTIMER: ] || echo "hrtimer $test $l"
 		done </proc/softirqs
