@@ -520,6 +520,8 @@ NCM_EXPORT gboolean ncm_device_is_gone(NcmDevice *self);
  * Thread: any.
  *
  * Returns: the limit in bytes (#NcmStats.tx_queue_limit); 0 when unpaced.
+ *
+ * Since: 0.2
  */
 NCM_EXPORT guint64 ncm_device_get_tx_queue_limit(NcmDevice *self);
 

@@ -13,7 +13,7 @@
  *
  * The minor version of the libncm headers in use.
  */
-#define NCM_MINOR_VERSION 1
+#define NCM_MINOR_VERSION 2
 /**
  * NCM_MICRO_VERSION:
  *

@@ -8,6 +8,7 @@
 static gchar **opt_device;
 static gchar *opt_pace;
 static gboolean opt_ntb32;
+static gboolean opt_switch_config;
 static gint opt_nudge_ms;
 static gboolean opt_no_ack_merge;
 static gint opt_tx_ntbs = 0;
@@ -23,6 +24,10 @@ static const GOptionEntry device_entries[] = {
 	  "Cap transmission at RATE bytes/s (suffix k, M, G: powers of 1000)", "RATE" },
 	{ "ntb32", 0, 0, G_OPTION_ARG_NONE, &opt_ntb32,
 	  "Use NTB32 when the device supports it", NULL },
+	{ "switch-config", 0, 0, G_OPTION_ARG_NONE, &opt_switch_config,
+	  "Select the USB configuration that holds the NCM function when another one is "
+	  "active (iPhones and iPads after ncm-probe --apple-switch); this disturbs whatever "
+	  "uses the active one, such as usbmuxd", NULL },
 	{ "nudge-ms", 0, 0, G_OPTION_ARG_INT, &opt_nudge_ms,
 	  "Quiet time after a stream before the tail nudge, for gadgets (Linux f_ncm) that "
 	  "hold their last NTB; 0 = 100, -1 = never", "MS" },
@@ -114,6 +119,7 @@ cli_device_parse_tuning(NcmDeviceOptions *ret_options, GError **error)
 {
 	ncm_device_options_init(ret_options);
 	ret_options->ntb32 = opt_ntb32;
+	ret_options->switch_config = opt_switch_config;
 	ret_options->nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
 	ret_options->no_ack_merge = opt_no_ack_merge;
 	if (opt_tx_ntbs < 0) {
@@ -216,9 +222,15 @@ cli_select_function(NcmContext *ctx, const NcmMatch *match, int usb_fd, GError *
 	for (guint i = 0; i < all->len; i++) {
 		const NcmFunctionInfo *info = all->pdata[i];
 
-		g_string_append_printf(list, "\n  path=%s  %04x:%04x  serial=%s  interface %u",
+		g_string_append_printf(list, "\n  path=%s  %04x:%04x  serial=%s",
 				       info->port_path, info->vid, info->pid,
-				       info->serial ? info->serial : "?", info->comm_iface);
+				       info->serial ? info->serial : "?");
+		/* Two functions of one device (an iPad's) differ only in their MAC. */
+		if (info->have_mac)
+			g_string_append_printf(list, "  mac=%02x:%02x:%02x:%02x:%02x:%02x",
+					       info->mac[0], info->mac[1], info->mac[2],
+					       info->mac[3], info->mac[4], info->mac[5]);
+		g_string_append_printf(list, "  interface %u", info->comm_iface);
 	}
 	g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
 		    "%u functions match; pick one with --device:%s", all->len, list->str);

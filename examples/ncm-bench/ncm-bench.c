@@ -96,7 +96,8 @@ static const GOptionEntry entries[] = {
 	{"secs", 0, 0, G_OPTION_ARG_INT, &opt_secs, "Seconds per throughput run (default 10)", "S"},
 	{"soak-secs", 0, 0, G_OPTION_ARG_INT, &opt_soak_secs, "Length of the soak (default 30)", "S"},
 	{"pace", 0, 0, G_OPTION_ARG_DOUBLE, &opt_pace,
-	 "Pacing rate for libncm paths in Mbit/s (recorded in the JSON)", "RATE"},
+	 "Pacing rate for libncm paths in Mbit/s, a plain number (recorded in the JSON; ncm-tun's "
+	 "and ncm-proxy's --pace take bytes/s: 40 Mbit/s is --pace 5M there)", "RATE"},
 	{"udp-max-mbit", 0, 0, G_OPTION_ARG_DOUBLE, &opt_udp_max,
 	 "Cap of the UDP auto-rate probe (default 1000)", "RATE"},
 	{"json", 'j', 0, G_OPTION_ARG_FILENAME, &opt_json, "Write results as JSON", "FILE"},

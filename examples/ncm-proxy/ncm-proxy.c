@@ -51,7 +51,8 @@ static const GOptionEntry entries[] = {
 	{ "gateway", 'g', 0, G_OPTION_ARG_STRING, &opt_gateway,
 	  "IPv4 gateway beyond the device's link (with --ipv4)", "ADDR" },
 	{ "ipv6", '6', 0, G_OPTION_ARG_STRING, &opt_ipv6,
-	  "Static IPv6 address, a /64 (link-local and SLAAC addresses come anyway)", "ADDR" },
+	  "Static IPv6 address, a /64: ADDR or ADDR/64 (link-local and SLAAC addresses come "
+	  "anyway)", "ADDR" },
 	{ "no-dhcp", 0, 0, G_OPTION_ARG_NONE, &opt_no_dhcp, "No DHCPv4 client (IPv6 only)", NULL },
 	{ "no-slaac", 0, 0, G_OPTION_ARG_NONE, &opt_no_slaac,
 	  "Take no addresses from router advertisements", NULL },
@@ -171,7 +172,8 @@ parse_address(const gchar *option, const gchar *text, GSocketFamily family, guin
 
 	if (parts[1]) {
 		prefix = g_ascii_strtoull(parts[1], &end, 10);
-		if (!ret_prefix || end == parts[1] || *end || prefix > 32)
+		if (!ret_prefix || end == parts[1] || *end ||
+		    prefix > (family == G_SOCKET_FAMILY_IPV4 ? 32 : 128))
 			g_clear_object(&address);
 	}
 	if (!address || g_inet_address_get_family(address) != family) {
@@ -180,6 +182,14 @@ parse_address(const gchar *option, const gchar *text, GSocketFamily family, guin
 			    "--%s %s: expected an IPv%c address%s", option, text,
 			    family == G_SOCKET_FAMILY_IPV4 ? '4' : '6',
 			    ret_prefix ? " with an optional /PREFIX" : "");
+		return NULL;
+	}
+	/* lwIP gives a static IPv6 address a /64 and no other prefix. */
+	if (family == G_SOCKET_FAMILY_IPV6 && parts[1] && prefix != 64) {
+		g_clear_object(&address);
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--%s %s: a static IPv6 address is a /64 here; give %s or %s/64",
+			    option, text, parts[0], parts[0]);
 		return NULL;
 	}
 	if (ret_prefix)
@@ -303,7 +313,9 @@ parse_device(Main *m, ProxyDeviceConfig *dev, GError **error)
 		g_ptr_array_add(m->keep, net->ipv4_gateway = a);
 	}
 	if (opt_ipv6) {
-		if (!(a = parse_address("ipv6", opt_ipv6, G_SOCKET_FAMILY_IPV6, NULL, error)))
+		guint prefix6;
+
+		if (!(a = parse_address("ipv6", opt_ipv6, G_SOCKET_FAMILY_IPV6, &prefix6, error)))
 			return FALSE;
 		g_ptr_array_add(m->keep, net->ipv6 = a);
 	}
@@ -480,6 +492,10 @@ main(int argc, char **argv)
 	m.forwards = g_ptr_array_new_with_free_func((GDestroyNotify)proxy_forward_free);
 	if (!parse_options(&m, &dev, &argc, &argv, &error)) {
 		fprintf(stderr, "ncm-proxy: %s\n", error->message);
+		g_ptr_array_unref(m.forwards);
+		g_ptr_array_unref(m.keep);
+		g_free(m.proxy.auth_user);
+		g_free(m.proxy.auth_password);
 		return EXIT_SETUP;
 	}
 	/* A client that goes away mid-write must not kill the proxy. */

@@ -491,9 +491,17 @@ setup_step(Tun *tun, gboolean ok, GError **error)
 		return TRUE;
 	if (ncm_tap_is_persistent(tun->tap) &&
 	    g_error_matches(*error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED)) {
+		const guint8 *m = tun->mac;
+		/* A TAP that keeps another MAC drops the device's unicast frames to us. */
+		g_autofree gchar *mac = opt_tun ? g_strdup("") :
+			g_strdup_printf(" address %02x:%02x:%02x:%02x:%02x:%02x",
+					m[0], m[1], m[2], m[3], m[4], m[5]);
+
 		g_message("%s was created beforehand and we may not configure it (%s): "
-			  "leaving its MTU, MAC, addresses and up state to root",
-			  ncm_tap_get_name(tun->tap), (*error)->message);
+			  "leaving its MTU, MAC, addresses and up state to root, who should run "
+			  "ip link set %s%s mtu %u up, then add the addresses",
+			  ncm_tap_get_name(tun->tap), (*error)->message,
+			  ncm_tap_get_name(tun->tap), mac, tun->mtu);
 		g_clear_error(error);
 		tun->setup_left_to_root = TRUE;
 		return TRUE;

@@ -63,7 +63,8 @@ ncm_context_switch_apple_devices(NcmContext *self, GError **error)
 	}
 	n = libusb_get_device_list(usb, &list);
 	if (n < 0) {
-		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED, "cannot list USB devices: %s",
+		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
+			    "cannot list USB devices: %s (is /dev/bus/usb readable?)",
 			    libusb_strerror((int)n));
 		if (usb != ncm_context_get_usb(self))
 			libusb_exit(usb);

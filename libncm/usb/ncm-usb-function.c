@@ -120,7 +120,9 @@ ncm_set_usb_error(GError **error, int usb_err, const NcmFunctionInfo *info, cons
 			    what, node, info->vid, info->pid);
 		break;
 	default:
-		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED, "%s on %s (%04x:%04x) failed: %s",
+		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
+			    "%s on %s (%04x:%04x) failed: %s; replug the device, and report it "
+			    "with ncm-probe's output if it persists",
 			    what, node, info->vid, info->pid, libusb_strerror(usb_err));
 	}
 }

@@ -30,8 +30,9 @@ select_config(NcmDevice *self, GError **error)
 	if (!self->options.switch_config) {
 		g_set_error(error, NCM_ERROR, NCM_ERROR_CONFIG_INACTIVE,
 			    "the NCM function of %04x:%04x is in configuration %u but %d is active: "
-			    "allow switching configuration (ncm-tun --switch-config) if nothing else "
-			    "uses the device (switching disturbs e.g. usbmuxd)",
+			    "allow switching configuration (--switch-config in ncm-tun and ncm-proxy, "
+			    "NcmDeviceOptions.switch_config in the API) if nothing else uses the "
+			    "device (switching disturbs e.g. usbmuxd)",
 			    info->vid, info->pid, info->config_value, active);
 		return FALSE;
 	}
@@ -179,7 +180,8 @@ get_ntb_parameters(NcmDevice *self, NcmNtbParams *params, GError **error)
 	NcmParamsStatus st = ncm_params_parse(buf, (size_t)r, params, &fixups);
 	if (st != NCM_PARAMS_OK) {
 		g_set_error(error, NCM_ERROR, NCM_ERROR_PROTOCOL,
-			    "%04x:%04x sent invalid NTB parameters (%s): it cannot be driven",
+			    "%04x:%04x sent invalid NTB parameters (%s): it cannot be driven; "
+			    "report it with ncm-probe's output",
 			    self->info->vid, self->info->pid, ncm_params_status_name(st));
 		return FALSE;
 	}
@@ -240,7 +242,8 @@ set_input_size(NcmDevice *self, GError **error)
 	if (used > NCM_RX_NTB_HARD_MAX) {
 		g_set_error(error, NCM_ERROR, NCM_ERROR_PROTOCOL,
 			    "%04x:%04x keeps sending NTBs of up to %u bytes (it %s a size of %u), "
-			    "more than libncm's limit of %u: it cannot be driven",
+			    "more than libncm's limit of %u: it cannot be driven; report it with "
+			    "ncm-probe's output",
 			    self->info->vid, self->info->pid, used, r < 0 ? "refused" : "ignored",
 			    size, NCM_RX_NTB_HARD_MAX);
 		return FALSE;

@@ -8,7 +8,7 @@
 #include "lwip/tcp.h"
 
 /*
- * With 4 MiB windows (lwipopts.h) the amounts a caller handles exceed what
+ * With windows of 1 MiB (lwipopts.h) the amounts a caller handles exceed what
  * lwIP 2.1's API carries in a u16_t:
  *
  *  - tcp_recved(pcb, u16_t len): a bigger len would be truncated modulo

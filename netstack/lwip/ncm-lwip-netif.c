@@ -621,7 +621,7 @@ ncm_lwip_netif_add(NcmLwipStack *stack, NcmLink *link, const NcmLwipNetifConfig 
 	added = netif_add_locked(n, config);
 	nlw_core_unlock();
 	if (!added) {
-		g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_FAILED, "lwIP refused the netif");
+		g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_FAILED, "lwIP refused the netif, which our init never makes it do: please report this");
 		g_object_unref(n);
 		return NULL;
 	}

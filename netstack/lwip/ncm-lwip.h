@@ -13,11 +13,11 @@
  * data path goes through a GMainContext (see NcmLwipStats.main_dispatches).
  *
  * Memory, per TCP connection: the receive queue holds at most TCP_WND
- * (4 MiB) of payload, since window credit is returned only as the
+ * (1 MiB) of payload, since window credit is returned only as the
  * application reads; segments of up to 256 bytes (also those lwIP hands
  * over as one chain when a hole fills) are copied into 2 KiB chunks, so
  * the queue costs about what it carries. Out of order, lwIP holds at most
- * 4096 pbufs. lwIP's send queue holds at most TCP_SND_BUF (4 MiB). Per
+ * 4096 pbufs. lwIP's send queue holds at most TCP_SND_BUF (1 MiB). Per
  * listener: at most 255 half-open connections; a SYN beyond them drops
  * the oldest (NcmLwipStats.syn_evicted).
  * Per UDP socket: at most NCM_LWIP_UDP_MAX_QUEUED datagrams and

@@ -629,8 +629,12 @@ ncm_tap_new_for_fd(int fd, NcmTapMode mode, const gchar *name)
 }
 
 static gboolean
-tap_open_error(GError **error, int err, const gchar *name)
+tap_open_error(GError **error, int err, const gchar *name, NcmTapMode mode)
 {
+	const gchar *kind = mode == NCM_TAP_MODE_TUN ? "tun" : "tap";
+	/* "ncm%d" is a pattern for the kernel, not a name root can create. */
+	const gchar *example = strchr(name, '%') ? "ncm0" : name;
+
 	if (err == ENOENT || err == ENODEV || err == ENXIO)
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
 			    "no /dev/net/tun: load the tun module (modprobe tun)");
@@ -638,16 +642,17 @@ tap_open_error(GError **error, int err, const gchar *name)
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
 			    "creating interface %s needs CAP_NET_ADMIN: run as root, or have "
 			    "root create it beforehand with an owner "
-			    "(ip tuntap add mode tap user USER name ncm0) and use that name",
-			    name);
+			    "(ip tuntap add mode %s user USER name %s) and use that name",
+			    name, kind, example);
 	else if (err == EBUSY)
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_BUSY,
 			    "interface %s is already in use by another process", name);
 	else if (err == EINVAL)
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-			    "%s exists but is not a single-queue interface of this kind (TAP or TUN): "
-			    "pick another name",
-			    name);
+			    "%s exists but is not a single-queue %s interface: have root recreate "
+			    "it (ip link del %s; ip tuntap add mode %s user USER name %s), or pick "
+			    "another name",
+			    name, mode == NCM_TAP_MODE_TUN ? "TUN" : "TAP", name, kind, name);
 	else
 		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(err),
 			    "cannot open interface %s: %s", name, g_strerror(err));
@@ -695,7 +700,7 @@ ncm_tap_open_full(const gchar *name, NcmTapMode mode, NcmTapFlags flags, GError 
 		return NULL;
 	}
 	if (fd < 0) {
-		tap_open_error(error, errno, name);
+		tap_open_error(error, errno, name, mode);
 		return NULL;
 	}
 	ifr.ifr_flags = (mode == NCM_TAP_MODE_TUN ? IFF_TUN : IFF_TAP) | IFF_NO_PI |
@@ -704,7 +709,7 @@ ncm_tap_open_full(const gchar *name, NcmTapMode mode, NcmTapFlags flags, GError 
 	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
 		err = errno;
 		close(fd);
-		tap_open_error(error, err, name);
+		tap_open_error(error, err, name, mode);
 		return NULL;
 	}
 	if (vnet)

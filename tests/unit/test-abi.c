@@ -305,6 +305,16 @@ test_lwip_reserve_written_zero(void)
 }
 #endif
 
+/* ncm-version.h is written by hand: it must say what meson.build installs (libncm.pc). */
+static void
+test_version_macros(void)
+{
+	g_autofree gchar *v = g_strdup_printf("%d.%d.%d", NCM_MAJOR_VERSION, NCM_MINOR_VERSION,
+					      NCM_MICRO_VERSION);
+
+	g_assert_cmpstr(v, ==, NCM_TEST_PROJECT_VERSION);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -312,6 +322,7 @@ main(int argc, char **argv)
 	g_test_add_func("/abi/layout/device", test_device_layout);
 	g_test_add_func("/abi/layout/context", test_context_layout);
 	g_test_add_func("/abi/reserve-written-zero", test_reserve_written_zero);
+	g_test_add_func("/abi/version-macros", test_version_macros);
 #ifdef NCM_TEST_LWIP
 	g_test_add_func("/abi/layout/lwip", test_lwip_layout);
 	g_test_add_func("/abi/lwip-reserve-written-zero", test_lwip_reserve_written_zero);

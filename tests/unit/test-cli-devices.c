@@ -6,13 +6,12 @@
 
 /* Parses @args (NULL-terminated) as the device options; the matches, or NULL with @error. */
 static GArray *
-parse(const gchar *const *args, GError **error)
+parse_opts(const gchar *const *args, NcmDeviceOptions *ret_options, GError **error)
 {
 	g_autoptr(GOptionContext) oc = g_option_context_new(NULL);
 	g_auto(GStrv) argv = NULL;
 	gint argc = (gint)g_strv_length((gchar **)args) + 1;
 	g_autoptr(GStrvBuilder) b = g_strv_builder_new();
-	NcmDeviceOptions options;
 	gchar **av;
 
 	g_strv_builder_add(b, "prog");
@@ -23,7 +22,15 @@ parse(const gchar *const *args, GError **error)
 	memcpy(av, argv, ((gsize)argc + 1) * sizeof(gchar *));
 	g_option_context_add_main_entries(oc, cli_device_entries(), NULL);
 	g_assert_true(g_option_context_parse(oc, &argc, &av, NULL));
-	return cli_device_parse_many(&options, error);
+	return cli_device_parse_many(ret_options, error);
+}
+
+static GArray *
+parse(const gchar *const *args, GError **error)
+{
+	NcmDeviceOptions options;
+
+	return parse_opts(args, &options, error);
 }
 
 static void
@@ -106,6 +113,24 @@ test_single_refuses_two(void)
 	g_assert_nonnull(strstr(error->message, "one function only"));
 }
 
+/* An iPhone's NCM sits in a configuration of its own: leave to switch is asked for, never assumed. */
+static void
+test_switch_config(void)
+{
+	const gchar *with[] = { "--switch-config", NULL };
+	const gchar *without[] = { "--ntb32", NULL };
+	g_autoptr(GArray) a = NULL;
+	g_autoptr(GArray) b = NULL;
+	NcmDeviceOptions options;
+
+	a = parse_opts(without, &options, NULL);
+	g_assert_nonnull(a);
+	g_assert_false(options.switch_config);
+	b = parse_opts(with, &options, NULL);
+	g_assert_nonnull(b);
+	g_assert_true(options.switch_config);
+}
+
 typedef struct {
 	const gchar *path;
 	void (*func)(void);
@@ -117,6 +142,7 @@ static const Case cases[] = {
 	{ "/cli-devices/kind-again-splits", test_kind_again_splits },
 	{ "/cli-devices/bad-selector", test_bad_selector },
 	{ "/cli-devices/single-refuses-two", test_single_refuses_two },
+	{ "/cli-devices/switch-config", test_switch_config },
 };
 
 /*

@@ -73,7 +73,7 @@ start_proxy() { # ARGS...: ncm-proxy on a TAP with addresses on both sides
 	# Emptied here: the background job truncates it only once it runs, and
 	# the last run's "running on" must not be read as this one's.
 	: >"$LOG"
-	"$PROXY" --tap "$tap" --ipv4 "$L4/24" --ipv6 "$L6" --no-dad --dns "$K4" "$@" >>"$LOG" 2>&1 &
+	"$PROXY" --tap "$tap" --ipv4 "$L4/24" --ipv6 "$L6/64" --no-dad --dns "$K4" "$@" >>"$LOG" 2>&1 &
 	PID=$!
 	wait_until 100 grep -q "running on" "$LOG" || return 1
 	ip addr add "$K4/24" dev "$tap" && ip -6 addr add "$K6/64" dev "$tap" nodad &&
@@ -241,5 +241,8 @@ bg busybox nc -l -p 1082 127.0.0.1 >/dev/null 2>&1
 sleep 0.3
 "$PROXY" --tap pxe1 --socks 127.0.0.1:1082 >"$LOG" 2>&1
 check "SOCKS port in use: exit 2, says so" sh -c "[ $? = 2 ] && grep -q 'in use' '$LOG'"
+"$PROXY" --tap pxe2 --ipv6 fd00::2/48 >"$LOG" 2>&1
+check "--ipv6 with a prefix other than /64: exit 2, says /64" \
+	sh -c "[ $? = 2 ] && grep -q 'fd00::2/64' '$LOG'"
 echo "1..$n"
 exit $failed

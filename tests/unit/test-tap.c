@@ -10,6 +10,7 @@
 #include <ifaddrs.h>
 #include <linux/capability.h>
 #include <linux/if_packet.h>
+#include <linux/if_tun.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <netinet/in.h>
@@ -1623,6 +1624,41 @@ user_error_no_tun(void)
 	return rc;
 }
 
+/* A persistent single-queue interface of @flags' kind, as `ip tuntap add` leaves one; @persist 0 removes it. */
+static gboolean
+persist_iface(const gchar *name, short flags, int persist)
+{
+	struct ifreq ifr = { .ifr_flags = (short)(flags | IFF_NO_PI) };
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	gboolean ok;
+
+	if (fd < 0)
+		return FALSE;
+	g_strlcpy(ifr.ifr_name, name, IFNAMSIZ);
+	ok = ioctl(fd, TUNSETIFF, &ifr) == 0 && ioctl(fd, TUNSETPERSIST, persist) == 0;
+	close(fd);
+	return ok;
+}
+
+/* Child: root made a TAP beforehand, and the user asks for a TUN on it. */
+static int
+user_error_wrong_kind(void)
+{
+	GError *error = NULL;
+	NcmTap *tap;
+	int rc;
+
+	if (!persist_iface("ncmkind0", IFF_TAP, 1))
+		return 77;
+	tap = ncm_tap_open("ncmkind0", NCM_TAP_MODE_TUN, &error);
+	rc = tap == NULL ? check_user_error("TUN on a TAP", error, G_IO_ERROR_INVALID_ARGUMENT,
+					    "ip tuntap add mode tun user USER name ncmkind0") : 1;
+	g_clear_error(&error);
+	if (!persist_iface("ncmkind0", IFF_TAP, 0))
+		rc = 1;
+	return rc;
+}
+
 /* Child: root without CAP_NET_ADMIN, as a service with a trimmed capability set. */
 static int
 user_error_no_cap(void)
@@ -1640,7 +1676,8 @@ user_error_no_cap(void)
 		return 77;
 	tap = ncm_tap_open("ncmerr%d", NCM_TAP_MODE_TAP, &error);
 	rc = tap == NULL ? check_user_error("TAP without CAP_NET_ADMIN", error,
-					    G_IO_ERROR_PERMISSION_DENIED, "CAP_NET_ADMIN") : 1;
+					    G_IO_ERROR_PERMISSION_DENIED,
+					    "(ip tuntap add mode tap user USER name ncm0)") : 1;
 	g_clear_error(&error);
 	if (rc == 0 && !ncm_rtnl_set_mtu((int)if_nametoindex("lo"), 1500, &error))
 		rc = check_user_error("rtnetlink without CAP_NET_ADMIN", error,
@@ -1677,6 +1714,7 @@ test_user_errors(void)
 		return;
 	run_child(user_error_no_tun);
 	run_child(user_error_no_cap);
+	run_child(user_error_wrong_kind);
 }
 
 int

@@ -1,6 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/vm/guest-driver-frames.sh: libncm exchanges ARP and NDP with f_ncm's Linux stack, then 10,000 frames each way, full NTBs back to back in OUT transfers, and TX pacing (from the options, then set at run time).
+# With VM_SWITCH=1, ncm-tun --switch-config too.
 # VM_NTB=16|32 picks the format, VM_PROFILE the gadget; VM_SWITCH=1 for config2;
 # VM_PEER_RATE the peer's frames/s (4000).
 set -eu
@@ -94,3 +95,33 @@ vm_info
 vmtest-driver tx $opts -c 2000 -r 100000 --repace 100000 | tee "$VM_OUT/repace.txt"
 check "the cap set at run time held the sender back" grep -q '^repace:' "$VM_OUT/repace.txt"
 vm_info
+
+# The tools take the same leave: ncm-tun, back in configuration 1, must
+# refuse without --switch-config and name the option, then switch with it
+# and carry IPv4 (the flag is how an iPhone's NCM is reached).
+if [ "${VM_SWITCH:-0}" = 1 ] && command -v ncm-tun >/dev/null; then
+	TUN=ncmc0
+	usb_set_config 1
+	if timeout 60 ncm-tun --device "serial=$VM_SERIAL" --name "$TUN" \
+		>"$VM_OUT/tun-noswitch.log" 2>&1; then
+		fail "ncm-tun opened an inactive configuration without --switch-config"
+	fi
+	cat "$VM_OUT/tun-noswitch.log"
+	check "ncm-tun's refusal names --switch-config" \
+		grep -q "in configuration 2 but 1 is active.*--switch-config" "$VM_OUT/tun-noswitch.log"
+	ncm-tun --device "serial=$VM_SERIAL" --name "$TUN" --switch-config \
+		--ipv4 "$(host_ip4)/24" >"$VM_OUT/tun-switch.log" 2>&1 &
+	tun_pid=$!
+	wait_for "$VM_WAIT" "interface $TUN" test -e "/sys/class/net/$TUN" ||
+		{ cat "$VM_OUT/tun-switch.log"; fail "ncm-tun --switch-config made no $TUN"; }
+	carrier_wait "$TUN"
+	wait_for "$VM_WAIT" "IPv4 reply from $(peer_ip4) through ncm-tun" \
+		ping -c 1 -W 1 "$(peer_ip4)" || { cat "$VM_OUT/tun-switch.log"; fail "no IPv4 path"; }
+	check "ping $(peer_ip4) x3 through ncm-tun --switch-config" ping -c 3 -W 2 "$(peer_ip4)"
+	check "ncm-tun selected configuration 2" usb_config_is 2
+	kill -TERM "$tun_pid"
+	rc=0
+	wait "$tun_pid" || rc=$?
+	cat "$VM_OUT/tun-switch.log"
+	check "ncm-tun --switch-config exits 0 on SIGTERM" [ "$rc" = 0 ]
+fi

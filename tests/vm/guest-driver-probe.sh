@@ -17,6 +17,18 @@ if [ "$GADGET_PROFILE" = dual ]; then
 	check "probe lists both NCM functions" [ "$(grep -c '^ *mac:' "$VM_OUT/probe.txt")" = 2 ]
 	check "probe shows the second iMACAddress $VM_HOST_MAC2" grep -q "mac: *$VM_HOST_MAC2" "$VM_OUT/probe.txt"
 	check "both functions answered GET_NTB_PARAMETERS" [ "$(grep -c 'ntb in: *max 16384,' "$VM_OUT/probe.txt")" = 2 ]
+	# Both functions share the path, VID:PID and serial: the tools' list of
+	# what matched must show what tells them apart (mac=), and stop.
+	if command -v ncm-tun >/dev/null; then
+		rc=0
+		timeout 60 ncm-tun --name ncmd0 >"$VM_OUT/tun-two.txt" 2>&1 || rc=$?
+		cat "$VM_OUT/tun-two.txt"
+		check "ncm-tun with two functions matching: setup failure (exit $rc)" [ "$rc" = 2 ]
+		check "... listing each with its mac=" sh -c \
+			"grep -q '2 functions match' '$VM_OUT/tun-two.txt' &&
+			 grep -q 'mac=$VM_HOST_MAC' '$VM_OUT/tun-two.txt' &&
+			 grep -q 'mac=$VM_HOST_MAC2' '$VM_OUT/tun-two.txt'"
+	fi
 fi
 # The query detached cdc_ncm; closing must have re-attached it.
 check "cdc_ncm is back after the probe" wait_for "$VM_WAIT" "cdc_ncm netdev" host_netdevs_up

@@ -491,6 +491,18 @@ gadget_bounce() {
 	peer_addr_setup "${1:-0}"
 }
 
+# carrier_wait IF: waits for the carrier of ncm-tun's IF. Like host_addr_setup:
+# f_ncm sends its link notifications back to back; bounce if none stuck.
+carrier_wait() {
+	local try
+	for try in 1 2 3; do
+		wait_for 5 "carrier on $1" host_carrier "$1" 2>/dev/null && return 0
+		log "no carrier on $1; bouncing $(gadget_ifname 0) (try $try)"
+		gadget_bounce 0
+	done
+	wait_for "$VM_WAIT" "carrier on $1" host_carrier "$1" || fail "no carrier on $1"
+}
+
 # carrier_keeper IFACE: runs until killed. A host interface that f_ncm's
 # back-to-back link notifications left without carrier for 3 s (as usbnet
 # can, see host_addr_setup) gets f_ncm to announce the link again.

@@ -35,16 +35,7 @@ tun_mac_is() { [ "$(cat "/sys/class/net/$TUN/address")" = "$1" ]; }
 cdc_ncm_back() { host_netdevs_up; }
 cdc_ncm_gone() { ! host_netdev 0 >/dev/null 2>&1; }
 
-# Like host_addr_setup: f_ncm's back-to-back link notifications; bounce if none stuck.
-wait_tun_carrier() {
-	local try
-	for try in 1 2 3; do
-		wait_for 5 "carrier on $TUN" tun_carrier 2>/dev/null && return 0
-		log "no carrier on $TUN; bouncing $(gadget_ifname 0) (try $try)"
-		gadget_bounce 0
-	done
-	wait_for "$VM_WAIT" "carrier on $TUN" tun_carrier || fail "no carrier on $TUN"
-}
+wait_tun_carrier() { carrier_wait "$TUN"; }
 
 wait_ping() { # WHAT: both address families answer
 	wait_for "$VM_WAIT" "IPv4 reply from $(peer_ip4) $1" ping -c 1 -W 1 "$(peer_ip4)" ||
@@ -143,6 +134,8 @@ wait "$TUN_PID" || rc=$?
 cat "$TUN_LOG"
 check "unprivileged ncm-tun exits 0 on SIGTERM" [ "$rc" = 0 ]
 check "unprivileged ncm-tun left the setup to root" grep -q "leaving its MTU" "$TUN_LOG"
+check "... and said what root should run, with the device's MAC and MTU" \
+	grep -q "ip link set $TUN address $VM_HOST_MAC mtu 1500 up" "$TUN_LOG"
 check "the pre-created $TUN stays" tun_iface
 check "cdc_ncm has the function back after the unprivileged run" \
 	wait_for "$VM_WAIT" "cdc_ncm netdev" cdc_ncm_back
