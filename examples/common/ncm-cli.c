@@ -9,6 +9,7 @@ static gchar **opt_device;
 static gchar *opt_pace;
 static gboolean opt_ntb32;
 static gboolean opt_switch_config;
+static gboolean opt_apple_switch;
 static gint opt_nudge_ms;
 static gboolean opt_no_ack_merge;
 static gint opt_tx_ntbs = 0;
@@ -28,6 +29,9 @@ static const GOptionEntry device_entries[] = {
 	  "Select the USB configuration that holds the NCM function when another one is "
 	  "active (iPhones and iPads after ncm-probe --apple-switch); this disturbs whatever "
 	  "uses the active one, such as usbmuxd", NULL },
+	{ "apple-switch", 0, 0, G_OPTION_ARG_NONE, &opt_apple_switch,
+	  "First ask Apple devices (iPhone, iPad: iOS 17+) to expose their NCM function, and "
+	  "wait up to 15 s for it to appear; implies --switch-config", NULL },
 	{ "nudge-ms", 0, 0, G_OPTION_ARG_INT, &opt_nudge_ms,
 	  "Quiet time after a stream before the tail nudge, for gadgets (Linux f_ncm) that "
 	  "hold their last NTB; 0 = 100, -1 = never", "MS" },
@@ -119,7 +123,8 @@ cli_device_parse_tuning(NcmDeviceOptions *ret_options, GError **error)
 {
 	ncm_device_options_init(ret_options);
 	ret_options->ntb32 = opt_ntb32;
-	ret_options->switch_config = opt_switch_config;
+	/* An Apple device's NCM comes in a configuration of its own. */
+	ret_options->switch_config = opt_switch_config || opt_apple_switch;
 	ret_options->nudge_ms = opt_nudge_ms < 0 ? NCM_NUDGE_OFF : (guint)opt_nudge_ms;
 	ret_options->no_ack_merge = opt_no_ack_merge;
 	if (opt_tx_ntbs < 0) {
@@ -156,6 +161,47 @@ cli_parse_size(const gchar *option, const gchar *text, guint64 *ret, GError **er
 }
 
 /* ---- Choosing the function ------------------------------------------------------ */
+
+#define APPLE_VID 0x05ac
+#define APPLE_WAIT_S 15
+
+/* Whether an Apple device's NCM function that @match selects is there. */
+static gboolean
+apple_function_present(NcmContext *ctx, const NcmMatch *match)
+{
+	g_autoptr(GPtrArray) all = ncm_context_enumerate(ctx, match, NULL);
+
+	for (guint i = 0; all && i < all->len; i++)
+		if (((const NcmFunctionInfo *)all->pdata[i])->vid == APPLE_VID)
+			return TRUE;
+	return FALSE;
+}
+
+gboolean
+cli_apple_switch(NcmContext *ctx, const NcmMatch *match, int usb_fd, GError **error)
+{
+	gint64 end;
+	guint n;
+
+	if (!opt_apple_switch)
+		return TRUE;
+	if (usb_fd >= 0) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--apple-switch cannot be combined with --usb-fd: the device leaves "
+			    "the bus and comes back on a new node, which the fd does not follow; "
+			    "switch it first (ncm-probe --apple-switch) and pass the new node's fd");
+		return FALSE;
+	}
+	n = ncm_context_switch_apple_devices(ctx, error);
+	if (n == 0)
+		return !error || !*error;
+	g_message("asked %u Apple device(s) for their NCM function; waiting for it to appear", n);
+	/* The device leaves the bus and comes back with NCM: up to a few seconds. */
+	end = g_get_monotonic_time() + APPLE_WAIT_S * G_USEC_PER_SEC;
+	while (!apple_function_present(ctx, match) && g_get_monotonic_time() < end)
+		g_usleep(100 * 1000);
+	return TRUE;
+}
 
 /*
  * serial= and mac= are read from the device, which this user may not be

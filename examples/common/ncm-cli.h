@@ -8,7 +8,8 @@
 
 /*
  * The options that choose and tune the device, the same in every program:
- * --device (repeatable), --pace, --ntb32, --nudge-ms, --no-ack-merge. Add the entries to
+ * --device (repeatable), --pace, --ntb32, --switch-config, --apple-switch, --nudge-ms,
+ * --no-ack-merge, --tx-ntbs-per-transfer. Add the entries to
  * the main group, parse, then read them with cli_device_parse().
  */
 const GOptionEntry *cli_device_entries(void);
@@ -28,6 +29,15 @@ GArray *cli_device_parse_many(NcmDeviceOptions *ret_options, GError **error);
  */
 gboolean cli_parse_options(const gchar *summary, const GOptionEntry *entries, const gchar *description,
 			   int *argc, char ***argv, GError **error);
+
+/*
+ * --apple-switch: asks every Apple device not yet in NCM mode for it
+ * (ncm_context_switch_apple_devices()), then waits until the re-enumerated
+ * function that @match selects is listed, at most 15 s; without the option,
+ * nothing. Refused with a passed fd (@usb_fd >= 0), which the device's new
+ * node would not follow. Before cli_select_function(); the owner's thread.
+ */
+gboolean cli_apple_switch(NcmContext *ctx, const NcmMatch *match, int usb_fd, GError **error);
 
 /* A byte count or rate such as 500k, 20M or 1.5G (powers of 1000), for --@option. */
 gboolean cli_parse_size(const gchar *option, const gchar *text, guint64 *ret, GError **error);

@@ -238,6 +238,7 @@ proxy_device_open(NcmLwipStack *stack, const ProxyDeviceConfig *config, ProxyDev
 	} else {
 		self->ctx = ncm_context_new(error);
 		if (!self->ctx ||
+		    !cli_apple_switch(self->ctx, &config->match, config->usb_fd, error) ||
 		    !(info = cli_select_function(self->ctx, &config->match, config->usb_fd, error)) ||
 		    !device_attach(self, info, error))
 			goto fail;

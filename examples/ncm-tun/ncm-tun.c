@@ -799,7 +799,12 @@ app_setup(App *app, GError **error)
 		return FALSE;
 	}
 	app->ctx = ncm_context_new(error);
-	if (!app->ctx || !(infos = select_functions(app, error)))
+	if (!app->ctx ||
+	    !cli_apple_switch(app->ctx, opt_all || app->matches->len == 1
+					       ? &g_array_index(app->matches, NcmMatch, 0)
+					       : NULL,
+			      -1, error) ||
+	    !(infos = select_functions(app, error)))
 		return FALSE;
 	if (opt_pcap && !(app->pcap = ncm_pcap_open(opt_pcap, app->pcap_max, error)))
 		return FALSE;

@@ -113,21 +113,28 @@ test_single_refuses_two(void)
 	g_assert_nonnull(strstr(error->message, "one function only"));
 }
 
-/* An iPhone's NCM sits in a configuration of its own: leave to switch is asked for, never assumed. */
+/* An iPhone's NCM sits in a configuration of its own: leave to switch is asked for (or implied by
+ * --apple-switch), never assumed. */
 static void
 test_switch_config(void)
 {
 	const gchar *with[] = { "--switch-config", NULL };
+	const gchar *apple[] = { "--apple-switch", NULL };
 	const gchar *without[] = { "--ntb32", NULL };
 	g_autoptr(GArray) a = NULL;
 	g_autoptr(GArray) b = NULL;
+	g_autoptr(GArray) c = NULL;
 	NcmDeviceOptions options;
 
+	/* In this order: the options are statics, and a flag once given stays set. */
 	a = parse_opts(without, &options, NULL);
 	g_assert_nonnull(a);
 	g_assert_false(options.switch_config);
-	b = parse_opts(with, &options, NULL);
+	b = parse_opts(apple, &options, NULL);
 	g_assert_nonnull(b);
+	g_assert_true(options.switch_config);
+	c = parse_opts(with, &options, NULL);
+	g_assert_nonnull(c);
 	g_assert_true(options.switch_config);
 }
 

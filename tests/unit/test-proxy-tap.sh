@@ -244,5 +244,8 @@ check "SOCKS port in use: exit 2, says so" sh -c "[ $? = 2 ] && grep -q 'in use'
 "$PROXY" --tap pxe2 --ipv6 fd00::2/48 >"$LOG" 2>&1
 check "--ipv6 with a prefix other than /64: exit 2, says /64" \
 	sh -c "[ $? = 2 ] && grep -q 'fd00::2/64' '$LOG'"
+"$PROXY" --usb-fd 0 --apple-switch </dev/null >"$LOG" 2>&1
+check "--apple-switch with --usb-fd: exit 2, says the fd would not follow" \
+	sh -c "[ $? = 2 ] && grep -q 'cannot be combined with --usb-fd' '$LOG'"
 echo "1..$n"
 exit $failed

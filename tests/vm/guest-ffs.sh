@@ -902,6 +902,31 @@ apple-modes)
 		 grep -q '^apple: asked again, NCM mode requested of 0 device' '$VM_OUT/apple.txt'"
 	ffs_gadget_stop
 	;;
+apple-tun)
+	# The same iPhone, as a user meets it: one ncm-tun --apple-switch asks
+	# for NCM, waits for the device to come back, opens NCM in configuration
+	# 5 of 5 and carries IPv4 both ways. The device answers no second ask.
+	VM_VID=0x05ac VM_PID=0x12a8
+	ffs_apple_setup --profile apple --iad-first 2
+	host_use_userspace
+	ncm-tun --apple-switch --device "serial=$VM_SERIAL" --name "$TUN" \
+		--ipv4 "$(host_ip4)/24" >"$TUN_LOG" 2>&1 &
+	TUN_PID=$!
+	wait_for 30 "SET_MODE from ncm-tun" grep -q 'SET_MODE 3' "$VM_OUT/ffs-apple.log" ||
+		{ cat "$TUN_LOG" "$VM_OUT/ffs-apple.log"; fail "ncm-tun asked for no NCM mode"; }
+	ffs_apple_switch
+	wait_for "$VM_WAIT" "interface $TUN" tun_iface ||
+		{ cat "$TUN_LOG"; fail "ncm-tun --apple-switch made no $TUN"; }
+	wait_for "$VM_WAIT" "reply from $(peer_ip4)" ping -c 1 -W 1 "$(peer_ip4)" ||
+		{ cat "$TUN_LOG"; fail "no path through ncm-tun --apple-switch"; }
+	check "ping $(peer_ip4) x5 through ncm-tun --apple-switch" ping -c 5 -W 2 "$(peer_ip4)"
+	check "ncm-tun said it waited for the switch" \
+		grep -q 'asked 1 Apple device(s) for their NCM function' "$TUN_LOG"
+	check "the host uses configuration 5, where NCM is" [ "$(usb_active_config)" = 5 ]
+	check "ncm-tun asked once (SET_MODE 3)" [ "$(grep -c 'SET_MODE 3:' "$VM_OUT/ffs-apple.log")" = 1 ]
+	tun_stop
+	ffs_gadget_stop
+	;;
 crc-accept|crc-refuse)
 	# CRC mode offered (bmNetworkCapabilities 0x11, bit 4, in the NCM
 	# functional descriptor: gadgetfs carries it, f_fs cannot). libncm
