@@ -27,7 +27,7 @@ static const GOptionEntry device_entries[] = {
 	  "Use NTB32 when the device supports it", NULL },
 	{ "switch-config", 0, 0, G_OPTION_ARG_NONE, &opt_switch_config,
 	  "Select the USB configuration that holds the NCM function when another one is "
-	  "active (iPhones and iPads after ncm-probe --apple-switch); this disturbs whatever "
+	  "active (iPhones and iPads in NCM mode: see --apple-switch); this disturbs whatever "
 	  "uses the active one, such as usbmuxd", NULL },
 	{ "apple-switch", 0, 0, G_OPTION_ARG_NONE, &opt_apple_switch,
 	  "First ask Apple devices (iPhone, iPad: iOS 17+) to expose their NCM function, and "
