@@ -14,6 +14,55 @@
 #define NCM_NTB_SIZE_MIN 2048u
 #define NCM_ETH_MAX_FRAME 1514u
 
+/*
+ * The kernel refuses SET_CONFIGURATION while any interface of the active
+ * configuration has a driver (a phone's ipheth, a gadget's cdc_acm): with
+ * leave to detach, the kernel's drivers go first. A program's claim
+ * (usbfs) is not ours to end: the switch then reports it.
+ */
+static gboolean
+release_active_config(NcmDevice *self, int active, GError **error)
+{
+	const NcmFunctionInfo *info = self->info;
+	struct libusb_config_descriptor *cfg = NULL;
+	gboolean ok = TRUE;
+
+	if (libusb_get_active_config_descriptor(libusb_get_device(self->handle), &cfg) < 0)
+		return TRUE;  /* the switch itself will say what is wrong */
+	for (guint8 i = 0; ok && i < cfg->bNumInterfaces; i++) {
+		guint8 n;
+		int r;
+
+		if (cfg->interface[i].num_altsetting < 1)
+			continue;
+		n = cfg->interface[i].altsetting[0].bInterfaceNumber;
+		if (libusb_kernel_driver_active(self->handle, n) != 1)
+			continue;
+		if (!self->options.detach_kernel_driver) {
+			g_set_error(error, NCM_ERROR, NCM_ERROR_KERNEL_DRIVER,
+				    "a kernel driver is bound to interface %u of %04x:%04x's active "
+				    "configuration %d, so it cannot be switched to %u: unbind it "
+				    "(echo %s:%d.%u > /sys/bus/usb/drivers/DRIVER/unbind) or let libncm "
+				    "detach it",
+				    n, info->vid, info->pid, active, info->config_value,
+				    info->port_path, active, n);
+			ok = FALSE;
+			break;
+		}
+		r = libusb_detach_kernel_driver(self->handle, n);
+		if (r < 0 && r != LIBUSB_ERROR_NOT_FOUND) {
+			g_autofree gchar *what = g_strdup_printf(
+				"detaching the kernel driver of interface %u of configuration %d", n,
+				active);
+
+			ncm_set_usb_error(error, r, info, what);
+			ok = FALSE;
+		}
+	}
+	libusb_free_config_descriptor(cfg);
+	return ok;
+}
+
 static gboolean
 select_config(NcmDevice *self, GError **error)
 {
@@ -36,7 +85,17 @@ select_config(NcmDevice *self, GError **error)
 			    info->vid, info->pid, info->config_value, active);
 		return FALSE;
 	}
+	if (!release_active_config(self, active, error))
+		return FALSE;
 	r = libusb_set_configuration(self->handle, info->config_value);
+	if (r == LIBUSB_ERROR_BUSY) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_BUSY,
+			    "switching %04x:%04x to configuration %u: a program holds an interface "
+			    "of configuration %d (on an iPhone or iPad, usbmuxd): stop it and try "
+			    "again, or leave this device to it",
+			    info->vid, info->pid, info->config_value, active);
+		return FALSE;
+	}
 	if (r < 0) {
 		ncm_set_usb_error(error, r, info, "switching configuration");
 		return FALSE;

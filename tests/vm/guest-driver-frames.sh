@@ -97,7 +97,8 @@ check "the cap set at run time held the sender back" grep -q '^repace:' "$VM_OUT
 vm_info
 
 # The tools take the same leave: ncm-tun, back in configuration 1, must
-# refuse without --switch-config and name the option, then switch with it
+# refuse without --switch-config and name the option, say when a program
+# holds the active configuration, then switch with it past a kernel driver
 # and carry IPv4 (the flag is how an iPhone's NCM is reached).
 if [ "${VM_SWITCH:-0}" = 1 ] && command -v ncm-tun >/dev/null; then
 	TUN=ncmc0
@@ -109,6 +110,27 @@ if [ "${VM_SWITCH:-0}" = 1 ] && command -v ncm-tun >/dev/null; then
 	cat "$VM_OUT/tun-noswitch.log"
 	check "ncm-tun's refusal names --switch-config" \
 		grep -q "in configuration 2 but 1 is active.*--switch-config" "$VM_OUT/tun-noswitch.log"
+	# A program (usbmuxd on an iPhone) holds an interface of configuration 1:
+	# the switch cannot happen, and the message says who is in the way.
+	vm-usb-claim --hold 60 "$(usb_node)" 0 >"$VM_OUT/claim.txt" 2>&1 &
+	claim_pid=$!
+	wait_for 10 "the interface held" grep -q '^usb-claim: holding' "$VM_OUT/claim.txt" ||
+		{ cat "$VM_OUT/claim.txt"; fail "vm-usb-claim did not hold interface 0"; }
+	rc=0
+	timeout 60 ncm-tun --device "serial=$VM_SERIAL" --name "$TUN" --switch-config \
+		>"$VM_OUT/tun-held.log" 2>&1 || rc=$?
+	kill "$claim_pid" 2>/dev/null || true
+	wait "$claim_pid" 2>/dev/null || true
+	cat "$VM_OUT/tun-held.log"
+	check "with configuration 1 held by a program: setup failure (exit $rc)" [ "$rc" = 2 ]
+	check "... saying a program holds an interface of configuration 1" \
+		grep -q "a program holds an interface of configuration 1" "$VM_OUT/tun-held.log"
+	# A kernel driver (a phone's ipheth, here cdc_acm) bound in configuration
+	# 1: the kernel refuses the switch until libncm detaches it.
+	modprobe cdc-acm || fail "cannot load cdc-acm"
+	acm_bound() { [ -e "/sys/bus/usb/drivers/cdc_acm/$(basename "$USB_DEV"):1.0" ]; }
+	wait_for 10 "cdc_acm bound to configuration 1" acm_bound ||
+		{ ls /sys/bus/usb/drivers/cdc_acm; fail "cdc_acm did not bind"; }
 	ncm-tun --device "serial=$VM_SERIAL" --name "$TUN" --switch-config \
 		--ipv4 "$(host_ip4)/24" >"$VM_OUT/tun-switch.log" 2>&1 &
 	tun_pid=$!
@@ -118,7 +140,7 @@ if [ "${VM_SWITCH:-0}" = 1 ] && command -v ncm-tun >/dev/null; then
 	wait_for "$VM_WAIT" "IPv4 reply from $(peer_ip4) through ncm-tun" \
 		ping -c 1 -W 1 "$(peer_ip4)" || { cat "$VM_OUT/tun-switch.log"; fail "no IPv4 path"; }
 	check "ping $(peer_ip4) x3 through ncm-tun --switch-config" ping -c 3 -W 2 "$(peer_ip4)"
-	check "ncm-tun selected configuration 2" usb_config_is 2
+	check "ncm-tun selected configuration 2, cdc_acm detached" usb_config_is 2
 	kill -TERM "$tun_pid"
 	rc=0
 	wait "$tun_pid" || rc=$?

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // tests/vm/usb-claim.c: guest tool for the harness test: lists usbfs and claims interfaces like libusb would.
 //
-// usage: vm-usb-claim DEVNODE IFACE...
-// Lists /dev/bus/usb, then claims each IFACE of DEVNODE through usbfs.
+// usage: vm-usb-claim [--hold SECONDS] DEVNODE IFACE...
+// Lists /dev/bus/usb, then claims each IFACE of DEVNODE through usbfs;
+// --hold keeps the claims that long before exiting (a program such as
+// usbmuxd holding an interface), after printing "usb-claim: holding".
 // Exit status: 0 all claimed, 2 an interface is held by a kernel driver
 // (EBUSY), 1 any other failure. The guest script decides which it expects.
 
@@ -86,9 +88,15 @@ main(int argc, char **argv)
 {
 	uint16_t vid = 0, pid = 0;
 	int fd = -1, r, busy = 0, failed = 0;
+	unsigned int hold = 0;
 
+	if (argc > 2 && strcmp(argv[1], "--hold") == 0) {
+		hold = (unsigned int)strtoul(argv[2], NULL, 0);
+		argv += 2;
+		argc -= 2;
+	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s DEVNODE IFACE...\n", argv[0]);
+		fprintf(stderr, "usage: vm-usb-claim [--hold SECONDS] DEVNODE IFACE...\n");
 		return 1;
 	}
 	if (list_usbfs() <= 0) {
@@ -113,6 +121,11 @@ main(int argc, char **argv)
 			busy = 1;
 		else
 			failed = 1;
+	}
+	if (hold && !failed && !busy) {
+		printf("usb-claim: holding\n");
+		fflush(stdout);
+		sleep(hold);
 	}
 	close(fd); // releases every claim
 	return failed ? 1 : busy ? 2 : 0;
