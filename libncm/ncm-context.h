@@ -255,11 +255,15 @@ NCM_EXPORT gboolean ncm_context_watch(NcmContext *self, const NcmMatch *match, g
  * ncm_context_switch_apple_devices:
  * @self: an #NcmContext.
  * @error: return location for a #GError, set when the devices could not be
- *   listed, or one could not be opened or refused (%NCM_ERROR_PERMISSION,
- *   %NCM_ERROR_PROTOCOL); the devices after it are not asked.
+ *   listed, or when none was asked or found in NCM mode and one could not
+ *   be opened or refused (the first such: %NCM_ERROR_PERMISSION,
+ *   %NCM_ERROR_PROTOCOL).
  *
  * Apple devices (iOS 17+) expose their NCM function only after a vendor
- * request. Sends it to every Apple device not yet in that mode.
+ * request. Sends it to every Apple device not yet in that mode. A device
+ * that cannot be opened or refuses the request (an Apple keyboard or
+ * display carries the same vendor ID) is skipped, and the others are
+ * still asked.
  *
  * Thread: any thread but the libusb event thread (synchronous control
  *   transfers).

@@ -180,6 +180,7 @@ apple_function_present(NcmContext *ctx, const NcmMatch *match)
 gboolean
 cli_apple_switch(NcmContext *ctx, const NcmMatch *match, int usb_fd, GError **error)
 {
+	GError *local = NULL;
 	gint64 end;
 	guint n;
 
@@ -192,9 +193,13 @@ cli_apple_switch(NcmContext *ctx, const NcmMatch *match, int usb_fd, GError **er
 			    "switch it first (ncm-probe --apple-switch) and pass the new node's fd");
 		return FALSE;
 	}
-	n = ncm_context_switch_apple_devices(ctx, error);
+	/* Set only when no device was asked: then nothing will appear. */
+	if (!(n = ncm_context_switch_apple_devices(ctx, &local)) && local) {
+		g_propagate_error(error, local);
+		return FALSE;
+	}
 	if (n == 0)
-		return !error || !*error;
+		return TRUE;
 	g_message("asked %u Apple device(s) for their NCM function; waiting for it to appear", n);
 	/* The device leaves the bus and comes back with NCM: up to a few seconds. */
 	end = g_get_monotonic_time() + APPLE_WAIT_S * G_USEC_PER_SEC;

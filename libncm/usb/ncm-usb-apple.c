@@ -12,7 +12,7 @@ usb_control(void *user_data, const NcmControlSetup *setup, uint8_t *data)
 }
 
 static gboolean
-switch_one(libusb_device *dev, guint *n_requested, GError **error)
+switch_one(libusb_device *dev, guint *n_requested, guint *n_already, GError **error)
 {
 	libusb_device_handle *h;
 	uint32_t mode = 0;
@@ -40,6 +40,8 @@ switch_one(libusb_device *dev, guint *n_requested, GError **error)
 		res == NCM_APPLE_SWITCH_ALREADY ? "already NCM" : "switch requested");
 	if (res == NCM_APPLE_SWITCH_REQUESTED)
 		(*n_requested)++;
+	else
+		(*n_already)++;
 	return TRUE;
 }
 
@@ -49,7 +51,8 @@ ncm_context_switch_apple_devices(NcmContext *self, GError **error)
 	libusb_context *usb = ncm_context_get_usb(self);
 	libusb_device **list;
 	ssize_t n;
-	guint requested = 0;
+	guint requested = 0, already = 0;
+	GError *first = NULL;
 
 	/*
 	 * Without udevd the context's own list never learns that a device
@@ -70,16 +73,32 @@ ncm_context_switch_apple_devices(NcmContext *self, GError **error)
 			libusb_exit(usb);
 		return 0;
 	}
+	/*
+	 * Keyboards, displays and AirPods carry Apple's vendor ID too and refuse
+	 * the mode request (or this user may not open them): one of them must not
+	 * keep the phone behind it from being asked. Its error counts only when
+	 * no device was asked or is in NCM mode already.
+	 */
 	for (ssize_t i = 0; i < n; i++) {
 		struct libusb_device_descriptor d;
+		GError *e = NULL;
 
 		if (libusb_get_device_descriptor(list[i], &d) < 0 || d.idVendor != NCM_APPLE_VID)
 			continue;
-		if (!switch_one(list[i], &requested, error))
-			break;
+		if (switch_one(list[i], &requested, &already, &e))
+			continue;
+		g_debug("Apple device %04x:%04x skipped: %s", d.idVendor, d.idProduct, e->message);
+		if (!first)
+			first = e;
+		else
+			g_error_free(e);
 	}
 	libusb_free_device_list(list, 1);
 	if (usb != ncm_context_get_usb(self))
 		libusb_exit(usb);
+	if (first && requested == 0 && already == 0)
+		g_propagate_error(error, first);
+	else if (first)
+		g_error_free(first);
 	return requested;
 }

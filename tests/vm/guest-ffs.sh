@@ -905,11 +905,24 @@ apple-modes)
 apple-tun)
 	# The same iPhone, as a user meets it: one ncm-tun --apple-switch asks
 	# for NCM, waits for the device to come back, opens NCM in configuration
-	# 5 of 5 and carries IPv4 both ways. The device answers no second ask.
-	VM_VID=0x05ac VM_PID=0x12a8
+	# 5 of 5 and carries IPv4 both ways.
+	# Beside it, on a second bus, an Apple keyboard: the same vendor ID, no
+	# mode switch (its gadget STALLs GET_MODE). It must be skipped, not keep
+	# the phone from being asked (libusb lists it before the phone here).
+	dummy_hcd_load hs 2
+	modprobe usb_f_acm || fail "cannot load usb_f_acm"
+	kbd=/sys/kernel/config/usb_gadget/applekbd
+	VM_VID=0x05ac VM_PID=0x0267
+	gadget_make "$kbd" applekbd-0001 "Apple keyboard (emulated)"
+	mkdir "$kbd/functions/acm.0" "$kbd/configs/c.1"
+	ln -s "$kbd/functions/acm.0" "$kbd/configs/c.1/acm.0"
+	echo dummy_udc.1 >"$kbd/UDC" || fail "cannot bind the keyboard to dummy_udc.1"
+	wait_for "$VM_WAIT" "the keyboard enumerated" usb_find_serial applekbd-0001 ||
+		fail "the emulated keyboard did not enumerate"
+	VM_PID=0x12a8
 	ffs_apple_setup --profile apple --iad-first 2
 	host_use_userspace
-	ncm-tun --apple-switch --device "serial=$VM_SERIAL" --name "$TUN" \
+	G_MESSAGES_DEBUG=ncm ncm-tun --apple-switch --device "serial=$VM_SERIAL" --name "$TUN" \
 		--ipv4 "$(host_ip4)/24" >"$TUN_LOG" 2>&1 &
 	TUN_PID=$!
 	wait_for 30 "SET_MODE from ncm-tun" grep -q 'SET_MODE 3' "$VM_OUT/ffs-apple.log" ||
@@ -924,8 +937,11 @@ apple-tun)
 		grep -q 'asked 1 Apple device(s) for their NCM function' "$TUN_LOG"
 	check "the host uses configuration 5, where NCM is" [ "$(usb_active_config)" = 5 ]
 	check "ncm-tun asked once (SET_MODE 3)" [ "$(grep -c 'SET_MODE 3:' "$VM_OUT/ffs-apple.log")" = 1 ]
+	check "the keyboard refused the request and was skipped" \
+		grep -q 'Apple device 05ac:0267 skipped' "$TUN_LOG"
 	tun_stop
 	ffs_gadget_stop
+	echo "" >"$kbd/UDC"
 	;;
 crc-accept|crc-refuse)
 	# CRC mode offered (bmNetworkCapabilities 0x11, bit 4, in the NCM
