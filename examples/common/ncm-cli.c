@@ -203,8 +203,14 @@ cli_apple_switch(NcmContext *ctx, const NcmMatch *match, int usb_fd, GError **er
 	g_message("asked %u Apple device(s) for their NCM function; waiting for it to appear", n);
 	/* The device leaves the bus and comes back with NCM: up to a few seconds. */
 	end = g_get_monotonic_time() + APPLE_WAIT_S * G_USEC_PER_SEC;
-	while (!apple_function_present(ctx, match) && g_get_monotonic_time() < end)
+	while (!apple_function_present(ctx, match) && g_get_monotonic_time() < end) {
+		if (cli_quit_requested()) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED,
+				    "stopped by a signal while waiting for the Apple device");
+			return FALSE;
+		}
 		g_usleep(100 * 1000);
+	}
 	return TRUE;
 }
 
@@ -400,11 +406,23 @@ cli_persist_stop(CliPersist *p)
 
 /* ---- Signals ------------------------------------------------------------------------- */
 
+static gboolean quit_requested;
+
 static gboolean
 on_quit_signal(gpointer data)
 {
+	quit_requested = TRUE;
 	g_main_loop_quit(((CliSignals *)data)->loop);
 	return G_SOURCE_CONTINUE;
+}
+
+gboolean
+cli_quit_requested(void)
+{
+	/* During setup nothing runs the loop: dispatch what is pending. */
+	while (g_main_context_iteration(NULL, FALSE))
+		;
+	return quit_requested;
 }
 
 static gboolean
@@ -421,5 +439,10 @@ cli_signals_add(CliSignals *signals)
 {
 	g_unix_signal_add(SIGINT, on_quit_signal, signals);
 	g_unix_signal_add(SIGTERM, on_quit_signal, signals);
+	/* A closed terminal or ssh session: the default action would leave the
+	 * device without its kernel driver until replugged. */
+	g_unix_signal_add(SIGHUP, on_quit_signal, signals);
+	/* A closed stderr pipe must not kill us before the devices go back. */
+	signal(SIGPIPE, SIG_IGN);
 	g_unix_signal_add(SIGUSR1, on_stats_signal, signals);
 }

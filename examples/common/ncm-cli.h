@@ -83,8 +83,9 @@ gboolean cli_persist_start(CliPersist *persist, GError **error);
 void cli_persist_stop(CliPersist *persist);
 
 /*
- * SIGINT and SIGTERM quit @loop, SIGUSR1 calls @print_stats(@data): on the
- * default main context, so whatever they touch is the main thread's.
+ * SIGINT, SIGTERM and SIGHUP quit @loop (SIGPIPE is ignored), SIGUSR1 calls
+ * @print_stats(@data): on the default main context, so whatever they touch
+ * is the main thread's.
  * @signals must live as long as the process runs.
  */
 typedef struct {
@@ -94,3 +95,9 @@ typedef struct {
 } CliSignals;
 
 void cli_signals_add(CliSignals *signals);
+/*
+ * Whether SIGINT, SIGTERM or SIGHUP came (after dispatching what the default
+ * context has pending): for setup steps that wait before the loop runs.
+ * The owner's thread, holding the default context.
+ */
+gboolean cli_quit_requested(void);

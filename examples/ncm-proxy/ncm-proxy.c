@@ -131,12 +131,14 @@ static const gchar description[] =
 	"  A SOCKS client has 20 s to send a complete request.\n"
 	"\n"
 	"SIGNALS\n"
-	"  SIGINT, SIGTERM  close every connection, release the device (cdc_ncm\n"
-	"                   takes it back), print statistics and exit.\n"
+	"  SIGINT, SIGTERM, SIGHUP\n"
+	"                   close every connection, release the device (cdc_ncm\n"
+	"                   takes it back), print statistics and exit; during\n"
+	"                   --apple-switch's wait, exit at once. SIGPIPE is ignored.\n"
 	"  SIGUSR1          print statistics to stderr and keep running.\n"
 	"\n"
 	"EXIT STATUS\n"
-	"  0  stopped by SIGINT or SIGTERM\n"
+	"  0  stopped by SIGINT, SIGTERM or SIGHUP\n"
 	"  1  the device went away (without --persist) or failed while running\n"
 	"  2  setup failed: bad options, no matching device, no permission, port in use\n"
 	"\n"
@@ -509,7 +511,9 @@ main(int argc, char **argv)
 	m.proxy.stack = ncm_lwip_stack_get_default();
 	if (!setup(&m, &dev, &error)) {
 		fprintf(stderr, "ncm-proxy: %s\n", error->message);
-		m.status = EXIT_SETUP;
+		/* A signal during setup is a stop, as later. */
+		m.status = g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED) ? EXIT_OK
+										    : EXIT_SETUP;
 		cleanup(&m);
 		return m.status;
 	}

@@ -102,12 +102,14 @@ static const gchar description[] =
 	"    ncm-tun --pcap /tmp/ncm.pcap ...; tcpdump -r /tmp/ncm.pcap\n"
 	"\n"
 	"SIGNALS\n"
-	"  SIGINT, SIGTERM  release the device (cdc_ncm takes it back), remove\n"
-	"                   the interface, print statistics and exit.\n"
+	"  SIGINT, SIGTERM, SIGHUP\n"
+	"                   release the device (cdc_ncm takes it back), remove\n"
+	"                   the interface, print statistics and exit; during\n"
+	"                   --apple-switch's wait, exit at once. SIGPIPE is ignored.\n"
 	"  SIGUSR1          print statistics to stderr and keep running.\n"
 	"\n"
 	"EXIT STATUS\n"
-	"  0  stopped by SIGINT or SIGTERM\n"
+	"  0  stopped by SIGINT, SIGTERM or SIGHUP\n"
 	"  1  the device went away (without --persist) or failed while running\n"
 	"  2  setup failed: bad options, no matching device, no permission, busy\n"
 	"\n"
@@ -868,7 +870,9 @@ main(int argc, char **argv)
 	cli_signals_add(&app.signals);
 	if (!app_setup(&app, &error)) {
 		fprintf(stderr, "ncm-tun: %s\n", error->message);
-		app.status = EXIT_SETUP;
+		/* A signal during setup is a stop, as later. */
+		app.status = g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED) ? EXIT_OK
+										       : EXIT_SETUP;
 		app_cleanup(&app);
 		return app.status;
 	}

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/usb/functionfs.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,7 +25,8 @@
  *   device then re-enumerates, which the guest script does in configfs
  *   (guest-lib.sh ffs_apple_switch) once this prints "SET_MODE 3".
  * The NCM function itself is a second ffs-ncm (--profile apple) on its own
- * FunctionFS instance, linked into configuration 5 only.
+ * FunctionFS instance, linked into configuration 5 only. SIGUSR1 makes the
+ * device answer as before the switch again (guest-lib.sh ffs_apple_unswitch).
  */
 
 #define APPLE_REQ_GET_MODE 0x45
@@ -124,6 +126,15 @@ apple_request(int fd, const struct usb_ctrlrequest *rq, bool *switched)
 	return false;
 }
 
+static volatile sig_atomic_t reset_requested;
+
+static void
+on_reset(int sig)
+{
+	(void)sig;
+	reset_requested = 1;
+}
+
 int
 apple_main(const char *dir, const char *ready)
 {
@@ -139,8 +150,16 @@ apple_main(const char *dir, const char *ready)
 	apple_descriptors(fd);
 	touch_ready(ready);
 	say("Apple modes: PTP and usbmux; GET_MODE 0x45, SET_MODE 0x52");
+	/* SIGUSR1: back to the mode before the switch, for a second round. */
+	signal(SIGUSR1, on_reset);
 	for (;;) {
 		ssize_t n = read(fd, ev, sizeof(ev));
+
+		if (reset_requested) {
+			reset_requested = 0;
+			switched = false;
+			say("reset: GET_MODE answers 3:3:3:0 again");
+		}
 
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN || errno == EIDRM || errno == ESHUTDOWN ||

@@ -940,6 +940,24 @@ apple-tun)
 	check "the keyboard refused the request and was skipped" \
 		grep -q 'Apple device 05ac:0267 skipped' "$TUN_LOG"
 	tun_stop
+	# The device back as before the switch, which this time never comes: a
+	# SIGINT during ncm-tun's wait (up to 15 s) stops it at once, status 0.
+	ffs_apple_unswitch
+	TUN_LOG=$VM_OUT/ncm-tun-wait.log
+	ncm-tun --apple-switch --device "serial=$VM_SERIAL" --name "$TUN" >"$TUN_LOG" 2>&1 &
+	TUN_PID=$!
+	wait_for 30 "ncm-tun waiting" grep -q 'waiting for it to appear' "$TUN_LOG" ||
+		{ cat "$TUN_LOG"; fail "ncm-tun did not wait for the switch"; }
+	t0=$(date +%s)
+	kill -INT "$TUN_PID"
+	rc=0
+	wait "$TUN_PID" || rc=$?
+	t1=$(date +%s)
+	cat "$TUN_LOG"
+	check "SIGINT during the wait: exit 0 in $((t1 - t0)) s (<= 3)" \
+		sh -c "[ $rc = 0 ] && [ $((t1 - t0)) -le 3 ]"
+	check "... saying it was stopped while waiting" grep -q 'stopped by a signal while waiting' "$TUN_LOG"
+	TUN_PID=
 	ffs_gadget_stop
 	echo "" >"$kbd/UDC"
 	;;

@@ -934,6 +934,7 @@ ffs_apple_setup() {
 	rm -f /run/ffs-apple.ready
 	ffs-ncm --ffs "$FFS_APPLE_DIR" --apple-modes --ready /run/ffs-apple.ready \
 		>"$VM_OUT/ffs-apple.log" 2>&1 &
+	FFS_APPLE_PID=$!
 	wait_for "$VM_WAIT" "ffs-ncm --apple-modes" test -e /run/ffs-apple.ready ||
 		{ cat "$VM_OUT/ffs-apple.log"; fail "ffs-ncm --apple-modes did not start"; }
 	ffs_ncm_start "$@"
@@ -941,6 +942,21 @@ ffs_apple_setup() {
 	echo "$VM_UDC" >"$GADGET/UDC" || fail "cannot bind the gadget to $VM_UDC"
 	wait_usb_configured
 	vm_info
+}
+
+# ffs_apple_unswitch: the iPhone back as before the switch, for another
+# round: configurations 4 and 5 gone, GET_MODE answering 3:3:3:0 again.
+ffs_apple_unswitch() {
+	local c f
+	gadget_unplug
+	for c in 5 4; do
+		for f in "$GADGET/configs/c.$c"/*; do [ -L "$f" ] && rm "$f"; done
+		rmdir "$GADGET/configs/c.$c/strings/0x409" "$GADGET/configs/c.$c"
+	done
+	kill -USR1 "$FFS_APPLE_PID"
+	wait_for "$VM_WAIT" "the reset" grep -q '^.*reset: GET_MODE answers 3:3:3:0' "$VM_OUT/ffs-apple.log" ||
+		fail "ffs-ncm --apple-modes did not reset"
+	gadget_replug
 }
 
 # ffs_apple_switch: what the iPhone does after SET_MODE(3): it leaves the
