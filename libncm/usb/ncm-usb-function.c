@@ -113,6 +113,15 @@ ncm_set_usb_error(GError **error, int usb_err, const NcmFunctionInfo *info, cons
 			    "stop the other program (another ncm-tun?) and try again",
 			    what, node, info->vid, info->pid);
 		break;
+	case LIBUSB_ERROR_NO_MEM:
+		/* usbfs's cap on transfer memory, for all devices of the host. */
+		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
+			    "%s on %s (%04x:%04x): out of memory for USB transfers: usbfs caps "
+			    "them at /sys/module/usbcore/parameters/usbfs_memory_mb (16 MiB by "
+			    "default, for every device together); raise it (echo 64 > that file, "
+			    "as root) or open fewer devices",
+			    what, node, info->vid, info->pid);
+		break;
 	case LIBUSB_ERROR_NO_DEVICE:
 	case LIBUSB_ERROR_NOT_FOUND:
 		g_set_error(error, NCM_ERROR, NCM_ERROR_GONE,

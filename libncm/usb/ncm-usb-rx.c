@@ -125,7 +125,11 @@ resubmit_failed(NcmDevice *self, int r)
 	else if (r < 0 && r != LIBUSB_ERROR_INTERRUPTED)
 		ncm_device_post_error(self, g_error_new(NCM_ERROR, NCM_ERROR_FAILED,
 					"receiving stopped: resubmitting a bulk-IN transfer "
-					"failed (%s); reopen the device", libusb_strerror(r)));
+					"failed (%s); reopen the device%s", libusb_strerror(r),
+					r == LIBUSB_ERROR_NO_MEM
+						? " (usbfs's transfer memory is used up: raise "
+						  "/sys/module/usbcore/parameters/usbfs_memory_mb)"
+						: ""));
 }
 
 /*

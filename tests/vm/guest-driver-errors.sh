@@ -27,6 +27,18 @@ check "cdc_ncm still drives the device" host_netdevs_up
 expect_fail permission "no permission on /dev/bus/usb/[0-9]*/[0-9]*: run as root, or add a udev rule" \
 	vmtest-driver frames -t 5 --uid 65534
 
+# usbfs's transfer memory (usbfs_memory_mb, for all devices) used up: the
+# message names the knob. 1 MiB holds less than 64 receive transfers of
+# f_ncm's 16 KiB NTBs (as 4 SuperSpeed devices use up the default 16).
+mb=/sys/module/usbcore/parameters/usbfs_memory_mb
+old_mb=$(cat "$mb")
+echo 1 >"$mb"
+expect_fail usbfs-memory "out of memory for USB transfers: usbfs caps them at $mb" \
+	vmtest-driver frames -t 5 --rx-transfers 64
+echo "$old_mb" >"$mb"
+check "libncm gave the function back to cdc_ncm after the failed start" \
+	wait_for "$VM_WAIT" "cdc_ncm netdev" host_netdevs_up
+
 # Another process holds the device.
 vmtest-driver hold -t 30 >"$VM_OUT/hold.txt" 2>&1 &
 holder=$!
