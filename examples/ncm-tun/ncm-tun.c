@@ -49,7 +49,7 @@ static const GOptionEntry entries[] = {
 	  "Every function --device selects (all without it), an interface each; with --persist "
 	  "also those that arrive later", NULL },
 	{ "mtu", 'm', 0, G_OPTION_ARG_INT, &opt_mtu,
-	  "IP MTU (default: the device's, wMaxSegmentSize - 14)", "MTU" },
+	  "IP MTU (default: the device's, wMaxSegmentSize - 14, at least 1500)", "MTU" },
 	{ "ipv4", '4', 0, G_OPTION_ARG_STRING_ARRAY, &opt_ipv4,
 	  "Add an IPv4 address, e.g. 192.168.79.1/24 (repeatable)", "ADDR/PREFIX" },
 	{ "ipv6", '6', 0, G_OPTION_ARG_STRING_ARRAY, &opt_ipv6,

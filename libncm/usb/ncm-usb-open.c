@@ -125,6 +125,10 @@ detach(NcmDevice *self, guint8 iface, gboolean *ret_detached, GError **error)
 	r = libusb_detach_kernel_driver(self->handle, iface);
 	if (r == LIBUSB_ERROR_NOT_FOUND)
 		return TRUE;  /* detaching the comm interface released the data one too */
+	if (r == LIBUSB_ERROR_NO_DEVICE) {
+		ncm_set_usb_error(error, r, info, "detaching the kernel driver");
+		return FALSE;
+	}
 	if (r < 0) {
 		g_set_error(error, NCM_ERROR, NCM_ERROR_KERNEL_DRIVER,
 			    "cannot detach the kernel driver %s from interface %u of %04x:%04x (%s): "
@@ -421,7 +425,14 @@ fill_ntb_info(NcmDevice *self, const NcmNtbParams *p)
 	n->ntb32 = o->ntb32 && (p->formats & NCM_NTB_FORMAT_BIT_32);
 	n->rx_ntb_size = pick_size(o->rx_ntb_size, p->in_max_size);
 	n->tx_ntb_size = pick_size(o->tx_ntb_size, p->out_max_size);
+	/* Ethernet's 1514 at least, as Linux' cdc_ncm: a smaller wMaxSegmentSize
+	 * is taken for a descriptor error, but said, as the MTU is then larger. */
 	n->max_frame = MAX(self->info->max_segment_size, NCM_ETH_MAX_FRAME);
+	if (self->info->max_segment_size < NCM_ETH_MAX_FRAME)
+		g_message("%04x:%04x: wMaxSegmentSize %u is under Ethernet's %u: using %u (MTU "
+			  "1500); lower the MTU by hand if the device needs it",
+			  self->info->vid, self->info->pid, self->info->max_segment_size,
+			  NCM_ETH_MAX_FRAME, NCM_ETH_MAX_FRAME);
 }
 
 /*

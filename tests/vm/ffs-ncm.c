@@ -626,7 +626,9 @@ host_datagram_limit(void)
 		return FRAME_MAX;
 	if (prof.caps & 0x08)
 		return prof.max_datagram_reply >= 0 ? (uint32_t)prof.max_datagram_reply : max_datagram;
-	return prof.max_segment;
+	/* Under an Ethernet frame the descriptor is taken for an error, by
+	 * Linux' cdc_ncm and libncm alike: such a device gets 1514 bytes. */
+	return prof.max_segment < FRAME_MAX ? FRAME_MAX : prof.max_segment;
 }
 
 static bool
@@ -1153,7 +1155,8 @@ static const char usage_text[] =
 	"  --max-datagram-reply N   GET_MAX_DATAGRAM_SIZE answers N (needs --caps with 0x08);\n"
 	"                           with --gadgetfs, a host datagram over N is a violation\n"
 	"  --max-segment N          (--gadgetfs) wMaxSegmentSize N (default 1514); host datagrams\n"
-	"                           over it are violations (unless --caps 0x08 negotiates)\n"
+	"                           over it (over 1514 when N is less) are violations (unless\n"
+	"                           --caps 0x08 negotiates)\n"
 	"  --in-batch MS            gather TAP frames for up to MS ms into one IN NTB (up to 128)\n"
 	"  --cs-desc                also write the CDC Header/Union/Ethernet/NCM descriptors\n"
 	"                           (Linux 6.1's f_fs rejects them: EINVAL)\n"
@@ -1332,8 +1335,8 @@ main(int argc, char **argv)
 		case O_MAC_STRING_MISSING: prof.mac_string_missing = true; break;
 		case O_MAX_SEGMENT:
 			prof.max_segment = (uint16_t)num("max-segment", optarg, 0xffff);
-			if (prof.max_segment < FRAME_MAX)
-				die("--max-segment takes 1514 or more (an Ethernet frame)");
+			if (prof.max_segment < 64)
+				die("--max-segment takes 64 or more");
 			break;
 		case O_TAP: tap_name = optarg; break;
 		case O_READY: ready = optarg; break;

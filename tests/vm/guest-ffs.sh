@@ -1123,6 +1123,22 @@ segment-too-big)
 	check "IN NTBs of one 1514-byte frame, at most 2048 bytes" \
 		in_range "$(ffs_stat max_ntb_in)" 1514 2048
 	;;
+segment-small)
+	# wMaxSegmentSize 576, under Ethernet's 1514: libncm uses 1514, as
+	# cdc_ncm does, and says so (the MTU is larger than the descriptor's);
+	# frames of 1514 bytes pass both ways.
+	n=${VM_COUNT:-200}
+	gfs_gadget_setup --profile basic --max-segment 576
+	host_use_userspace
+	frames frames.txt
+	check "libncm said it uses 1514 for wMaxSegmentSize 576" grep -q \
+		'wMaxSegmentSize 576 is under Ethernet.s 1514: using 1514 (MTU 1500)' "$VM_OUT/frames.txt"
+	check "the MTU is 1500" grep -q '^mtu: 1500$' "$VM_OUT/frames.txt"
+	tx "$n" --max-size
+	check "frames of 1514 bytes sent" grep -q '^tx: frames of 1514 bytes' "$VM_OUT/tx.txt"
+	RX_SIZE=1472 rx "$n"
+	gfs_gadget_teardown
+	;;
 *)
 	fail "unknown VM_FFS_TEST '$test_case'"
 	;;
