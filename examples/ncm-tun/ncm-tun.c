@@ -812,9 +812,19 @@ app_setup(App *app, GError **error)
 		return FALSE;
 	for (guint i = 0; i < infos->len; i++) {
 		const NcmMatch *match = &g_array_index(app->matches, NcmMatch, opt_all ? 0 : i);
+		const NcmFunctionInfo *info = infos->pdata[i];
+		g_autoptr(GError) local = NULL;
 
-		if (!tun_add(app, infos->pdata[i], match, error))
+		if (tun_add(app, info, match, &local))
+			continue;
+		/* --all: one function another program holds must not keep the
+		 * others down (as for one that arrives later); unless none opens. */
+		if (!opt_all || (i + 1 == infos->len && app->tuns->len == 0)) {
+			g_propagate_error(error, g_steal_pointer(&local));
 			return FALSE;
+		}
+		g_warning("skipping the function at %s: %s%s", info->port_path, local->message,
+			  opt_persist ? " (it gets an interface when it is plugged in again)" : "");
 	}
 	if (opt_user && !drop_privileges(opt_user, error))
 		return FALSE;

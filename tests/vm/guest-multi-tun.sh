@@ -37,9 +37,30 @@ iperf_to() {
 	[ -n "$mbits" ]
 }
 
+# Another program holds the last gadget when ncm-tun starts: --all skips it
+# with a warning and brings up the others; once it is free and plugged in
+# again, it gets its interface too.
+held=$((n - 1))
+d=$(multi_usb_dev "$held")
+vm-usb-claim --hold 600 "$(printf '/dev/bus/usb/%03d/%03d' "$(cat "$d/busnum")" "$(cat "$d/devnum")")" 0 1 \
+	>"$VM_OUT/claim.txt" 2>&1 &
+claim_pid=$!
+wait_for 10 "gadget $held held" grep -q '^usb-claim: holding' "$VM_OUT/claim.txt" ||
+	{ cat "$VM_OUT/claim.txt"; fail "vm-usb-claim did not hold gadget $held"; }
+
 # Under TSan too (tests/run.sh); guest-lib's TSAN_OPTIONS check only our own accesses.
 ncm-tun --all --persist --name 'mt%d' >"$TUN_LOG" 2>&1 &
 TUN_PID=$!
+wait_for "$VM_WAIT" "$((n - 1)) interfaces" sh -c "[ \$(ls -d /sys/class/net/mt* 2>/dev/null | wc -l) -ge $((n - 1)) ]" ||
+	{ cat "$TUN_LOG"; fail "ncm-tun made $(tun_count) interfaces, not $((n - 1))"; }
+check "ncm-tun runs with gadget $held held elsewhere" tun_alive
+check "... and skipped it with a warning" grep -q "skipping the function at .*claimed by another process" "$TUN_LOG"
+check "$((n - 1)) interfaces" [ "$(tun_count)" = "$((n - 1))" ]
+check "... none of them the held gadget's" sh -c "! tun_of_held=\$(cat /sys/class/net/mt*/address | grep -x '$(multi_host_mac "$held")')"
+kill "$claim_pid"
+wait "$claim_pid" 2>/dev/null || true
+multi_unplug "$held"
+multi_plug "$held"
 wait_for "$VM_WAIT" "$n interfaces" all_tuns || { cat "$TUN_LOG"; fail "ncm-tun made $(tun_count) interfaces, not $n"; }
 check "one ncm-tun made exactly $n interfaces" [ "$(tun_count)" = "$n" ]
 i=0
