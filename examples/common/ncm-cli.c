@@ -30,8 +30,10 @@ static const GOptionEntry device_entries[] = {
 	  "active (iPhones and iPads in NCM mode: see --apple-switch); this disturbs whatever "
 	  "uses the active one, such as usbmuxd", NULL },
 	{ "apple-switch", 0, 0, G_OPTION_ARG_NONE, &opt_apple_switch,
-	  "First ask Apple devices (iPhone, iPad: iOS 17+) to expose their NCM function, and "
-	  "wait up to 15 s for it to appear; implies --switch-config", NULL },
+	  "First ask every Apple device (iPhone, iPad: iOS 17+) not in NCM mode yet for its NCM "
+	  "function, and "
+	  "wait up to 15 s for it to appear (with --persist, ask again whenever it comes back "
+	  "without); implies --switch-config", NULL },
 	{ "nudge-ms", 0, 0, G_OPTION_ARG_INT, &opt_nudge_ms,
 	  "Quiet time after a stream before the tail nudge, for gadgets (Linux f_ncm) that "
 	  "hold their last NTB; 0 = 100, -1 = never", "MS" },
@@ -186,6 +188,9 @@ cli_apple_switch(NcmContext *ctx, const NcmMatch *match, int usb_fd, GError **er
 
 	if (!opt_apple_switch)
 		return TRUE;
+	/* Another vendor's device was asked for: no phone's switch can bring it. */
+	if (match && match->vid && match->vid != APPLE_VID)
+		return TRUE;
 	if (usb_fd >= 0) {
 		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
 			    "--apple-switch cannot be combined with --usb-fd: the device leaves "
@@ -193,10 +198,12 @@ cli_apple_switch(NcmContext *ctx, const NcmMatch *match, int usb_fd, GError **er
 			    "switch it first (ncm-probe --apple-switch) and pass the new node's fd");
 		return FALSE;
 	}
-	/* Set only when no device was asked: then nothing will appear. */
+	/* Set only when no device was asked; an Apple keyboard alone also sets
+	 * it: the selection that follows says what is really missing. */
 	if (!(n = ncm_context_switch_apple_devices(ctx, &local)) && local) {
-		g_propagate_error(error, local);
-		return FALSE;
+		g_warning("--apple-switch: %s", local->message);
+		g_error_free(local);
+		return TRUE;
 	}
 	if (n == 0)
 		return TRUE;
@@ -211,6 +218,8 @@ cli_apple_switch(NcmContext *ctx, const NcmMatch *match, int usb_fd, GError **er
 		}
 		g_usleep(100 * 1000);
 	}
+	if (g_get_monotonic_time() >= end)
+		g_message("no NCM function of an Apple device appeared within %d s", APPLE_WAIT_S);
 	return TRUE;
 }
 
@@ -377,6 +386,16 @@ on_retry(gpointer data)
 
 	if (p->current(p->data))
 		return G_SOURCE_CONTINUE;
+	/* A phone plugged in again comes back without NCM: ask again. Devices
+	 * in NCM mode already are only read (GET_MODE), and only while ours is
+	 * away; what appears is taken on "function-added". */
+	if (opt_apple_switch) {
+		g_autoptr(GError) e = NULL;
+		guint n = ncm_context_switch_apple_devices(p->ctx, &e);
+
+		if (n)
+			g_message("asked %u Apple device(s) for their NCM function again", n);
+	}
 	all = ncm_context_enumerate(p->ctx, p->match, NULL);
 	for (guint i = 0; all && i < all->len && !p->current(p->data); i++)
 		try_reopen(p, all->pdata[i]);
@@ -437,11 +456,15 @@ on_stats_signal(gpointer data)
 void
 cli_signals_add(CliSignals *signals)
 {
+	struct sigaction hup;
+
 	g_unix_signal_add(SIGINT, on_quit_signal, signals);
 	g_unix_signal_add(SIGTERM, on_quit_signal, signals);
 	/* A closed terminal or ssh session: the default action would leave the
-	 * device without its kernel driver until replugged. */
-	g_unix_signal_add(SIGHUP, on_quit_signal, signals);
+	 * device without its kernel driver until replugged. Under nohup
+	 * (SIGHUP ignored) we keep running, as asked. */
+	if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN)
+		g_unix_signal_add(SIGHUP, on_quit_signal, signals);
 	/* A closed stderr pipe must not kill us before the devices go back. */
 	signal(SIGPIPE, SIG_IGN);
 	g_unix_signal_add(SIGUSR1, on_stats_signal, signals);

@@ -47,9 +47,11 @@ static const GOptionEntry entries[] = {
 	  "The same as --name", "NAME" },
 	{ "all", 'a', 0, G_OPTION_ARG_NONE, &opt_all,
 	  "Every function --device selects (all without it), an interface each; with --persist "
-	  "also those that arrive later", NULL },
+	  "also those that arrive later. One that cannot be opened at the start is skipped with "
+	  "a warning (with --persist it is tried again when plugged in again)", NULL },
 	{ "mtu", 'm', 0, G_OPTION_ARG_INT, &opt_mtu,
-	  "IP MTU (default: the device's, wMaxSegmentSize - 14, at least 1500)", "MTU" },
+	  "IP MTU (default: the device's, from wMaxSegmentSize - 14, where a wMaxSegmentSize "
+	  "under 1514 counts as 1514)", "MTU" },
 	{ "ipv4", '4', 0, G_OPTION_ARG_STRING_ARRAY, &opt_ipv4,
 	  "Add an IPv4 address, e.g. 192.168.79.1/24 (repeatable)", "ADDR/PREFIX" },
 	{ "ipv6", '6', 0, G_OPTION_ARG_STRING_ARRAY, &opt_ipv6,
@@ -112,6 +114,7 @@ static const gchar description[] =
 	"  0  stopped by SIGINT, SIGTERM or SIGHUP\n"
 	"  1  the device went away (without --persist) or failed while running\n"
 	"  2  setup failed: bad options, no matching device, no permission, busy\n"
+	"     (with --all: every function failed)\n"
 	"\n"
 	"NOTES\n"
 	"  Creating an interface needs CAP_NET_ADMIN; so do setting its MTU, MAC,\n"

@@ -21,11 +21,13 @@
  * (usbfs) is not ours to end: the switch then reports it.
  */
 static gboolean
-release_active_config(NcmDevice *self, int active, GError **error)
+release_active_config(NcmDevice *self, int active, guint32 *ret_detached, GError **error)
 {
 	const NcmFunctionInfo *info = self->info;
 	struct libusb_config_descriptor *cfg = NULL;
 	gboolean ok = TRUE;
+
+	*ret_detached = 0;
 
 	if (libusb_get_active_config_descriptor(libusb_get_device(self->handle), &cfg) < 0)
 		return TRUE;  /* the switch itself will say what is wrong */
@@ -50,6 +52,8 @@ release_active_config(NcmDevice *self, int active, GError **error)
 			break;
 		}
 		r = libusb_detach_kernel_driver(self->handle, n);
+		if (r == 0 && n < 32)
+			*ret_detached |= 1u << n;
 		if (r < 0 && r != LIBUSB_ERROR_NOT_FOUND) {
 			g_autofree gchar *what = g_strdup_printf(
 				"detaching the kernel driver of interface %u of configuration %d", n,
@@ -67,6 +71,8 @@ static gboolean
 select_config(NcmDevice *self, GError **error)
 {
 	const NcmFunctionInfo *info = self->info;
+	guint32 detached = 0;
+	gboolean ok;
 	int active = 0, r;
 
 	r = libusb_get_configuration(self->handle, &active);
@@ -85,9 +91,14 @@ select_config(NcmDevice *self, GError **error)
 			    info->vid, info->pid, info->config_value, active);
 		return FALSE;
 	}
-	if (!release_active_config(self, active, error))
+	ok = release_active_config(self, active, &detached, error);
+	r = ok ? libusb_set_configuration(self->handle, info->config_value) : 0;
+	/* Not switched: the drivers we took off the active configuration go back. */
+	for (guint8 n = 0; (!ok || r < 0) && n < 32; n++)
+		if (detached & (1u << n))
+			libusb_attach_kernel_driver(self->handle, n);
+	if (!ok)
 		return FALSE;
-	r = libusb_set_configuration(self->handle, info->config_value);
 	if (r == LIBUSB_ERROR_BUSY) {
 		g_set_error(error, NCM_ERROR, NCM_ERROR_BUSY,
 			    "switching %04x:%04x to configuration %u: a program holds an interface "

@@ -113,28 +113,36 @@ test_single_refuses_two(void)
 	g_assert_nonnull(strstr(error->message, "one function only"));
 }
 
-/* An iPhone's NCM sits in a configuration of its own: leave to switch is asked for (or implied by
- * --apple-switch), never assumed. */
+/* An iPhone's NCM sits in a configuration of its own: leave to switch is asked for, never
+ * assumed. Each case has a process of its own: the options are statics, and a flag once
+ * given stays set. */
 static void
 test_switch_config(void)
 {
 	const gchar *with[] = { "--switch-config", NULL };
-	const gchar *apple[] = { "--apple-switch", NULL };
 	const gchar *without[] = { "--ntb32", NULL };
 	g_autoptr(GArray) a = NULL;
 	g_autoptr(GArray) b = NULL;
-	g_autoptr(GArray) c = NULL;
 	NcmDeviceOptions options;
 
-	/* In this order: the options are statics, and a flag once given stays set. */
 	a = parse_opts(without, &options, NULL);
 	g_assert_nonnull(a);
 	g_assert_false(options.switch_config);
-	b = parse_opts(apple, &options, NULL);
+	b = parse_opts(with, &options, NULL);
 	g_assert_nonnull(b);
 	g_assert_true(options.switch_config);
-	c = parse_opts(with, &options, NULL);
-	g_assert_nonnull(c);
+}
+
+/* --apple-switch implies it: the phone's NCM comes in its own configuration. */
+static void
+test_apple_switch_implies(void)
+{
+	const gchar *apple[] = { "--apple-switch", NULL };
+	g_autoptr(GArray) a = NULL;
+	NcmDeviceOptions options;
+
+	a = parse_opts(apple, &options, NULL);
+	g_assert_nonnull(a);
 	g_assert_true(options.switch_config);
 }
 
@@ -150,6 +158,7 @@ static const Case cases[] = {
 	{ "/cli-devices/bad-selector", test_bad_selector },
 	{ "/cli-devices/single-refuses-two", test_single_refuses_two },
 	{ "/cli-devices/switch-config", test_switch_config },
+	{ "/cli-devices/apple-switch-implies", test_apple_switch_implies },
 };
 
 /*

@@ -922,8 +922,8 @@ apple-tun)
 	VM_PID=0x12a8
 	ffs_apple_setup --profile apple --iad-first 2
 	host_use_userspace
-	G_MESSAGES_DEBUG=ncm ncm-tun --apple-switch --device "serial=$VM_SERIAL" --name "$TUN" \
-		--ipv4 "$(host_ip4)/24" >"$TUN_LOG" 2>&1 &
+	G_MESSAGES_DEBUG=ncm ncm-tun --apple-switch --persist --device "serial=$VM_SERIAL" \
+		--name "$TUN" --ipv4 "$(host_ip4)/24" >"$TUN_LOG" 2>&1 &
 	TUN_PID=$!
 	wait_for 30 "SET_MODE from ncm-tun" grep -q 'SET_MODE 3' "$VM_OUT/ffs-apple.log" ||
 		{ cat "$TUN_LOG" "$VM_OUT/ffs-apple.log"; fail "ncm-tun asked for no NCM mode"; }
@@ -939,6 +939,18 @@ apple-tun)
 	check "ncm-tun asked once (SET_MODE 3)" [ "$(grep -c 'SET_MODE 3:' "$VM_OUT/ffs-apple.log")" = 1 ]
 	check "the keyboard refused the request and was skipped" \
 		grep -q 'Apple device 05ac:0267 skipped' "$TUN_LOG"
+	# Plugged in again, the phone comes back without NCM: ncm-tun --persist
+	# asks again while it is away, and takes NCM when it reappears.
+	ffs_apple_unswitch
+	wait_for 30 "SET_MODE asked again" \
+		sh -c "[ \$(grep -c 'SET_MODE 3:' '$VM_OUT/ffs-apple.log') -ge 2 ]" ||
+		{ cat "$TUN_LOG" "$VM_OUT/ffs-apple.log"; fail "ncm-tun --persist did not ask again"; }
+	ffs_apple_switch
+	wait_for "$VM_WAIT" "reply from $(peer_ip4) after the replug" ping -c 1 -W 1 "$(peer_ip4)" ||
+		{ cat "$TUN_LOG"; fail "no path through ncm-tun after the phone came back"; }
+	check "ping $(peer_ip4) x3 after the phone came back" ping -c 3 -W 2 "$(peer_ip4)"
+	check "ncm-tun said it asked again" \
+		grep -q 'asked 1 Apple device(s) for their NCM function again' "$TUN_LOG"
 	tun_stop
 	# The device back as before the switch, which this time never comes: a
 	# SIGINT during ncm-tun's wait (up to 15 s) stops it at once, status 0.
