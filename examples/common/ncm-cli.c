@@ -31,9 +31,8 @@ static const GOptionEntry device_entries[] = {
 	  "uses the active one, such as usbmuxd", NULL },
 	{ "apple-switch", 0, 0, G_OPTION_ARG_NONE, &opt_apple_switch,
 	  "First ask every Apple device (iPhone, iPad: iOS 17+) not in NCM mode yet for its NCM "
-	  "function, and "
-	  "wait up to 15 s for it to appear (with --persist, ask again whenever it comes back "
-	  "without); implies --switch-config", NULL },
+	  "function, and wait up to 15 s for it to appear (with --persist, ask again whenever "
+	  "it comes back without); implies --switch-config", NULL },
 	{ "nudge-ms", 0, 0, G_OPTION_ARG_INT, &opt_nudge_ms,
 	  "Quiet time after a stream before the tail nudge, for gadgets (Linux f_ncm) that "
 	  "hold their last NTB; 0 = 100, -1 = never", "MS" },

@@ -34,8 +34,9 @@ gboolean cli_parse_options(const gchar *summary, const GOptionEntry *entries, co
  * --apple-switch: asks every Apple device not yet in NCM mode for it
  * (ncm_context_switch_apple_devices()), then waits until the re-enumerated
  * function that @match selects is listed, at most 15 s; without the option,
- * nothing. Under --persist the retry asks again while the device is away. Refused with a passed fd (@usb_fd >= 0), which the device's new
- * node would not follow. Before cli_select_function(); the owner's thread.
+ * nothing. Under --persist the retry asks again while the device is away.
+ * Refused with a passed fd (@usb_fd >= 0), which the device's new node
+ * would not follow. Before cli_select_function(); the owner's thread.
  */
 gboolean cli_apple_switch(NcmContext *ctx, const NcmMatch *match, int usb_fd, GError **error);
 

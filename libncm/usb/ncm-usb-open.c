@@ -28,7 +28,6 @@ release_active_config(NcmDevice *self, int active, guint32 *ret_detached, GError
 	gboolean ok = TRUE;
 
 	*ret_detached = 0;
-
 	if (libusb_get_active_config_descriptor(libusb_get_device(self->handle), &cfg) < 0)
 		return TRUE;  /* the switch itself will say what is wrong */
 	for (guint8 i = 0; ok && i < cfg->bNumInterfaces; i++) {

@@ -57,7 +57,8 @@ wait_for "$VM_WAIT" "$((n - 1)) interfaces running" grep -q "$((n - 1)) interfac
 check "ncm-tun runs with gadget $held held elsewhere" tun_alive
 check "... and skipped it with a warning" grep -q "skipping the function at .*claimed by another process" "$TUN_LOG"
 check "$((n - 1)) interfaces" [ "$(tun_count)" = "$((n - 1))" ]
-check "... none of them the held gadget's" sh -c "! tun_of_held=\$(cat /sys/class/net/mt*/address | grep -x '$(multi_host_mac "$held")')"
+check "... none of them the held gadget's" \
+	sh -c "! cat /sys/class/net/mt*/address | grep -qx '$(multi_host_mac "$held")'"
 kill "$claim_pid"
 wait "$claim_pid" 2>/dev/null || true
 multi_unplug "$held"
