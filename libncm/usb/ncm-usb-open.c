@@ -15,6 +15,50 @@
 #define NCM_ETH_MAX_FRAME 1514u
 
 /*
+ * Takes the kernel's driver off interface @iface of configuration @config
+ * (the NCM function's, or the active one before a switch away from it);
+ * @driver is its name when known.
+ */
+static gboolean
+detach(NcmDevice *self, int config, guint8 iface, const gchar *driver, gboolean *ret_detached,
+       GError **error)
+{
+	const NcmFunctionInfo *info = self->info;
+	g_autofree gchar *who = driver ? g_strdup_printf("the kernel driver %s", driver)
+				       : g_strdup("a kernel driver");
+	int r = libusb_kernel_driver_active(self->handle, iface);
+
+	*ret_detached = FALSE;
+	if (r != 1)
+		return TRUE;  /* none bound, or the platform cannot tell: claiming will say */
+	if (!self->options.detach_kernel_driver) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_KERNEL_DRIVER,
+			    "%s is still bound to interface %u of %04x:%04x: "
+			    "unbind it (echo %s:%d.%u > /sys/bus/usb/drivers/%s/unbind) or let "
+			    "libncm detach it",
+			    who, iface, info->vid, info->pid, info->port_path, config, iface,
+			    driver ? driver : "DRIVER");
+		return FALSE;
+	}
+	r = libusb_detach_kernel_driver(self->handle, iface);
+	if (r == LIBUSB_ERROR_NOT_FOUND)
+		return TRUE;  /* detaching the comm interface released the data one too */
+	if (r == LIBUSB_ERROR_NO_DEVICE) {
+		ncm_set_usb_error(error, r, info, "detaching the kernel driver");
+		return FALSE;
+	}
+	if (r < 0) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_KERNEL_DRIVER,
+			    "cannot detach %s from interface %u of %04x:%04x (%s): "
+			    "unbind it by hand or run as root",
+			    who, iface, info->vid, info->pid, libusb_strerror(r));
+		return FALSE;
+	}
+	*ret_detached = TRUE;
+	return TRUE;
+}
+
+/*
  * The kernel refuses SET_CONFIGURATION while any interface of the active
  * configuration has a driver (a phone's ipheth, a gadget's cdc_acm): with
  * leave to detach, the kernel's drivers go first. A program's claim
@@ -23,7 +67,6 @@
 static gboolean
 release_active_config(NcmDevice *self, int active, guint32 *ret_detached, GError **error)
 {
-	const NcmFunctionInfo *info = self->info;
 	struct libusb_config_descriptor *cfg = NULL;
 	gboolean ok = TRUE;
 
@@ -31,38 +74,19 @@ release_active_config(NcmDevice *self, int active, guint32 *ret_detached, GError
 	if (libusb_get_active_config_descriptor(libusb_get_device(self->handle), &cfg) < 0)
 		return TRUE;  /* the switch itself will say what is wrong */
 	for (guint8 i = 0; ok && i < cfg->bNumInterfaces; i++) {
+		gboolean detached = FALSE;
 		guint8 n;
-		int r;
 
 		if (cfg->interface[i].num_altsetting < 1)
 			continue;
 		n = cfg->interface[i].altsetting[0].bInterfaceNumber;
-		if (libusb_kernel_driver_active(self->handle, n) != 1)
-			continue;
-		if (!self->options.detach_kernel_driver) {
-			g_set_error(error, NCM_ERROR, NCM_ERROR_KERNEL_DRIVER,
-				    "a kernel driver is bound to interface %u of %04x:%04x's active "
-				    "configuration %d, so it cannot be switched to %u: unbind it "
-				    "(echo %s:%d.%u > /sys/bus/usb/drivers/DRIVER/unbind) or let libncm "
-				    "detach it",
-				    n, info->vid, info->pid, active, info->config_value,
-				    info->port_path, active, n);
-			ok = FALSE;
-			break;
-		}
-		r = libusb_detach_kernel_driver(self->handle, n);
-		if (r == 0 && n < 32)
+		ok = detach(self, active, n, NULL, &detached, error);
+		if (detached && n < 32)
 			*ret_detached |= 1u << n;
-		if (r < 0 && r != LIBUSB_ERROR_NOT_FOUND) {
-			g_autofree gchar *what = g_strdup_printf(
-				"detaching the kernel driver of interface %u of configuration %d", n,
-				active);
-
-			ncm_set_usb_error(error, r, info, what);
-			ok = FALSE;
-		}
 	}
 	libusb_free_config_descriptor(cfg);
+	if (!ok)
+		g_prefix_error(error, "switching to configuration %u: ", self->info->config_value);
 	return ok;
 }
 
@@ -114,44 +138,6 @@ select_config(NcmDevice *self, GError **error)
 }
 
 static gboolean
-detach(NcmDevice *self, guint8 iface, gboolean *ret_detached, GError **error)
-{
-	const NcmFunctionInfo *info = self->info;
-	int r = libusb_kernel_driver_active(self->handle, iface);
-
-	*ret_detached = FALSE;
-	if (r != 1)
-		return TRUE;  /* none bound, or the platform cannot tell: claiming will say */
-	if (!self->options.detach_kernel_driver) {
-		g_set_error(error, NCM_ERROR, NCM_ERROR_KERNEL_DRIVER,
-			    "the kernel driver %s is still bound to interface %u of %04x:%04x: "
-			    "unbind it (echo %s:%u.%u > /sys/bus/usb/drivers/%s/unbind) or let "
-			    "libncm detach it",
-			    info->kernel_driver ? info->kernel_driver : "(unknown)", iface,
-			    info->vid, info->pid, info->port_path, info->config_value, iface,
-			    info->kernel_driver ? info->kernel_driver : "DRIVER");
-		return FALSE;
-	}
-	r = libusb_detach_kernel_driver(self->handle, iface);
-	if (r == LIBUSB_ERROR_NOT_FOUND)
-		return TRUE;  /* detaching the comm interface released the data one too */
-	if (r == LIBUSB_ERROR_NO_DEVICE) {
-		ncm_set_usb_error(error, r, info, "detaching the kernel driver");
-		return FALSE;
-	}
-	if (r < 0) {
-		g_set_error(error, NCM_ERROR, NCM_ERROR_KERNEL_DRIVER,
-			    "cannot detach the kernel driver %s from interface %u of %04x:%04x (%s): "
-			    "unbind it by hand or run as root",
-			    info->kernel_driver ? info->kernel_driver : "(unknown)", iface,
-			    info->vid, info->pid, libusb_strerror(r));
-		return FALSE;
-	}
-	*ret_detached = TRUE;
-	return TRUE;
-}
-
-static gboolean
 claim(NcmDevice *self, guint8 iface, gboolean *ret_claimed, GError **error)
 {
 	int r = libusb_claim_interface(self->handle, iface);
@@ -174,8 +160,10 @@ ncm_device_claim(NcmDevice *self, GError **error)
 
 	if (!select_config(self, error))
 		return FALSE;
-	if (!detach(self, info->comm_iface, &self->detached_comm, error) ||
-	    !detach(self, info->data_iface, &detached_data, error))
+	if (!detach(self, info->config_value, info->comm_iface, info->kernel_driver,
+		    &self->detached_comm, error) ||
+	    !detach(self, info->config_value, info->data_iface, info->kernel_driver,
+		    &detached_data, error))
 		return FALSE;
 	self->detached_comm |= detached_data;
 	return claim(self, info->comm_iface, &self->claimed_comm, error) &&
