@@ -346,22 +346,43 @@ cli_print_usb_stats(FILE *out, const NcmStats *st)
 
 /* ---- --persist ---------------------------------------------------------------------- */
 
+guint
+cli_persist_backoff_s(guint attempts)
+{
+	return attempts >= 6 ? 60 : 1u << MAX(attempts, 1);
+}
+
+/* @arrival: the function was just plugged in (or switched to): try it at once. */
 static void
-try_reopen(CliPersist *p, const NcmFunctionInfo *info)
+try_reopen(CliPersist *p, const NcmFunctionInfo *info, gboolean arrival)
 {
 	g_autoptr(GError) error = NULL;
+	gint64 now = g_get_monotonic_time();
+	guint wait_s;
 
 	if (p->current(p->data) || !ncm_match_test(p->match, info))
 		return;
+	if (arrival)
+		p->attempts = 0;
+	else if (now < p->next_try)
+		return;
+	/* A success counts too: a session that fails soon after its open must not
+	 * make the next open come sooner. */
+	wait_s = cli_persist_backoff_s(++p->attempts);
+	p->next_try = now + wait_s * G_USEC_PER_SEC;
+	if (p->reopen(p->data, info, &error)) {
+		p->up_since = now;
+		return;
+	}
 	/* It may still be settling (busy, strings unreadable): the retry timer tries again. */
-	if (!p->reopen(p->data, info, &error))
-		g_message("reattach %s: %s", info->port_path, error->message);
+	g_message("reattach %s: %s (trying again in %u s%s)", info->port_path, error->message,
+		  wait_s, p->attempts == 1 ? ", then less often while it keeps failing" : "");
 }
 
 static void
 on_function_added(NcmContext *ctx, NcmFunctionInfo *info, CliPersist *p)
 {
-	try_reopen(p, info);
+	try_reopen(p, info, TRUE);
 }
 
 static void
@@ -383,8 +404,14 @@ on_retry(gpointer data)
 	CliPersist *p = data;
 	g_autoptr(GPtrArray) all = NULL;
 
-	if (p->current(p->data))
+	if (p->current(p->data)) {
+		if (p->up_since &&
+		    g_get_monotonic_time() - p->up_since >= CLI_PERSIST_STABLE_S * G_USEC_PER_SEC) {
+			p->attempts = 0;
+			p->next_try = p->up_since = 0;
+		}
 		return G_SOURCE_CONTINUE;
+	}
 	/* A phone plugged in again comes back without NCM: ask again. Devices
 	 * in NCM mode already are only read (GET_MODE), and only while ours is
 	 * away; what appears is taken on "function-added". */
@@ -397,7 +424,7 @@ on_retry(gpointer data)
 	}
 	all = ncm_context_enumerate(p->ctx, p->match, NULL);
 	for (guint i = 0; all && i < all->len && !p->current(p->data); i++)
-		try_reopen(p, all->pdata[i]);
+		try_reopen(p, all->pdata[i], FALSE);
 	return G_SOURCE_CONTINUE;
 }
 

@@ -61,9 +61,16 @@ void cli_print_usb_stats(FILE *out, const NcmStats *st);
 
 /*
  * --persist: watches for the selected function to come back after it went
- * away, and retries every 2 s for what no arrival announces (an error on a
- * device that stayed plugged in). The owner's context only.
+ * away, and retries for what no arrival announces (an error on a device that
+ * stayed plugged in). The owner's context only.
+ *
+ * A device that stays plugged in and keeps failing (its open, or a session
+ * soon after it) is tried after 2, 4, 8 ... up to 60 s: each open may detach
+ * a kernel driver and give it back, and a desktop reconfigures that
+ * interface every time. An arrival is tried at once and starts the count
+ * again; so does a session that lasted CLI_PERSIST_STABLE_S.
  */
+#define CLI_PERSIST_STABLE_S 30
 typedef struct {
 	NcmContext *ctx;
 	const NcmMatch *match;
@@ -78,7 +85,13 @@ typedef struct {
 	 * (a second call replaces the first), after cli_persist_start(). */
 	gboolean shared_watch;
 	guint retry_id;
+	guint attempts;     /* opens since the last arrival or stable session */
+	gint64 next_try;    /* monotonic us: no retry before it */
+	gint64 up_since;    /* monotonic us of the open that holds now; 0 if none */
 } CliPersist;
+
+/* Seconds to wait after the @attempts-th open in a row: 2, 4, 8 ... 60. */
+guint cli_persist_backoff_s(guint attempts);
 
 gboolean cli_persist_start(CliPersist *persist, GError **error);
 void cli_persist_stop(CliPersist *persist);

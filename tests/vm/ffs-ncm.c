@@ -99,6 +99,7 @@ bool host_negotiated;
 static bool stalled_once;
 static bool stalled_out_once;     /* rx thread only */
 static unsigned vanished;         /* ep0 thread only: bit i = vanish_on[i] done */
+static unsigned params_refused;   /* ep0 thread only: --refuse-params so far */
 
 unsigned long st_ntbs_out, st_dgrams_out, st_ntbs_in, st_dgrams_in, st_tap_errors,
 	st_in_errors, st_out_errors, st_violations, st_notifications, st_stalls, st_requests,
@@ -388,6 +389,11 @@ class_in(const struct usb_ctrlrequest *rq)
 
 	switch (rq->bRequest) {
 	case 0x80: /* GET_NTB_PARAMETERS */
+		if (params_refused < prof.refuse_params) {
+			say("refusing GET_NTB_PARAMETERS (%u of %u)", ++params_refused,
+			    prof.refuse_params);
+			return false;
+		}
 		reply_in(rq, b, ntb_parameters(b, sizeof(b)));
 		return true;
 	case 0x83: /* GET_NTB_FORMAT */
@@ -1185,6 +1191,7 @@ static const char usage_text[] =
 	"  --link-flap-ms MS        ... each state held MS ms (default 300)\n"
 	"  --hold FRAMES,MS,KBIT    frames toward the peer drain at KBIT kbit/s; one arriving with\n"
 	"                           more than FRAMES queued is held MS ms (the holding gadget)\n"
+	"  --refuse-params N        stall the first N GET_NTB_PARAMETERS: every open until then fails\n"
 	"  --vanish-on REQ,...      unbind the UDC while one of these class requests (0x80 ...)\n"
 	"                           is pending, once each, in order; needs --udc-fd\n"
 	"                           (gadgetfs: 0x06 is GET_DESCRIPTOR of the iMACAddress string)\n"
@@ -1257,7 +1264,8 @@ main(int argc, char **argv)
 	       O_STALL_INTR, O_HOSTILE, O_ZLP, O_RUNT, O_IN_STOP, O_STALL_INTR_ONCE, O_SPEED,
 	       O_SPEED_SPLIT, O_OVERLONG, O_FLAP, O_FLAP_MS, O_HOLD, O_VANISH, O_UDC_FD,
 	       O_APPLE_MODES, O_IAD_FIRST, O_GADGETFS, O_VID, O_PID, O_SERIAL, O_REFUSE_CRC,
-	       O_MAC_STRING_MISSING, O_MAX_SEGMENT, O_REPLAY, O_REPLAY_SKIP, O_EP0_DELAY };
+	       O_MAC_STRING_MISSING, O_MAX_SEGMENT, O_REPLAY, O_REPLAY_SKIP, O_EP0_DELAY,
+	       O_REFUSE_PARAMS };
 	static const struct option opts[] = {
 		{ "ffs", required_argument, NULL, O_FFS },
 		{ "gadgetfs", required_argument, NULL, O_GADGETFS },
@@ -1286,6 +1294,7 @@ main(int argc, char **argv)
 		{ "stall-out-always", required_argument, NULL, O_STALL_OUT_ALWAYS },
 		{ "no-out-read", no_argument, NULL, O_NO_OUT_READ },
 		{ "refuse-input-size", no_argument, NULL, O_REFUSE_INPUT },
+		{ "refuse-params", required_argument, NULL, O_REFUSE_PARAMS },
 		{ "ignore-input-size", no_argument, NULL, O_IGNORE_INPUT },
 		{ "max-datagram-reply", required_argument, NULL, O_MAXDG_REPLY },
 		{ "in-batch", required_argument, NULL, O_IN_BATCH },
@@ -1375,6 +1384,9 @@ main(int argc, char **argv)
 			break;
 		case O_NO_OUT_READ: prof.no_out_read = true; break;
 		case O_REFUSE_INPUT: prof.refuse_input_size = true; break;
+		case O_REFUSE_PARAMS:
+			prof.refuse_params = (unsigned)num("refuse-params", optarg, 1000);
+			break;
 		case O_IGNORE_INPUT: prof.ignore_input_size = true; break;
 		case O_MAXDG_REPLY:
 			prof.max_datagram_reply = (int)num("max-datagram-reply", optarg, 0xffff);

@@ -52,6 +52,7 @@ typedef struct {
 	unsigned stall_out_always; /* ... and keep it halted from this OUT NTB on */
 	bool no_out_read;          /* never read bulk OUT */
 	bool refuse_input_size;    /* STALL SET_NTB_INPUT_SIZE */
+	unsigned refuse_params;    /* STALL the first N GET_NTB_PARAMETERS (a failing open) */
 	bool ignore_input_size;    /* accept it, keep dwNtbInMaxSize */
 	int max_datagram_reply;    /* GET_MAX_DATAGRAM_SIZE answers this (-1: what was set) */
 	uint16_t max_segment;      /* wMaxSegmentSize (with cs_desc) */

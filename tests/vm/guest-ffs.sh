@@ -4,7 +4,7 @@
 # Cases (tests/vm/README.md, "The programmable device (FunctionFS)"):
 #   basic, apple, ntb16-only, ntb32-only, divisors, max-datagrams,
 #   notify-flood, no-mac, stall-in-once, stall-in-always, stall-intr, stall-out,
-#   out-stuck, input-size, max-datagram, persist-mtu, hostile, replay, zlp, in-stuck,
+#   out-stuck, input-size, max-datagram, persist-mtu, persist-backoff, hostile, replay, zlp, in-stuck,
 #   intr-stall, notify-split, link-flap, vanish, hold, apple-modes,
 #   crc-accept, crc-refuse, mac-desc, slow-ep0, max-datagram-differs,
 #   segment-too-big, vanish-optional
@@ -643,6 +643,47 @@ persist-mtu)
 	kill -TERM "$tun_pid"
 	wait "$tun_pid" || fail "ncm-tun exited $?"
 	cat "$VM_OUT/ncm-tun.log"
+	ffs_gadget_stop
+	;;
+persist-backoff)
+	# ncm-tun --persist over a device that comes back and then refuses
+	# GET_NTB_PARAMETERS three times: every open fails while it stays
+	# plugged in. The opens come after 2, 4 and 8 s, not every 2 s (each
+	# may take an interface from a kernel driver and give it back); the
+	# fourth one succeeds and traffic flows.
+	command -v ncm-tun >/dev/null || fail "ncm-tun is not on PATH (run-vm.sh --bin)"
+	tun=ncmb0
+	setup --profile basic
+	ncm-tun --device "serial=$VM_SERIAL" --name $tun --persist --ipv4 "$(host_ip4)/24" \
+		>"$VM_OUT/ncm-tun.log" 2>&1 &
+	tun_pid=$!
+	wait_for 30 "ping through $tun" ping -c 1 -W 1 "$(peer_ip4)" ||
+		{ cat "$VM_OUT/ncm-tun.log"; fail "no path through $tun"; }
+	ffs_gadget_teardown
+	setup --profile basic --refuse-params 3
+	wait_for 60 "ping through $tun after the refusals" ping -c 1 -W 1 "$(peer_ip4)" ||
+		{ cat "$VM_OUT/ncm-tun.log" "$FFS_LOG"; fail "no path through $tun after the refusals"; }
+	cat "$VM_OUT/ncm-tun.log"
+	check "the device refused three opens" grep -q "refusing GET_NTB_PARAMETERS (3 of 3)" "$FFS_LOG"
+	check "the device answered the fourth" \
+		[ "$(grep -c 'refusing GET_NTB_PARAMETERS' "$FFS_LOG")" = 3 ]
+	# GLib stamps each message (HH:MM:SS.mmm): the failed opens' times, in ms.
+	grep 'reattach .*GET_NTB_PARAMETERS' "$VM_OUT/ncm-tun.log" |
+		sed -n 's/.*Message: \([0-9]*\):\([0-9]*\):\([0-9.]*\): .*(trying again in \([0-9]*\) s.*/\1 \2 \3 \4/p' |
+		awk '{ printf "%d %d\n", (($1 * 60 + $2) * 60 + $3) * 1000, $4 }' >"$VM_OUT/reattach.txt"
+	cat "$VM_OUT/reattach.txt"
+	check "three failed opens logged" [ "$(wc -l <"$VM_OUT/reattach.txt")" = 3 ]
+	check "each says when the next comes: 2, 4, 8 s" \
+		[ "$(awk '{ printf "%s ", $2 }' "$VM_OUT/reattach.txt")" = "2 4 8 " ]
+	# Each gap is the wait announced before it (less the open's own time,
+	# which comes before the message), at most one 2 s retry tick more:
+	# without the back-off the second gap is 2 s as well.
+	check "each failed open came the announced 2 and 4 s after the one before (+2.5 s)" \
+		awk 'NR > 1 && ($1 - t < w * 1000 - 500 || $1 - t > w * 1000 + 2500) { bad = 1 }
+		     { t = $1; w = $2 } END { exit bad }' "$VM_OUT/reattach.txt"
+	check "ncm-tun ran on after the failed opens" kill -0 "$tun_pid"
+	kill -TERM "$tun_pid"
+	wait "$tun_pid" || fail "ncm-tun exited $?"
 	ffs_gadget_stop
 	;;
 hostile)
