@@ -227,6 +227,7 @@ proxy_forward_local_new(Proxy *proxy, const ProxyForwardSpec *spec, GError **err
 	g_autoptr(GError) local = NULL;
 
 	f->service = g_socket_service_new();
+	g_socket_service_stop(f->service);
 	if (!address ||
 	    !g_socket_listener_add_address(G_SOCKET_LISTENER(f->service), address,
 					   G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL, NULL,
@@ -241,8 +242,14 @@ proxy_forward_local_new(Proxy *proxy, const ProxyForwardSpec *spec, GError **err
 		return NULL;
 	}
 	g_signal_connect(f->service, "incoming", G_CALLBACK(local_incoming), f);
-	g_socket_service_start(f->service);
 	return f;
+}
+
+void
+proxy_forward_start(ProxyForward *f)
+{
+	if (f->service)
+		g_socket_service_start(f->service);
 }
 
 /* ---- -R: device listener, host connection --------------------------------------- */

@@ -394,6 +394,9 @@ proxy_socks_server_new(Proxy *proxy, GSocketAddress *address, GError **error)
 	g_autoptr(GError) local = NULL;
 	g_autofree gchar *where = proxy_address_to_string(address);
 
+	/* New services accept at once: not before the device is open. */
+	g_socket_service_stop(service);
+
 	if (!g_socket_listener_add_address(G_SOCKET_LISTENER(service), address,
 					   G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL, NULL,
 					   &local)) {
@@ -407,6 +410,5 @@ proxy_socks_server_new(Proxy *proxy, GSocketAddress *address, GError **error)
 		return NULL;
 	}
 	g_signal_connect(service, "incoming", G_CALLBACK(on_incoming), proxy);
-	g_socket_service_start(service);
 	return g_steal_pointer(&service);
 }

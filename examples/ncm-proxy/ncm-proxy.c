@@ -447,6 +447,8 @@ setup_dns(Main *m, GError **error)
 /*
  * Listeners first: a port in use fails before the device is claimed (and
  * cdc_ncm loses it for nothing). -R listens on lwIP, which needs no netif.
+ * They accept once the device is open: a client that connects during
+ * --apple-switch's wait is served when the phone is back, not refused.
  */
 static gboolean
 setup(Main *m, const ProxyDeviceConfig *dev, GError **error)
@@ -454,7 +456,13 @@ setup(Main *m, const ProxyDeviceConfig *dev, GError **error)
 	if (!setup_dns(m, error) || !setup_socks(m, error) || !setup_forwards(m, error))
 		return FALSE;
 	m->device = proxy_device_open(m->proxy.stack, dev, on_device_gone, m, error);
-	return m->device != NULL;
+	if (!m->device)
+		return FALSE;
+	if (m->socks)
+		g_socket_service_start(m->socks);
+	for (guint i = 0; i < m->forwards->len; i++)
+		proxy_forward_start(m->forwards->pdata[i]);
+	return TRUE;
 }
 
 static void

@@ -119,7 +119,10 @@ NcmLwipConnection *proxy_dial_finish(GAsyncResult *result, GError **error);
 
 /* ---- ncm-proxy-socks-server.c ---------------------------------------------------- */
 
-/* Serves SOCKS5 on @address. Errors: the address is in use, or not ours. */
+/*
+ * Listens for SOCKS5 on @address, stopped: g_socket_service_start() once the
+ * device is open. Errors: the address is in use, or not ours.
+ */
 GSocketService *proxy_socks_server_new(Proxy *proxy, GSocketAddress *address, GError **error);
 
 /* ---- ncm-proxy-forward.c: -L and -R ---------------------------------------------- */
@@ -137,10 +140,12 @@ void proxy_forward_spec_clear(ProxyForwardSpec *spec);
 
 typedef struct _ProxyForward ProxyForward;
 
-/* -L: listens on the host, connects through the device. */
+/* -L: listens on the host (stopped until proxy_forward_start()), connects through the device. */
 ProxyForward *proxy_forward_local_new(Proxy *proxy, const ProxyForwardSpec *spec,
 				      GError **error);
 /* -R: listens on the device side (lwIP), connects on the host. */
 ProxyForward *proxy_forward_remote_new(Proxy *proxy, const ProxyForwardSpec *spec,
 				       GError **error);
+/* -L accepts from here on (its connections waited in the kernel's backlog). */
+void proxy_forward_start(ProxyForward *forward);
 void proxy_forward_free(ProxyForward *forward);

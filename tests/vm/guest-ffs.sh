@@ -5,7 +5,7 @@
 #   basic, apple, ntb16-only, ntb32-only, divisors, max-datagrams,
 #   notify-flood, no-mac, stall-in-once, stall-in-always, stall-intr, stall-out,
 #   out-stuck, input-size, max-datagram, persist-mtu, persist-backoff, hostile, replay, zlp, in-stuck,
-#   intr-stall, notify-split, link-flap, vanish, hold, apple-modes,
+#   intr-stall, notify-split, link-flap, vanish, hold, apple-modes, apple-tun, apple-proxy,
 #   crc-accept, crc-refuse, mac-desc, slow-ep0, max-datagram-differs,
 #   segment-too-big, vanish-optional
 #   (these through gadgetfs: gfs_gadget_setup)
@@ -1013,6 +1013,49 @@ apple-tun)
 	TUN_PID=
 	ffs_gadget_stop
 	echo "" >"$kbd/UDC"
+	;;
+apple-proxy)
+	# ncm-proxy --apple-switch: its SOCKS port is bound at once (a port in
+	# use fails before the wait) but accepts only once NCM is open. A curl
+	# started during the wait is not refused for want of a device: it
+	# waits in the kernel's backlog and gets the peer's file after the
+	# switch.
+	command -v curl >/dev/null || skip "no curl (install it for this test)"
+	VM_VID=0x05ac VM_PID=0x12a8
+	ffs_apple_setup --profile apple --iad-first 2
+	host_use_userspace
+	www=/tmp/www
+	mkdir -p "$www"
+	head -c 65536 /dev/urandom >"$www/file"
+	peer_run busybox httpd -f -p 80 -h "$www" &
+	httpd=$!
+	wait_for "$VM_WAIT" "HTTP listener in $PEER_NS" peer_listening 80 || fail "httpd did not start"
+	log=$VM_OUT/ncm-proxy.log
+	ncm-proxy --apple-switch --device "serial=$VM_SERIAL" --ipv4 "$(host_ip4)/24" \
+		--socks 127.0.0.1:1081 >"$log" 2>&1 &
+	proxy=$!
+	wait_for 30 "ncm-proxy waiting" grep -q 'waiting for it to appear' "$log" ||
+		{ cat "$log"; fail "ncm-proxy did not wait for the switch"; }
+	curl -sS --max-time 60 --socks5 127.0.0.1:1081 -o /tmp/file.out \
+		"http://$(peer_ip4)/file" >"$VM_OUT/curl.err" 2>&1 &
+	curl=$!
+	sleep 2
+	check "curl, connected during the wait, is still waiting 2 s later" kill -0 "$curl"
+	check "ncm-proxy has served nothing yet" sh -c "! grep -q 'running on' '$log'"
+	ffs_apple_switch
+	rc=0
+	wait "$curl" || rc=$?
+	cat "$VM_OUT/curl.err"
+	check "curl got the file after the switch (exit $rc)" [ "$rc" = 0 ]
+	check "... the same bytes as served" cmp -s /tmp/file.out "$www/file"
+	check "the host uses configuration 5, where NCM is" [ "$(usb_active_config)" = 5 ]
+	kill -TERM "$proxy"
+	rc=0
+	wait "$proxy" || rc=$?
+	cat "$log"
+	check "ncm-proxy exits 0 on SIGTERM" [ "$rc" = 0 ]
+	kill "$httpd" 2>/dev/null || true
+	ffs_gadget_stop
 	;;
 crc-accept|crc-refuse)
 	# CRC mode offered (bmNetworkCapabilities 0x11, bit 4, in the NCM
