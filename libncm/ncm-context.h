@@ -274,6 +274,29 @@ NCM_EXPORT gboolean ncm_context_watch(NcmContext *self, const NcmMatch *match, g
 NCM_EXPORT guint ncm_context_switch_apple_devices(NcmContext *self, GError **error);
 
 /**
+ * ncm_context_switch_apple_devices_matching:
+ * @self: an #NcmContext.
+ * @match: (nullable): the devices to ask: its VID:PID, path= and serial=
+ *   (an iPhone's serial is its UDID); %NULL asks every Apple device. mac=
+ *   selects nothing here: the MAC comes with the NCM function.
+ * @error: as for ncm_context_switch_apple_devices().
+ *
+ * As ncm_context_switch_apple_devices(), for only the devices @match
+ * selects: another phone on the same host keeps its mode (its own host
+ * software may be using it).
+ *
+ * Thread: any thread but the libusb event thread (synchronous control
+ *   transfers).
+ *
+ * Returns: how many were asked before any error.
+ *
+ * Since: 0.2
+ */
+NCM_EXPORT guint ncm_context_switch_apple_devices_matching(NcmContext *self,
+							  const NcmMatch *match,
+							  GError **error);
+
+/**
  * ncm_context_get_main_dispatches:
  * @self: an #NcmContext.
  *

@@ -30,7 +30,8 @@ static const GOptionEntry device_entries[] = {
 	  "active (iPhones and iPads in NCM mode: see --apple-switch); this disturbs whatever "
 	  "uses the active one, such as usbmuxd", NULL },
 	{ "apple-switch", 0, 0, G_OPTION_ARG_NONE, &opt_apple_switch,
-	  "First ask every Apple device (iPhone, iPad: iOS 17+) not in NCM mode yet for its NCM "
+	  "First ask the Apple devices --device selects (iPhone, iPad: iOS 17+; VID:PID, path= "
+	  "and serial=, the UDID; all without --device) not in NCM mode yet for their NCM "
 	  "function, and wait up to 15 s for it to appear (with --persist, ask again whenever "
 	  "it comes back without); implies --switch-config", NULL },
 	{ "nudge-ms", 0, 0, G_OPTION_ARG_INT, &opt_nudge_ms,
@@ -199,7 +200,7 @@ cli_apple_switch(NcmContext *ctx, const NcmMatch *match, int usb_fd, GError **er
 	}
 	/* Set only when no device was asked; an Apple keyboard alone also sets
 	 * it: the selection that follows says what is really missing. */
-	if (!(n = ncm_context_switch_apple_devices(ctx, &local)) && local) {
+	if (!(n = ncm_context_switch_apple_devices_matching(ctx, match, &local)) && local) {
 		g_warning("--apple-switch: %s", local->message);
 		g_error_free(local);
 		return TRUE;
@@ -417,7 +418,7 @@ on_retry(gpointer data)
 	 * away; what appears is taken on "function-added". */
 	if (opt_apple_switch) {
 		g_autoptr(GError) e = NULL;
-		guint n = ncm_context_switch_apple_devices(p->ctx, &e);
+		guint n = ncm_context_switch_apple_devices_matching(p->ctx, p->match, &e);
 
 		if (n)
 			g_message("asked %u Apple device(s) for their NCM function again", n);

@@ -16,7 +16,8 @@ static const GOptionEntry entries[] = {
 	{ "keep-driver", 'k', 0, G_OPTION_ARG_NONE, &opt_keep_driver,
 	  "Skip functions a kernel driver holds instead of detaching it for the query", NULL },
 	{ "apple-switch", 'a', 0, G_OPTION_ARG_NONE, &opt_apple,
-	  "First ask Apple devices (iOS 17+) to expose NCM, then list", NULL },
+	  "First ask the Apple devices (iOS 17+) --device selects (all without it) to expose "
+	  "NCM, then list", NULL },
 	{ "device", 'd', 0, G_OPTION_ARG_STRING_ARRAY, &opt_match,
 	  "Select: VID:PID, serial=S, path=BUS-PORT.., mac=aa:bb:..", "SEL" },
 	G_OPTION_ENTRY_NULL
@@ -131,7 +132,7 @@ main(int argc, char **argv)
 	}
 	ctx = ncm_context_new(&error);
 	if (ctx && opt_apple) {
-		guint n = ncm_context_switch_apple_devices(ctx, &error);
+		guint n = ncm_context_switch_apple_devices_matching(ctx, &match, &error);
 
 		if (error) {
 			fprintf(stderr, "ncm-probe: %s\n", error->message);

@@ -2,6 +2,7 @@
 /* ncm-usb-apple.c: asking Apple devices to expose their NCM function (iOS 17+ CoreDevice). */
 #include "ncm-cdc.h"
 #include "ncm-usb-context.h"
+#include "ncm-usb-function.h"
 #include "ncm-error.h"
 
 static int
@@ -11,8 +12,24 @@ usb_control(void *user_data, const NcmControlSetup *setup, uint8_t *data)
 				       setup->index, data, setup->length, 3000);
 }
 
+/* What @match can tell before the switch: the MAC comes with NCM, so mac= selects nothing here. */
 static gboolean
-switch_one(libusb_device *dev, guint *n_requested, guint *n_already, GError **error)
+selected_before_open(libusb_device *dev, const struct libusb_device_descriptor *d,
+		     const NcmMatch *match)
+{
+	g_autofree gchar *path = NULL;
+
+	if (!match)
+		return TRUE;
+	if ((match->vid && match->vid != d->idVendor) || (match->pid && match->pid != d->idProduct))
+		return FALSE;
+	return !match->port_path || !g_strcmp0(match->port_path, path = ncm_usb_port_path(dev));
+}
+
+/* FALSE with @error: the device could not be asked; FALSE alone: another serial. */
+static gboolean
+switch_one(libusb_device *dev, const struct libusb_device_descriptor *d, const NcmMatch *match,
+	   guint *n_requested, guint *n_already, GError **error)
 {
 	libusb_device_handle *h;
 	uint32_t mode = 0;
@@ -26,6 +43,14 @@ switch_one(libusb_device *dev, guint *n_requested, guint *n_already, GError **er
 			    libusb_strerror(r),
 			    r == LIBUSB_ERROR_ACCESS ? " (run as root or add a udev rule)" : "");
 		return FALSE;
+	}
+	if (match && match->serial) {
+		g_autofree gchar *serial = ncm_usb_read_ascii(h, d->iSerialNumber);
+
+		if (g_strcmp0(serial, match->serial) != 0) {
+			libusb_close(h);
+			return FALSE;
+		}
 	}
 	NcmAppleSwitchResult res = ncm_apple_mode_switch(usb_control, h, &mode);
 	libusb_close(h);
@@ -47,6 +72,13 @@ switch_one(libusb_device *dev, guint *n_requested, guint *n_already, GError **er
 
 guint
 ncm_context_switch_apple_devices(NcmContext *self, GError **error)
+{
+	return ncm_context_switch_apple_devices_matching(self, NULL, error);
+}
+
+guint
+ncm_context_switch_apple_devices_matching(NcmContext *self, const NcmMatch *match,
+					  GError **error)
 {
 	libusb_context *usb = ncm_context_get_usb(self);
 	libusb_device **list;
@@ -83,9 +115,10 @@ ncm_context_switch_apple_devices(NcmContext *self, GError **error)
 		struct libusb_device_descriptor d;
 		GError *e = NULL;
 
-		if (libusb_get_device_descriptor(list[i], &d) < 0 || d.idVendor != NCM_APPLE_VID)
+		if (libusb_get_device_descriptor(list[i], &d) < 0 || d.idVendor != NCM_APPLE_VID ||
+		    !selected_before_open(list[i], &d, match))
 			continue;
-		if (switch_one(list[i], &requested, &already, &e))
+		if (switch_one(list[i], &d, match, &requested, &already, &e) || !e)
 			continue;
 		g_debug("Apple device %04x:%04x skipped: %s", d.idVendor, d.idProduct, e->message);
 		if (!first)

@@ -69,8 +69,8 @@ config_blob(const struct libusb_config_descriptor *cfg)
 
 /* ---- Strings and sysfs ---------------------------------------------- */
 
-static gchar *
-read_ascii(libusb_device_handle *h, guint8 index)
+gchar *
+ncm_usb_read_ascii(libusb_device_handle *h, guint8 index)
 {
 	unsigned char buf[256];
 	int n;
@@ -99,8 +99,8 @@ read_mac(libusb_device_handle *h, guint8 index, guint8 mac[6])
 	return n > 0 && ncm_cdc_parse_mac_string(buf, (size_t)n, mac);
 }
 
-static gchar *
-port_path(libusb_device *dev)
+gchar *
+ncm_usb_port_path(libusb_device *dev)
 {
 	guint8 ports[8];
 	int n = libusb_get_port_numbers(dev, ports, G_N_ELEMENTS(ports));
@@ -166,9 +166,9 @@ info_new(DeviceScan *scan, const NcmCdcFunction *f)
 	info->port_path = g_strdup(scan->path);
 	info->vid = scan->desc.idVendor;
 	info->pid = scan->desc.idProduct;
-	info->manufacturer = read_ascii(scan->handle, scan->desc.iManufacturer);
-	info->product = read_ascii(scan->handle, scan->desc.iProduct);
-	info->serial = read_ascii(scan->handle, scan->desc.iSerialNumber);
+	info->manufacturer = ncm_usb_read_ascii(scan->handle, scan->desc.iManufacturer);
+	info->product = ncm_usb_read_ascii(scan->handle, scan->desc.iProduct);
+	info->serial = ncm_usb_read_ascii(scan->handle, scan->desc.iSerialNumber);
 	info->have_mac = read_mac(scan->handle, f->mac_string_index, info->mac);
 	info->speed_mbps = speed_mbps(scan->dev);
 	info->active_config = scan->active;
@@ -247,7 +247,7 @@ scan_functions(DeviceScan *scan, const NcmMatch *match, GPtrArray *out)
 	if (match && ((match->vid && match->vid != scan->desc.idVendor) ||
 		      (match->pid && match->pid != scan->desc.idProduct)))
 		return;
-	scan->path = port_path(scan->dev);
+	scan->path = ncm_usb_port_path(scan->dev);
 	if (libusb_get_active_config_descriptor(scan->dev, &active) == 0) {
 		scan->active = active->bConfigurationValue;
 		libusb_free_config_descriptor(active);

@@ -20,3 +20,8 @@ int ncm_function_info_get_fd(const NcmFunctionInfo *info);
 /* Maps a libusb error from an operation on @info to an actionable GError. */
 void ncm_set_usb_error(GError **error, int usb_err, const NcmFunctionInfo *info,
 		       const char *what);
+
+/* "BUS-PORT[.PORT...]", as NcmFunctionInfo's port_path and path= name it. */
+gchar *ncm_usb_port_path(libusb_device *dev);
+/* String descriptor @index in ASCII, or NULL (none, or unreadable). */
+gchar *ncm_usb_read_ascii(libusb_device_handle *h, guint8 index);

@@ -963,7 +963,8 @@ apple-tun)
 	VM_PID=0x12a8
 	ffs_apple_setup --profile apple --iad-first 2
 	host_use_userspace
-	G_MESSAGES_DEBUG=ncm ncm-tun --apple-switch --persist --device "serial=$VM_SERIAL" \
+	# No --device: every Apple device is asked, the keyboard too.
+	G_MESSAGES_DEBUG=ncm ncm-tun --apple-switch --persist \
 		--name "$TUN" --ipv4 "$(host_ip4)/24" >"$TUN_LOG" 2>&1 &
 	TUN_PID=$!
 	wait_for 30 "SET_MODE from ncm-tun" grep -q 'SET_MODE 3' "$VM_OUT/ffs-apple.log" ||
@@ -995,6 +996,7 @@ apple-tun)
 	tun_stop
 	# The device back as before the switch, which this time never comes: a
 	# SIGINT during ncm-tun's wait (up to 15 s) stops it at once, status 0.
+	# Its --device names this phone by serial: it is asked (it waits).
 	ffs_apple_unswitch
 	TUN_LOG=$VM_OUT/ncm-tun-wait.log
 	ncm-tun --apple-switch --device "serial=$VM_SERIAL" --name "$TUN" >"$TUN_LOG" 2>&1 &
@@ -1011,6 +1013,17 @@ apple-tun)
 		sh -c "[ $rc = 0 ] && [ $((t1 - t0)) -le 3 ]"
 	check "... saying it was stopped while waiting" grep -q 'stopped by a signal while waiting' "$TUN_LOG"
 	TUN_PID=
+	# --device names another phone (its serial, the UDID): this one keeps
+	# its mode (its own host software may be using it), and nothing
+	# matches. The old code asked every Apple device.
+	asked=$(grep -c 'SET_MODE 3:' "$VM_OUT/ffs-apple.log")
+	rc=0
+	ncm-tun --apple-switch --device serial=00008110-000000000000001E --name "$TUN" \
+		>"$VM_OUT/ncm-tun-other.log" 2>&1 || rc=$?
+	cat "$VM_OUT/ncm-tun-other.log"
+	check "another phone's serial: setup fails (exit $rc, want 2)" [ "$rc" = 2 ]
+	check "... and this phone was not asked" \
+		[ "$(grep -c 'SET_MODE 3:' "$VM_OUT/ffs-apple.log")" = "$asked" ]
 	ffs_gadget_stop
 	echo "" >"$kbd/UDC"
 	;;
