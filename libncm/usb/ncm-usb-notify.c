@@ -105,9 +105,15 @@ ncm_device_intr_start(NcmDevice *self, GError **error)
 	}
 	ncm_retry_init(&self->intr_retry);
 	self->intr = libusb_alloc_transfer(0);
+	/*
+	 * One packet a transfer: a transfer ends only on a short packet or when
+	 * full, so one longer than 8-byte packets would hold a NETWORK_CONNECTION
+	 * (one full 8-byte packet) until the next notification. A speed change
+	 * then comes in two transfers, which the parser joins. Under 8, two
+	 * packets make the header.
+	 */
 	libusb_fill_interrupt_transfer(self->intr, self->handle, info->intr_ep, self->intr_buf,
-				       (int)MIN(sizeof(self->intr_buf),
-					        MAX(info->intr_max_packet, 16u)),
+				       (int)CLAMP(info->intr_max_packet, 8u, sizeof(self->intr_buf)),
 				       intr_complete, self, 0);
 	r = ncm_device_submit(self, self->intr, FALSE);
 	if (r < 0) {

@@ -47,7 +47,7 @@ speed_change(uint8_t b[16], uint32_t down, uint32_t up)
 static void
 halt_intr_for_good(void)
 {
-	uint8_t b[INTR_MPS];
+	uint8_t b[INTR_MPS_MAX];
 
 	say("halting the interrupt endpoint for good");
 	for (;;) {
@@ -95,7 +95,7 @@ notify_thread(void *arg)
 static void
 halt_intr(void)
 {
-	uint8_t b[INTR_MPS];
+	uint8_t b[INTR_MPS_MAX];
 
 	if (read(ep_intr, b, sizeof(b)) < 0 && errno == EBADMSG) {
 		COUNT(st_stalls, 1);

@@ -55,6 +55,7 @@ Profile prof = {
 	.mac_addr = { 0x02, 0x4e, 0x43, 0x4d, 0x00, 0x02 },
 	.max_datagram_reply = -1,
 	.max_segment = FRAME_MAX,
+	.intr_mps = INTR_MPS,
 	.flap_ms = 300,
 	.udc_fd = -1,
 };
@@ -222,7 +223,7 @@ ncm_descs(Blob *d, bool hs)
 	const uint8_t eth[] = { 13, 0x24, 0x0f, prof.mac ? 1 : 0, 0, 0, 0, 0,
 				(uint8_t)prof.max_segment, (uint8_t)(prof.max_segment >> 8), 0, 0, 0 };
 	const uint8_t ncm[] = { 6, 0x24, 0x1a, 0x00, 0x01, prof.caps };
-	const uint8_t intr[] = { 7, 0x05, 0x81, 0x03, INTR_MPS, 0, hs ? 9 : 32 };
+	const uint8_t intr[] = { 7, 0x05, 0x81, 0x03, (uint8_t)prof.intr_mps, 0, hs ? 9 : 32 };
 	const uint8_t data0[] = { 9, 0x04, 1, 0, prof.alt1 ? 0 : 2, 0x0a, 0x00, 0x01, 0 };
 	const uint8_t data1[] = { 9, 0x04, 1, 1, 2, 0x0a, 0x00, 0x01, 0 };
 	const uint8_t bin[] = { 7, 0x05, in_addr, 0x02, (uint8_t)mps, (uint8_t)(mps >> 8), 0 };
@@ -1192,6 +1193,7 @@ static const char usage_text[] =
 	"  --hold FRAMES,MS,KBIT    frames toward the peer drain at KBIT kbit/s; one arriving with\n"
 	"                           more than FRAMES queued is held MS ms (the holding gadget)\n"
 	"  --refuse-params N        stall the first N GET_NTB_PARAMETERS: every open until then fails\n"
+	"  --intr-mps N             the interrupt endpoint's wMaxPacketSize: 8, 16 (default) or 64\n"
 	"  --vanish-on REQ,...      unbind the UDC while one of these class requests (0x80 ...)\n"
 	"                           is pending, once each, in order; needs --udc-fd\n"
 	"                           (gadgetfs: 0x06 is GET_DESCRIPTOR of the iMACAddress string)\n"
@@ -1265,7 +1267,7 @@ main(int argc, char **argv)
 	       O_SPEED_SPLIT, O_OVERLONG, O_FLAP, O_FLAP_MS, O_HOLD, O_VANISH, O_UDC_FD,
 	       O_APPLE_MODES, O_IAD_FIRST, O_GADGETFS, O_VID, O_PID, O_SERIAL, O_REFUSE_CRC,
 	       O_MAC_STRING_MISSING, O_MAX_SEGMENT, O_REPLAY, O_REPLAY_SKIP, O_EP0_DELAY,
-	       O_REFUSE_PARAMS };
+	       O_REFUSE_PARAMS, O_INTR_MPS };
 	static const struct option opts[] = {
 		{ "ffs", required_argument, NULL, O_FFS },
 		{ "gadgetfs", required_argument, NULL, O_GADGETFS },
@@ -1295,6 +1297,7 @@ main(int argc, char **argv)
 		{ "no-out-read", no_argument, NULL, O_NO_OUT_READ },
 		{ "refuse-input-size", no_argument, NULL, O_REFUSE_INPUT },
 		{ "refuse-params", required_argument, NULL, O_REFUSE_PARAMS },
+		{ "intr-mps", required_argument, NULL, O_INTR_MPS },
 		{ "ignore-input-size", no_argument, NULL, O_IGNORE_INPUT },
 		{ "max-datagram-reply", required_argument, NULL, O_MAXDG_REPLY },
 		{ "in-batch", required_argument, NULL, O_IN_BATCH },
@@ -1384,6 +1387,11 @@ main(int argc, char **argv)
 			break;
 		case O_NO_OUT_READ: prof.no_out_read = true; break;
 		case O_REFUSE_INPUT: prof.refuse_input_size = true; break;
+		case O_INTR_MPS:
+			prof.intr_mps = (unsigned)num("intr-mps", optarg, INTR_MPS_MAX);
+			if (prof.intr_mps != 8 && prof.intr_mps != 16 && prof.intr_mps != 64)
+				die("--intr-mps takes 8, 16 or 64");
+			break;
 		case O_REFUSE_PARAMS:
 			prof.refuse_params = (unsigned)num("refuse-params", optarg, 1000);
 			break;

@@ -16,7 +16,8 @@
 #define FRAME_MAX 1514u
 #define HS_BULK_MPS 512u
 #define FS_BULK_MPS 64u
-#define INTR_MPS 16u
+#define INTR_MPS 16u             /* the interrupt endpoint's wMaxPacketSize, unless --intr-mps */
+#define INTR_MPS_MAX 64u
 #define MAX_PRINTED_VIOLATIONS 20u
 #define TX_MAX_DATAGRAMS 32u
 #define TX_MAX_DATAGRAMS_BATCHED 128u
@@ -53,6 +54,7 @@ typedef struct {
 	bool no_out_read;          /* never read bulk OUT */
 	bool refuse_input_size;    /* STALL SET_NTB_INPUT_SIZE */
 	unsigned refuse_params;    /* STALL the first N GET_NTB_PARAMETERS (a failing open) */
+	unsigned intr_mps;         /* the interrupt endpoint's wMaxPacketSize */
 	bool ignore_input_size;    /* accept it, keep dwNtbInMaxSize */
 	int max_datagram_reply;    /* GET_MAX_DATAGRAM_SIZE answers this (-1: what was set) */
 	uint16_t max_segment;      /* wMaxSegmentSize (with cs_desc) */

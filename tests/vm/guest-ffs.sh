@@ -5,7 +5,7 @@
 #   basic, apple, ntb16-only, ntb32-only, divisors, max-datagrams,
 #   notify-flood, no-mac, stall-in-once, stall-in-always, stall-intr, stall-out,
 #   out-stuck, input-size, max-datagram, persist-mtu, persist-backoff, hostile, replay, zlp, in-stuck,
-#   intr-stall, notify-split, link-flap, vanish, hold, apple-modes, apple-tun, apple-proxy,
+#   intr-stall, notify-split, link-flap, intr-mps8, vanish, hold, apple-modes, apple-tun, apple-proxy,
 #   crc-accept, crc-refuse, mac-desc, slow-ep0, max-datagram-differs,
 #   segment-too-big, vanish-optional
 #   (these through gadgetfs: gfs_gadget_setup)
@@ -800,6 +800,22 @@ link-flap)
 	check "the carrier followed each change" [ "$changes" -ge 20 ]
 	check "traffic resumed: ping x5" ping -c 5 -W 2 "$(peer_ip4)"
 	tun_stop
+	ffs_gadget_stop
+	;;
+intr-mps8)
+	# An interrupt endpoint of 8-byte packets (full-speed style): each
+	# 8-byte NETWORK_CONNECTION is one full packet, which ends no transfer
+	# longer than 8 bytes; a speed change comes in two. The link up at the
+	# start, a speed change, then down and up 3 times: each must reach
+	# libncm when it is sent, and none may be cut or joined.
+	setup --intr-mps 8 --speed 100000000/20000000 --link-flap 3 --link-flap-ms 300
+	check "the interrupt endpoint's wMaxPacketSize is 8" sh -c \
+		"od -An -tx1 -v '$USB_DEV/descriptors' | tr -s ' \n' '  ' | grep -q ' 07 05 81 03 08 00 '"
+	driver mps8.txt 60 link --links 7 --expect-speed 100000000/20000000 -t 20
+	check "every notification arrived" [ "$DRIVER_RC" = 0 ]
+	check "the link followed them: up, then down and up 3 times" \
+		grep -q '^link: 7 changes (4 up, 3 down), now up' "$DRIVER_OUT"
+	check "nothing was malformed" [ "$(stat_of "$DRIVER_OUT" intr_malformed)" = 0 ]
 	ffs_gadget_stop
 	;;
 vanish)
