@@ -170,12 +170,16 @@ take_slot(Proxy *proxy)
 	return TRUE;
 }
 
-/* The other side could not be reached: close the accepted one, give up its slot. */
+/*
+ * The other side could not be reached: reset the accepted one (its client
+ * may have sent a request already; an empty reply would read as one), give
+ * up its slot.
+ */
 static void
 forward_failed(ProxyForward *f, GIOStream *accepted, const GError *error)
 {
 	g_message("%s: %s", f->name, error->message);
-	g_io_stream_close(accepted, NULL, NULL);
+	proxy_stream_abort(accepted);
 	g_object_unref(accepted);
 	f->proxy->count.active--;
 }

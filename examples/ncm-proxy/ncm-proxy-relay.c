@@ -52,8 +52,9 @@ struct _ProxyRelay {
 
 static gboolean pipe_pump(ProxyPipe *pipe);
 
+/* @abort: both ends are reset, so that neither takes a cut stream for a whole one. */
 static void
-relay_free(ProxyRelay *r)
+relay_free(ProxyRelay *r, gboolean abort)
 {
 	ProxyPipe *pipes[2] = { &r->out, &r->in };
 
@@ -68,17 +69,24 @@ relay_free(ProxyRelay *r)
 	r->proxy->count.bytes_out += r->out.bytes;
 	r->proxy->count.bytes_in += r->in.bytes;
 	r->proxy->count.active--;
-	/* lwIP resets a connection closed with unread data, as sockets do:
-	 * after an error that is what the other end should see. */
-	g_io_stream_close(r->device, NULL, NULL);
-	g_io_stream_close(r->host, NULL, NULL);
+	if (abort) {
+		proxy_stream_abort(r->device);
+		proxy_stream_abort(r->host);
+	} else {
+		g_io_stream_close(r->device, NULL, NULL);
+		g_io_stream_close(r->host, NULL, NULL);
+	}
 	g_object_unref(r->device);
 	g_object_unref(r->host);
 	g_free(r->name);
 	g_free(r);
 }
 
-/* Ends the relay once, from a pipe's callback: no pipe runs after this. */
+/*
+ * Ends the relay once, from a pipe's callback: no pipe runs after this.
+ * With @error (one side failed or was reset, or ncm-proxy stops) the other
+ * side is reset too: a FIN would pass a cut download for a whole one.
+ */
 static void
 relay_finish(ProxyRelay *r, const GError *error)
 {
@@ -87,7 +95,7 @@ relay_finish(ProxyRelay *r, const GError *error)
 	r->finished = TRUE;
 	if (error)
 		g_debug("%s: %s", r->name, error->message);
-	relay_free(r);
+	relay_free(r, error != NULL);
 }
 
 /* The pipe may be gone after the pump: only its answer is used. */
@@ -290,6 +298,10 @@ proxy_relay_start(Proxy *proxy, GIOStream *host, GIOStream *device, GBytes *earl
 void
 proxy_relay_close_all(Proxy *proxy)
 {
+	g_autoptr(GError) stopping = g_error_new_literal(G_IO_ERROR, G_IO_ERROR_CANCELLED,
+							 "ncm-proxy is stopping");
+
+	/* Transfers under way are cut: reset, not ended. */
 	while (proxy->relays.head)
-		relay_finish(proxy->relays.head->data, NULL);
+		relay_finish(proxy->relays.head->data, stopping);
 }

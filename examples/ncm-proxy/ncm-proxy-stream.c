@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-proxy-stream.c: what ncm-proxy does alike to kernel sockets and lwIP connections: half-close, naming the peer. */
+/* ncm-proxy-stream.c: what ncm-proxy does alike to kernel sockets and lwIP connections: half-close, reset, naming the peer. */
+#include <errno.h>
+#include <sys/socket.h>
+
 #include "ncm-proxy.h"
 
 void
@@ -12,6 +15,24 @@ proxy_stream_shutdown_write(GIOStream *stream)
 				  TRUE, NULL);
 	else
 		g_output_stream_close(g_io_stream_get_output_stream(stream), NULL, NULL);
+}
+
+void
+proxy_stream_abort(GIOStream *stream)
+{
+	if (NCM_LWIP_IS_CONNECTION(stream)) {
+		ncm_lwip_connection_abort(NCM_LWIP_CONNECTION(stream));
+		return;
+	}
+	/* A zero linger time makes the kernel's close send RST. */
+	if (G_IS_SOCKET_CONNECTION(stream)) {
+		struct linger l = { .l_onoff = 1, .l_linger = 0 };
+		GSocket *s = g_socket_connection_get_socket(G_SOCKET_CONNECTION(stream));
+
+		if (setsockopt(g_socket_get_fd(s), SOL_SOCKET, SO_LINGER, &l, sizeof(l)) < 0)
+			g_debug("SO_LINGER: %s", g_strerror(errno));
+	}
+	g_io_stream_close(stream, NULL, NULL);
 }
 
 gchar *

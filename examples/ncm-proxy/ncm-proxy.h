@@ -66,6 +66,9 @@ typedef struct {
 
 /* Half-close: FIN after what was written; reading goes on. */
 void proxy_stream_shutdown_write(GIOStream *stream);
+/* Closes with a reset (RST), not FIN: the other end must not take a cut
+ * transfer for a complete one. */
+void proxy_stream_abort(GIOStream *stream);
 /* A printable "ADDR:PORT" ("[v6]:PORT") of the stream's remote end. */
 gchar *proxy_stream_describe_peer(GIOStream *stream);
 /* "ADDR:PORT" of any socket address ("[v6]:PORT"). */

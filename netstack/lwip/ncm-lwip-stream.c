@@ -260,24 +260,38 @@ connection_get_output(GIOStream *stream)
 }
 
 static void
-connection_close_pcb(NcmLwipConnection *self)
+connection_close_pcb(NcmLwipConnection *self, gboolean abort)
 {
 	nlw_core_lock();
-	nlw_conn_close_pcb(self->conn, FALSE);
+	nlw_conn_close_pcb(self->conn, abort);
 	nlw_core_unlock();
 }
 
-/* Both streams are closed first (FIN after the queued data), then the pcb
- * is handed to lwIP to finish the close on its own. */
+/*
+ * Both streams are closed first (FIN after the queued data), then the pcb
+ * is handed to lwIP to finish the close on its own. With unread data left,
+ * a reset instead, as sockets do: the output's FIN would have moved the
+ * pcb past the states in which lwIP's own close resets.
+ */
 static gboolean
 connection_close(GIOStream *stream, GCancellable *cancellable, GError **error)
 {
 	NcmLwipConnection *self = NCM_LWIP_CONNECTION(stream);
 
+	if (nlw_conn_has_unread(self->conn))
+		connection_close_pcb(self, TRUE);
 	g_output_stream_close(self->output, NULL, NULL);
 	g_input_stream_close(self->input, NULL, NULL);
-	connection_close_pcb(self);
+	connection_close_pcb(self, FALSE);
 	return TRUE;
+}
+
+void
+ncm_lwip_connection_abort(NcmLwipConnection *self)
+{
+	g_return_if_fail(NCM_LWIP_IS_CONNECTION(self));
+	connection_close_pcb(self, TRUE);
+	g_io_stream_close(G_IO_STREAM(self), NULL, NULL);
 }
 
 static gboolean
@@ -304,7 +318,7 @@ connection_finalize(GObject *object)
 {
 	NcmLwipConnection *self = NCM_LWIP_CONNECTION(object);
 
-	connection_close_pcb(self);
+	connection_close_pcb(self, FALSE);
 	g_clear_object(&self->input);
 	g_clear_object(&self->output);
 	g_clear_object(&self->local);

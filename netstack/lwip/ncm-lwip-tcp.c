@@ -887,6 +887,17 @@ nlw_conn_shutdown_write(NlwConn *c)
 	nlw_core_unlock();
 }
 
+gboolean
+nlw_conn_has_unread(NlwConn *c)
+{
+	gboolean unread;
+
+	ncm_mutex_lock(&c->lock);
+	unread = c->rx_bytes > 0;
+	ncm_mutex_unlock(&c->lock);
+	return unread;
+}
+
 void
 nlw_conn_mark_in_closed(NlwConn *c)
 {

@@ -98,6 +98,8 @@ void nlw_conn_unref(NlwConn *c);
 void nlw_conn_attach(NlwConn *c, struct tcp_pcb *pcb);
 /* Core lock held: unhooks and closes the pcb (RST when @abort). */
 void nlw_conn_close_pcb(NlwConn *c, gboolean abort);
+/* Received bytes nobody read yet. */
+gboolean nlw_conn_has_unread(NlwConn *c);
 /* Opens a connection and waits for its handshake, at most @timeout_ms when
  * not 0. Returns it connected, or NULL with @error set and no pcb left.
  * Not under the core lock; blocks. */

@@ -444,6 +444,21 @@ GInetSocketAddress *ncm_lwip_connection_get_local_address(NcmLwipConnection *sel
 GInetSocketAddress *ncm_lwip_connection_get_remote_address(NcmLwipConnection *self);
 
 /**
+ * ncm_lwip_connection_abort:
+ * @self: an #NcmLwipConnection.
+ *
+ * Closes the connection with a reset (RST) instead of FIN: the peer sees an
+ * error, not an end of stream. For a relay whose other side failed, so that
+ * a cut transfer does not look complete. Queued data is dropped. Idempotent;
+ * also after g_io_stream_close() (then nothing is sent).
+ *
+ * Thread: any.
+ *
+ * Since: 0.2
+ */
+void ncm_lwip_connection_abort(NcmLwipConnection *self);
+
+/**
  * ncm_lwip_connection_set_no_delay:
  * @self: an #NcmLwipConnection.
  * @no_delay: %TRUE turns Nagle's algorithm off (TCP_NODELAY).

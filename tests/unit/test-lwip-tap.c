@@ -866,6 +866,83 @@ test_reset(void)
 	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_BROKEN_PIPE);
 }
 
+/*
+ * How the kernel's side sees our close: it sends @send_size bytes, then
+ * reads until EOF (0) or a reset (-ECONNRESET), into @received.
+ */
+static gpointer
+kernel_close_watcher(gpointer data)
+{
+	KernelPeer *k = data;
+	struct timeval tv = {.tv_sec = 10};
+	guint8 buf[256] = {0};
+	int c = accept4(k->fd, NULL, NULL, SOCK_CLOEXEC);
+	ssize_t n;
+
+	g_assert_cmpint(c, >=, 0);
+	g_assert_no_errno(setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	if (k->send_size)
+		g_assert_cmpint(write(c, buf, k->send_size), ==, (ssize_t)k->send_size);
+	while ((n = read(c, buf, sizeof(buf))) > 0)
+		;
+	k->received = n == 0 ? 0 : -errno;
+	close(c);
+	return NULL;
+}
+
+typedef enum { CLOSE_READ_ALL, CLOSE_UNREAD, CLOSE_ABORT } CloseHow;
+
+static gssize
+close_seen_by_kernel(CloseHow how)
+{
+	KernelPeer k = {.send_size = how == CLOSE_ABORT ? 0 : 100};
+	g_autoptr(GInetSocketAddress) addr = NULL;
+	g_autoptr(NcmLwipConnection) conn = NULL;
+	g_autoptr(GError) error = NULL;
+	GInputStream *in;
+	guint8 buf[256];
+	gssize got = 0;
+	GThread *thread;
+
+	k.fd = kernel_socket(KERNEL_V4, SOCK_STREAM, &k.port);
+	thread = g_thread_new("kernel-close", kernel_close_watcher, &k);
+	addr = sockaddr(KERNEL_V4, k.port);
+	conn = ncm_lwip_stack_connect(stack, addr, 10000, NULL, &error);
+	g_assert_no_error(error);
+	in = g_io_stream_get_input_stream(G_IO_STREAM(conn));
+	if (how == CLOSE_READ_ALL) {
+		while (got < 100) {
+			gssize n = g_input_stream_read(in, buf, sizeof(buf), NULL, &error);
+
+			g_assert_no_error(error);
+			g_assert_cmpint(n, >, 0);
+			got += n;
+		}
+	} else if (how == CLOSE_UNREAD) {
+		/* Readable: the 100 bytes are queued, and stay unread. */
+		while (!g_pollable_input_stream_is_readable(G_POLLABLE_INPUT_STREAM(in)))
+			g_usleep(1000);
+	}
+	if (how == CLOSE_ABORT)
+		ncm_lwip_connection_abort(conn);
+	else
+		g_io_stream_close(G_IO_STREAM(conn), NULL, NULL);
+	g_thread_join(thread);
+	close(k.fd);
+	return k.received;
+}
+
+/* FIN when everything was read; RST with data unread (as sockets do), and on abort. */
+static void
+test_close_resets(void)
+{
+	if (!have_tap())
+		return;
+	g_assert_cmpint(close_seen_by_kernel(CLOSE_READ_ALL), ==, 0);
+	g_assert_cmpint(close_seen_by_kernel(CLOSE_UNREAD), ==, -ECONNRESET);
+	g_assert_cmpint(close_seen_by_kernel(CLOSE_ABORT), ==, -ECONNRESET);
+}
+
 #define SMALL_SEGMENTS 3000
 
 /* The kernel sends one byte per segment (Nagle off, a pause between writes). */
@@ -2157,6 +2234,7 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-tap/tcp/server-v6", test_server_v6);
 	g_test_add_func("/lwip-tap/tcp/concurrent", test_concurrent);
 	g_test_add_func("/lwip-tap/tcp/reset", test_reset);
+	g_test_add_func("/lwip-tap/tcp/close-resets", test_close_resets);
 	g_test_add_func("/lwip-tap/tcp/small-segments", test_small_segments);
 	g_test_add_func("/lwip-tap/tcp/splice", test_splice);
 	g_test_add_func("/lwip-tap/tcp/source-write-wakes", test_source_write_wakes);

@@ -117,7 +117,8 @@ head -c 3000000 /dev/urandom >"$WWW/file"
 head -c 64000000 /dev/urandom >"$WWW/huge"
 head -c 16000000 /dev/urandom >"$TMP/upfile"
 
-start_proxy -L "8081:$K4:8080" -L "8082:[$K6]:8080" -L "8083:$K4:9000" -R "8090:127.0.0.1:8091" ||
+start_proxy -L "8081:$K4:8080" -L "8082:[$K6]:8080" -L "8083:$K4:9000" -R "8090:127.0.0.1:8091" \
+	-L "8084:$K4:9001" -R "8092:127.0.0.1:8093" ||
 	{ echo "Bail out! ncm-proxy did not start"; cat "$LOG"; exit 1; }
 bg busybox httpd -f -p 8080 -h "$WWW" >/dev/null 2>&1
 bg busybox httpd -f -p 127.0.0.1:8091 -h "$WWW" >/dev/null 2>&1
@@ -176,6 +177,58 @@ check "-L upload: 16 MB arrive whole and in order, then the FIN" upload
 rm -f "$TMP/out"; curl -sS --max-time 30 -o "$TMP/out" "http://$L4:8090/file"
 check "-R: the device side reaches a host-only server" same_as file
 
+# How a TCP stream ended for its reader: "eof", "reset" or "timeout", and
+# the bytes read. tcp_end connect HOST PORT [SEND]: as a client, which
+# sends SEND first ("|" for CRLF); connect-slow: reading 4 kB each 50 ms;
+# tcp_end serve-reset HOST PORT BYTES: a server that sends BYTES, then
+# resets the connection (SO_LINGER 0).
+tcp_end() {
+	python3 - "$@" <<'EOF'
+import socket, struct, sys, time
+mode, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if mode == "serve-reset":
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((host, port))
+    srv.listen(1)
+    c, _ = srv.accept()
+    c.sendall(b"x" * int(sys.argv[4]))
+    time.sleep(0.5)
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    c.close()
+    sys.exit(0)
+s = socket.create_connection((host, port), timeout=20)
+if len(sys.argv) > 4:
+    s.sendall(sys.argv[4].replace("|", "\r\n").encode())
+got = 0
+try:
+    while True:
+        if mode == "connect-slow":
+            time.sleep(0.05)
+        b = s.recv(4096 if mode == "connect-slow" else 65536)
+        if not b:
+            print("eof", got)
+            break
+        got += len(b)
+except ConnectionResetError:
+    print("reset", got)
+except socket.timeout:
+    print("timeout", got)
+EOF
+}
+# The peer resets a download after 100 kB: the client must see a reset,
+# not an end of stream (a cut transfer would read as a whole one).
+bg tcp_end serve-reset "$K4" 9001 100000
+sleep 0.5
+tcp_end connect 127.0.0.1 8084 >"$TMP/end.out"
+sed 's/^/# /' "$TMP/end.out"
+check "-L: the peer's reset mid-stream reaches the client as a reset" grep -q '^reset' "$TMP/end.out"
+# -R to a local port nobody listens on: the device side's client, which
+# already sent its request, sees a reset, not an empty reply.
+tcp_end connect "$L4" 8092 "GET / HTTP/1.0" >"$TMP/end.out"
+sed 's/^/# /' "$TMP/end.out"
+check "-R: a refused local target resets the device side's connection" grep -q '^reset 0' "$TMP/end.out"
+
 udp() { # HOST COUNT
 	"$UDP" client 127.0.0.1 1080 "$1" 7007 "$2" >"$TMP/udp.out" 2>&1
 	rc=$?
@@ -200,10 +253,18 @@ rss1=$(awk '/VmRSS/ {print $2}' "/proc/$PID/status")
 echo "# RSS ${rss0} kB before the stalled 64 MB transfer, ${rss1} kB during it"
 # Under ASan freed memory stays in quarantine, so the other transfer adds too.
 check "the stalled transfer is not buffered whole (RSS grew < 32 MB)" [ $((rss1 - rss0)) -lt 32000 ]
+# A download under way when ncm-proxy stops is cut: its client sees a reset.
+tcp_end connect-slow 127.0.0.1 8081 "GET /huge HTTP/1.0||" >"$TMP/term.out" &
+slow=$!
+sleep 1
 # The stalled relay waits on curl, with data held on both sides: SIGTERM
 # ends it at once (a relay on threads of its own has to cancel them).
 check "SIGTERM with a relay blocked on a stalled reader: exit 0 within 10 s" stop_proxy_within 10
 kill "$stalled" 2>/dev/null
+wait "$slow"
+sed 's/^/# /' "$TMP/term.out"
+check "SIGTERM: a download under way ends with a reset, not an end of stream" \
+	grep -q '^reset' "$TMP/term.out"
 
 # --max-connections: held handshakes count; one more is closed at once.
 start_proxy --max-connections 2 || not_ok "ncm-proxy with --max-connections did not start"
