@@ -106,6 +106,13 @@ rx_quiet_tick(NcmDevice *self, const NcmNudgeTx *tx, gint64 now)
 	g_autofree gchar *address = NULL;
 	gint64 due;
 
+	/* A device whose link is down (NETWORK_CONNECTION 0: a dongle's cable
+	 * out, its peer off) has nothing to send: its silence is no fault. */
+	if (!g_atomic_int_get(&self->link_up) && !self->rx_quiet_told) {
+		self->rx_quiet_since = 0;
+		self->rx_quiet_asks = 0;
+		return G_MAXINT64;
+	}
 	if (self->rx_quiet_since && n->last_rx >= self->rx_quiet_since) {
 		if (self->rx_quiet_told)
 			g_message("%04x:%04x sends again", self->info->vid, self->info->pid);

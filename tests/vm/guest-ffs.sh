@@ -743,8 +743,20 @@ in-stuck)
 	ms=$(sed -n 's/^watch: error signal after \([0-9]*\) ms$/\1/p' "$DRIVER_OUT")
 	check "it came 10 s after IN stopped (${ms:-?} ms after open)" in_range "$ms" 10000 25000
 	check_closed
-	ffs_gadget_stop
+	ffs_gadget_teardown
 	check "the device had stopped IN" grep -q 'bulk IN stopped after 5 NTBs' "$FFS_LOG"
+	# The same, with the link down (NETWORK_CONNECTION 0) from 1 s to 16 s
+	# in: a device with no link has nothing to send, so the silence counts
+	# only from the link's return, and the error comes 10 s after that.
+	setup --in-stop-after 5 --link-flap 1 --link-flap-ms 15000
+	driver watch-down.txt 60 watch -t 45
+	check "NcmDevice::error: receiving stopped, after the link came back" grep -q \
+		"^event: error: receiving stopped: [0-9a-f]*:[0-9a-f]* has sent nothing for 10 s" \
+		"$DRIVER_OUT"
+	ms=$(sed -n 's/^watch: error signal after \([0-9]*\) ms$/\1/p' "$DRIVER_OUT")
+	check "not while the link was down: ${ms:-?} ms after open (>= 25000)" in_range "$ms" 25000 40000
+	check_closed
+	ffs_gadget_stop
 	;;
 intr-stall)
 	# 1 s into libncm's session the device halts its interrupt endpoint,
