@@ -484,8 +484,16 @@ ncm_device_negotiate(NcmDevice *self, GError **error)
 	fill_ntb_info(self, &params);
 	if (params.formats & NCM_NTB_FORMAT_BIT_32) {
 		r = class_out(self, NCM_REQ_SET_NTB_FORMAT, self->ntb.ntb32 ? 1 : 0, NULL, 0);
-		if (r < 0)
+		/* Refused: NTB16 is what alt 0 reset it to (Linux' cdc_ncm goes on too). */
+		if (r == LIBUSB_ERROR_PIPE && self->ntb.ntb32) {
+			g_warning("%04x:%04x refused SET_NTB_FORMAT (NTB32): using NTB16, its "
+				  "format after reset", self->info->vid, self->info->pid);
+			self->ntb.ntb32 = FALSE;
+		} else if (r == LIBUSB_ERROR_PIPE) {
+			g_debug("SET_NTB_FORMAT (NTB16) refused: NTB16 is the format after reset");
+		} else if (r < 0) {
 			return request_failed(self, r, "SET_NTB_FORMAT", error);
+		}
 	}
 	if (!set_input_size(self, error) || !negotiate_datagram_size(self, error))
 		return FALSE;

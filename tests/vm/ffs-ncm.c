@@ -434,6 +434,10 @@ class_out(const struct usb_ctrlrequest *rq)
 
 	switch (rq->bRequest) {
 	case 0x84: /* SET_NTB_FORMAT */
+		if (prof.refuse_ntb_format) {
+			say("refusing SET_NTB_FORMAT NTB%s: staying at NTB16", rq->wValue ? "32" : "16");
+			return false;
+		}
 		if (rq->wValue > 1 || !(prof.formats & (1u << rq->wValue)))
 			return false;
 		pthread_mutex_lock(&lock);
@@ -1194,6 +1198,7 @@ static const char usage_text[] =
 	"                           more than FRAMES queued is held MS ms (the holding gadget)\n"
 	"  --refuse-params N        stall the first N GET_NTB_PARAMETERS: every open until then fails\n"
 	"  --intr-mps N             the interrupt endpoint's wMaxPacketSize: 8, 16 (default) or 64\n"
+	"  --refuse-ntb-format      stall SET_NTB_FORMAT (either format): NTB16 stays\n"
 	"  --vanish-on REQ,...      unbind the UDC while one of these class requests (0x80 ...)\n"
 	"                           is pending, once each, in order; needs --udc-fd\n"
 	"                           (gadgetfs: 0x06 is GET_DESCRIPTOR of the iMACAddress string)\n"
@@ -1267,7 +1272,7 @@ main(int argc, char **argv)
 	       O_SPEED_SPLIT, O_OVERLONG, O_FLAP, O_FLAP_MS, O_HOLD, O_VANISH, O_UDC_FD,
 	       O_APPLE_MODES, O_IAD_FIRST, O_GADGETFS, O_VID, O_PID, O_SERIAL, O_REFUSE_CRC,
 	       O_MAC_STRING_MISSING, O_MAX_SEGMENT, O_REPLAY, O_REPLAY_SKIP, O_EP0_DELAY,
-	       O_REFUSE_PARAMS, O_INTR_MPS };
+	       O_REFUSE_PARAMS, O_INTR_MPS, O_REFUSE_FORMAT };
 	static const struct option opts[] = {
 		{ "ffs", required_argument, NULL, O_FFS },
 		{ "gadgetfs", required_argument, NULL, O_GADGETFS },
@@ -1298,6 +1303,7 @@ main(int argc, char **argv)
 		{ "refuse-input-size", no_argument, NULL, O_REFUSE_INPUT },
 		{ "refuse-params", required_argument, NULL, O_REFUSE_PARAMS },
 		{ "intr-mps", required_argument, NULL, O_INTR_MPS },
+		{ "refuse-ntb-format", no_argument, NULL, O_REFUSE_FORMAT },
 		{ "ignore-input-size", no_argument, NULL, O_IGNORE_INPUT },
 		{ "max-datagram-reply", required_argument, NULL, O_MAXDG_REPLY },
 		{ "in-batch", required_argument, NULL, O_IN_BATCH },
@@ -1387,6 +1393,7 @@ main(int argc, char **argv)
 			break;
 		case O_NO_OUT_READ: prof.no_out_read = true; break;
 		case O_REFUSE_INPUT: prof.refuse_input_size = true; break;
+		case O_REFUSE_FORMAT: prof.refuse_ntb_format = true; break;
 		case O_INTR_MPS:
 			prof.intr_mps = (unsigned)num("intr-mps", optarg, INTR_MPS_MAX);
 			if (prof.intr_mps != 8 && prof.intr_mps != 16 && prof.intr_mps != 64)

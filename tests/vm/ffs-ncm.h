@@ -55,6 +55,7 @@ typedef struct {
 	bool refuse_input_size;    /* STALL SET_NTB_INPUT_SIZE */
 	unsigned refuse_params;    /* STALL the first N GET_NTB_PARAMETERS (a failing open) */
 	unsigned intr_mps;         /* the interrupt endpoint's wMaxPacketSize */
+	bool refuse_ntb_format;    /* STALL SET_NTB_FORMAT although both formats are listed */
 	bool ignore_input_size;    /* accept it, keep dwNtbInMaxSize */
 	int max_datagram_reply;    /* GET_MAX_DATAGRAM_SIZE answers this (-1: what was set) */
 	uint16_t max_segment;      /* wMaxSegmentSize (with cs_desc) */

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/vm/guest-ffs.sh: libncm against ffs-ncm, the programmable device; VM_FFS_TEST picks the case.
 # Cases (tests/vm/README.md, "The programmable device (FunctionFS)"):
-#   basic, apple, ntb16-only, ntb32-only, divisors, max-datagrams,
+#   basic, apple, ntb16-only, format-refused, ntb32-only, divisors, max-datagrams,
 #   notify-flood, no-mac, stall-in-once, stall-in-always, stall-intr, stall-out,
 #   out-stuck, input-size, max-datagram, persist-mtu, persist-backoff, hostile, replay, zlp, in-stuck,
 #   intr-stall, notify-split, link-flap, intr-mps8, vanish, hold, apple-modes, apple-tun, apple-proxy,
@@ -364,6 +364,24 @@ ntb16-only)
 	tx "$n" --ntb32
 	rx "$n" --ntb32
 	ffs_gadget_stop
+	check "every host NTB was NTB16" [ "$(ffs_stat violations)" = 0 ]
+	;;
+format-refused)
+	# Both formats listed, but SET_NTB_FORMAT STALLed (either way): the
+	# open goes on in NTB16, the format the device keeps, with a warning
+	# (asked for NTB32 or not); frames flow both ways, every host NTB NTB16.
+	n=${VM_COUNT:-2000}
+	setup --refuse-ntb-format
+	frames frames.txt --ntb32
+	check "negotiated NTB16" grep -q 'negotiated: NTB16' "$VM_OUT/frames.txt"
+	check "the refusal was said" \
+		grep -q 'refused SET_NTB_FORMAT (NTB32): using NTB16' "$VM_OUT/frames.txt"
+	frames frames16.txt
+	check "asked for NTB16, refused too: NTB16" grep -q 'negotiated: NTB16' "$VM_OUT/frames16.txt"
+	tx "$n" --ntb32
+	rx "$n" --ntb32
+	ffs_gadget_stop
+	check "the device refused each SET_NTB_FORMAT" grep -q 'refusing SET_NTB_FORMAT NTB32' "$FFS_LOG"
 	check "every host NTB was NTB16" [ "$(ffs_stat violations)" = 0 ]
 	;;
 ntb32-only)
