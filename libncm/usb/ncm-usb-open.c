@@ -11,6 +11,7 @@
 
 
 #define NCM_NTB_SIZE_CAP 65536u
+#define NCM_DATA_ALT_PAUSE_MS 20
 #define NCM_NTB_SIZE_MIN 2048u
 #define NCM_ETH_MAX_FRAME 1514u
 
@@ -475,7 +476,17 @@ ncm_device_negotiate(NcmDevice *self, GError **error)
 	guint8 filter = self->options.packet_filter;
 	int r;
 
-	/* SET_NTB_FORMAT is only accepted while the data interface is at alt 0. */
+	/*
+	 * SET_NTB_FORMAT is only accepted while the data interface is at alt 0.
+	 * The data alt first: some devices reset their data path only on the
+	 * way from it to 0 (Linux' cdc_ncm does the same). Its failure is the
+	 * device's affair; alt 0's is ours.
+	 */
+	if (info->data_alt != 0) {
+		r = libusb_set_interface_alt_setting(self->handle, info->data_iface, info->data_alt);
+		if (r < 0)
+			g_debug("data alt %u before alt 0: %s", info->data_alt, libusb_strerror(r));
+	}
 	r = libusb_set_interface_alt_setting(self->handle, info->data_iface, 0);
 	if (r < 0)
 		return request_failed(self, r, "selecting data alt setting 0", error);
@@ -506,6 +517,9 @@ ncm_device_negotiate(NcmDevice *self, GError **error)
 			      filter, "SET_ETHERNET_PACKET_FILTER", error))
 		return FALSE;
 	pick_mac(self);
+	/* Some firmwares silently set up no data path without a pause here
+	 * (Linux' cdc_ncm waits 20 ms, found on a Sierra Wireless MC7455). */
+	g_usleep(NCM_DATA_ALT_PAUSE_MS * 1000);
 	r = libusb_set_interface_alt_setting(self->handle, info->data_iface, info->data_alt);
 	if (r < 0)
 		return request_failed(self, r, "selecting the data alt setting", error);

@@ -243,6 +243,7 @@ on_gadgetfs_setup(const struct usb_ctrlrequest *rq)
 		}
 		if ((rq->wIndex & 0xff) == 1 && rq->wValue <= 1) {
 			data_alt = (uint8_t)rq->wValue;
+			say("SET_INTERFACE data alt %u", data_alt);
 			/*
 			 * gadgetfs reports an OUT request with data after its
 			 * transfer completed, and drops that event if the host's

@@ -1155,6 +1155,13 @@ crc-accept|crc-refuse)
 	fi
 	check "libncm never asked for CRC" sh -c "! grep -q '^ffs-ncm: SET_CRC_MODE [^0]' '$FFS_LOG'"
 	check "the device checked $n datagrams" [ "$(ffs_stat datagrams_out)" -ge "$n" ]
+	# Data alt 1 (gadgetfs), as Linux' cdc_ncm: alt 1, then 0 (a data path
+	# some devices reset only so), the requests, then alt 1.
+	first=$(grep -E '^ffs-ncm: (SET_INTERFACE data alt|SET_NTB_FORMAT)' "$FFS_LOG" | head -n 4 |
+		sed 's/^ffs-ncm: //' | tr '\n' ';')
+	echo "the device saw: $first"
+	check "each open: data alt 1, alt 0, SET_NTB_FORMAT, alt 1" \
+		[ "$first" = "SET_INTERFACE data alt 1;SET_INTERFACE data alt 0;SET_NTB_FORMAT NTB16;SET_INTERFACE data alt 1;" ]
 	gfs_gadget_teardown
 	;;
 mac-desc)
