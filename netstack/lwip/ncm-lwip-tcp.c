@@ -9,6 +9,7 @@
 #include "lwip/timeouts.h"
 
 #include "ncm-lwip-chunk.h"
+#include "ncm-lwip-hooks.h"
 #include "ncm-lwip-tcp.h"
 
 NlwConn *
@@ -939,6 +940,9 @@ connect_locked(NlwConn *c, ip_addr_t *ip, guint16 port, guint scope, guint timeo
 	nlw_addr_assign_zone(ip, scope);
 	if (!nlw_routable(ip))
 		return ERR_RTE;
+	/* Connections we close first wait in TIME_WAIT, each on a local port
+	 * that tcp_new_port() must skip: capped here too (ncm-lwip-timewait.c). */
+	ncm_lwip_timewait_trim();
 	pcb = tcp_new_ip_type(IP_GET_TYPE(ip));
 	if (pcb == NULL)
 		return ERR_MEM;

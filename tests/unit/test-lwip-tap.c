@@ -751,6 +751,79 @@ test_time_wait(void)
 	g_assert_cmpuint(evicted, <=, TW_CONNS);
 }
 
+typedef struct {
+	int fd;
+	guint done;            /* connections that ended in EOF */
+} TimeWaitServer;
+
+/* Accepts TW_CONNS connections, reads each to the EOF of lwIP's close, then closes. */
+static gpointer
+time_wait_server(gpointer data)
+{
+	TimeWaitServer *k = data;
+	guint8 b[16];
+
+	for (guint i = 0; i < TW_CONNS; i++) {
+		int c = accept4(k->fd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (c < 0)
+			break;
+		set_timeouts(c);
+		if (read(c, b, sizeof(b)) == 0)
+			k->done++;
+		close(c);
+	}
+	return NULL;
+}
+
+/*
+ * The same cap for connections lwIP opens (ncm-proxy's SOCKS and -L): a
+ * client that closes first leaves one in TIME_WAIT per connection, each
+ * holding a local port for 120 s. Past TW_CAP a new connect drops the oldest.
+ */
+static void
+test_time_wait_outgoing(void)
+{
+	TimeWaitServer k = {0};
+	g_autoptr(GInetSocketAddress) addr = NULL;
+	NcmLwipStats before, after;
+	GThread *thread;
+	guint16 port;
+	guint64 evicted;
+
+	if (!have_tap())
+		return;
+	k.fd = kernel_socket(KERNEL_V4, SOCK_STREAM, &port);
+	addr = sockaddr(KERNEL_V4, port);
+	ncm_lwip_stack_get_stats(stack, &before);
+	thread = g_thread_new("time-wait-server", time_wait_server, &k);
+	for (guint i = 0; i < TW_CONNS; i++) {
+		g_autoptr(GError) error = NULL;
+		g_autoptr(NcmLwipConnection) conn = ncm_lwip_stack_connect(stack, addr, 10000, NULL,
+									   &error);
+		guint8 b[16];
+
+		g_assert_no_error(error);
+		/* Our side closes first, then waits for the peer's FIN. */
+		g_assert_true(g_output_stream_close(g_io_stream_get_output_stream(G_IO_STREAM(conn)),
+						    NULL, NULL));
+		g_assert_cmpint(g_input_stream_read(g_io_stream_get_input_stream(G_IO_STREAM(conn)),
+						    b, sizeof(b), NULL, &error), ==, 0);
+		g_assert_no_error(error);
+		g_assert_true(g_io_stream_close(G_IO_STREAM(conn), NULL, NULL));
+	}
+	g_thread_join(thread);
+	close(k.fd);
+	ncm_lwip_stack_get_stats(stack, &after);
+	evicted = after.time_wait_evicted - before.time_wait_evicted;
+	g_test_message("%u connections, %" G_GUINT64_FORMAT " TIME_WAIT connections dropped",
+		       k.done, evicted);
+	g_assert_cmpuint(k.done, ==, TW_CONNS);
+	/* Those of test_time_wait may still be there: at least all past the cap. */
+	g_assert_cmpuint(evicted, >=, TW_CONNS - TW_CAP);
+	g_assert_cmpuint(evicted, <=, 2 * TW_CONNS);
+}
+
 /* ---- Concurrent connections ---------------------------------------------------------- */
 
 #define N_CONCURRENT 16
@@ -2244,6 +2317,7 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-tap/tcp/cancel", test_cancel);
 	g_test_add_func("/lwip-tap/tcp/async-echo", test_async_echo);
 	g_test_add_func("/lwip-tap/tcp/time-wait", test_time_wait);
+	g_test_add_func("/lwip-tap/tcp/time-wait-outgoing", test_time_wait_outgoing);
 	g_test_add_func("/lwip-tap/udp/echo", test_udp_echo);
 	g_test_add_func("/lwip-tap/udp/receive-async", test_udp_receive_async);
 	g_test_add_func("/lwip-tap/udp/cut-resumes", test_udp_cut_resumes);
