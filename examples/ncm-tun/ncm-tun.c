@@ -470,15 +470,27 @@ tun_detach(Tun *tun, const gchar *why)
 	g_main_loop_quit(tun->app->loop);
 }
 
-/* Someone deleted our interface: nothing left to carry frames to. */
+/*
+ * Someone deleted our interface: nothing left to carry that device's frames
+ * to. Its device is let go (a kernel driver gets it back); the other
+ * interfaces go on, and with none left ncm-tun exits.
+ */
 static gboolean
 on_interface_gone(gpointer data)
 {
 	Tun *tun = data;
+	App *app = tun->app;
 
+	if (app->tuns->len > 1) {
+		g_printerr("ncm-tun: the interface %s was deleted; its device is let go, the "
+			   "other %u interface(s) go on\n", ncm_tap_get_name(tun->tap),
+			   app->tuns->len - 1);
+		g_ptr_array_remove(app->tuns, tun);
+		return G_SOURCE_REMOVE;
+	}
 	g_printerr("ncm-tun: the interface %s was deleted\n", ncm_tap_get_name(tun->tap));
-	tun->app->status = EXIT_RUNTIME;
-	g_main_loop_quit(tun->app->loop);
+	app->status = EXIT_RUNTIME;
+	g_main_loop_quit(app->loop);
 	return G_SOURCE_REMOVE;
 }
 

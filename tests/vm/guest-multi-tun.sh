@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# tests/vm/guest-multi-tun.sh: profile multi: one ncm-tun --all --persist drives VM_MULTI_N gadgets (8 in vm-multi-tun), an interface each; ping and iperf3 through each, one unplugged while the others carry on, replugged and back on its own interface (issue 20).
+# tests/vm/guest-multi-tun.sh: profile multi: one ncm-tun --all --persist drives VM_MULTI_N gadgets (8 in vm-multi-tun), an interface each; ping and iperf3 through each, one unplugged while the others carry on, replugged and back on its own interface (issue 20); one interface deleted, the others carry on.
 set -eu
 . "$VM_LIB"
 
@@ -96,6 +96,21 @@ check "gadget $victim is back on $victim_tun" [ "$(tun_of "$victim")" = "$victim
 check "still $n interfaces (the port's own came back)" [ "$(tun_count)" = "$n" ]
 check "iperf3 2 MB to gadget $victim after the replug" iperf_to "$victim" after
 
+# Someone deletes one interface: only that device is let go; ncm-tun and
+# the others go on.
+gone=0
+gone_tun=$(tun_of "$gone")
+$IP link del "$gone_tun"
+wait_for 10 "ncm-tun lets $gone_tun's device go" grep -q "interface $gone_tun was deleted; its device is let go" "$TUN_LOG" ||
+	{ cat "$TUN_LOG"; fail "ncm-tun did not say it let $gone_tun's device go"; }
+check "ncm-tun runs on after $gone_tun was deleted" tun_alive
+check "$((n - 1)) interfaces left" [ "$(tun_count)" = "$((n - 1))" ]
+i=0
+while [ "$i" -lt "$n" ]; do
+	[ "$i" = "$gone" ] || check "gadget $i still pings after $gone_tun was deleted" ping -c 2 -W 2 "$(multi_peer_ip4 "$i")"
+	i=$((i + 1))
+done
+
 kill -USR1 "$TUN_PID"
 wait_for 10 "statistics on SIGUSR1" grep -q "^ncm-tun: total over" "$TUN_LOG" || fail "no total on SIGUSR1"
 kill -TERM "$TUN_PID"
@@ -104,10 +119,10 @@ wait "$TUN_PID" || rc=$?
 cat "$TUN_LOG"
 check "ncm-tun exits 0 on SIGTERM" [ "$rc" = 0 ]
 # SIGUSR1 and the exit print the same blocks, so every line comes twice.
-check "a total over all $n interfaces, on SIGUSR1 and at exit" \
-	[ "$(grep -c "^ncm-tun: total over $n interface(s), $((n + 1)) device session(s)" "$TUN_LOG")" = 2 ]
+check "a total over the $((n - 1)) interfaces left, on SIGUSR1 and at exit" \
+	[ "$(grep -c "^ncm-tun: total over $((n - 1)) interface(s), $n device session(s)" "$TUN_LOG")" = 2 ]
 check "$victim_tun counted two device sessions" \
 	[ "$(grep -c "^ncm-tun: $victim_tun, 2 device session(s)$" "$TUN_LOG")" = 2 ]
-check "the others one each" [ "$(grep -c '^ncm-tun: mt[0-9]*, 1 device session(s)$' "$TUN_LOG")" = $((2 * (n - 1))) ]
+check "the others one each" [ "$(grep -c '^ncm-tun: mt[0-9]*, 1 device session(s)$' "$TUN_LOG")" = $((2 * (n - 2))) ]
 check "no interface left behind" [ "$(tun_count)" = 0 ]
 vm_info
