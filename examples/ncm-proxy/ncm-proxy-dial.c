@@ -8,7 +8,11 @@ typedef struct {
 	Proxy *proxy;
 	gchar *host;
 	guint16 port;
+	GSocketFamily tried;   /* the first address's family: its other may be tried */
+	gboolean retried;      /* the name was resolved once already */
 } Dial;
+
+static void resolved(GObject *source, GAsyncResult *result, gpointer data);
 
 static void
 dial_free(gpointer data)
@@ -47,7 +51,30 @@ connected(GObject *source, GAsyncResult *result, gpointer data)
 								&error);
 
 	if (!conn) {
-		((Dial *)g_task_get_task_data(task))->proxy->count.connect_failures++;
+		Dial *d = g_task_get_task_data(task);
+
+		/*
+		 * A name's A record on a link with only IPv6 (an iPad's link-local
+		 * NCM link, SLAAC alone), or the other way round: its other
+		 * family's address may have a route. Once, and only when the
+		 * family was left open (--names ipv4, the default).
+		 */
+		if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_NETWORK_UNREACHABLE) &&
+		    d->tried != G_SOCKET_FAMILY_INVALID) {
+			GSocketFamily other = d->tried == G_SOCKET_FAMILY_IPV4 ? G_SOCKET_FAMILY_IPV6
+									      : G_SOCKET_FAMILY_IPV4;
+
+			g_debug("%s: %s; trying its IPv%c address", d->host, error->message,
+				other == G_SOCKET_FAMILY_IPV6 ? '6' : '4');
+			g_error_free(error);
+			d->tried = G_SOCKET_FAMILY_INVALID;
+			d->proxy->count.lookups++;
+			ncm_lwip_stack_resolve_async(d->proxy->stack, d->host, other,
+						     g_task_get_cancellable(task), resolved,
+						     g_steal_pointer(&task));
+			return;
+		}
+		d->proxy->count.connect_failures++;
 		g_task_return_error(task, error);
 		return;
 	}
@@ -83,6 +110,11 @@ resolved(GObject *source, GAsyncResult *result, gpointer data)
 		g_object_unref(task);
 		return;
 	}
+	/* Only the first answer, and only when either family would do, may be retried. */
+	d->tried = d->proxy->family == G_SOCKET_FAMILY_INVALID && !d->retried
+			   ? g_inet_address_get_family(address)
+			   : G_SOCKET_FAMILY_INVALID;
+	d->retried = TRUE;
 	connect_to(task, address);
 }
 

@@ -73,7 +73,9 @@ start_proxy() { # ARGS...: ncm-proxy on a TAP with addresses on both sides
 	# Emptied here: the background job truncates it only once it runs, and
 	# the last run's "running on" must not be read as this one's.
 	: >"$LOG"
-	"$PROXY" --tap "$tap" --ipv4 "$L4/24" --ipv6 "$L6/64" --no-dad --dns "$K4" "$@" >>"$LOG" 2>&1 &
+	# PROXY_V4= for a link with IPv6 alone, PROXY_DNS for another server.
+	"$PROXY" --tap "$tap" ${PROXY_V4---ipv4 $L4/24} --ipv6 "$L6/64" --no-dad \
+		--dns "${PROXY_DNS:-$K4}" "$@" >>"$LOG" 2>&1 &
 	PID=$!
 	wait_until 100 grep -q "running on" "$LOG" || return 1
 	ip addr add "$K4/24" dev "$tap" && ip -6 addr add "$K6/64" dev "$tap" nodad &&
@@ -292,6 +294,20 @@ check "--auth: a wrong password is refused" [ ! -s "$TMP/out" ]
 fetch "http://$K4:8080/file"
 check "--auth: no login is refused" [ ! -s "$TMP/out" ]
 check "... both counted" sh -c "kill -USR1 $PID; sleep 0.5; grep -q '1 logins' '$LOG'"
+stop_proxy
+
+# A link with IPv6 alone (an iPad's, SLAAC only): a name with an A and an
+# AAAA record is reached over IPv6 once its A record finds no route (before:
+# SOCKS reply 3, network unreachable).
+PROXY_V4= PROXY_DNS=$K6 start_proxy || not_ok "ncm-proxy with IPv6 alone did not start"
+# After the TAP: it binds to the kernel side's address there.
+bg "$DNS" "$K6" "both.test=$K4" "both.test=$K6" >"$TMP/dns6.log"
+sleep 0.3
+fetch "http://both.test:8080/file"
+check "IPv6 alone: a name with A and AAAA records, reached by its AAAA" same_as file
+sed 's/^/# /' "$TMP/curl.err"
+fetch "http://$K4:8080/file"
+check "... an IPv4 literal still fails with reply 3 (network unreachable)" grep -q "(3)" "$TMP/curl.err"
 stop_proxy
 
 # Setup errors: exit 2 with a message that says what to do.
