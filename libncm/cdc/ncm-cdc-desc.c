@@ -429,9 +429,14 @@ ncm_cdc_parse_mac_string(const uint8_t *desc, size_t len, uint8_t mac[6])
 	enum { N_DIGITS = 12, DESC_LEN = 2 + 2 * N_DIGITS };
 	uint8_t tmp[6] = { 0 };
 
-	if (!desc || !mac || len != DESC_LEN || ncm_le8_at(desc, len, 0) != DESC_LEN ||
+	/* Trailing U+0000 are tolerated (some devices pad the string; Linux'
+	 * usb_string() stops at the first). */
+	if (!desc || !mac || len < DESC_LEN || len % 2 != 0 || ncm_le8_at(desc, len, 0) != len ||
 	    ncm_le8_at(desc, len, 1) != DT_STRING)
 		return false;
+	for (size_t off = DESC_LEN; off < len; off += 2)
+		if (ncm_le16_at(desc, len, off) != 0)
+			return false;
 	for (size_t i = 0; i < N_DIGITS; i++) {
 		/* UTF-16LE: a hex digit has a zero high byte */
 		uint16_t ch = ncm_le16_at(desc, len, 2 + 2 * i);

@@ -69,33 +69,54 @@ config_blob(const struct libusb_config_descriptor *cfg)
 
 /* ---- Strings and sysfs ---------------------------------------------- */
 
+/*
+ * String descriptor @index, raw, into @buf: its length, or < 0. In the
+ * device's first language; one that cannot list its languages (string 0
+ * STALLed or short) is asked in US English, as Linux does.
+ */
+static int
+read_string(libusb_device_handle *h, guint8 index, unsigned char *buf, int size)
+{
+	unsigned char langs[4];
+	int n = libusb_get_string_descriptor(h, 0, 0, langs, sizeof(langs));
+	guint16 lang = n >= 4 ? ncm_le16_at(langs, (size_t)n, 2) : 0x0409;
+
+	return libusb_get_string_descriptor(h, index, lang, buf, size);
+}
+
 gchar *
 ncm_usb_read_ascii(libusb_device_handle *h, guint8 index)
 {
-	unsigned char buf[256];
+	unsigned char buf[255];
+	GString *s;
 	int n;
 
 	if (!h || !index)
 		return NULL;
-	n = libusb_get_string_descriptor_ascii(h, index, buf, sizeof(buf) - 1);
-	if (n <= 0)
+	n = read_string(h, index, buf, sizeof(buf));
+	if (n < 2 || buf[1] != 0x03)
 		return NULL;
-	buf[n] = 0;
-	return g_strdup((const char *)buf);
+	n = MIN(n, buf[0]);
+	s = g_string_new(NULL);
+	/* UTF-16LE; what is not ASCII reads '?', as libusb's own helper has it. */
+	for (int i = 2; i + 1 < n; i += 2)
+		g_string_append_c(s, buf[i + 1] == 0 && buf[i] < 0x80 ? (gchar)buf[i] : '?');
+	if (s->len == 0) {
+		g_string_free(s, TRUE);
+		return NULL;
+	}
+	return g_string_free(s, FALSE);
 }
 
 static gboolean
 read_mac(libusb_device_handle *h, guint8 index, guint8 mac[6])
 {
-	unsigned char langs[4], buf[255];
+	unsigned char buf[255];
 	int n;
 
 	if (!h || !index)
 		return FALSE;
-	n = libusb_get_string_descriptor(h, 0, 0, langs, sizeof(langs));
-	if (n < 4)
-		return FALSE;
-	n = libusb_get_string_descriptor(h, index, ncm_le16_at(langs, (size_t)n, 2), buf, sizeof(buf));
+	n = read_string(h, index, buf, sizeof(buf));
 	return n > 0 && ncm_cdc_parse_mac_string(buf, (size_t)n, mac);
 }
 

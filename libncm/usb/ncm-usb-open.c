@@ -440,7 +440,8 @@ fill_ntb_info(NcmDevice *self, const NcmNtbParams *p)
  * derived from its identity: stable across sessions, so the host's
  * interface and its neighbours keep one MAC through a replug.
  */
-static void
+/* Returns TRUE when the MAC is made up (not the device's iMACAddress). */
+static gboolean
 pick_mac(NcmDevice *self)
 {
 	const NcmFunctionInfo *info = self->info;
@@ -451,7 +452,7 @@ pick_mac(NcmDevice *self)
 
 	if (info->have_mac && ncm_cdc_mac_usable(info->mac)) {
 		memcpy(self->mac, info->mac, 6);
-		return;
+		return FALSE;
 	}
 	key = g_strdup_printf("%04x:%04x:%s:%s:%u", info->vid, info->pid,
 			      info->serial ? info->serial : "", info->port_path ? info->port_path : "",
@@ -466,6 +467,29 @@ pick_mac(NcmDevice *self)
 		  "administered address derived from the function's identity",
 		  info->vid, info->pid, info->have_mac ? "an unusable (zero or multicast)" : "no",
 		  self->mac[0], self->mac[1], self->mac[2], self->mac[3], self->mac[4], self->mac[5]);
+	return TRUE;
+}
+
+/*
+ * A made-up MAC is told to a device that takes one (SET_NET_ADDRESS): a
+ * USB Ethernet adapter filters unicast on its own address, and would drop
+ * every frame to ours, ARP replies too.
+ */
+static gboolean
+tell_mac(NcmDevice *self, GError **error)
+{
+	int r;
+
+	if (!(self->info->net_caps & NCM_CAP_NET_ADDRESS))
+		return TRUE;
+	r = class_out(self, NCM_REQ_SET_NET_ADDRESS, 0, self->mac, 6);
+	if (device_gone(self, r))
+		return request_failed(self, r, "SET_NET_ADDRESS", error);
+	if (r < 0)
+		g_warning("%04x:%04x refused SET_NET_ADDRESS (%s): if it filters on its own "
+			  "address, unicast frames to this MAC will not arrive", self->info->vid,
+			  self->info->pid, libusb_strerror(r));
+	return TRUE;
 }
 
 gboolean
@@ -516,7 +540,8 @@ ncm_device_negotiate(NcmDevice *self, GError **error)
 	if (!optional_request(self, NCM_CAP_PACKET_FILTER, NCM_REQ_SET_ETHERNET_PACKET_FILTER,
 			      filter, "SET_ETHERNET_PACKET_FILTER", error))
 		return FALSE;
-	pick_mac(self);
+	if (pick_mac(self) && !tell_mac(self, error))
+		return FALSE;
 	/* Some firmwares silently set up no data path without a pause here
 	 * (Linux' cdc_ncm waits 20 ms, found on a Sierra Wireless MC7455). */
 	g_usleep(NCM_DATA_ALT_PAUSE_MS * 1000);

@@ -959,6 +959,13 @@ test_mac_string(void)
 	g_assert_true(ncm_cdc_parse_mac_string(d, 26, mac));
 	g_assert_cmpuint(mac[0], ==, 0xFE);
 	g_assert_cmpuint(mac[5], ==, 0x54);
+	/* Padded with U+0000 after the 12 digits (bLength 30): accepted. */
+	memset(mac, 0, sizeof(mac));
+	mac_desc(d, "0A1B2C3D4E5F");
+	memset(d + 26, 0, 4);
+	d[0] = 30;
+	g_assert_true(ncm_cdc_parse_mac_string(d, 30, mac));
+	g_assert_cmpmem(mac, 6, want, 6);
 }
 
 static void
@@ -981,6 +988,14 @@ test_mac_string_rejects(void)
 	g_assert_false(ncm_cdc_parse_mac_string(d, 24, mac));    /* 11 digits */
 	mac_desc(d, "0A1B2C3D4E5F0");
 	g_assert_false(ncm_cdc_parse_mac_string(d, 28, mac));    /* 13 digits */
+	mac_desc(d, "0A1B2C3D4E5F");
+	memset(d + 26, 0, 4);
+	d[0] = 30;
+	d[28] = 'x';
+	g_assert_false(ncm_cdc_parse_mac_string(d, 30, mac));    /* a character after the NUL */
+	d[28] = 0;
+	d[0] = 29;
+	g_assert_false(ncm_cdc_parse_mac_string(d, 29, mac));    /* half a character */
 	mac_desc(d, "0A1B2C3D4E5F");
 	d[5] = 0x01;
 	g_assert_false(ncm_cdc_parse_mac_string(d, 26, mac));    /* U+0141, not '1' */

@@ -140,9 +140,11 @@ string_desc(const struct usb_ctrlrequest *rq)
 		return;
 	mac_hex(mac);
 	switch (idx) {
-	case 0: /* the languages: en-US only */
-		b[0] = 4, b[1] = 0x03, b[2] = 0x09, b[3] = 0x04;
-		reply(rq, b, 4);
+	case 0: /* the languages: en-US only (--no-langids: none) */
+		b[0] = prof.no_langids ? 2 : 4, b[1] = 0x03, b[2] = 0x09, b[3] = 0x04;
+		if (prof.no_langids)
+			say("string 0 lists no language");
+		reply(rq, b, b[0]);
 		return;
 	case STR_MAC: s = prof.mac && !prof.mac_string_missing ? mac : NULL; break;
 	case STR_MANUFACTURER: s = "libncm"; break;

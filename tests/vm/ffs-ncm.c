@@ -479,6 +479,14 @@ class_out(const struct usb_ctrlrequest *rq)
 		say("SET_NTB_INPUT_SIZE %u", v);
 		return true;
 	}
+	case 0x82: /* SET_NET_ADDRESS */
+		if (!(prof.caps & 0x02) || rq->wLength != 6)
+			return false;
+		n = read_out(rq, b, 6);
+		if (n == 6)
+			say("SET_NET_ADDRESS %02x:%02x:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3],
+			    b[4], b[5]);
+		return true;
 	case 0x88: /* SET_MAX_DATAGRAM_SIZE */
 		if (!(prof.caps & 0x08) || rq->wLength != 2)
 			return false;
@@ -1199,6 +1207,8 @@ static const char usage_text[] =
 	"  --refuse-params N        stall the first N GET_NTB_PARAMETERS: every open until then fails\n"
 	"  --intr-mps N             the interrupt endpoint's wMaxPacketSize: 8, 16 (default) or 64\n"
 	"  --refuse-ntb-format      stall SET_NTB_FORMAT (either format): NTB16 stays\n"
+	"  --no-langids             gadgetfs: string 0 lists no language (2 bytes); iMACAddress\n"
+	"                           and the serial are then read in US English, as Linux does\n"
 	"  --vanish-on REQ,...      unbind the UDC while one of these class requests (0x80 ...)\n"
 	"                           is pending, once each, in order; needs --udc-fd\n"
 	"                           (gadgetfs: 0x06 is GET_DESCRIPTOR of the iMACAddress string)\n"
@@ -1272,7 +1282,7 @@ main(int argc, char **argv)
 	       O_SPEED_SPLIT, O_OVERLONG, O_FLAP, O_FLAP_MS, O_HOLD, O_VANISH, O_UDC_FD,
 	       O_APPLE_MODES, O_IAD_FIRST, O_GADGETFS, O_VID, O_PID, O_SERIAL, O_REFUSE_CRC,
 	       O_MAC_STRING_MISSING, O_MAX_SEGMENT, O_REPLAY, O_REPLAY_SKIP, O_EP0_DELAY,
-	       O_REFUSE_PARAMS, O_INTR_MPS, O_REFUSE_FORMAT };
+	       O_REFUSE_PARAMS, O_INTR_MPS, O_REFUSE_FORMAT, O_NO_LANGIDS };
 	static const struct option opts[] = {
 		{ "ffs", required_argument, NULL, O_FFS },
 		{ "gadgetfs", required_argument, NULL, O_GADGETFS },
@@ -1304,6 +1314,7 @@ main(int argc, char **argv)
 		{ "refuse-params", required_argument, NULL, O_REFUSE_PARAMS },
 		{ "intr-mps", required_argument, NULL, O_INTR_MPS },
 		{ "refuse-ntb-format", no_argument, NULL, O_REFUSE_FORMAT },
+		{ "no-langids", no_argument, NULL, O_NO_LANGIDS },
 		{ "ignore-input-size", no_argument, NULL, O_IGNORE_INPUT },
 		{ "max-datagram-reply", required_argument, NULL, O_MAXDG_REPLY },
 		{ "in-batch", required_argument, NULL, O_IN_BATCH },
@@ -1394,6 +1405,7 @@ main(int argc, char **argv)
 		case O_NO_OUT_READ: prof.no_out_read = true; break;
 		case O_REFUSE_INPUT: prof.refuse_input_size = true; break;
 		case O_REFUSE_FORMAT: prof.refuse_ntb_format = true; break;
+		case O_NO_LANGIDS: prof.no_langids = true; break;
 		case O_INTR_MPS:
 			prof.intr_mps = (unsigned)num("intr-mps", optarg, INTR_MPS_MAX);
 			if (prof.intr_mps != 8 && prof.intr_mps != 16 && prof.intr_mps != 64)
@@ -1459,8 +1471,10 @@ main(int argc, char **argv)
 			    "with data)");
 	} else if (prof.ep0_delay_ms) {
 		die("--ep0-delay-ms needs --gadgetfs: it delays gadgetfs's events");
-	} else if (prof.refuse_crc || prof.mac_string_missing || prof.max_segment != FRAME_MAX) {
-		die("--refuse-crc, --mac-string-missing and --max-segment need --gadgetfs: f_fs in "
+	} else if (prof.refuse_crc || prof.mac_string_missing || prof.no_langids ||
+		   prof.max_segment != FRAME_MAX) {
+		die("--refuse-crc, --mac-string-missing, --no-langids and --max-segment need "
+		    "--gadgetfs: f_fs in "
 		    "Linux 6.1 takes no CDC functional descriptor, so the host never sees CRC mode, "
 		    "iMACAddress or wMaxSegmentSize");
 	}

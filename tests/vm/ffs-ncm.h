@@ -42,6 +42,7 @@ typedef struct {
 	bool alt1;                 /* data alt 0 empty, bulk pair in alt 1 (6.1 stalls alt 1) */
 	bool mac;                  /* iMACAddress string (with cs_desc) */
 	bool mac_string_missing;   /* gadgetfs: iMACAddress names a string that is STALLed */
+	bool no_langids;           /* gadgetfs: string 0 lists no language (2 bytes) */
 	bool refuse_crc;           /* STALL SET_CRC_MODE although bmNetworkCapabilities offers it */
 	uint8_t iad_first;         /* the IAD's bFirstInterface, which f_fs leaves as written */
 	uint8_t mac_addr[6];

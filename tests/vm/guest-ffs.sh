@@ -1169,10 +1169,15 @@ mac-desc)
 	# no Ethernet functional descriptor): a multicast address, then an
 	# index whose string the device STALLs. libncm warns and uses a
 	# unicast, locally administered MAC of its own, which the peer learns.
-	for variant in multicast missing; do
+	for variant in multicast missing no-langids; do
 		case $variant in
 		multicast) gfs_gadget_setup --profile basic --mac 03:4e:43:4d:00:02 ;;
-		missing) gfs_gadget_setup --profile basic --mac-string-missing ;;
+		# String 0 lists no language: iMACAddress and the serial (which
+		# vmtest-driver selects by) are read in US English, as Linux does.
+		no-langids) gfs_gadget_setup --profile basic --no-langids ;;
+		# caps 0x03: the packet filter and SET_NET_ADDRESS, which libncm
+		# must use to tell the device the MAC it made up.
+		missing) gfs_gadget_setup --profile basic --mac-string-missing --caps 0x03 ;;
 		esac
 		host_use_userspace
 		frames "frames-$variant.txt"
@@ -1180,6 +1185,15 @@ mac-desc)
 		mac=$(sed -n 's/^mac: //p' "$out" | head -n 1)
 		first=$((0x${mac%%:*}))
 		echo "$variant iMACAddress: libncm's MAC $mac"
+		if [ $variant = no-langids ]; then
+			check "the device listed no language" grep -q 'string 0 lists no language' "$FFS_LOG"
+			check "libncm read the iMACAddress all the same" grep -q '^mac: 02:4e:43:4d:00:02' "$out"
+			check "... and made up no MAC" sh -c "! grep -q 'iMACAddress' '$out'"
+			check "the peer learned it from ARP" sh -c \
+				"$IP -n $PEER_NS neigh show $(host_ip4) | grep -qi '$mac'"
+			gfs_gadget_teardown
+			continue
+		fi
 		if [ $variant = multicast ]; then
 			check "libncm warned about the multicast iMACAddress" \
 				grep -q 'has an unusable (zero or multicast) iMACAddress' "$out"
@@ -1187,6 +1201,8 @@ mac-desc)
 			check "the device stalled the iMACAddress string" \
 				grep -q 'stalling GET_DESCRIPTOR string 1' "$FFS_LOG"
 			check "libncm warned about the missing iMACAddress" grep -q 'has no iMACAddress' "$out"
+			check "libncm told the device its MAC (SET_NET_ADDRESS $mac)" \
+				grep -qi "SET_NET_ADDRESS $mac" "$FFS_LOG"
 		fi
 		check "the MAC is unicast" [ $((first & 1)) = 0 ]
 		check "the MAC is locally administered" [ $((first & 2)) = 2 ]
