@@ -126,7 +126,8 @@ typedef struct {
  *   several calls combine (all must hold).
  * @text: "VID:PID" (hex), "serial=S", "path=BUS-PORT[.PORT...]" or
  *   "mac=aa:bb:cc:dd:ee:ff". @match points into it for serial and path:
- *   keep @text alive as long as @match.
+ *   keep @text alive as long as @match. An Apple device's serial (an
+ *   iPhone's UDID) matches with or without dashes.
  * @error: return location for a #GError (%NCM_ERROR_FAILED) that lists the
  *   accepted forms.
  *
@@ -277,7 +278,8 @@ NCM_EXPORT guint ncm_context_switch_apple_devices(NcmContext *self, GError **err
  * ncm_context_switch_apple_devices_matching:
  * @self: an #NcmContext.
  * @match: (nullable): the devices to ask: its VID:PID, path= and serial=
- *   (an iPhone's serial is its UDID); %NULL asks every Apple device. mac=
+ *   (an iPhone's serial is its UDID, with or without the dash its tools
+ *   print); %NULL asks every Apple device. mac=
  *   selects nothing here: the MAC comes with the NCM function.
  * @error: as for ncm_context_switch_apple_devices().
  *

@@ -31,9 +31,9 @@ static const GOptionEntry device_entries[] = {
 	  "uses the active one, such as usbmuxd", NULL },
 	{ "apple-switch", 0, 0, G_OPTION_ARG_NONE, &opt_apple_switch,
 	  "First ask the Apple devices --device selects (iPhone, iPad: iOS 17+; VID:PID, path= "
-	  "and serial=, the UDID; all without --device) not in NCM mode yet for their NCM "
-	  "function, and wait up to 15 s for it to appear (with --persist, ask again whenever "
-	  "it comes back without); implies --switch-config", NULL },
+	  "and serial=, the UDID; all without --device, or with several) not in NCM mode yet "
+	  "for their NCM function, and wait up to 15 s for it to appear (with --persist, ask "
+	  "again whenever it comes back without); implies --switch-config", NULL },
 	{ "nudge-ms", 0, 0, G_OPTION_ARG_INT, &opt_nudge_ms,
 	  "Quiet time after a stream before the tail nudge, for gadgets (Linux f_ncm) that "
 	  "hold their last NTB; 0 = 100, -1 = never", "MS" },
@@ -353,7 +353,12 @@ cli_persist_backoff_s(guint attempts)
 	return attempts >= 6 ? 60 : 1u << MAX(attempts, 1);
 }
 
-/* @arrival: the function was just plugged in (or switched to): try it at once. */
+/*
+ * @arrival: the function was just plugged in (or switched to): tried at once.
+ * The retry timer's own tries wait for next_try, once per pass over the
+ * functions (on_retry), so that a failing one does not keep a later one from
+ * its turn.
+ */
 static void
 try_reopen(CliPersist *p, const NcmFunctionInfo *info, gboolean arrival)
 {
@@ -365,8 +370,6 @@ try_reopen(CliPersist *p, const NcmFunctionInfo *info, gboolean arrival)
 		return;
 	if (arrival)
 		p->attempts = 0;
-	else if (now < p->next_try)
-		return;
 	/* A success counts too: a session that fails soon after its open must not
 	 * make the next open come sooner. */
 	wait_s = cli_persist_backoff_s(++p->attempts);
@@ -423,6 +426,8 @@ on_retry(gpointer data)
 		if (n)
 			g_message("asked %u Apple device(s) for their NCM function again", n);
 	}
+	if (g_get_monotonic_time() < p->next_try)
+		return G_SOURCE_CONTINUE;
 	all = ncm_context_enumerate(p->ctx, p->match, NULL);
 	for (guint i = 0; all && i < all->len && !p->current(p->data); i++)
 		try_reopen(p, all->pdata[i], FALSE);

@@ -32,7 +32,8 @@ gboolean cli_parse_options(const gchar *summary, const GOptionEntry *entries, co
 
 /*
  * --apple-switch: asks the Apple devices @match selects (VID:PID, path=,
- * serial=; all with a NULL @match) that are not yet in NCM mode for it
+ * serial=; all with a NULL @match, as with several --device) that are not
+ * yet in NCM mode for it
  * (ncm_context_switch_apple_devices_matching()), then waits until the re-enumerated
  * function that @match selects is listed, at most 15 s; without the option,
  * nothing. Under --persist the retry asks again while the device is away.

@@ -10,6 +10,7 @@ typedef struct {
 	guint16 port;
 	GSocketFamily tried;   /* the first address's family: its other may be tried */
 	gboolean retried;      /* the name was resolved once already */
+	GError *first_error;   /* the first address's failure, if the other's lookup fails */
 } Dial;
 
 static void resolved(GObject *source, GAsyncResult *result, gpointer data);
@@ -19,6 +20,7 @@ dial_free(gpointer data)
 {
 	Dial *d = data;
 
+	g_clear_error(&d->first_error);
 	g_free(d->host);
 	g_free(d);
 }
@@ -63,15 +65,16 @@ connected(GObject *source, GAsyncResult *result, gpointer data)
 		    d->tried != G_SOCKET_FAMILY_INVALID) {
 			GSocketFamily other = d->tried == G_SOCKET_FAMILY_IPV4 ? G_SOCKET_FAMILY_IPV6
 									      : G_SOCKET_FAMILY_IPV4;
+			/* Before the task is stolen: arguments have no order. */
+			GCancellable *cancellable = g_task_get_cancellable(task);
 
 			g_debug("%s: %s; trying its IPv%c address", d->host, error->message,
 				other == G_SOCKET_FAMILY_IPV6 ? '6' : '4');
-			g_error_free(error);
+			d->first_error = error;
 			d->tried = G_SOCKET_FAMILY_INVALID;
 			d->proxy->count.lookups++;
-			ncm_lwip_stack_resolve_async(d->proxy->stack, d->host, other,
-						     g_task_get_cancellable(task), resolved,
-						     g_steal_pointer(&task));
+			ncm_lwip_stack_resolve_async(d->proxy->stack, d->host, other, cancellable,
+						     resolved, g_steal_pointer(&task));
 			return;
 		}
 		d->proxy->count.connect_failures++;
@@ -105,6 +108,15 @@ resolved(GObject *source, GAsyncResult *result, gpointer data)
 									result, &error);
 
 	if (!address) {
+		/* The other family has no address: the client hears the first
+		 * one's failure (no route), not this lookup's. */
+		if (d->first_error) {
+			g_error_free(error);
+			d->proxy->count.connect_failures++;
+			g_task_return_error(task, g_steal_pointer(&d->first_error));
+			g_object_unref(task);
+			return;
+		}
 		d->proxy->count.lookup_failures++;
 		g_task_return_error(task, error);
 		g_object_unref(task);

@@ -486,6 +486,11 @@ on_interface_gone(gpointer data)
 			   "other %u interface(s) go on\n", ncm_tap_get_name(tun->tap),
 			   app->tuns->len - 1);
 		g_ptr_array_remove(app->tuns, tun);
+		/* The others may be waiting for devices that went away. */
+		if (!opt_persist && !app_has_device(app)) {
+			app->status = EXIT_RUNTIME;
+			g_main_loop_quit(app->loop);
+		}
 		return G_SOURCE_REMOVE;
 	}
 	g_printerr("ncm-tun: the interface %s was deleted\n", ncm_tap_get_name(tun->tap));

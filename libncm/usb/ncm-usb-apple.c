@@ -47,7 +47,7 @@ switch_one(libusb_device *dev, const struct libusb_device_descriptor *d, const N
 	if (match && match->serial) {
 		g_autofree gchar *serial = ncm_usb_read_ascii(h, d->iSerialNumber);
 
-		if (g_strcmp0(serial, match->serial) != 0) {
+		if (!ncm_usb_serial_matches(match->serial, serial, d->idVendor)) {
 			libusb_close(h);
 			return FALSE;
 		}

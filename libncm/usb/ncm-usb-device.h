@@ -123,6 +123,7 @@ struct _NcmDevice {
 	gboolean clear_intr;      /* the interrupt halt wants clearing (its transfer waits) */
 
 	gint running;             /* atomic: started and not closing; TX checks it */
+	gint tx_oversize_told;    /* atomic: the first frame over max_frame was said */
 	gint gone;                /* atomic */
 	gint removed_emitted;     /* atomic */
 	gint link_up;             /* atomic */

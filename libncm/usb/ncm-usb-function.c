@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ncm-cdc.h"
 #include "ncm-error.h"
 #include "ncm-usb-function.h"
 
@@ -177,6 +178,32 @@ bad:
 	return FALSE;
 }
 
+/*
+ * An iPhone's USB serial (iPhone XS on: 24 hex digits) is its UDID, which
+ * the tools users copy it from print with a dash after the 8th: for Apple's
+ * devices either form selects it.
+ */
+gboolean
+ncm_usb_serial_matches(const gchar *want, const gchar *serial, guint16 vid)
+{
+	if (!g_strcmp0(want, serial))
+		return TRUE;
+	if (vid != NCM_APPLE_VID || !want || !serial)
+		return FALSE;
+	for (;;) {
+		while (*want == '-')
+			want++;
+		while (*serial == '-')
+			serial++;
+		if (g_ascii_tolower(*want) != g_ascii_tolower(*serial))
+			return FALSE;
+		if (!*want)
+			return TRUE;
+		want++;
+		serial++;
+	}
+}
+
 gboolean
 ncm_match_test(const NcmMatch *match, const NcmFunctionInfo *info)
 {
@@ -184,7 +211,7 @@ ncm_match_test(const NcmMatch *match, const NcmFunctionInfo *info)
 		return FALSE;
 	if (match->pid && match->pid != info->pid)
 		return FALSE;
-	if (match->serial && g_strcmp0(match->serial, info->serial) != 0)
+	if (match->serial && !ncm_usb_serial_matches(match->serial, info->serial, info->vid))
 		return FALSE;
 	if (match->port_path && g_strcmp0(match->port_path, info->port_path) != 0)
 		return FALSE;

@@ -487,8 +487,9 @@ tell_mac(NcmDevice *self, GError **error)
 		return request_failed(self, r, "SET_NET_ADDRESS", error);
 	if (r < 0)
 		g_warning("%04x:%04x refused SET_NET_ADDRESS (%s): if it filters on its own "
-			  "address, unicast frames to this MAC will not arrive", self->info->vid,
-			  self->info->pid, libusb_strerror(r));
+			  "address, unicast frames to this MAC will not arrive; if nothing does, "
+			  "report it with ncm-probe's output", self->info->vid, self->info->pid,
+			  libusb_strerror(r));
 	return TRUE;
 }
 

@@ -333,6 +333,14 @@ ncm_device_sendv(NcmDevice *self, const GOutputVector *vectors, guint n_vectors)
 		len += vectors[i].size;
 	if (len < NCM_ETH_MIN_FRAME || len > self->ntb.max_frame) {
 		NCM_STAT_ADD(self, tx_invalid, 1);
+		/* Once a session: an interface MTU raised past the device's drops
+		 * every large frame, which only a counter would show. */
+		if (len > self->ntb.max_frame && self->ntb.max_frame && self->info &&
+		    g_atomic_int_compare_and_exchange(&self->tx_oversize_told, 0, 1))
+			g_warning("%04x:%04x: a frame of %" G_GSIZE_FORMAT " bytes is over its maximum "
+				  "of %u (MTU %u): dropped, as every such frame (counted in "
+				  "tx_invalid); is the interface's MTU set higher?", self->info->vid,
+				  self->info->pid, len, self->ntb.max_frame, self->ntb.max_frame - 14u);
 		return NCM_SEND_INVALID;
 	}
 	ncm_mutex_lock(&self->tx_lock);

@@ -41,6 +41,31 @@ test_match_fields(void)
 	g_assert_false(matches((const char *[]){ "1d6b:0104", "serial=zzz", NULL }));
 }
 
+/* An iPhone's USB serial is its UDID without the dash its tools print. */
+static void
+test_match_apple_udid(void)
+{
+	NcmMatch m = { 0 };
+	NcmFunctionInfo info = sample();
+
+	info.vid = 0x05ac;
+	info.serial = (gchar *)"00008030001A35E02E8A802E";
+	g_assert_true(ncm_match_parse(&m, "serial=00008030-001A35E02E8A802E", NULL));
+	g_assert_true(ncm_match_test(&m, &info));
+	m.serial = "00008030-001a35e02e8a802e";
+	g_assert_true(ncm_match_test(&m, &info));
+	m.serial = "00008030-001A35E02E8A802F";
+	g_assert_false(ncm_match_test(&m, &info));
+	m.serial = "00008030-001A35E02E8A802";
+	g_assert_false(ncm_match_test(&m, &info));
+	/* Another vendor's serial is matched as it is. */
+	info.vid = 0x1d6b;
+	m.serial = "00008030-001A35E02E8A802E";
+	g_assert_false(ncm_match_test(&m, &info));
+	m.serial = "00008030001A35E02E8A802E";
+	g_assert_true(ncm_match_test(&m, &info));
+}
+
 static void
 test_match_no_mac(void)
 {
@@ -76,6 +101,7 @@ main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/match/fields", test_match_fields);
 	g_test_add_func("/match/no-mac", test_match_no_mac);
+	g_test_add_func("/match/apple-udid", test_match_apple_udid);
 	g_test_add_func("/match/bad", test_match_bad);
 	return g_test_run();
 }
