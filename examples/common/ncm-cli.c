@@ -355,9 +355,9 @@ cli_persist_backoff_s(guint attempts)
 
 /*
  * @arrival: the function was just plugged in (or switched to): tried at once.
- * The retry timer's own tries wait for next_try, once per pass over the
- * functions (on_retry), so that a failing one does not keep a later one from
- * its turn.
+ * The retry timer's own tries wait for next_try; on_retry checks it once per
+ * pass over the functions, so that a failing one does not keep a later one
+ * from its turn.
  */
 static void
 try_reopen(CliPersist *p, const NcmFunctionInfo *info, gboolean arrival)
@@ -368,8 +368,16 @@ try_reopen(CliPersist *p, const NcmFunctionInfo *info, gboolean arrival)
 
 	if (p->current(p->data) || !ncm_match_test(p->match, info))
 		return;
-	if (arrival)
+	/* A replug brings a new address. The same device announced again (its
+	 * interfaces, a rescan) waits its turn like any retry. */
+	if (arrival && info->bus == p->tried_bus && info->address == p->tried_address) {
+		if (now < p->next_try)
+			return;
+	} else if (arrival) {
 		p->attempts = 0;
+	}
+	p->tried_bus = info->bus;
+	p->tried_address = info->address;
 	/* A success counts too: a session that fails soon after its open must not
 	 * make the next open come sooner. */
 	wait_s = cli_persist_backoff_s(++p->attempts);

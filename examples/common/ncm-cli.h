@@ -88,6 +88,7 @@ typedef struct {
 	gboolean shared_watch;
 	guint retry_id;
 	guint attempts;     /* opens since the last arrival or stable session */
+	guint tried_bus, tried_address; /* the device of the last open (0: none) */
 	gint64 next_try;    /* monotonic us: no retry before it */
 	gint64 up_since;    /* monotonic us of the open that holds now; 0 if none */
 } CliPersist;

@@ -51,6 +51,19 @@ tx() {
 	check_tx_counted $((after - before)) "$n" "$VM_OUT/tx.txt"
 }
 
+# persist_tun NAME: the basic device, and ncm-tun --persist on it as
+# interface NAME ($tun, $tun_pid, log ncm-tun.log), once a ping passes.
+persist_tun() {
+	command -v ncm-tun >/dev/null || fail "ncm-tun is not on PATH (run-vm.sh --bin)"
+	tun=$1
+	setup --profile basic
+	ncm-tun --device "serial=$VM_SERIAL" --name "$tun" --persist --ipv4 "$(host_ip4)/24" \
+		>"$VM_OUT/ncm-tun.log" 2>&1 &
+	tun_pid=$!
+	wait_for 30 "ping through $tun" ping -c 1 -W 1 "$(peer_ip4)" ||
+		{ cat "$VM_OUT/ncm-tun.log"; fail "no path through $tun"; }
+}
+
 # rx N [options]: the peer's stack sends N datagrams; libncm must see each once.
 # With RX_UNTIL set, the final counters wait for vmtest-driver to print it.
 # With RX_QUIESCE set, the device's odd transfers stop (HOSTILE_LINE says
@@ -636,17 +649,10 @@ persist-mtu)
 	# OUT NTBs (2048 bytes, datagrams on 1024-byte boundaries): the
 	# interface follows the MTU libncm derives (not only the MAC), and
 	# frames of the new maximum reach the peer within the device's rules.
-	command -v ncm-tun >/dev/null || fail "ncm-tun is not on PATH (run-vm.sh --bin)"
-	tun=ncmp0
-	setup --profile basic
-	ncm-tun --device "serial=$VM_SERIAL" --name $tun --persist --ipv4 "$(host_ip4)/24" \
-		>"$VM_OUT/ncm-tun.log" 2>&1 &
-	tun_pid=$!
+	persist_tun ncmp0
 	tun_mtu() { cat "/sys/class/net/$tun/mtu" 2>/dev/null; }
 	tun_mtu_is() { [ "$(tun_mtu)" = "$1" ]; }
-	wait_for 30 "MTU 1500 on $tun" tun_mtu_is 1500 || { cat "$VM_OUT/ncm-tun.log"; fail "no $tun"; }
-	wait_for 30 "ping through $tun" ping -c 1 -W 1 "$(peer_ip4)" ||
-		{ cat "$VM_OUT/ncm-tun.log"; fail "no path through $tun"; }
+	check "MTU 1500 on $tun" tun_mtu_is 1500
 	ffs_gadget_teardown
 	setup --out-max 2048 --out-ndp 1024/0/4
 	# The room an OUT NTB leaves, as vm-ffs-max-datagram found it: 1008.
@@ -669,14 +675,7 @@ persist-backoff)
 	# plugged in. The opens come after 2, 4 and 8 s, not every 2 s (each
 	# may take an interface from a kernel driver and give it back); the
 	# fourth one succeeds and traffic flows.
-	command -v ncm-tun >/dev/null || fail "ncm-tun is not on PATH (run-vm.sh --bin)"
-	tun=ncmb0
-	setup --profile basic
-	ncm-tun --device "serial=$VM_SERIAL" --name $tun --persist --ipv4 "$(host_ip4)/24" \
-		>"$VM_OUT/ncm-tun.log" 2>&1 &
-	tun_pid=$!
-	wait_for 30 "ping through $tun" ping -c 1 -W 1 "$(peer_ip4)" ||
-		{ cat "$VM_OUT/ncm-tun.log"; fail "no path through $tun"; }
+	persist_tun ncmb0
 	ffs_gadget_teardown
 	setup --profile basic --refuse-params 3
 	wait_for 60 "ping through $tun after the refusals" ping -c 1 -W 1 "$(peer_ip4)" ||
