@@ -438,9 +438,9 @@ fill_ntb_info(NcmDevice *self, const NcmNtbParams *p)
  * iMACAddress is the MAC the host side uses. A function without a usable
  * one (missing, all zero, multicast) gets a locally administered address
  * derived from its identity: stable across sessions, so the host's
- * interface and its neighbours keep one MAC through a replug.
+ * interface and its neighbours keep one MAC through a replug. Returns TRUE
+ * when the MAC is made up.
  */
-/* Returns TRUE when the MAC is made up (not the device's iMACAddress). */
 static gboolean
 pick_mac(NcmDevice *self)
 {
