@@ -9,8 +9,7 @@ typedef struct {
 	gchar *host;
 	guint16 port;
 	GSocketFamily tried;   /* the first address's family: its other may be tried */
-	gboolean retried;      /* the name was resolved once already */
-	GError *first_error;   /* the first address's failure, if the other's lookup fails */
+	GError *first_error;   /* the first address's failure: set while its other is tried */
 } Dial;
 
 static void resolved(GObject *source, GAsyncResult *result, gpointer data);
@@ -71,7 +70,6 @@ connected(GObject *source, GAsyncResult *result, gpointer data)
 			g_debug("%s: %s; trying its IPv%c address", d->host, error->message,
 				other == G_SOCKET_FAMILY_IPV6 ? '6' : '4');
 			d->first_error = error;
-			d->tried = G_SOCKET_FAMILY_INVALID;
 			d->proxy->count.lookups++;
 			ncm_lwip_stack_resolve_async(d->proxy->stack, d->host, other, cancellable,
 						     resolved, g_steal_pointer(&task));
@@ -123,10 +121,9 @@ resolved(GObject *source, GAsyncResult *result, gpointer data)
 		return;
 	}
 	/* Only the first answer, and only when either family would do, may be retried. */
-	d->tried = d->proxy->family == G_SOCKET_FAMILY_INVALID && !d->retried
+	d->tried = d->proxy->family == G_SOCKET_FAMILY_INVALID && !d->first_error
 			   ? g_inet_address_get_family(address)
 			   : G_SOCKET_FAMILY_INVALID;
-	d->retried = TRUE;
 	connect_to(task, address);
 }
 

@@ -19,11 +19,10 @@ selected_before_open(libusb_device *dev, const struct libusb_device_descriptor *
 {
 	g_autofree gchar *path = NULL;
 
-	if (!match)
-		return TRUE;
-	if ((match->vid && match->vid != d->idVendor) || (match->pid && match->pid != d->idProduct))
+	if (!ncm_match_ids(match, d->idVendor, d->idProduct))
 		return FALSE;
-	return !match->port_path || !g_strcmp0(match->port_path, path = ncm_usb_port_path(dev));
+	return !match || !match->port_path ||
+	       !g_strcmp0(match->port_path, path = ncm_usb_port_path(dev));
 }
 
 /* FALSE with @error: the device could not be asked; FALSE alone: another serial. */

@@ -265,8 +265,7 @@ scan_functions(DeviceScan *scan, const NcmMatch *match, GPtrArray *out)
 
 	if (libusb_get_device_descriptor(scan->dev, &scan->desc) < 0)
 		return;
-	if (match && ((match->vid && match->vid != scan->desc.idVendor) ||
-		      (match->pid && match->pid != scan->desc.idProduct)))
+	if (!ncm_match_ids(match, scan->desc.idVendor, scan->desc.idProduct))
 		return;
 	scan->path = ncm_usb_port_path(scan->dev);
 	if (libusb_get_active_config_descriptor(scan->dev, &active) == 0) {

@@ -205,11 +205,15 @@ ncm_usb_serial_matches(const gchar *want, const gchar *serial, guint16 vid)
 }
 
 gboolean
+ncm_match_ids(const NcmMatch *match, guint16 vid, guint16 pid)
+{
+	return !match || ((!match->vid || match->vid == vid) && (!match->pid || match->pid == pid));
+}
+
+gboolean
 ncm_match_test(const NcmMatch *match, const NcmFunctionInfo *info)
 {
-	if (match->vid && match->vid != info->vid)
-		return FALSE;
-	if (match->pid && match->pid != info->pid)
+	if (!ncm_match_ids(match, info->vid, info->pid))
 		return FALSE;
 	if (match->serial && !ncm_usb_serial_matches(match->serial, info->serial, info->vid))
 		return FALSE;

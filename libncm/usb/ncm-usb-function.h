@@ -25,5 +25,7 @@ void ncm_set_usb_error(GError **error, int usb_err, const NcmFunctionInfo *info,
 gchar *ncm_usb_port_path(libusb_device *dev);
 /* String descriptor @index in ASCII, or NULL (none, or unreadable). */
 gchar *ncm_usb_read_ascii(libusb_device_handle *h, guint8 index);
+/* @match's VID:PID selectors against a device's IDs; a NULL @match takes any. */
+gboolean ncm_match_ids(const NcmMatch *match, guint16 vid, guint16 pid);
 /* serial= @want selects @serial (Apple's: with or without the UDID's dashes). */
 gboolean ncm_usb_serial_matches(const gchar *want, const gchar *serial, guint16 vid);
