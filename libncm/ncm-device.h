@@ -174,8 +174,10 @@ typedef struct {
 	 * (the OUT transfers alone limit it). ncm_device_get_tx_queue_limit()
 	 * reads it alone. */
 	guint64 tx_queue_limit;
+	guint64 rx_joined_ntbs;        /* NTBs that shared their transfer with the NTB before:
+	                                * the device left out a ZLP (since 0.2) */
 	/*< private >*/
-	guint64 _reserved[67];         /* zero; new counters come from here */
+	guint64 _reserved[66];         /* zero; new counters come from here */
 } NcmStats;
 
 /**

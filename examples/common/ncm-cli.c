@@ -331,6 +331,9 @@ cli_print_usb_stats(FILE *out, const NcmStats *st)
 			fprintf(out, "  rx reject %-24s %" G_GUINT64_FORMAT "\n", name,
 				st->rx_rejects[i]);
 	}
+	if (st->rx_joined_ntbs)
+		fprintf(out, "  rx joined NTBs: %" G_GUINT64_FORMAT " shared a transfer with the "
+			"NTB before (the device leaves out ZLPs)\n", st->rx_joined_ntbs);
 	if (st->rx_nudges)
 		fprintf(out, "  tail nudges: %" G_GUINT64_FORMAT " sent, %" G_GUINT64_FORMAT
 			" followed by held frames\n", st->rx_nudges, st->rx_nudge_freed);

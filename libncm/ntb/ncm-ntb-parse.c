@@ -8,9 +8,9 @@
  *
  * Loss is kept as small as the damage: a bad entry loses only itself and the
  * walk of its NDP goes on; a bad NDP loses itself and the NDPs chained after
- * it (its next index cannot be trusted); an NTH error loses the NTB. Frames
- * are delivered as they are found, so what came before a fault is never
- * taken back. The entry walk is bounded by the NDP's wLength, which is itself
+ * it (its next index cannot be trusted); an NTH error loses the NTB and
+ * whatever follows it in the transfer. Frames are delivered as they are
+ * found, so what came before a fault is never taken back. The entry walk is bounded by the NDP's wLength, which is itself
  * bounded by the block: trusting wLength alone is how the kernel once read
  * past its buffer.
  *
@@ -148,7 +148,8 @@ ntb_parse_nth(NtbParser *p, size_t len, size_t *ret_ndp)
 	if (err != NCM_NTB_OK)
 		return err;
 	l = p->layout;
-	p->result->sequence = ncm_le16_at(p->buf, len, 6);
+	if (p->result->ntbs == 0)
+		p->result->sequence = ncm_le16_at(p->buf, len, 6);
 	if (ncm_le16_at(p->buf, len, 4) != l->nth_len)
 		return NCM_NTB_ERR_NTH_HEADER_LENGTH;
 	block = l->wide ? ncm_le32_at(p->buf, len, 8) : ncm_le16_at(p->buf, len, 8);
@@ -296,6 +297,22 @@ ntb_walk_chain(NtbParser *p, size_t ndp)
 	}
 }
 
+/*
+ * Whether the bytes after the block start another NTB of the same format:
+ * a device that leaves out the ZLP after an NTB of a whole number of
+ * packets (or one whose NTBs outgrow the host's read) runs the next NTB
+ * into the same transfer, and its datagrams are as good as the first's.
+ * Anything else after the block is padding (Windows' zero byte, a device
+ * that pads to the packet size) and is ignored.
+ */
+static bool
+ntb_follows(const NtbParser *p, size_t len)
+{
+	uint32_t signature = p->layout->wide ? NCM_NTH32_SIGNATURE : NCM_NTH16_SIGNATURE;
+
+	return len - p->block >= 4 && ncm_le32_at(p->buf, len, p->block) == signature;
+}
+
 NcmNtbError
 ncm_ntb_parse(const NcmNtbParseConfig *config, const uint8_t *buf, size_t len,
 	      NcmNtbDatagramFunc func, void *user_data, NcmNtbParseResult *result)
@@ -314,11 +331,20 @@ ncm_ntb_parse(const NcmNtbParseConfig *config, const uint8_t *buf, size_t len,
 		p.config = *config;
 	if (!buf)
 		len = 0;
-	err = ntb_parse_nth(&p, len, &ndp);
-	if (err != NCM_NTB_OK) {
-		ntb_reject(&p, err);
-		return err;
+	/* Each NTB takes at least its NTH's bytes: the loop ends within len / 12. */
+	for (;;) {
+		err = ntb_parse_nth(&p, len, &ndp);
+		if (err != NCM_NTB_OK) {
+			ntb_reject(&p, err);
+			break;
+		}
+		result->ntbs++;
+		ntb_walk_chain(&p, ndp);
+		if (p.stopped || !ntb_follows(&p, len))
+			break;
+		p.buf += p.block;
+		len -= p.block;
+		p.delivered = 0;
 	}
-	ntb_walk_chain(&p, ndp);
 	return p.first;
 }

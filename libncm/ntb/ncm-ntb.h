@@ -87,9 +87,10 @@ typedef struct {
 
 typedef struct {
 	NcmNtbFormat format;    /* format of the NTH seen (valid if it was recognised) */
-	uint16_t sequence;      /* wSequence of the NTH */
+	uint16_t sequence;      /* wSequence of the (first) NTH */
+	uint32_t ntbs;          /* NTBs whose NTH was sound: more than 1 when they ran together */
 	uint32_t datagrams;     /* datagrams handed to the callback */
-	uint32_t ndps;          /* NDPs walked */
+	uint32_t ndps;          /* NDPs walked, in all the NTBs */
 	uint32_t rejects;       /* total of the counts below */
 	uint32_t reasons[NCM_NTB_N_ERRORS]; /* per-reason reject counts for this NTB */
 } NcmNtbParseResult;
@@ -105,12 +106,16 @@ typedef bool (*NcmNtbDatagramFunc)(void *user_data, const uint8_t *datagram, siz
  * Parses one received transfer @buf of @len bytes. Good datagrams are
  * delivered even when a later part of the NTB is bad: a bad entry loses only
  * itself (the walk of its NDP goes on), a bad NDP loses only itself and the
- * NDPs chained after it. An NTH-level error loses the whole NTB.
+ * NDPs chained after it. An NTH-level error loses the whole NTB, and any
+ * run into the transfer after it.
  * Returns the first error met, or NCM_NTB_OK; @result (required) holds all.
  *
  * Details a device may rely on:
- * - wBlockLength 0 means the block is the whole transfer; otherwise bytes
- *   after the block (such as Windows' single zero byte) are ignored.
+ * - wBlockLength 0 means the block is the whole transfer. Bytes after the
+ *   block that start with the same NTH signature are the next NTB, run into
+ *   this transfer by a device that left out a ZLP: it is parsed as one more
+ *   (result->ntbs), and so on to the transfer's end. Other bytes after the
+ *   block (such as Windows' single zero byte) are ignored.
  * - An entry whose index or length is 0 ends its NDP, as in Linux' cdc_ncm:
  *   neither can describe a datagram. It is not counted as an error, and an
  *   NDP that ends at once is merely empty.

@@ -105,7 +105,10 @@ parse_one(NcmDevice *self, const guint8 *buf, gsize len)
 	ncm_ntb_parse(&self->parse_config, buf, len, collect, self, &res);
 	deliver_collected(self);
 	ncm_device_nudge_ntb_end(self);
-	NCM_STAT_ADD(self, rx_ntbs, 1);
+	/* A transfer whose NTH is bad still counts as one NTB (a bad one). */
+	NCM_STAT_ADD(self, rx_ntbs, MAX(res.ntbs, 1u));
+	if (res.ntbs > 1)
+		NCM_STAT_ADD(self, rx_joined_ntbs, res.ntbs - 1);
 	NCM_STAT_ADD(self, rx_datagrams, res.datagrams);
 	NCM_STAT_ADD(self, rx_bytes, self->rx_batch_bytes);
 	if (res.rejects) {

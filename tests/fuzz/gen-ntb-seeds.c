@@ -197,6 +197,11 @@ gen_parse_variants(void)
 		pack(&s, &c, lens, 3);
 		s.ntb[s.len++] = 0;
 		emit_parse(&s, f ? "ntb32-trailing-zero" : "ntb16-trailing-zero", 0, 0, 0);
+		/* Two NTBs in one transfer, as from a device that left out a ZLP. */
+		pack(&s, &c, lens, 3);
+		memcpy(s.ntb + s.len, s.ntb, s.len);
+		s.len *= 2;
+		emit_parse(&s, f ? "ntb32-joined" : "ntb16-joined", 0, 0, 0);
 	}
 	/* The short-packet pad: an NTB16 of 128 bytes plus its zero byte. */
 	c.format = NCM_NTB_FORMAT_16;

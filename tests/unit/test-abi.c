@@ -77,6 +77,7 @@ static const AbiValue device_values[] = {
 	FIELD(NcmStats, rx_acks_thinned, 464, 8),
 	FIELD(NcmStats, tx_transfers, 472, 8),
 	FIELD(NcmStats, tx_queue_limit, 480, 8),
+	FIELD(NcmStats, rx_joined_ntbs, 488, 8),
 
 	SIZE(NcmNtbInfo, 128),
 	RESERVE_ENDS(NcmNtbInfo),

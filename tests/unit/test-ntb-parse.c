@@ -234,6 +234,101 @@ test_trailing_bytes(void)
 	g_free(v);
 }
 
+/* @a then @b in one transfer, as a device that left out the ZLP sends them. */
+static uint8_t *
+joined(const uint8_t *a, size_t a_len, const uint8_t *b, size_t b_len)
+{
+	uint8_t *v = g_malloc(a_len + b_len);
+
+	memcpy(v, a, a_len);
+	memcpy(v + a_len, b, b_len);
+	return v;
+}
+
+static void
+test_joined_ntbs(void)
+{
+	uint8_t *v = joined(v_ntb16, sizeof(v_ntb16), v_ntb16_ndp_first, sizeof(v_ntb16_ndp_first));
+	const size_t len = sizeof(v_ntb16) + sizeof(v_ntb16_ndp_first);
+	const size_t b = sizeof(v_ntb16);
+	NcmNtbParseConfig limits = { 0, false, 68, 1514 };
+	NcmNtbParseResult r;
+	Got got = { 0 };
+
+	/* Both NTBs' datagrams, each at its place in the transfer. */
+	g_assert_cmpint(parse(&limits, v, len, &got, &r), ==, NCM_NTB_OK);
+	g_assert_cmpuint(r.ntbs, ==, 2);
+	g_assert_cmpuint(r.ndps, ==, 2);
+	g_assert_cmpuint(r.sequence, ==, 0x1234);
+	g_assert_cmpuint(got.n, ==, 4);
+	assert_got(&got, 0, 12, 14, 0xA1);
+	assert_got(&got, 1, 28, 18, 0xB1);
+	assert_got(&got, 2, b + 32, 14, 0xA2);
+	assert_got(&got, 3, b + 48, 18, 0xB2);
+
+	/* The second NTB's offsets are its own: one pointing past it is out
+	 * of bounds even though the transfer goes on. */
+	put16(v, b + 12 + 8, 66);
+	g_assert_cmpint(parse(&limits, v, len, &got, &r), ==, NCM_NTB_ERR_DATAGRAM_BOUNDS);
+	assert_only(&r, NCM_NTB_ERR_DATAGRAM_BOUNDS, 1);
+	g_assert_cmpuint(got.n, ==, 3);
+	put16(v, b + 12 + 8, 32);
+
+	/* Cut short (the host's read ended inside it): the first NTB's
+	 * datagrams stay, the cut one is a bad block. */
+	g_assert_cmpint(parse(&limits, v, len - 1, &got, &r), ==, NCM_NTB_ERR_BLOCK_LENGTH);
+	assert_only(&r, NCM_NTB_ERR_BLOCK_LENGTH, 1);
+	g_assert_cmpuint(r.ntbs, ==, 1);
+	g_assert_cmpuint(got.n, ==, 2);
+
+	/* A bad first NTH: its block is unknown, so nothing after it is read. */
+	v[0] = 'X';
+	g_assert_cmpint(parse(&limits, v, len, &got, &r), ==, NCM_NTB_ERR_NTH_SIGNATURE);
+	assert_only(&r, NCM_NTB_ERR_NTH_SIGNATURE, 1);
+	g_assert_cmpuint(r.ntbs, ==, 0);
+	g_assert_cmpuint(got.n, ==, 0);
+	g_free(v);
+
+	/* Only the same format follows: NTB32 bytes after an NTB16 are padding. */
+	v = joined(v_ntb16, sizeof(v_ntb16), v_ntb32, sizeof(v_ntb32));
+	g_assert_cmpint(parse(&config_plain, v, sizeof(v_ntb16) + sizeof(v_ntb32), &got, &r), ==,
+			NCM_NTB_OK);
+	g_assert_cmpuint(r.ntbs, ==, 1);
+	g_assert_cmpuint(got.n, ==, 2);
+	g_free(v);
+
+	v = joined(v_ntb32, sizeof(v_ntb32), v_ntb32, sizeof(v_ntb32));
+	g_assert_cmpint(parse(&config_plain, v, 2 * sizeof(v_ntb32), &got, &r), ==, NCM_NTB_OK);
+	g_assert_cmpuint(r.ntbs, ==, 2);
+	g_assert_cmpuint(got.n, ==, 4);
+	assert_got(&got, 3, sizeof(v_ntb32) + 32, 18, 0xB3);
+	g_free(v);
+}
+
+/* A transfer of bare NTHs, each pointing at an NDP it cannot hold: every
+ * one is walked and rejected once, and the walk ends at the transfer's end. */
+static void
+test_joined_many(void)
+{
+	enum { N = 1000 };
+	uint8_t *v = g_malloc0(N * NCM_NTH16_LEN);
+	NcmNtbParseResult r;
+	Got got = { 0 };
+
+	for (guint i = 0; i < N; i++) {
+		memcpy(v + i * NCM_NTH16_LEN, "NCMH", 4);
+		put16(v, i * NCM_NTH16_LEN + 4, NCM_NTH16_LEN);
+		put16(v, i * NCM_NTH16_LEN + 8, NCM_NTH16_LEN);
+		put16(v, i * NCM_NTH16_LEN + 10, NCM_NTH16_LEN);
+	}
+	g_assert_cmpint(parse(&config_plain, v, N * NCM_NTH16_LEN, &got, &r), ==,
+			NCM_NTB_ERR_NDP_INDEX);
+	g_assert_cmpuint(r.ntbs, ==, N);
+	assert_only(&r, NCM_NTB_ERR_NDP_INDEX, N);
+	g_assert_cmpuint(got.n, ==, 0);
+	g_free(v);
+}
+
 static void
 test_format_filter(void)
 {
@@ -946,6 +1041,8 @@ main(int argc, char **argv)
 	g_test_add_func("/ntb/parse/chain", test_chain);
 	g_test_add_func("/ntb/parse/block-length-zero", test_block_length_zero);
 	g_test_add_func("/ntb/parse/trailing-bytes", test_trailing_bytes);
+	g_test_add_func("/ntb/parse/joined", test_joined_ntbs);
+	g_test_add_func("/ntb/parse/joined-many", test_joined_many);
 	g_test_add_func("/ntb/parse/format-filter", test_format_filter);
 	g_test_add_func("/ntb/parse/zero-entry", test_zero_entry_ends_ndp);
 	g_test_add_func("/ntb/parse/callback-stop", test_callback_stop);

@@ -105,7 +105,7 @@ static unsigned params_refused;   /* ep0 thread only: --refuse-params so far */
 unsigned long st_ntbs_out, st_dgrams_out, st_ntbs_in, st_dgrams_in, st_tap_errors,
 	st_in_errors, st_out_errors, st_violations, st_notifications, st_stalls, st_requests,
 	st_stalled_requests, st_max_ntb_in, st_hostile, st_zlps, st_runts, st_holds,
-	st_hold_drops, st_stranded_requests;
+	st_hold_drops, st_stranded_requests, st_joins;
 
 int ep0 = -1, ep_intr = -1, ep_in = -1, ep_out = -1, tap = -1;
 bool ep0_gadgetfs;
@@ -167,14 +167,15 @@ summary(void)
 	say("summary: profile=%s ntbs_out=%lu datagrams_out=%lu ntbs_in=%lu datagrams_in=%lu "
 	    "violations=%lu notifications=%lu stalls=%lu requests=%lu stalled_requests=%lu "
 	    "in_errors=%lu out_errors=%lu tap_errors=%lu format=NTB%s input_size=%u "
-	    "max_ntb_in=%lu crafted=%lu runts=%lu zlps=%lu holds=%lu hold_drops=%lu stranded=%lu",
+	    "max_ntb_in=%lu crafted=%lu runts=%lu zlps=%lu holds=%lu hold_drops=%lu stranded=%lu "
+	    "joins=%lu",
 	    prof.name, READ(st_ntbs_out), READ(st_dgrams_out), READ(st_ntbs_in),
 	    READ(st_dgrams_in), READ(st_violations), READ(st_notifications), READ(st_stalls),
 	    READ(st_requests), READ(st_stalled_requests), READ(st_in_errors),
 	    READ(st_out_errors), READ(st_tap_errors),
 	    n32 ? "32" : "16", isize, READ(st_max_ntb_in),
 	    READ(st_hostile), READ(st_runts), READ(st_zlps), READ(st_holds), READ(st_hold_drops),
-	    READ(st_stranded_requests));
+	    READ(st_stranded_requests), READ(st_joins));
 }
 
 /* ---- descriptors --------------------------------------------------------- */
@@ -954,6 +955,29 @@ tap_ready_by(const struct timespec *end)
 	return poll(&p, 1, ms > 0 ? (int)ms : 0) == 1 && (p.revents & POLLIN);
 }
 
+/*
+ * --join-ntbs: the NTB in @pk (one frame) padded with zeros, wBlockLength
+ * too, to a whole number of packets, and no ZLP after it: the next NTB
+ * follows in the same transfer, as from a device that leaves out its ZLPs.
+ * Returns its length, or 0 when no room would be left for the next (then
+ * the NTB goes out alone, as usual).
+ */
+static size_t
+join_head(NcmNtbPacker *pk, const NcmNtbPackConfig *cfg, uint8_t *ntb)
+{
+	size_t len = ncm_ntb_packer_finish(pk, NULL);
+	size_t padded = (len + HS_BULK_MPS - 1) / HS_BULK_MPS * HS_BULK_MPS;
+
+	if (padded + 2048 > cfg->max_size)
+		return 0;
+	memset(ntb + len, 0, padded - len);
+	if (cfg->format == NCM_NTB_FORMAT_32)
+		put32(ntb, padded, 8, (uint32_t)padded);
+	else
+		put16(ntb, padded, 8, (uint16_t)padded);
+	return padded;
+}
+
 static void *
 tx_thread(void *arg)
 {
@@ -997,6 +1021,18 @@ tx_thread(void *arg)
 			COUNT(st_tap_errors, 1);
 			continue;
 		}
+		/* The bytes before the open NTB in this transfer (--join-ntbs). */
+		size_t head = prof.join_ntbs ? join_head(&pk, &cfg, ntb) : 0;
+
+		if (head) {
+			NcmNtbPackConfig rest = cfg;
+
+			rest.max_size = cfg.max_size - (uint32_t)head;
+			ncm_ntb_packer_init(&pk, &rest, ntb + head, sizeof(ntb) - head, seq++);
+		} else if (prof.join_ntbs) {
+			ncm_ntb_packer_init(&pk, &cfg, ntb, sizeof(ntb), seq - 1);
+			ncm_ntb_packer_add(&pk, frame, (size_t)n);
+		}
 		/* What is queued now rides along, as f_ncm batches up to its flush. */
 		clock_gettime(CLOCK_MONOTONIC, &end);
 		end.tv_sec += prof.in_batch_ms / 1000;
@@ -1010,19 +1046,26 @@ tx_thread(void *arg)
 			if (ncm_ntb_packer_add(&pk, frame, (size_t)n) == NCM_NTB_PACK_FULL) {
 				/* Rare: this frame opens the next NTB. Keep it simple: send
 				 * what we have, then this one alone. */
-				size_t len = ncm_ntb_packer_finish(&pk, NULL);
+				size_t len = head + ncm_ntb_packer_finish(&pk, NULL);
 
 				if (write(ep_in, ntb, len) != (ssize_t)len)
 					COUNT(st_in_errors, 1);
 				else if (len > READ(st_max_ntb_in))
 					__atomic_store_n(&st_max_ntb_in, len, __ATOMIC_RELAXED);
-				ncm_ntb_packer_reset(&pk, NULL, seq++);
+				if (head)
+					COUNT(st_joins, 1);
+				head = 0;
+				ncm_ntb_packer_init(&pk, &cfg, ntb, sizeof(ntb), seq++);
 				ncm_ntb_packer_add(&pk, frame, (size_t)n);
 			}
 		}
 		unsigned count = ncm_ntb_packer_count(&pk);
-		size_t len = ncm_ntb_packer_finish(&pk, NULL);
+		/* A joined NTB that found no company ends its transfer with a ZLP. */
+		bool alone = head && count == 0;
+		size_t len = alone ? head : head + ncm_ntb_packer_finish(&pk, NULL);
 		bool halt;
+
+		count += head ? 1 : 0;
 
 		COUNT(st_ntbs_in, 1);
 		pthread_mutex_lock(&lock);
@@ -1043,6 +1086,10 @@ tx_thread(void *arg)
 			COUNT(st_dgrams_in, count);
 			if (len > READ(st_max_ntb_in))
 				__atomic_store_n(&st_max_ntb_in, len, __ATOMIC_RELAXED);
+			if (alone && write(ep_in, frame, 0) != 0)
+				say("the ZLP after a lone joined NTB failed: %s", strerror(errno));
+			else if (head && !alone)
+				COUNT(st_joins, 1);
 			hostile_after_ntb(&seq);
 		}
 	}
@@ -1192,6 +1239,9 @@ static const char usage_text[] =
 	"                           Repeatable\n"
 	"  --replay-skip N          leave out each file's first N bytes (5: a fuzz-ntb-parse input)\n"
 	"  --zlp-after-ntb          a zero-length packet after every IN NTB\n"
+	"  --join-ntbs              an IN transfer of several frames is two NTBs run together, the\n"
+	"                           first of a whole number of packets and no ZLP between (a\n"
+	"                           device that leaves out its ZLPs; use with --in-batch)\n"
 	"  --runt-one-in N          after one IN NTB in N, a transfer of 1..11 bytes\n"
 	"  --in-stop-after N        after N IN NTBs of the host's session, complete no IN transfer\n"
 	"  1 s into the host's session, once, on the interrupt endpoint (in this order):\n"
@@ -1282,7 +1332,7 @@ main(int argc, char **argv)
 	       O_SPEED_SPLIT, O_OVERLONG, O_FLAP, O_FLAP_MS, O_HOLD, O_VANISH, O_UDC_FD,
 	       O_APPLE_MODES, O_IAD_FIRST, O_GADGETFS, O_VID, O_PID, O_SERIAL, O_REFUSE_CRC,
 	       O_MAC_STRING_MISSING, O_MAX_SEGMENT, O_REPLAY, O_REPLAY_SKIP, O_EP0_DELAY,
-	       O_REFUSE_PARAMS, O_INTR_MPS, O_REFUSE_FORMAT, O_NO_LANGIDS };
+	       O_REFUSE_PARAMS, O_INTR_MPS, O_REFUSE_FORMAT, O_NO_LANGIDS, O_JOIN };
 	static const struct option opts[] = {
 		{ "ffs", required_argument, NULL, O_FFS },
 		{ "gadgetfs", required_argument, NULL, O_GADGETFS },
@@ -1323,6 +1373,7 @@ main(int argc, char **argv)
 		{ "replay-skip", required_argument, NULL, O_REPLAY_SKIP },
 		{ "ep0-delay-ms", required_argument, NULL, O_EP0_DELAY },
 		{ "zlp-after-ntb", no_argument, NULL, O_ZLP },
+		{ "join-ntbs", no_argument, NULL, O_JOIN },
 		{ "runt-one-in", required_argument, NULL, O_RUNT },
 		{ "in-stop-after", required_argument, NULL, O_IN_STOP },
 		{ "stall-intr-once", no_argument, NULL, O_STALL_INTR_ONCE },
@@ -1429,6 +1480,7 @@ main(int argc, char **argv)
 		case O_REPLAY_SKIP: replay_skip = (size_t)num("replay-skip", optarg, 65536); break;
 		case O_EP0_DELAY: prof.ep0_delay_ms = (unsigned)num("ep0-delay-ms", optarg, 2000); break;
 		case O_ZLP: prof.zlp_after_ntb = true; break;
+		case O_JOIN: prof.join_ntbs = true; break;
 		case O_RUNT: prof.runt_one_in = (unsigned)num("runt-one-in", optarg, 1000000); break;
 		case O_IN_STOP: prof.in_stop_after = (unsigned)num("in-stop-after", optarg, 1000000); break;
 		case O_STALL_INTR_ONCE: prof.stall_intr_once = true; break;

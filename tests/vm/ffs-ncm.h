@@ -66,6 +66,7 @@ typedef struct {
 	/* Bulk IN beyond valid NTBs (ffs-ncm-hostile.c). */
 	unsigned hostile_one_in;   /* one IN transfer in N is a crafted, malformed NTB */
 	bool zlp_after_ntb;        /* a zero-length packet after every IN NTB */
+	bool join_ntbs;            /* two NTBs run together in one IN transfer, no ZLP */
 	unsigned runt_one_in;      /* a runt transfer (1..11 bytes) before one IN NTB in N */
 	unsigned in_stop_after;    /* after this many IN NTBs of the host's session, send none */
 
@@ -105,7 +106,7 @@ extern bool host_negotiated;      /* a SET_NTB_INPUT_SIZE came (even a refused o
 extern unsigned long st_ntbs_out, st_dgrams_out, st_ntbs_in, st_dgrams_in, st_tap_errors,
 	st_in_errors, st_out_errors, st_violations, st_notifications, st_stalls, st_requests,
 	st_stalled_requests, st_max_ntb_in, st_hostile, st_zlps, st_runts, st_holds,
-	st_hold_drops, st_stranded_requests;
+	st_hold_drops, st_stranded_requests, st_joins;
 
 extern int ep0, ep_intr, ep_in, ep_out, tap;
 extern bool ep0_gadgetfs;         /* ep0 is gadgetfs's device file, not FunctionFS's ep0 */

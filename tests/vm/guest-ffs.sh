@@ -749,6 +749,20 @@ zlp)
 	# One ZLP followed each NTB: counted, they would double the NTBs.
 	check "no ZLP became an NTB ($ntbs NTBs <= $zlps NTBs with ZLPs + $runts runts)" \
 		[ "$ntbs" -le $((zlps + runts)) ]
+	# No ZLP at all where one is due: with --join-ntbs an IN transfer of
+	# several frames is two NTBs run together, the first a whole number of
+	# packets long, as from a device that leaves out its ZLPs. libncm
+	# parses both: every frame once, nothing rejected, each join counted.
+	ffs_gadget_teardown
+	setup --join-ntbs --in-batch 5
+	rx "$n"
+	ffs_gadget_stop
+	joins=$(ffs_stat joins) joined=$(stat_of "$VM_OUT/rx.txt" rx_joined_ntbs)
+	echo "device: $joins transfers of two NTBs; libncm: $joined joined NTBs"
+	check "the device ran NTBs together ($joins times)" [ "$joins" -ge 20 ]
+	check "libncm counted them ($joined, at most $joins: later ones came after it stopped)" \
+		sh -c "[ $joined -ge 20 ] && [ $joined -le $joins ]"
+	check "libncm rejected nothing" [ "$(stat_of "$VM_OUT/rx.txt" rx_bad_ntbs)" = 0 ]
 	;;
 in-stuck)
 	# After 5 IN NTBs of libncm's session the device completes no IN
