@@ -88,6 +88,7 @@ struct _NcmDevice {
 	 * heard receive_done (ncm-usb-timers.c tells it once per event batch). */
 	gboolean rx_done_pending;
 	NcmNtbParseConfig parse_config;
+	guint rx_max_frame;       /* set at open: the longest datagram accepted (ncm-usb-open.c) */
 	guint64 rx_batch_bytes;   /* event thread only */
 #ifdef NCM_TEST_HOOKS
 	guint fault_one_in;       /* ncm-usb-fault.c: NCM_TEST_FAULT_ONE_IN at open */

@@ -14,6 +14,8 @@
 #define NCM_DATA_ALT_PAUSE_MS 20
 #define NCM_NTB_SIZE_MIN 2048u
 #define NCM_ETH_MAX_FRAME 1514u
+/* An 802.1Q tag: a VLAN's frames are this much longer than the MTU allows. */
+#define NCM_VLAN_TAG_LEN 4u
 
 /*
  * Takes the kernel's driver off interface @iface of configuration @config
@@ -318,10 +320,11 @@ set_input_size(NcmDevice *self, GError **error)
 
 /*
  * The device's answer after SET_MAX_DATAGRAM_SIZE(want) differs from want.
- * Less: its limit rules, so the MTU follows it. More, or nothing usable: libncm
- * keeps want, the most it ever sends, and its receive limit: a device that
- * still sends longer datagrams has them rejected, one count each. Either way
- * it is said, since the owner's MTU or a reject count depends on it.
+ * Less: its limit rules what libncm sends, so the MTU follows it; what it
+ * sends is still taken up to wMaxSegmentSize, as Linux' cdc_ncm takes it.
+ * More: libncm keeps want, the most it ever sends, and takes datagrams up to
+ * the answer. Nothing usable: want, both ways. Either way it is said, since
+ * the owner's MTU depends on it.
  */
 static void
 reconcile_datagram_size(NcmDevice *self, guint16 want, int r, const guint8 *buf)
@@ -336,10 +339,10 @@ reconcile_datagram_size(NcmDevice *self, guint16 want, int r, const guint8 *buf)
 			  info->vid, info->pid, got, want, got - 14u);
 		self->ntb.max_frame = got;
 	} else if (got > want) {
+		self->rx_max_frame = MAX(self->rx_max_frame, got + NCM_VLAN_TAG_LEN);
 		g_warning("%04x:%04x answers a maximum datagram size of %u after libncm set %u: "
-			  "libncm sends and accepts at most %u (MTU %u); longer datagrams from it "
-			  "are rejected and counted as datagram-long", info->vid, info->pid, got, want,
-			  want, want - 14u);
+			  "libncm sends at most %u (MTU %u) and accepts up to %u", info->vid,
+			  info->pid, got, want, want, want - 14u, self->rx_max_frame);
 	} else {
 		g_autofree gchar *why = r == 2 ? g_strdup_printf("it answered %u", got) :
 				       r < 0	? g_strdup(libusb_strerror(r)) :
@@ -427,6 +430,10 @@ fill_ntb_info(NcmDevice *self, const NcmNtbParams *p)
 	/* Ethernet's 1514 at least, as Linux' cdc_ncm: a smaller wMaxSegmentSize
 	 * is taken for a descriptor error, but said, as the MTU is then larger. */
 	n->max_frame = MAX(self->info->max_segment_size, NCM_ETH_MAX_FRAME);
+	/* What the MTU allows, and a VLAN tag: an 802.1Q frame of a full MTU is
+	 * 1518 bytes, and cdc_ncm takes it. Later limits (GET_MAX_DATAGRAM_SIZE,
+	 * the OUT NTBs' room) bind what libncm sends, not this. */
+	self->rx_max_frame = n->max_frame + NCM_VLAN_TAG_LEN;
 	if (self->info->max_segment_size < NCM_ETH_MAX_FRAME)
 		g_message("%04x:%04x: wMaxSegmentSize %u is under Ethernet's %u: using %u (MTU "
 			  "1500); lower the MTU by hand if the device needs it",

@@ -264,7 +264,7 @@ ncm_device_rx_setup(NcmDevice *self, GError **error)
 		.formats = n->ntb32 ? NCM_NTB_FORMAT_BIT_32 : NCM_NTB_FORMAT_BIT_16,
 		.crc = FALSE,
 		.max_block = n->rx_ntb_size,
-		.max_datagram = n->max_frame,
+		.max_datagram = self->rx_max_frame,
 	};
 	self->n_rx = n->rx_transfers;
 	self->rx = g_new0(NcmSlot, self->n_rx);

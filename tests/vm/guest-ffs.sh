@@ -85,6 +85,14 @@ rx() {
 	# printed, and which its rx mode does not defend with ARP.
 	mac=$(sed -n 's/^mac: //p' "$VM_OUT/rx.txt" | head -n 1)
 	peer_run $IP neigh replace "$(host_ip4)" lladdr "$mac" dev "$FFS_TAP" nud permanent
+	# RX_VLAN: through a VLAN on the peer's TAP, so each frame carries an
+	# 802.1Q tag: 1518 bytes at a full MTU.
+	if [ -n "${RX_VLAN:-}" ]; then
+		peer_run $IP link add link "$FFS_TAP" name vl5 type vlan id 5
+		peer_run $IP link set vl5 up
+		peer_run $IP route replace "$(host_ip4)/32" dev vl5
+		peer_run $IP neigh replace "$(host_ip4)" lladdr "$mac" dev vl5 nud permanent
+	fi
 	peer_run vmtest-driver peer-send -c "$n" -r "$rate" -s "${RX_SIZE:-64}"
 	if [ -n "${RX_QUIESCE:-}" ]; then
 		HOSTILE_LINE=$(hostile_expectations)
@@ -97,6 +105,7 @@ rx() {
 		touch /run/rx-go
 	fi
 	wait $rxpid || rc=$?
+	[ -z "${RX_VLAN:-}" ] || peer_run $IP link del vl5
 	cat "$VM_OUT/rx.txt"
 	[ $rc = 0 ] || fail "libncm did not receive every frame exactly once"
 	ok "received $n frames exactly once"
@@ -1252,9 +1261,10 @@ max-datagram-differs)
 	# GET_MAX_DATAGRAM_SIZE (caps 0x19: bit 3, in the NCM functional
 	# descriptor, which gadgetfs carries) answers other than libncm set
 	# (1514). Less (1200): libncm's MTU follows it, with a warning; frames
-	# of 1200 bytes pass both ways, 1201 are refused on the spot and
-	# counted, and the device finds no host datagram over 1200. More
-	# (2000): libncm keeps 1514, says so, and sends frames of 1514.
+	# of 1200 bytes go out, 1201 are refused on the spot and counted, and
+	# the device finds no host datagram over 1200. More (2000): libncm
+	# keeps 1514, says so, and sends frames of 1514. Either way it takes
+	# the device's frames of 1514, and of 1518 with a VLAN tag.
 	n=${VM_COUNT:-500}
 	for reply in 1200 2000; do
 		log "== GET_MAX_DATAGRAM_SIZE answers $reply"
@@ -1270,8 +1280,8 @@ max-datagram-differs)
 				'takes datagrams of at most 1200 bytes, not 1514: using an MTU of 1186' "$out"
 		else
 			max=1514
-			check "libncm warned that the device answered 2000 and kept 1514" grep -q \
-				'answers a maximum datagram size of 2000 after libncm set 1514: libncm sends and accepts at most 1514 (MTU 1500)' \
+			check "libncm warned that the device answered 2000, kept 1514 and takes 2004" grep -q \
+				'answers a maximum datagram size of 2000 after libncm set 1514: libncm sends at most 1514 (MTU 1500) and accepts up to 2004' \
 				"$out"
 		fi
 		check "the MTU is $((max - 14))" grep -q "^mtu: $((max - 14))\$" "$out"
@@ -1281,7 +1291,14 @@ max-datagram-differs)
 			"^oversize: 10 frames of $((max + 1)) bytes refused, tx_invalid +10" "$VM_OUT/tx.txt"
 		check "... and said once: over its maximum of $max" \
 			[ "$(grep -c "a frame of $((max + 1)) bytes is over its maximum of $max (MTU $((max - 14)))" "$VM_OUT/tx.txt")" = 1 ]
-		RX_SIZE=$((max - 42)) rx "$n"
+		# What the device sends is taken up to its segment size, whatever
+		# it takes: 1514 bytes, and 1518 with a VLAN tag, as cdc_ncm does.
+		RX_SIZE=1472 rx "$n"
+		RX_SIZE=1472 RX_VLAN=1 rx "$n"
+		tagged=$(sed -n 's/^rx: \([0-9]*\) VLAN-tagged frames, the longest 1518 bytes$/\1/p' \
+			"$VM_OUT/rx.txt")
+		check "the frames came tagged, 1518 bytes (${tagged:-no} tagged, >= $n)" \
+			[ "${tagged:-0}" -ge "$n" ]
 		gfs_gadget_teardown
 		check "the device checked $n datagrams, none over $reply" \
 			[ "$(ffs_stat datagrams_out)" -ge "$n" ]

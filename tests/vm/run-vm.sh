@@ -21,7 +21,7 @@ base_format=1
 boot_modules="configfs usbcore usb-common udc-core libcomposite u_ether usb_f_ncm
 	mii usbnet cdc_ether cdc_ncm tun 9pnet_virtio 9p virtio_pci"
 extra_modules="dummy_hcd usb_f_acm usb_f_ecm usb_f_eem usb_f_rndis usb_f_fs gadgetfs
-	usb_f_mass_storage usb_f_ss_lb veth usbmon cdc-acm"
+	usb_f_mass_storage usb_f_ss_lb veth usbmon cdc-acm 8021q"
 
 script=
 out=

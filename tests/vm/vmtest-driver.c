@@ -124,6 +124,8 @@ typedef struct {
 	guint8 *seen;          /* RX sequence bitmap, event thread only */
 	gint rx_unique;        /* atomic */
 	gint rx_dups;          /* atomic */
+	gint rx_tagged;        /* atomic: 802.1Q frames received */
+	gint rx_tagged_max;    /* atomic: the longest of them, tag included */
 	gint64 rx_first;       /* atomic: first and last counted arrival */
 	gint64 rx_last;
 	gint *burst_got;       /* tail: per burst, atomic */
@@ -269,10 +271,20 @@ static void
 on_receive(gpointer data, const guint8 *f, gsize len)
 {
 	Test *t = data;
-	guint8 peer4[4], peer6[16];
+	guint8 peer4[4], peer6[16], untagged[2048];
 
 	if (len < 14)
 		return;
+	/* 802.1Q (the peer's VLAN interface): the same frame, untagged. */
+	if (len >= 18 && len - 4 <= sizeof(untagged) && f[12] == 0x81 && f[13] == 0x00) {
+		memcpy(untagged, f, 12);
+		memcpy(untagged + 12, f + 16, len - 16);
+		f = untagged;
+		len -= 4;
+		g_atomic_int_inc(&t->rx_tagged);
+		if (len + 4 > (gsize)g_atomic_int_get(&t->rx_tagged_max))
+			g_atomic_int_set(&t->rx_tagged_max, (gint)(len + 4));
+	}
 	inet_pton(AF_INET, PEER_IP4, peer4);
 	inet_pton(AF_INET6, PEER_IP6, peer6);
 	if (f[12] == 0x08 && f[13] == 0x06 && len >= 42 && f[21] == 2 &&
@@ -1095,6 +1107,9 @@ cmd_rx(Test *t)
 	print_stats(t);
 	printf("rx: unique=%d dups=%d expected=%d\n", g_atomic_int_get(&t->rx_unique),
 	       g_atomic_int_get(&t->rx_dups), opt_count);
+	if (g_atomic_int_get(&t->rx_tagged))
+		printf("rx: %d VLAN-tagged frames, the longest %d bytes\n",
+		       g_atomic_int_get(&t->rx_tagged), g_atomic_int_get(&t->rx_tagged_max));
 	printf("rx_elapsed_us: %" G_GINT64_FORMAT "\n",
 	       __atomic_load_n(&t->rx_last, __ATOMIC_RELAXED) -
 	       __atomic_load_n(&t->rx_first, __ATOMIC_RELAXED));
