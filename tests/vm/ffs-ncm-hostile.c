@@ -596,7 +596,7 @@ self_class(const HostileClass *k, bool n32)
 	NcmNtbParseConfig pc = {
 		.formats = n32 ? NCM_NTB_FORMAT_BIT_32 : NCM_NTB_FORMAT_BIT_16,
 		.max_block = isize,
-		.max_datagram = FRAME_MAX,
+		.max_datagram = HOST_RX_MAX,
 	};
 	NcmNtbError reason = class_reason(k, n32, isize);
 	NcmNtbParseResult res;

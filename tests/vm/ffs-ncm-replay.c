@@ -127,7 +127,7 @@ replay_next(unsigned i, bool n32, uint32_t isize, const uint8_t **b, size_t *len
 	NcmNtbParseConfig pc = {
 		.formats = n32 ? NCM_NTB_FORMAT_BIT_32 : NCM_NTB_FORMAT_BIT_16,
 		.max_block = isize,
-		.max_datagram = FRAME_MAX,
+		.max_datagram = HOST_RX_MAX,
 	};
 
 	/* The host's transfer would overflow: a babble, not an NTB to count. */
