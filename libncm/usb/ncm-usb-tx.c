@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ncm-usb-device.h"
+#include "ncm-usb-tx-config.h"
 
 
 #define NCM_DEFAULT_FLUSH_US 2000
@@ -85,22 +86,8 @@ gboolean
 ncm_device_tx_setup(NcmDevice *self, GError **error)
 {
 	NcmNtbInfo *n = &self->ntb;
-	NcmNtbPackConfig pc = {
-		.format = n->ntb32 ? NCM_NTB_FORMAT_32 : NCM_NTB_FORMAT_16,
-		.max_size = n->tx_ntb_size,
-		.divisor = n->out_divisor,
-		.remainder = n->out_remainder,
-		.alignment = n->out_alignment,
-		.max_datagrams = n->out_max_datagrams,
-		.max_packet = self->info->bulk_out_max_packet,
-		/* usbfs sends a ZLP on request; elsewhere the spec's pad byte is safer. */
-#ifdef __linux__
-		.short_mode = NCM_NTB_SHORT_ZLP,
-#else
-		.short_mode = NCM_NTB_SHORT_PAD,
-#endif
-		.ndp_first = self->options.ndp_first,
-	};
+	NcmNtbPackConfig pc = ncm_usb_tx_pack_config(n, self->info->bulk_out_max_packet,
+						     self->options.ndp_first);
 
 	self->tx_chain = tx_chain_for(n, &pc, self->options.tx_ntbs_per_transfer);
 	n->tx_ntbs_per_transfer = self->tx_chain;

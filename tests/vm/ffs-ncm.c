@@ -698,7 +698,7 @@ check_out_ntb(OutCheck *c, const uint8_t *b, size_t len)
 {
 	const bool n32 = c->fmt == NCM_NTB_FORMAT_32;
 	const uint32_t sig = ncm_le32_at(b, len, 0);
-	size_t ndp;
+	size_t ndp, block;
 
 	if (len > prof.out_max)
 		violation(c->ntb, "%zu bytes, over dwNtbOutMaxSize %u", len, prof.out_max);
@@ -707,6 +707,12 @@ check_out_ntb(OutCheck *c, const uint8_t *b, size_t len)
 			  n32 ? "32" : "16");
 		return;
 	}
+	block = n32 ? ncm_le32_at(b, len, 8) : ncm_le16_at(b, len, 8);
+	/* Past the block only the spec's pad byte may come: anything else is
+	 * the next NTB, run into this read for want of a ZLP. */
+	if (block && block < len && !(len == block + 1 && b[block] == 0))
+		violation(c->ntb, "%zu bytes after the NTB's %zu in one transfer: no ZLP after it",
+			  len - block, block);
 	ndp = n32 ? ncm_le32_at(b, len, 12) : ncm_le16_at(b, len, 10);
 	for (unsigned hops = 0; ndp && ndp < len && hops < NCM_NTB_MAX_NDP_HOPS; hops++) {
 		check_ndp(c, b, len, ndp);
