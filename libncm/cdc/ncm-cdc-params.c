@@ -7,8 +7,8 @@
 enum {
 	PARAMS_LEN = 28,
 	FORMAT_NTB16 = 0x01,
-	/* NTH16 + a minimal NDP16 + one full Ethernet frame, rounded up */
-	MIN_NTB_SIZE = 2048,
+	/* NTH32, a minimal NDP32 and a frame of IPv4's smallest MTU (68) */
+	MIN_OUT_SIZE = 128,
 	/* the smallest alignment the spec allows; also what Linux falls back to */
 	DEFAULT_ALIGN = 4,
 };
@@ -25,8 +25,6 @@ ncm_params_status_name(NcmParamsStatus status)
 		return "bad-wlength";
 	case NCM_PARAMS_ERR_NO_NTB16:
 		return "no-ntb16";
-	case NCM_PARAMS_ERR_IN_SIZE:
-		return "in-size";
 	case NCM_PARAMS_ERR_OUT_SIZE:
 		return "out-size";
 	}
@@ -43,7 +41,7 @@ fix_modulus(uint16_t *val, uint32_t max_size, unsigned *fixups)
 {
 	uint16_t v = *val;
 
-	if (v >= DEFAULT_ALIGN && (v & (v - 1)) == 0 && v < max_size)
+	if (v >= DEFAULT_ALIGN && (v & (v - 1)) == 0 && (max_size == 0 || v < max_size))
 		return;
 	*val = DEFAULT_ALIGN;
 	(*fixups)++;
@@ -81,10 +79,14 @@ ncm_params_parse(const uint8_t *buf, size_t len, NcmNtbParams *params, unsigned 
 	decode(buf, wlength, &p);
 	if (!(p.formats & FORMAT_NTB16))
 		return NCM_PARAMS_ERR_NO_NTB16;
-	/* sizes above 64 KiB are legal for NTB32; the driver caps what it uses */
-	if (p.in_max_size < MIN_NTB_SIZE)
-		return NCM_PARAMS_ERR_IN_SIZE;
-	if (p.out_max_size < MIN_NTB_SIZE)
+	/*
+	 * Sizes above 64 KiB are legal for NTB32; the driver caps what it
+	 * uses. The spec's floor of 2048 is not enforced, as Linux' cdc_ncm
+	 * does not: a smaller size, or 0 (not said), is the driver's to work
+	 * around (ncm-usb-open.c). Only OUT NTBs that cannot carry an IP
+	 * packet at all are refused.
+	 */
+	if (p.out_max_size != 0 && p.out_max_size < MIN_OUT_SIZE)
 		return NCM_PARAMS_ERR_OUT_SIZE;
 
 	fix_modulus(&p.in_divisor, p.in_max_size, &fixups);

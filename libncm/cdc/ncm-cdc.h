@@ -135,8 +135,7 @@ typedef enum {
 	NCM_PARAMS_ERR_SHORT,        /* fewer than 28 bytes */
 	NCM_PARAMS_ERR_LENGTH,       /* wLength below 28 or above what arrived */
 	NCM_PARAMS_ERR_NO_NTB16,     /* NTB16 is mandatory */
-	NCM_PARAMS_ERR_IN_SIZE,      /* dwNtbInMaxSize below 2048 (NTH+NDP+one frame) */
-	NCM_PARAMS_ERR_OUT_SIZE,     /* dwNtbOutMaxSize below 2048 */
+	NCM_PARAMS_ERR_OUT_SIZE,     /* dwNtbOutMaxSize 1 to 127: no IP packet fits */
 } NcmParamsStatus;
 
 const char *ncm_params_status_name(NcmParamsStatus status);
@@ -145,7 +144,9 @@ const char *ncm_params_status_name(NcmParamsStatus status);
  * Parses and validates a GET_NTB_PARAMETERS reply. Divisors and alignments
  * that are not a power of two >= 4 are replaced by 4 (what the kernel does)
  * and @ret_fixups (may be NULL) counts how many were replaced. One not below its
- * direction's max size is replaced too. Remainders are kept as sent. On
+ * direction's max size is replaced too. dwNtbInMaxSize may be anything and
+ * dwNtbOutMaxSize 0 (neither said) or at least 128: the spec's 2048 is not
+ * enforced, as in Linux. Remainders are kept as sent. On
  * error, @params and @ret_fixups are not written.
  */
 NcmParamsStatus ncm_params_parse(const uint8_t *buf, size_t len, NcmNtbParams *params,

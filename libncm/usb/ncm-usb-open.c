@@ -264,6 +264,21 @@ pick_size(guint requested, guint32 device_max)
 	return MAX(size, NCM_NTB_SIZE_MIN);
 }
 
+/*
+ * OUT NTBs never exceed a dwNtbOutMaxSize under the spec's 2048 (the MTU
+ * then follows what fits: clamp_max_frame()). One of 0 says nothing, and
+ * NTBs of 2048 carry one frame each, as Linux' cdc_ncm ends up sending.
+ */
+static guint32
+pick_tx_size(guint requested, guint32 device_max)
+{
+	if (device_max == 0)
+		return NCM_NTB_SIZE_MIN;
+	if (device_max < NCM_NTB_SIZE_MIN)
+		return device_max;
+	return pick_size(requested, device_max);
+}
+
 /* The NTB size the device actually uses after SET_NTB_INPUT_SIZE(@size):
  * its own maximum when it refused, what GET_NTB_INPUT_SIZE says when it
  * answers that, else @size. */
@@ -292,7 +307,11 @@ input_size_in_use(NcmDevice *self, guint32 size, int set_result)
 static gboolean
 set_input_size(NcmDevice *self, GError **error)
 {
-	guint32 size = self->ntb.rx_ntb_size, used;
+	const guint32 in_max = self->ntb.in_max_size;
+	/* Never more than the device says it sends, even under the spec's 2048:
+	 * the receive buffers stay at 2048 (NCM_NTB_SIZE_MIN) all the same. */
+	guint32 size = in_max && in_max < self->ntb.rx_ntb_size ? in_max : self->ntb.rx_ntb_size;
+	guint32 used;
 	guint8 le[4];
 	int r;
 
@@ -301,7 +320,7 @@ set_input_size(NcmDevice *self, GError **error)
 	if (device_gone(self, r))
 		return request_failed(self, r, "SET_NTB_INPUT_SIZE", error);
 	used = input_size_in_use(self, size, r);
-	if (used <= size)
+	if (used <= self->ntb.rx_ntb_size)
 		return TRUE;
 	if (used > NCM_RX_NTB_HARD_MAX) {
 		g_set_error(error, NCM_ERROR, NCM_ERROR_PROTOCOL,
@@ -426,7 +445,13 @@ fill_ntb_info(NcmDevice *self, const NcmNtbParams *p)
 	n->out_max_datagrams = p->out_max_datagrams;
 	n->ntb32 = o->ntb32 && (p->formats & NCM_NTB_FORMAT_BIT_32);
 	n->rx_ntb_size = pick_size(o->rx_ntb_size, p->in_max_size);
-	n->tx_ntb_size = pick_size(o->tx_ntb_size, p->out_max_size);
+	n->tx_ntb_size = pick_tx_size(o->tx_ntb_size, p->out_max_size);
+	if (p->in_max_size < NCM_NTB_SIZE_MIN || p->out_max_size < NCM_NTB_SIZE_MIN)
+		g_warning("%04x:%04x gives NTB sizes under the spec's minimum of %u "
+			  "(dwNtbInMaxSize %u, dwNtbOutMaxSize %u): libncm receives into %u bytes "
+			  "and sends NTBs of at most %u", self->info->vid, self->info->pid,
+			  NCM_NTB_SIZE_MIN, p->in_max_size, p->out_max_size, n->rx_ntb_size,
+			  n->tx_ntb_size);
 	/* Ethernet's 1514 at least, as Linux' cdc_ncm: a smaller wMaxSegmentSize
 	 * is taken for a descriptor error, but said, as the MTU is then larger. */
 	n->max_frame = MAX(self->info->max_segment_size, NCM_ETH_MAX_FRAME);

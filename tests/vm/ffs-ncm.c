@@ -105,7 +105,7 @@ static unsigned params_refused;   /* ep0 thread only: --refuse-params so far */
 unsigned long st_ntbs_out, st_dgrams_out, st_ntbs_in, st_dgrams_in, st_tap_errors,
 	st_in_errors, st_out_errors, st_violations, st_notifications, st_stalls, st_requests,
 	st_stalled_requests, st_max_ntb_in, st_hostile, st_zlps, st_runts, st_holds,
-	st_hold_drops, st_stranded_requests, st_joins;
+	st_hold_drops, st_stranded_requests, st_joins, st_max_ntb_out;
 
 int ep0 = -1, ep_intr = -1, ep_in = -1, ep_out = -1, tap = -1;
 bool ep0_gadgetfs;
@@ -168,14 +168,14 @@ summary(void)
 	    "violations=%lu notifications=%lu stalls=%lu requests=%lu stalled_requests=%lu "
 	    "in_errors=%lu out_errors=%lu tap_errors=%lu format=NTB%s input_size=%u "
 	    "max_ntb_in=%lu crafted=%lu runts=%lu zlps=%lu holds=%lu hold_drops=%lu stranded=%lu "
-	    "joins=%lu",
+	    "joins=%lu max_ntb_out=%lu",
 	    prof.name, READ(st_ntbs_out), READ(st_dgrams_out), READ(st_ntbs_in),
 	    READ(st_dgrams_in), READ(st_violations), READ(st_notifications), READ(st_stalls),
 	    READ(st_requests), READ(st_stalled_requests), READ(st_in_errors),
 	    READ(st_out_errors), READ(st_tap_errors),
 	    n32 ? "32" : "16", isize, READ(st_max_ntb_in),
 	    READ(st_hostile), READ(st_runts), READ(st_zlps), READ(st_holds), READ(st_hold_drops),
-	    READ(st_stranded_requests), READ(st_joins));
+	    READ(st_stranded_requests), READ(st_joins), READ(st_max_ntb_out));
 }
 
 /* ---- descriptors --------------------------------------------------------- */
@@ -468,7 +468,8 @@ class_out(const struct usb_ctrlrequest *rq)
 			say("ignoring SET_NTB_INPUT_SIZE %u: keeping %u", v, prof.in_max);
 			v = prof.in_max;
 		}
-		if (v < 2048 || v > prof.in_max) {
+		/* Under 2048 only the device's own size, when that is smaller. */
+		if ((v < 2048 && v != prof.in_max) || (prof.in_max && v > prof.in_max)) {
 			violation(0, "SET_NTB_INPUT_SIZE %u outside [2048, dwNtbInMaxSize %u]", v,
 				  prof.in_max);
 			v = prof.in_max;
@@ -700,7 +701,7 @@ check_out_ntb(OutCheck *c, const uint8_t *b, size_t len)
 	const uint32_t sig = ncm_le32_at(b, len, 0);
 	size_t ndp, block;
 
-	if (len > prof.out_max)
+	if (prof.out_max && len > prof.out_max)
 		violation(c->ntb, "%zu bytes, over dwNtbOutMaxSize %u", len, prof.out_max);
 	if (sig != (n32 ? NCM_NTH32_SIGNATURE : NCM_NTH16_SIGNATURE)) {
 		violation(c->ntb, "NTH signature 0x%08x, but NTB%s was negotiated", sig,
@@ -799,7 +800,8 @@ rx_thread(void *arg)
 		 * without a ZLP (NCM 1.0, 3.3.1); a longer read would run it into
 		 * the next NTB. (f_fs rounds the length up to wMaxPacketSize.)
 		 */
-		ssize_t n = read(ep_out, buf, prof.out_max < sizeof(buf) ? prof.out_max : sizeof(buf));
+		ssize_t n = read(ep_out, buf, prof.out_max && prof.out_max < sizeof(buf) ?
+						  prof.out_max : sizeof(buf));
 
 		if (n < 0) {
 			if (errno != EINTR)
@@ -809,6 +811,8 @@ rx_thread(void *arg)
 		}
 		if (n == 0)
 			continue;  /* a ZLP ending a max-packet-multiple NTB */
+		if ((unsigned long)n > READ(st_max_ntb_out))
+			__atomic_store_n(&st_max_ntb_out, (unsigned long)n, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&lock);
 		OutCheck c = { .ntb = COUNT(st_ntbs_out, 1), .fmt = format,
 			       .max_datagram = host_datagram_limit() };
@@ -1536,8 +1540,9 @@ main(int argc, char **argv)
 		    "Linux 6.1 takes no CDC functional descriptor, so the host never sees CRC mode, "
 		    "iMACAddress or wMaxSegmentSize");
 	}
-	if (prof.in_max < 2048 || prof.out_max < 2048)
-		die("NTB sizes below 2048 cannot carry a frame");
+	/* Under the spec's 2048 (libncm takes them, as Linux does); 0: not said. */
+	if ((prof.in_max && prof.in_max < 1600) || (prof.out_max && prof.out_max < 128))
+		die("--in-max under 1600 carries no full frame, --out-max under 128 no IP packet");
 	if (!prof.out_div || !prof.out_align)
 		die("--out-ndp: divisor and alignment must not be 0");
 	if (prof.max_datagram_reply >= 0 && !(prof.caps & 0x08))

@@ -108,7 +108,7 @@ extern bool host_negotiated;      /* a SET_NTB_INPUT_SIZE came (even a refused o
 extern unsigned long st_ntbs_out, st_dgrams_out, st_ntbs_in, st_dgrams_in, st_tap_errors,
 	st_in_errors, st_out_errors, st_violations, st_notifications, st_stalls, st_requests,
 	st_stalled_requests, st_max_ntb_in, st_hostile, st_zlps, st_runts, st_holds,
-	st_hold_drops, st_stranded_requests, st_joins;
+	st_hold_drops, st_stranded_requests, st_joins, st_max_ntb_out;
 
 extern int ep0, ep_intr, ep_in, ep_out, tap;
 extern bool ep0_gadgetfs;         /* ep0 is gadgetfs's device file, not FunctionFS's ep0 */

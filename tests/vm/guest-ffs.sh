@@ -4,7 +4,7 @@
 # Cases (tests/vm/README.md, "The programmable device (FunctionFS)"):
 #   basic, apple, ntb16-only, format-refused, ntb32-only, divisors, max-datagrams,
 #   notify-flood, no-mac, stall-in-once, stall-in-always, stall-intr, stall-out,
-#   out-stuck, input-size, max-datagram, persist-mtu, persist-backoff, hostile, replay, zlp, in-stuck,
+#   out-stuck, input-size, small-ntbs, max-datagram, persist-mtu, persist-backoff, hostile, replay, zlp, in-stuck,
 #   intr-stall, notify-split, link-flap, intr-mps8, vanish, hold, apple-modes, apple-tun, apple-proxy,
 #   crc-accept, crc-refuse, mac-desc, slow-ep0, max-datagram-differs,
 #   segment-too-big, vanish-optional
@@ -652,6 +652,37 @@ max-datagram)
 	check "the MTU is $((room - 14))" grep -q "^mtu: $((room - 14))\$" "$VM_OUT/frames2.txt"
 	tx "$n" -s $((room - 42))
 	ffs_gadget_stop
+	;;
+small-ntbs)
+	# NTB sizes under the spec's 2048, which Linux takes. dwNtbInMaxSize
+	# 1600 and dwNtbOutMaxSize 1600: libncm opens with a warning, asks
+	# for an input size of 1600 (never more than the device's own),
+	# receives into 2048 bytes and sends NTBs of at most 1600; frames of
+	# 1514 bytes pass both ways. Then dwNtbOutMaxSize 0 (not said): OUT
+	# NTBs of at most 2048 bytes, one full frame each.
+	n=${VM_COUNT:-1000}
+	setup --in-max 1600 --out-max 1600
+	frames frames.txt
+	check "libncm warned about the sizes" grep -q \
+		"gives NTB sizes under the spec's minimum of 2048 (dwNtbInMaxSize 1600, dwNtbOutMaxSize 1600): libncm receives into 2048 bytes and sends NTBs of at most 1600" \
+		"$VM_OUT/frames.txt"
+	check "the MTU stays 1500" grep -q '^mtu: 1500$' "$VM_OUT/frames.txt"
+	tx "$n" --max-size
+	check "frames of 1514 bytes sent" grep -q "^tx: frames of 1514 bytes" "$VM_OUT/tx.txt"
+	RX_SIZE=1472 rx "$n"
+	ffs_gadget_teardown
+	check "SET_NTB_INPUT_SIZE 1600, the device's own" grep -q 'SET_NTB_INPUT_SIZE 1600$' "$FFS_LOG"
+	check "no host NTB over 1600 (largest $(ffs_stat max_ntb_out))" \
+		[ "$(ffs_stat max_ntb_out)" -le 1600 ]
+	setup --out-max 0
+	frames frames0.txt
+	check "libncm warned about dwNtbOutMaxSize 0" grep -q \
+		"(dwNtbInMaxSize 16384, dwNtbOutMaxSize 0): libncm receives into 16384 bytes and sends NTBs of at most 2048" \
+		"$VM_OUT/frames0.txt"
+	tx "$n" --max-size
+	ffs_gadget_stop
+	check "host NTBs of 1514-byte frames, none over 2048 (largest $(ffs_stat max_ntb_out))" \
+		sh -c "[ $(ffs_stat max_ntb_out) -gt 1514 ] && [ $(ffs_stat max_ntb_out) -le 2048 ]"
 	;;
 persist-mtu)
 	# ncm-tun --persist over a device whose second plug carries smaller
