@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <glib-unix.h>
 #include <grp.h>
+#include <net/if.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -178,12 +179,24 @@ static void tun_detach(Tun *tun, const gchar *why);
 
 /* ---- statistics --------------------------------------------------------- */
 
+/* The interface's name now: its owner may have renamed it (ip link set ... name). */
+static const gchar *
+tun_ifname(Tun *tun, gchar buf[IF_NAMESIZE])
+{
+	int idx = ncm_tap_get_ifindex(tun->tap);
+
+	if (idx > 0 && if_indextoname((unsigned)idx, buf))
+		return buf;
+	return ncm_tap_get_name(tun->tap);
+}
+
 /* The kernel's own drop counter: a TAP write never fails when the backlog is full. */
 static guint64
 kernel_counter(Tun *tun, const gchar *name)
 {
+	gchar ifname[IF_NAMESIZE];
 	g_autofree gchar *path = g_strdup_printf("/sys/class/net/%s/statistics/%s",
-						 ncm_tap_get_name(tun->tap), name);
+						 tun_ifname(tun, ifname), name);
 	g_autofree gchar *text = NULL;
 
 	if (!g_file_get_contents(path, &text, NULL, NULL))
@@ -197,6 +210,7 @@ print_tun_stats(Tun *tun, NcmStats *sum, NcmTapStats *tap_sum)
 {
 	NcmStats st = tun->past;
 	NcmTapStats ts;
+	gchar ifname[IF_NAMESIZE];
 
 	if (tun->device) {
 		NcmStats now;
@@ -211,7 +225,7 @@ print_tun_stats(Tun *tun, NcmStats *sum, NcmTapStats *tap_sum)
 	tap_sum->tx_frames += ts.tx_frames;
 	tap_sum->tx_drops_invalid += ts.tx_drops_invalid;
 	tap_sum->tx_drops_closed += ts.tx_drops_closed;
-	fprintf(stderr, "ncm-tun: %s, %u device session(s)%s\n", ncm_tap_get_name(tun->tap),
+	fprintf(stderr, "ncm-tun: %s, %u device session(s)%s\n", tun_ifname(tun, ifname),
 		tun->sessions, tun->device || tun->app->stopping ? "" : ", no device now");
 	cli_print_usb_stats(stderr, &st);
 	fprintf(stderr, "  tap rx: %" G_GUINT64_FORMAT " frames, %" G_GUINT64_FORMAT

@@ -75,9 +75,16 @@ wait_tun_carrier
 wait_ping "after replug"
 check "ping $(peer_ip4) x3 after replug" ping -c 3 -W 2 "$(peer_ip4)"
 
+# Renamed by its owner (down for it, as the kernel wants): the statistics
+# follow the interface, and so does the cleanup at exit.
+ip link set "$TUN" down
+ip link set "$TUN" name ncmren0
+TUN=ncmren0
+ip link set "$TUN" up
 kill -USR1 "$TUN_PID"
 wait_for 10 "statistics on SIGUSR1" grep -q "usb rx:" "$TUN_LOG" || fail "no statistics on SIGUSR1"
-check "ncm-tun counted two device sessions" grep -q "2 device session" "$TUN_LOG"
+check "ncm-tun counted two device sessions, under the new name" \
+	grep -q "^ncm-tun: ncmren0, 2 device session" "$TUN_LOG"
 
 kill -TERM "$TUN_PID"
 rc=0
