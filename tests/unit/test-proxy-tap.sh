@@ -180,7 +180,8 @@ rm -f "$TMP/out"; curl -sS --max-time 30 -o "$TMP/out" "http://$L4:8090/file"
 check "-R: the device side reaches a host-only server" same_as file
 
 # How a TCP stream ended for its reader: "eof", "reset" or "timeout", and
-# the bytes read. tcp_end connect HOST PORT [SEND]: as a client, which
+# the bytes read (after a "connected" line for a client). tcp_end connect
+# HOST PORT [SEND]: as a client, which
 # sends SEND first ("|" for CRLF); connect-slow: reading 4 kB each 50 ms;
 # tcp_end serve-reset HOST PORT BYTES: a server that sends BYTES, then
 # resets the connection (SO_LINGER 0).
@@ -204,6 +205,7 @@ got = 0
 try:
     if len(sys.argv) > 4:
         s.sendall(sys.argv[4].replace("|", "\r\n").encode())
+    print("connected", flush=True)
     while True:
         if mode == "connect-slow":
             time.sleep(0.05)
@@ -260,6 +262,9 @@ check "the stalled transfer is not buffered whole (RSS grew < 32 MB)" [ $((rss1 
 # A download under way when ncm-proxy stops is cut: its client sees a reset.
 tcp_end connect-slow 127.0.0.1 8081 "GET /huge HTTP/1.0||" >"$TMP/term.out" &
 slow=$!
+# Connected first: python's start can take over a second beside the
+# sanitized tests, and a SIGTERM before it found no listener.
+wait_until 100 grep -q '^connected' "$TMP/term.out"
 sleep 1
 # The stalled relay waits on curl, with data held on both sides: SIGTERM
 # ends it at once (a relay on threads of its own has to cancel them).
