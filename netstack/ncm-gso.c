@@ -249,7 +249,7 @@ ncm_gso_fragment_ipv6(guint l3off, const guint8 *pkt, gsize len, guint mtu, guin
 {
 	const guint8 *ip = pkt + l3off;
 	guint8 nh, *sip = scratch + l3off;
-	guint frag, n;
+	guint frag, n, first = 0, more = 0, head = 40;
 	gsize data;
 
 	if (len < (gsize)l3off + 40 || (ip[0] >> 4) != 6 ||
@@ -257,10 +257,29 @@ ncm_gso_fragment_ipv6(guint l3off, const guint8 *pkt, gsize len, guint mtu, guin
 	    scratch_size < l3off + 48)
 		return NCM_GSO_INVALID;
 	nh = ip[6];
-	if (nh == IP6_HOP_BY_HOP || nh == IP6_ROUTING || nh == IP6_FRAGMENT)
+	if (nh == IP6_HOP_BY_HOP || nh == IP6_ROUTING)
 		return NCM_GSO_INVALID;
+	/* A fragment already (lwIP's, of its large MTU): cut again, keeping
+	 * its ID, its place in the packet and, on the last piece, its M. */
+	if (nh == IP6_FRAGMENT) {
+		guint16 field;
+
+		if (len - l3off < 48)
+			return NCM_GSO_INVALID;
+		nh = ip[40];
+		field = ncm_be16_at(ip, len - l3off, 42);
+		first = field & ~7u;
+		more = field & 1u;
+		id = ncm_be32_at(ip, len - l3off, 44);
+		head = 48;
+		if (nh == IP6_HOP_BY_HOP || nh == IP6_ROUTING || nh == IP6_FRAGMENT)
+			return NCM_GSO_INVALID;
+	}
 	frag = (mtu - 40 - 8) & ~7u;
-	data = len - l3off - 40;
+	data = len - l3off - head;
+	/* The last piece's offset must fit the field's 13 bits of 8-byte units. */
+	if (data == 0 || first + (data - 1) / frag * frag > 0xfff8u)
+		return NCM_GSO_INVALID;
 	n = (guint)((data + frag - 1) / frag);
 	for (guint i = (guint)*next; i < n; i++) {
 		gsize off = (gsize)i * frag, piece = MIN(frag, data - off);
@@ -271,9 +290,9 @@ ncm_gso_fragment_ipv6(guint l3off, const guint8 *pkt, gsize len, guint mtu, guin
 		sip[40] = nh;
 		sip[41] = 0;
 		/* The offset in 8-byte units, shifted past the M flag's 3 bits. */
-		ncm_gso_put_be16(sip + 42, (guint16)(off | (i + 1 < n ? 1 : 0)));
+		ncm_gso_put_be16(sip + 42, (guint16)((first + off) | (i + 1 < n ? 1 : more)));
 		ncm_gso_put_be32(sip + 44, id);
-		if (!emit(user_data, scratch, l3off + 48, ip + 40 + off, piece))
+		if (!emit(user_data, scratch, l3off + 48, ip + head + off, piece))
 			return NCM_GSO_STOPPED;
 		*next = i + 1;
 	}

@@ -108,11 +108,13 @@ NcmGsoResult ncm_gso_fragment_ipv4(guint l3off, const guint8 *pkt, gsize len, gu
 /*
  * An IPv6 packet longer than @mtu cut into fragments (RFC 8200): each is
  * the IPv6 header, a Fragment header with @id, its offset and M, then its
- * piece of what followed the IPv6 header. INVALID for a malformed header
- * or one followed by a Hop-by-Hop, Routing or Fragment header (those
- * would belong before the Fragment header; this side sends none in large
- * packets). @scratch holds l3off + 48 bytes. *@next as for
- * ncm_gso_segment().
+ * piece of what followed the IPv6 header. A packet that is a fragment
+ * already (a Fragment header first, as lwIP sends a datagram over its
+ * large MTU) is cut again: its pieces keep its ID and offset, and the
+ * last its M. INVALID for a malformed header, or one followed by a
+ * Hop-by-Hop or Routing header (those would belong before the Fragment
+ * header; this side sends none in large packets). @scratch holds l3off +
+ * 48 bytes. *@next as for ncm_gso_segment().
  */
 NcmGsoResult ncm_gso_fragment_ipv6(guint l3off, const guint8 *pkt, gsize len, guint mtu,
 				   guint32 id, guint8 *scratch, gsize scratch_size, gsize *next,

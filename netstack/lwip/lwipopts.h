@@ -171,6 +171,13 @@ void nlw_mem_free(void *mem);
  * with ERR_MEM, which the caller reports as a temporary failure. */
 #define DNS_TABLE_SIZE 32
 
+/* Fragments held for reassembly, IPv4 and IPv6 each, over all datagrams:
+ * lwIP's 10 took UDP datagrams of about 14 KB (IPv4) and 11.5 KB (IPv6),
+ * and a 64 KiB one needs 45 to 46. 256 takes a few at once; a peer that
+ * sends fragments and never finishes holds at most ~400 KB for
+ * IP_REASS_MAXAGE (15 s). */
+#define IP_REASS_MAX_PBUFS 256
+
 /* ---- IPv6 ---------------------------------------------------------------- */
 
 /* Some devices (Apple's, carrier modems) prefer or only offer IPv6. */

@@ -301,6 +301,41 @@ test_cut_ipv6(void)
 		off += piece;
 	}
 	g_assert_cmpuint(off, ==, 4000);
+
+	/* lwIP's own fragment of a UDP datagram over its large MTU: cut
+	 * again, keeping its ID (not the one given) and place; the last piece
+	 * keeps its M. Before, it was dropped, and IPv6 UDP over ~11.5 KB
+	 * never left. */
+	for (guint m = 0; m < 2; m++) {
+		guint8 *fp = g_malloc(8 + 4000);
+
+		fp[0] = 17;
+		fp[1] = 0;
+		ncm_gso_put_be16(fp + 2, (guint16)(11520 | m));
+		ncm_gso_put_be32(fp + 4, 0x5eed);
+		memcpy(fp + 8, data, 4000);
+		memset(k, 0, sizeof(*k));
+		k->refuse_at = -1;
+		next = 0;
+		off = 0;
+		len = ipv6(f, 44, fp, 8 + 4000);
+		g_assert_cmpint(nlw_tso_cut(f, len, MTU, 0xabcd1234, scratch, &next, collect, k), ==,
+				NLW_TSO_SENT);
+		g_assert_cmpuint(k->n, ==, 3);
+		for (guint i = 0; i < k->n; i++) {
+			const guint8 *ip = k->frames[i] + ETH;
+			gsize piece = rd16(ip + 4) - 8;
+
+			g_assert_cmpuint(ip[6], ==, 44);
+			g_assert_cmpuint(ip[40], ==, 17);
+			g_assert_cmpuint(rd16(ip + 42), ==, (11520 + off) | (i < 2 ? 1 : m));
+			g_assert_cmpuint(rd32(ip + 44), ==, 0x5eed);
+			g_assert_cmpmem(ip + 48, piece, data + off, piece);
+			off += piece;
+		}
+		g_assert_cmpuint(off, ==, 4000);
+		g_free(fp);
+	}
 	g_free(k);
 	g_free(f);
 	g_free(seg);

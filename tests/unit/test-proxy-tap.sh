@@ -235,8 +235,8 @@ tcp_end connect "$L4" 8092 "GET / HTTP/1.0" >"$TMP/end.out"
 sed 's/^/# /' "$TMP/end.out"
 check "-R: a refused local target resets the device side's connection" grep -q '^reset 0' "$TMP/end.out"
 
-udp() { # HOST COUNT
-	"$UDP" client 127.0.0.1 1080 "$1" 7007 "$2" >"$TMP/udp.out" 2>&1
+udp() { # HOST COUNT [MAX]
+	"$UDP" client 127.0.0.1 1080 "$1" 7007 "$2" ${3:-} >"$TMP/udp.out" 2>&1
 	rc=$?
 	sed 's/^/# /' "$TMP/udp.out"
 	return $rc
@@ -244,6 +244,9 @@ udp() { # HOST COUNT
 check "UDP ASSOCIATE: 200 datagrams to an IPv4 address, each echo checked" udp "$K4" 200
 check "UDP ASSOCIATE: to an IPv6 address" udp "$K6" 50
 check "UDP ASSOCIATE: to a name resolved through the device" udp peer.test 50
+# Up to 60000 bytes: 41 fragments or more each way, reassembled by lwIP.
+check "UDP ASSOCIATE: datagrams of up to 60000 bytes, IPv4" udp "$K4" 6 60000
+check "UDP ASSOCIATE: datagrams of up to 60000 bytes, IPv6" udp "$K6" 6 60000
 
 # A client that stops reading holds only its own connection: another
 # transfer completes meanwhile, and the proxy's memory stays bounded.

@@ -96,9 +96,10 @@ iperf3_forward() {
 	done
 }
 
-# udp_echo HOST COUNT: UDP ASSOCIATE, COUNT datagrams to the peer's echo server, each echo checked.
+# udp_echo HOST COUNT [MAX]: UDP ASSOCIATE, COUNT datagrams of up to MAX
+# bytes (1400) to the peer's echo server, each echo checked.
 udp_echo() {
-	socks-udp client 127.0.0.1 1080 "$1" 7 "$2" >"$VM_OUT/udp.log" 2>&1 ||
+	socks-udp client 127.0.0.1 1080 "$1" 7 "$2" ${3:-} >"$VM_OUT/udp.log" 2>&1 ||
 		{ cat "$VM_OUT/udp.log" "$PROXY_LOG"; fail "UDP ASSOCIATE to $1 failed"; }
 	check "UDP ASSOCIATE to $1: $(cat "$VM_OUT/udp.log")" true
 }
@@ -142,6 +143,11 @@ run_main() {
 	log "UDP ASSOCIATE"
 	udp_echo "$(peer_ip4)" 100
 	udp_echo "$(peer_ip6)" 20
+	# Datagrams of up to 60000 bytes: 41 or more fragments each way, which
+	# lwIP reassembles (IP_REASS_MAX_PBUFS; its default of 10 fragments
+	# took about 14 KB over IPv4 and 11.5 KB over IPv6).
+	udp_echo "$(peer_ip4)" 8 60000
+	udp_echo "$(peer_ip6)" 8 60000
 	udp_echo peer.test 20
 	stop_proxy
 }

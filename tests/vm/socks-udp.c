@@ -12,12 +12,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* The largest UDP payload over IPv4, and so to the proxy's relay. */
+#define UDP_MAX 65507
+
 /*
  * socks-udp echo ADDR PORT
  *   echoes every datagram back to its sender.
- * socks-udp client SOCKS_IP SOCKS_PORT HOST PORT COUNT
+ * socks-udp client SOCKS_IP SOCKS_PORT HOST PORT COUNT [MAX]
  *   UDP ASSOCIATE through the SOCKS5 server, then COUNT datagrams of
- *   1..1400 bytes (sizes and contents from the sequence number) to HOST
+ *   1..MAX bytes (default 1400; sizes and contents from the sequence
+ *   number, the last one MAX bytes) to HOST
  *   (an IPv4 or IPv6 address, or a name the proxy resolves) : PORT, one at
  *   a time; each echo must come back with a header naming HOST's address
  *   and PORT and the same payload (3 tries a datagram, 2 s each). Prints
@@ -170,16 +174,22 @@ client(char **argv)
 	struct sockaddr_storage relay;
 	socklen_t relay_len;
 	int port = atoi(argv[5]), count = atoi(argv[6]);
+	size_t max = argv[7] ? (size_t)atoi(argv[7]) : 1400;
 	int ctl = associate(argv[2], atoi(argv[3]), &relay, &relay_len);
 	int fd, echoed = 0, wrong = 0;
-	uint8_t out[1600], in[2048];
+	static uint8_t out[UDP_MAX + 64], in[UDP_MAX + 64];
 
 	if (ctl < 0)
 		return 1;
+	if (max < 1 || max > UDP_MAX - 22) {
+		fprintf(stderr, "socks-udp: MAX from 1 to %d\n", UDP_MAX - 22);
+		return 2;
+	}
 	/* BND.ADDR 0.0.0.0 would mean "the server's address". */
 	fd = socket(relay.ss_family, SOCK_DGRAM, 0);
 	for (int seq = 0; seq < count; seq++) {
-		size_t h = header(out, argv[4], port), size = 1 + (size_t)seq * 97 % 1400;
+		size_t h = header(out, argv[4], port);
+		size_t size = seq == count - 1 ? max : 1 + (size_t)seq * 97 % max;
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		int got = 0;
 
@@ -208,9 +218,9 @@ main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "echo"))
 		return echo(argv[2], atoi(argv[3]));
-	if (argc == 7 && !strcmp(argv[1], "client"))
+	if ((argc == 7 || argc == 8) && !strcmp(argv[1], "client"))
 		return client(argv);
-	fprintf(stderr, "usage: %s echo ADDR PORT | client SOCKS_IP SOCKS_PORT HOST PORT COUNT\n",
+	fprintf(stderr, "usage: %s echo ADDR PORT | client SOCKS_IP SOCKS_PORT HOST PORT COUNT [MAX]\n",
 		argv[0]);
 	return 2;
 }
