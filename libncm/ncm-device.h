@@ -77,8 +77,8 @@ NCM_EXPORT void ncm_device_options_init(NcmDeviceOptions *options);
  * @receive: one Ethernet frame (no FCS); the frame points into the transfer
  *   buffer and is valid only during the call. At least 14 bytes; it may be
  *   longer than ncm_device_get_max_frame(), as Linux' cdc_ncm takes it: by
- *   a VLAN tag (wMaxSegmentSize + 4), or up to a larger maximum the device
- *   answered to GET_MAX_DATAGRAM_SIZE (+ 4).
+ *   two VLAN tags (wMaxSegmentSize + 8), or up to a larger maximum the
+ *   device answered to GET_MAX_DATAGRAM_SIZE (+ 8).
  * @receive_done: the end of a burst of received NTBs (all that one libusb
  *   event batch reaped): flush what the frames caused.
  * @writable: TX room came back after ncm_device_send() returned

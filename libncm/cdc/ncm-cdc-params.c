@@ -7,8 +7,11 @@
 enum {
 	PARAMS_LEN = 28,
 	FORMAT_NTB16 = 0x01,
-	/* NTH32, a minimal NDP32 and a frame of IPv4's smallest MTU (68) */
+	/* Under it no OUT NTB holds a frame of IPv4's smallest MTU (68) and
+	 * its NDP; the driver checks the room its layout really leaves */
 	MIN_OUT_SIZE = 128,
+	/* a size of 0 (not said) is taken as this much, as the driver does */
+	UNSAID_SIZE = 2048,
 	/* the smallest alignment the spec allows; also what Linux falls back to */
 	DEFAULT_ALIGN = 4,
 };
@@ -41,7 +44,9 @@ fix_modulus(uint16_t *val, uint32_t max_size, unsigned *fixups)
 {
 	uint16_t v = *val;
 
-	if (v >= DEFAULT_ALIGN && (v & (v - 1)) == 0 && (max_size == 0 || v < max_size))
+	if (max_size == 0)
+		max_size = UNSAID_SIZE;
+	if (v >= DEFAULT_ALIGN && (v & (v - 1)) == 0 && v < max_size)
 		return;
 	*val = DEFAULT_ALIGN;
 	(*fixups)++;

@@ -310,6 +310,9 @@ ntb_follows(const NtbParser *p, size_t len)
 {
 	uint32_t signature = p->layout->wide ? NCM_NTH32_SIGNATURE : NCM_NTH16_SIGNATURE;
 
+	/* A block that ends short of a packet ended the transfer with it. */
+	if (p->config.max_packet && p->block % p->config.max_packet != 0)
+		return false;
 	return len - p->block >= 4 && ncm_le32_at(p->buf, len, p->block) == signature;
 }
 
@@ -333,13 +336,19 @@ ncm_ntb_parse(const NcmNtbParseConfig *config, const uint8_t *buf, size_t len,
 		len = 0;
 	/* Each NTB takes at least its NTH's bytes: the loop ends within len / 12. */
 	for (;;) {
+		uint32_t rejects = result->rejects;
+
 		err = ntb_parse_nth(&p, len, &ndp);
 		if (err != NCM_NTB_OK) {
 			ntb_reject(&p, err);
+			result->nth_rejected = true;
+			result->bad_ntbs++;
 			break;
 		}
 		result->ntbs++;
 		ntb_walk_chain(&p, ndp);
+		if (result->rejects != rejects)
+			result->bad_ntbs++;
 		if (p.stopped || !ntb_follows(&p, len))
 			break;
 		p.buf += p.block;

@@ -83,12 +83,16 @@ typedef struct {
 	bool crc;               /* CRC mode negotiated: expect NCM1/ncm1 and strip 4 bytes */
 	uint32_t max_block;     /* negotiated dwNtbInMaxSize; 0 = only the transfer bounds */
 	uint32_t max_datagram;  /* largest datagram accepted (Ethernet frame, no FCS) */
+	uint32_t max_packet;    /* bulk-IN wMaxPacketSize: only a block of whole packets
+	                         * may have an NTB after it (0 = any block) */
 } NcmNtbParseConfig;
 
 typedef struct {
 	NcmNtbFormat format;    /* format of the NTH seen (valid if it was recognised) */
 	uint16_t sequence;      /* wSequence of the (first) NTH */
 	uint32_t ntbs;          /* NTBs whose NTH was sound: more than 1 when they ran together */
+	uint32_t bad_ntbs;      /* NTBs with at least one reject, one with a bad NTH included */
+	bool nth_rejected;      /* the walk ended at a bad NTH (not counted in ntbs) */
 	uint32_t datagrams;     /* datagrams handed to the callback */
 	uint32_t ndps;          /* NDPs walked, in all the NTBs */
 	uint32_t rejects;       /* total of the counts below */
@@ -111,11 +115,14 @@ typedef bool (*NcmNtbDatagramFunc)(void *user_data, const uint8_t *datagram, siz
  * Returns the first error met, or NCM_NTB_OK; @result (required) holds all.
  *
  * Details a device may rely on:
- * - wBlockLength 0 means the block is the whole transfer. Bytes after the
- *   block that start with the same NTH signature are the next NTB, run into
- *   this transfer by a device that left out a ZLP: it is parsed as one more
- *   (result->ntbs), and so on to the transfer's end. Other bytes after the
- *   block (such as Windows' single zero byte) are ignored.
+ * - wBlockLength 0 means the block is the whole transfer. Bytes after a
+ *   block of whole packets (config->max_packet) that start with the same
+ *   NTH signature are the next NTB, run into this transfer by a device that
+ *   left out a ZLP: it is parsed as one more (result->ntbs), and so on to
+ *   the transfer's end. Other bytes after the block (Windows' single zero
+ *   byte, padding, even padding that starts like an NTH after a block that
+ *   ended short of a packet, which would have ended the transfer) are
+ *   ignored.
  * - An entry whose index or length is 0 ends its NDP, as in Linux' cdc_ncm:
  *   neither can describe a datagram. It is not counted as an error, and an
  *   NDP that ends at once is merely empty.

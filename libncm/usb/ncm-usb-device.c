@@ -428,7 +428,8 @@ ncm_device_get_max_frame(NcmDevice *self)
 guint
 ncm_device_get_mtu(NcmDevice *self)
 {
-	return self->ntb.max_frame - 14;
+	/* 0 before the open, not 4 GB. */
+	return self->ntb.max_frame > 14 ? self->ntb.max_frame - 14 : 0;
 }
 
 gboolean

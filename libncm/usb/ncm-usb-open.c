@@ -14,8 +14,9 @@
 #define NCM_DATA_ALT_PAUSE_MS 20
 #define NCM_NTB_SIZE_MIN 2048u
 #define NCM_ETH_MAX_FRAME 1514u
-/* An 802.1Q tag: a VLAN's frames are this much longer than the MTU allows. */
-#define NCM_VLAN_TAG_LEN 4u
+/* Two VLAN tags (802.1Q, or 802.1ad's QinQ): a VLAN's frames are this much
+ * longer than the MTU allows. */
+#define NCM_VLAN_TAGS_LEN 8u
 
 /*
  * Takes the kernel's driver off interface @iface of configuration @config
@@ -267,13 +268,15 @@ pick_size(guint requested, guint32 device_max)
 /*
  * OUT NTBs never exceed a dwNtbOutMaxSize under the spec's 2048 (the MTU
  * then follows what fits: clamp_max_frame()). One of 0 says nothing, and
- * NTBs of 2048 carry one frame each, as Linux' cdc_ncm ends up sending.
+ * NTBs of 2048 carry one frame each, as Linux' cdc_ncm ends up sending,
+ * unless the owner asked for a size (NcmDeviceOptions.tx_ntb_size).
  */
 static guint32
 pick_tx_size(guint requested, guint32 device_max)
 {
 	if (device_max == 0)
-		return NCM_NTB_SIZE_MIN;
+		return requested ? CLAMP(requested, NCM_NTB_SIZE_MIN, NCM_NTB_SIZE_CAP)
+				 : NCM_NTB_SIZE_MIN;
 	if (device_max < NCM_NTB_SIZE_MIN)
 		return device_max;
 	return pick_size(requested, device_max);
@@ -340,7 +343,8 @@ set_input_size(NcmDevice *self, GError **error)
 /*
  * The device's answer after SET_MAX_DATAGRAM_SIZE(want) differs from want.
  * Less: its limit rules what libncm sends, so the MTU follows it; what it
- * sends is still taken up to wMaxSegmentSize, as Linux' cdc_ncm takes it.
+ * sends is still taken up to wMaxSegmentSize (and VLAN tags), as Linux'
+ * cdc_ncm takes it.
  * More: libncm keeps want, the most it ever sends, and takes datagrams up to
  * the answer. Nothing usable: want, both ways. Either way it is said, since
  * the owner's MTU depends on it.
@@ -358,7 +362,7 @@ reconcile_datagram_size(NcmDevice *self, guint16 want, int r, const guint8 *buf)
 			  info->vid, info->pid, got, want, got - 14u);
 		self->ntb.max_frame = got;
 	} else if (got > want) {
-		self->rx_max_frame = MAX(self->rx_max_frame, got + NCM_VLAN_TAG_LEN);
+		self->rx_max_frame = MAX(self->rx_max_frame, got + NCM_VLAN_TAGS_LEN);
 		g_warning("%04x:%04x answers a maximum datagram size of %u after libncm set %u: "
 			  "libncm sends at most %u (MTU %u) and accepts up to %u", info->vid,
 			  info->pid, got, want, want, want - 14u, self->rx_max_frame);
@@ -455,10 +459,12 @@ fill_ntb_info(NcmDevice *self, const NcmNtbParams *p)
 	/* Ethernet's 1514 at least, as Linux' cdc_ncm: a smaller wMaxSegmentSize
 	 * is taken for a descriptor error, but said, as the MTU is then larger. */
 	n->max_frame = MAX(self->info->max_segment_size, NCM_ETH_MAX_FRAME);
-	/* What the MTU allows, and a VLAN tag: an 802.1Q frame of a full MTU is
-	 * 1518 bytes, and cdc_ncm takes it. Later limits (GET_MAX_DATAGRAM_SIZE,
-	 * the OUT NTBs' room) bind what libncm sends, not this. */
-	self->rx_max_frame = n->max_frame + NCM_VLAN_TAG_LEN;
+	/* What the MTU allows, and two VLAN tags: an 802.1Q frame of a full MTU
+	 * is 1518 bytes, a QinQ one 1522. cdc_ncm checks no length but the
+	 * NTB's; a limit still turns a device's garbage lengths into rejects.
+	 * Later limits (GET_MAX_DATAGRAM_SIZE, the OUT NTBs' room) bind what
+	 * libncm sends, not this. */
+	self->rx_max_frame = n->max_frame + NCM_VLAN_TAGS_LEN;
 	if (self->info->max_segment_size < NCM_ETH_MAX_FRAME)
 		g_message("%04x:%04x: wMaxSegmentSize %u is under Ethernet's %u: using %u (MTU "
 			  "1500); lower the MTU by hand if the device needs it",

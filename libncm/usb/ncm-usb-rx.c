@@ -94,6 +94,7 @@ static void
 parse_one(NcmDevice *self, const guint8 *buf, gsize len)
 {
 	NcmNtbParseResult res;
+	guint ntbs;
 
 	/* A zero-length packet is USB framing, not a short NTB: some devices
 	 * send one after every NTB, even after one that ended short. */
@@ -103,16 +104,17 @@ parse_one(NcmDevice *self, const guint8 *buf, gsize len)
 	self->rx_batch_bytes = 0;
 	ncm_device_nudge_ntb_begin(self, g_get_monotonic_time());
 	ncm_ntb_parse(&self->parse_config, buf, len, collect, self, &res);
+	/* An NTB whose NTH is bad still counts as one (a bad one). */
+	ntbs = res.ntbs + (res.nth_rejected ? 1u : 0u);
 	deliver_collected(self);
 	ncm_device_nudge_ntb_end(self);
-	/* A transfer whose NTH is bad still counts as one NTB (a bad one). */
-	NCM_STAT_ADD(self, rx_ntbs, MAX(res.ntbs, 1u));
-	if (res.ntbs > 1)
-		NCM_STAT_ADD(self, rx_joined_ntbs, res.ntbs - 1);
+	NCM_STAT_ADD(self, rx_ntbs, ntbs);
+	if (ntbs > 1)
+		NCM_STAT_ADD(self, rx_joined_ntbs, ntbs - 1);
 	NCM_STAT_ADD(self, rx_datagrams, res.datagrams);
 	NCM_STAT_ADD(self, rx_bytes, self->rx_batch_bytes);
 	if (res.rejects) {
-		NCM_STAT_ADD(self, rx_bad_ntbs, 1);
+		NCM_STAT_ADD(self, rx_bad_ntbs, res.bad_ntbs);
 		for (guint i = 1; i < NCM_NTB_N_ERRORS; i++)
 			if (res.reasons[i])
 				NCM_STAT_ADD(self, rx_rejects[i], res.reasons[i]);
@@ -265,6 +267,7 @@ ncm_device_rx_setup(NcmDevice *self, GError **error)
 		.crc = FALSE,
 		.max_block = n->rx_ntb_size,
 		.max_datagram = self->rx_max_frame,
+		.max_packet = self->info->bulk_in_max_packet,
 	};
 	self->n_rx = n->rx_transfers;
 	self->rx = g_new0(NcmSlot, self->n_rx);

@@ -42,19 +42,29 @@ static void LIBUSB_CALL tx_complete(struct libusb_transfer *xfer);
  * invalid one by one; the MTU is lowered to what fits instead, once, saying
  * so. RX keeps accepting what the device may send.
  */
-static void
-clamp_max_frame(NcmDevice *self)
+static gboolean
+clamp_max_frame(NcmDevice *self, GError **error)
 {
 	NcmNtbInfo *n = &self->ntb;
 	size_t room = ncm_ntb_packer_room(&self->packer);
 
 	if (room >= n->max_frame)
-		return;
+		return TRUE;
+	/* IPv4's smallest MTU, 68, in a frame. */
+	if (room < 14 + 68) {
+		g_set_error(error, NCM_ERROR, NCM_ERROR_PROTOCOL,
+			    "%04x:%04x: its OUT NTBs (%u bytes, NTB%s) hold frames of at most %zu "
+			    "bytes, too few for any IP packet: it cannot be driven; report it with "
+			    "ncm-probe's output", self->info->vid, self->info->pid, n->tx_ntb_size,
+			    n->ntb32 ? "32" : "16", room);
+		return FALSE;
+	}
 	g_warning("%04x:%04x: its OUT NTBs (%u bytes, NTB%s) hold frames of at most %zu bytes, "
 		  "less than its maximum segment size %u: using an MTU of %zu",
 		  self->info->vid, self->info->pid, n->tx_ntb_size, n->ntb32 ? "32" : "16", room,
-		  n->max_frame, room > 14 ? room - 14 : 0);
+		  n->max_frame, room - 14);
 	n->max_frame = (guint)room;
+	return TRUE;
 }
 
 /*
@@ -120,7 +130,8 @@ ncm_device_tx_setup(NcmDevice *self, GError **error)
 	publish_queue_limit_locked(self);
 	g_warn_if_fail(self->tx_chain == 1 || ncm_ntb_packer_can_finish_full(&self->packer));
 	ncm_ntb_wake_init(&self->tx_wake);
-	clamp_max_frame(self);
+	if (!clamp_max_frame(self, error))
+		return FALSE;
 	/* RX is set up first: this counts both directions. */
 	n->mapped_buffers = ncm_device_buf_mapped(self);
 	g_debug("%u of %u transfer buffers are usbfs-mapped", n->mapped_buffers,

@@ -5,7 +5,8 @@
  * Input: a 5-byte parser config, then the transfer.
  *   [0]    bits 0-1: formats accepted (0 and 3: both), bit 2: CRC mode,
  *          bit 3: max_block set, bit 4: max_datagram set,
- *          bits 5-7: stop after that many datagrams in the second pass
+ *          bit 5: max_packet 64 (else 0),
+ *          bits 6-7: stop after that many datagrams in the second pass
  *   [1..2] max_block, little-endian
  *   [3..4] max_datagram, little-endian
  * Besides memory safety, this checks what the header promises: datagrams lie
@@ -116,6 +117,9 @@ check_result(NcmNtbError err, const NcmNtbParseResult *r, const Check *c)
 	FUZZ_CHECK((unsigned)err < NCM_NTB_N_ERRORS);
 	FUZZ_CHECK(err == NCM_NTB_OK ? sum == 0 : r->reasons[err] > 0);
 	FUZZ_CHECK(r->ntbs <= c->spans);
+	FUZZ_CHECK(r->bad_ntbs <= r->ntbs + (r->nth_rejected ? 1 : 0));
+	FUZZ_CHECK((r->bad_ntbs == 0) == (r->rejects == 0));
+	FUZZ_CHECK(!r->nth_rejected || err != NCM_NTB_OK);
 	FUZZ_CHECK(r->ndps <= NCM_NTB_MAX_NDP_HOPS * r->ntbs);
 	FUZZ_CHECK(strcmp(ncm_ntb_error_name(err), "unknown") != 0);
 }
@@ -134,6 +138,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	config.crc = data[0] & 4;
 	config.max_block = data[0] & 8 ? ncm_le16_at(data, size, 1) : 0;
 	config.max_datagram = data[0] & 16 ? ncm_le16_at(data, size, 3) : 0;
+	config.max_packet = data[0] & 32 ? 64 : 0;
 	c.buf = data + CONFIG_LEN;
 	c.len = size - CONFIG_LEN;
 	c.span = malloc((c.len / NCM_NTH16_LEN + 1) * sizeof(*c.span));
@@ -148,7 +153,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.at = 0;
 	for (unsigned i = 0; i < c.spans; i++)
 		c.span[i].delivered = 0;
-	c.stop_after = data[0] >> 5;
+	c.stop_after = data[0] >> 6;
 	err = ncm_ntb_parse(&config, c.buf, c.len, on_datagram, &c, &second);
 	check_result(err, &second, &c);
 	if (c.stop_after == 0)

@@ -183,7 +183,7 @@ static void
 finish_and_check(Trip *t, NcmNtbPacker *p)
 {
 	const bool wide = t->config.format == NCM_NTB_FORMAT_32;
-	NcmNtbParseConfig pc = { 0, false, t->config.max_size, 0 };
+	NcmNtbParseConfig pc = { 0, false, t->config.max_size, 0, 0 };
 	NcmNtbParseResult r;
 	size_t n, block, ndp;
 	bool zlp = true;

@@ -138,7 +138,7 @@ static void
 verify_ntb(const NcmNtbPacker *p, const Model *m, size_t n, bool zlp, Expected *e)
 {
 	const NcmNtbPackConfig *c = &p->config;
-	NcmNtbParseConfig pc = { 0, false, c->max_size, 0 };
+	NcmNtbParseConfig pc = { 0, false, c->max_size, 0, 0 };
 	const size_t max = c->max_size ? c->max_size : SIZE_MAX;
 	NcmNtbParseResult r;
 	size_t block, ndp;
@@ -788,7 +788,7 @@ count_datagram(void *user_data, const uint8_t *datagram, size_t len)
 static void
 assert_parses(const uint8_t *buf, size_t len, size_t max_size, size_t seed, size_t datagrams)
 {
-	NcmNtbParseConfig pc = { 0, false, max_size, 0 };
+	NcmNtbParseConfig pc = { 0, false, max_size, 0, 0 };
 	NcmNtbParseResult r;
 	size_t next = seed;
 

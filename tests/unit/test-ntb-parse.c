@@ -111,8 +111,8 @@ put32(uint8_t *b, size_t off, uint32_t value)
 	g_assert_true(ncm_le32_put(b, off + 4, off, value));
 }
 
-static const NcmNtbParseConfig config_plain = { 0, false, 0, 0 };
-static const NcmNtbParseConfig config_crc = { 0, true, 0, 0 };
+static const NcmNtbParseConfig config_plain = { 0, false, 0, 0, 0 };
+static const NcmNtbParseConfig config_crc = { 0, true, 0, 0, 0 };
 
 /* ---- formats ---- */
 
@@ -251,13 +251,15 @@ test_joined_ntbs(void)
 	uint8_t *v = joined(v_ntb16, sizeof(v_ntb16), v_ntb16_ndp_first, sizeof(v_ntb16_ndp_first));
 	const size_t len = sizeof(v_ntb16) + sizeof(v_ntb16_ndp_first);
 	const size_t b = sizeof(v_ntb16);
-	NcmNtbParseConfig limits = { 0, false, 68, 1514 };
+	NcmNtbParseConfig limits = { 0, false, 68, 1514, 0 };
 	NcmNtbParseResult r;
 	Got got = { 0 };
 
 	/* Both NTBs' datagrams, each at its place in the transfer. */
 	g_assert_cmpint(parse(&limits, v, len, &got, &r), ==, NCM_NTB_OK);
 	g_assert_cmpuint(r.ntbs, ==, 2);
+	g_assert_cmpuint(r.bad_ntbs, ==, 0);
+	g_assert_false(r.nth_rejected);
 	g_assert_cmpuint(r.ndps, ==, 2);
 	g_assert_cmpuint(r.sequence, ==, 0x1234);
 	g_assert_cmpuint(got.n, ==, 4);
@@ -271,14 +273,29 @@ test_joined_ntbs(void)
 	put16(v, b + 12 + 8, 66);
 	g_assert_cmpint(parse(&limits, v, len, &got, &r), ==, NCM_NTB_ERR_DATAGRAM_BOUNDS);
 	assert_only(&r, NCM_NTB_ERR_DATAGRAM_BOUNDS, 1);
+	g_assert_cmpuint(r.bad_ntbs, ==, 1);
 	g_assert_cmpuint(got.n, ==, 3);
 	put16(v, b + 12 + 8, 32);
+
+	/* Only a block of whole packets can have run into the next NTB: one
+	 * that ended short of a packet ended the transfer, and what follows
+	 * is padding, however it starts. */
+	limits.max_packet = 68;
+	g_assert_cmpint(parse(&limits, v, len, &got, &r), ==, NCM_NTB_OK);
+	g_assert_cmpuint(r.ntbs, ==, 2);
+	limits.max_packet = 64;
+	g_assert_cmpint(parse(&limits, v, len, &got, &r), ==, NCM_NTB_OK);
+	g_assert_cmpuint(r.ntbs, ==, 1);
+	g_assert_cmpuint(got.n, ==, 2);
+	limits.max_packet = 0;
 
 	/* Cut short (the host's read ended inside it): the first NTB's
 	 * datagrams stay, the cut one is a bad block. */
 	g_assert_cmpint(parse(&limits, v, len - 1, &got, &r), ==, NCM_NTB_ERR_BLOCK_LENGTH);
 	assert_only(&r, NCM_NTB_ERR_BLOCK_LENGTH, 1);
 	g_assert_cmpuint(r.ntbs, ==, 1);
+	g_assert_true(r.nth_rejected);
+	g_assert_cmpuint(r.bad_ntbs, ==, 1);
 	g_assert_cmpuint(got.n, ==, 2);
 
 	/* A bad first NTH: its block is unknown, so nothing after it is read. */
@@ -286,6 +303,8 @@ test_joined_ntbs(void)
 	g_assert_cmpint(parse(&limits, v, len, &got, &r), ==, NCM_NTB_ERR_NTH_SIGNATURE);
 	assert_only(&r, NCM_NTB_ERR_NTH_SIGNATURE, 1);
 	g_assert_cmpuint(r.ntbs, ==, 0);
+	g_assert_true(r.nth_rejected);
+	g_assert_cmpuint(r.bad_ntbs, ==, 1);
 	g_assert_cmpuint(got.n, ==, 0);
 	g_free(v);
 
@@ -324,6 +343,8 @@ test_joined_many(void)
 	g_assert_cmpint(parse(&config_plain, v, N * NCM_NTH16_LEN, &got, &r), ==,
 			NCM_NTB_ERR_NDP_INDEX);
 	g_assert_cmpuint(r.ntbs, ==, N);
+	g_assert_cmpuint(r.bad_ntbs, ==, N);
+	g_assert_false(r.nth_rejected);
 	assert_only(&r, NCM_NTB_ERR_NDP_INDEX, N);
 	g_assert_cmpuint(got.n, ==, 0);
 	g_free(v);
@@ -332,8 +353,8 @@ test_joined_many(void)
 static void
 test_format_filter(void)
 {
-	NcmNtbParseConfig only32 = { NCM_NTB_FORMAT_BIT_32, false, 0, 0 };
-	NcmNtbParseConfig only16 = { NCM_NTB_FORMAT_BIT_16, false, 0, 0 };
+	NcmNtbParseConfig only32 = { NCM_NTB_FORMAT_BIT_32, false, 0, 0, 0 };
+	NcmNtbParseConfig only16 = { NCM_NTB_FORMAT_BIT_16, false, 0, 0, 0 };
 	NcmNtbParseResult r;
 	Got got = { 0 };
 
@@ -518,7 +539,7 @@ test_reject_block_length(void)
 static void
 test_reject_block_too_big(void)
 {
-	NcmNtbParseConfig max = { 0, false, sizeof(v_ntb16) - 1, 0 };
+	NcmNtbParseConfig max = { 0, false, sizeof(v_ntb16) - 1, 0, 0 };
 	NcmNtbParseResult r;
 	Got got = { 0 };
 
@@ -956,7 +977,7 @@ test_reject_datagram_long(void)
 {
 	const uint32_t entries[][2] = { { FA, 14 }, { FB, 16 }, { FC, 15 }, { 0, 0 } };
 	const uint32_t crc[][2] = { { FA, 18 }, { FB, 19 }, { 0, 0 } };
-	NcmNtbParseConfig max = { 0, false, 0, 15 };
+	NcmNtbParseConfig max = { 0, false, 0, 15, 0 };
 	NcmNtbParseResult r;
 	Got got = { 0 };
 	Builder nb;

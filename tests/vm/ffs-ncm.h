@@ -14,8 +14,8 @@
 #define IN_BUF_MAX 131072u         /* the largest IN NTB it sends (NTB32 above 64 KiB) */
 #define IN_MAX_ADVERTISED (4u << 20) /* --in-max may promise more than it sends */
 #define FRAME_MAX 1514u
-/* The longest datagram libncm takes from a device of FRAME_MAX: a VLAN tag more. */
-#define HOST_RX_MAX (FRAME_MAX + 4u)
+/* The longest datagram libncm takes from a device of FRAME_MAX: two VLAN tags more. */
+#define HOST_RX_MAX (FRAME_MAX + 8u)
 #define HS_BULK_MPS 512u
 #define FS_BULK_MPS 64u
 #define INTR_MPS 16u             /* the interrupt endpoint's wMaxPacketSize, unless --intr-mps */
