@@ -462,7 +462,7 @@ send_counted(const uint8_t *b, size_t n, const NcmNtbParseResult *want)
 	COUNT(st_hostile, 1);
 	for (unsigned e = 1; e < NCM_NTB_N_ERRORS; e++)
 		expect[e] += want->reasons[e];
-	expect_bad += want->rejects ? 1 : 0;
+	expect_bad += want->bad_ntbs;
 	expect_delivered += want->datagrams;
 	return true;
 }
@@ -473,7 +473,8 @@ send_crafted(unsigned k, bool n32, uint32_t isize, uint16_t seq)
 	static uint8_t buf[CRAFT_BUF];
 	Craft c = { .n32 = n32, .b = buf, .cap = sizeof(buf) };
 	size_t n = classes[k].build(&c, seq);
-	NcmNtbParseResult want = { .rejects = classes[k].rejects, .datagrams = classes[k].delivers };
+	NcmNtbParseResult want = { .rejects = classes[k].rejects, .datagrams = classes[k].delivers,
+				   .bad_ntbs = classes[k].rejects ? 1 : 0 };
 
 	want.reasons[class_reason(&classes[k], n32, isize)] = classes[k].rejects;
 	pthread_mutex_lock(&hostile_lock);
@@ -597,6 +598,7 @@ self_class(const HostileClass *k, bool n32)
 		.formats = n32 ? NCM_NTB_FORMAT_BIT_32 : NCM_NTB_FORMAT_BIT_16,
 		.max_block = isize,
 		.max_datagram = HOST_RX_MAX,
+		.max_packet = HS_BULK_MPS,
 	};
 	NcmNtbError reason = class_reason(k, n32, isize);
 	NcmNtbParseResult res;

@@ -128,6 +128,7 @@ replay_next(unsigned i, bool n32, uint32_t isize, const uint8_t **b, size_t *len
 		.formats = n32 ? NCM_NTB_FORMAT_BIT_32 : NCM_NTB_FORMAT_BIT_16,
 		.max_block = isize,
 		.max_datagram = HOST_RX_MAX,
+		.max_packet = HS_BULK_MPS,
 	};
 
 	/* The host's transfer would overflow: a babble, not an NTB to count. */
