@@ -256,12 +256,45 @@ test_cut_fragments(void)
 	g_free(data);
 }
 
+/*
+ * Cuts the IPv6 frame @f, @len bytes, of 4000 bytes of UDP @data: three
+ * fragments of it that start at @first, with ID @id, M on all but the last,
+ * which has @last_m.
+ */
+static void
+cut_udp6(guint8 *f, gsize len, Pieces *k, const guint8 *data, gsize first, guint32 id,
+	 guint last_m)
+{
+	guint8 scratch[NLW_TSO_HDR_MAX];
+	gsize next = 0, off = 0;
+
+	memset(k, 0, sizeof(*k));
+	k->refuse_at = -1;
+	g_assert_cmpint(nlw_tso_cut(f, len, MTU, 0xabcd1234, scratch, &next, collect, k), ==,
+			NLW_TSO_SENT);
+	g_assert_cmpuint(k->n, ==, 3);
+	for (guint i = 0; i < k->n; i++) {
+		const guint8 *ip = k->frames[i] + ETH;
+		gsize piece = rd16(ip + 4) - 8;
+
+		g_assert_cmpuint(ip[6], ==, 44);
+		g_assert_cmpuint(ip[40], ==, 17);
+		g_assert_cmpuint(rd16(ip + 42), ==, (first + off) | (i < 2 ? 1 : last_m));
+		g_assert_cmpuint(rd32(ip + 44), ==, id);
+		g_assert_cmpuint(k->lens[i], ==, ETH + 48 + piece);
+		g_assert_cmpuint(i < 2 ? piece % 8 : 0, ==, 0);
+		g_assert_cmpmem(ip + 48, piece, data + off, piece);
+		off += piece;
+	}
+	g_assert_cmpuint(off, ==, 4000);
+}
+
 /* IPv6: TCP cut at the link's IPv6 MSS, and other packets over the MTU
  * fragmented with a Fragment header. */
 static void
 test_cut_ipv6(void)
 {
-	gsize data_len = 8 * 1440, len, next = 0, off = 0;
+	gsize data_len = 8 * 1440, len, next = 0;
 	guint8 *data = pattern(data_len), *seg = g_malloc(20 + data_len);
 	guint8 *f = g_malloc(ETH + 40 + 20 + data_len);
 	guint8 scratch[NLW_TSO_HDR_MAX];
@@ -280,27 +313,8 @@ test_cut_ipv6(void)
 		g_assert_cmpmem(k->frames[i] + ETH + 60, 1440, data + i * 1440, 1440);
 	}
 
-	memset(k, 0, sizeof(*k));
-	k->refuse_at = -1;
-	next = 0;
 	len = ipv6(f, 17, data, 4000);
-	g_assert_cmpint(nlw_tso_cut(f, len, MTU, 0xabcd1234, scratch, &next, collect, k), ==,
-			NLW_TSO_SENT);
-	g_assert_cmpuint(k->n, ==, 3);
-	for (guint i = 0; i < k->n; i++) {
-		const guint8 *ip = k->frames[i] + ETH;
-		gsize piece = rd16(ip + 4) - 8;
-
-		g_assert_cmpuint(ip[6], ==, 44);
-		g_assert_cmpuint(ip[40], ==, 17);
-		g_assert_cmpuint(rd16(ip + 42), ==, off | (i < 2 ? 1 : 0));
-		g_assert_cmpuint(rd32(ip + 44), ==, 0xabcd1234);
-		g_assert_cmpuint(k->lens[i], ==, ETH + 48 + piece);
-		g_assert_cmpuint(i < 2 ? piece % 8 : 0, ==, 0);
-		g_assert_cmpmem(ip + 48, piece, data + off, piece);
-		off += piece;
-	}
-	g_assert_cmpuint(off, ==, 4000);
+	cut_udp6(f, len, k, data, 0, 0xabcd1234, 0);
 
 	/* lwIP's own fragment of a UDP datagram over its large MTU: cut
 	 * again, keeping its ID (not the one given) and place; the last piece
@@ -314,26 +328,8 @@ test_cut_ipv6(void)
 		ncm_gso_put_be16(fp + 2, (guint16)(11520 | m));
 		ncm_gso_put_be32(fp + 4, 0x5eed);
 		memcpy(fp + 8, data, 4000);
-		memset(k, 0, sizeof(*k));
-		k->refuse_at = -1;
-		next = 0;
-		off = 0;
 		len = ipv6(f, 44, fp, 8 + 4000);
-		g_assert_cmpint(nlw_tso_cut(f, len, MTU, 0xabcd1234, scratch, &next, collect, k), ==,
-				NLW_TSO_SENT);
-		g_assert_cmpuint(k->n, ==, 3);
-		for (guint i = 0; i < k->n; i++) {
-			const guint8 *ip = k->frames[i] + ETH;
-			gsize piece = rd16(ip + 4) - 8;
-
-			g_assert_cmpuint(ip[6], ==, 44);
-			g_assert_cmpuint(ip[40], ==, 17);
-			g_assert_cmpuint(rd16(ip + 42), ==, (11520 + off) | (i < 2 ? 1 : m));
-			g_assert_cmpuint(rd32(ip + 44), ==, 0x5eed);
-			g_assert_cmpmem(ip + 48, piece, data + off, piece);
-			off += piece;
-		}
-		g_assert_cmpuint(off, ==, 4000);
+		cut_udp6(f, len, k, data, 11520, 0x5eed, m);
 		g_free(fp);
 	}
 	g_free(k);
