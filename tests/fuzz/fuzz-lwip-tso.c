@@ -140,12 +140,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			plen = 14 + (gsize)(frame[16] << 8 | frame[17]);
 		else if (frame[12] == 0x86 && frame[13] == 0xdd)
 			plen = 14 + 40 + (gsize)(frame[18] << 8 | frame[19]);
-		/* TCP: the payloads in order are the segment's; IPv4 fragments: the packet's. */
+		/* TCP: the payloads in order are the segment's; fragments: the
+		 * packet's, after its Fragment header if it was one already. */
 		if (ncm_gso_parse_tcp(14, frame, plen, &t)) {
 			FUZZ_CHECK(c.joined == t.payload);
 			FUZZ_CHECK(memcmp(joined, frame + t.hdr, t.payload) == 0);
 		} else {
-			gsize hdr = frame[12] == 0x08 ? 14 + (frame[14] & 0xf) * 4u : 54;
+			gsize hdr = frame[12] == 0x08 ? 14 + (frame[14] & 0xf) * 4u :
+				    frame[20] == 44   ? 62 : 54;
 
 			FUZZ_CHECK(c.joined == plen - hdr);
 			FUZZ_CHECK(memcmp(joined, frame + hdr, c.joined) == 0);
