@@ -10,9 +10,9 @@
  * walk of its NDP goes on; a bad NDP loses itself and the NDPs chained after
  * it (its next index cannot be trusted); an NTH error loses the NTB and
  * whatever follows it in the transfer. Frames are delivered as they are
- * found, so what came before a fault is never taken back. The entry walk is bounded by the NDP's wLength, which is itself
- * bounded by the block: trusting wLength alone is how the kernel once read
- * past its buffer.
+ * found, so what came before a fault is never taken back. The entry walk
+ * is bounded by the NDP's wLength, which is itself bounded by the block:
+ * trusting wLength alone is how the kernel once read past its buffer.
  *
  * This runs per NTB on the libusb thread: no allocation, no division, and
  * the only memset is the caller's small result struct.
