@@ -20,5 +20,7 @@ if [ -z "$(ls -A "$seeds" 2>/dev/null)" ]; then
 	exit 1
 fi
 cp "$seeds"/* "$work/corpus/"
+# libFuzzer's own code for a crash is 77, which meson counts as a skip.
 exec "$fuzzer" -runs="$runs" -max_len=65536 -timeout=30 -rss_limit_mb=2048 \
-	-print_final_stats=1 -artifact_prefix="$work/artifacts/" "$@" "$work/corpus"
+	-error_exitcode=1 -timeout_exitcode=1 -print_final_stats=1 \
+	-artifact_prefix="$work/artifacts/" "$@" "$work/corpus"
