@@ -94,6 +94,23 @@ release_active_config(NcmDevice *self, int active, guint32 *ret_detached, GError
 	return ok;
 }
 
+/*
+ * NCM_TEST_FAIL_SET_CONFIG (test builds only): the switch fails after the
+ * drivers were detached, so that their return is tested; no device in the
+ * VM refuses SET_CONFIGURATION.
+ */
+static int
+set_configuration(NcmDevice *self, int value)
+{
+#ifdef NCM_TEST_HOOKS
+	if (g_getenv("NCM_TEST_FAIL_SET_CONFIG")) {
+		g_message("test hook: NCM_TEST_FAIL_SET_CONFIG: SET_CONFIGURATION(%d) fails", value);
+		return LIBUSB_ERROR_IO;
+	}
+#endif
+	return libusb_set_configuration(self->handle, value);
+}
+
 static gboolean
 select_config(NcmDevice *self, GError **error)
 {
@@ -119,7 +136,7 @@ select_config(NcmDevice *self, GError **error)
 		return FALSE;
 	}
 	ok = release_active_config(self, active, &detached, error);
-	r = ok ? libusb_set_configuration(self->handle, info->config_value) : 0;
+	r = ok ? set_configuration(self, info->config_value) : 0;
 	/* Not switched: the drivers we took off the active configuration go back. */
 	for (guint8 n = 0; (!ok || r < 0) && n < 32; n++)
 		if (detached & (1u << n))

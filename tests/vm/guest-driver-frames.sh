@@ -131,6 +131,22 @@ if [ "${VM_SWITCH:-0}" = 1 ] && command -v ncm-tun >/dev/null; then
 	acm_bound() { [ -e "/sys/bus/usb/drivers/cdc_acm/$(basename "$USB_DEV"):1.0" ]; }
 	wait_for 10 "cdc_acm bound to configuration 1" acm_bound ||
 		{ ls /sys/bus/usb/drivers/cdc_acm; fail "cdc_acm did not bind"; }
+	# The switch fails after cdc_acm was detached (a test hook: no device
+	# here refuses SET_CONFIGURATION): cdc_acm goes back, configuration 1
+	# stays, and the error reaches the user.
+	rc=0
+	NCM_TEST_FAIL_SET_CONFIG=1 timeout 60 ncm-tun --device "serial=$VM_SERIAL" --name "$TUN" \
+		--switch-config >"$VM_OUT/tun-failswitch.log" 2>&1 || rc=$?
+	cat "$VM_OUT/tun-failswitch.log"
+	if grep -q 'test hook: NCM_TEST_FAIL_SET_CONFIG' "$VM_OUT/tun-failswitch.log"; then
+		check "a failed switch: ncm-tun fails (exit $rc)" sh -c "[ $rc = 1 ] || [ $rc = 2 ]"
+		check "... saying the switch failed" grep -q "switching configuration" \
+			"$VM_OUT/tun-failswitch.log"
+		check "cdc_acm is bound again" wait_for 10 "cdc_acm back" acm_bound
+		check "configuration 1 stays" usb_config_is 1
+	else
+		log "no test hooks in this build: the failed switch is not tried"
+	fi
 	ncm-tun --device "serial=$VM_SERIAL" --name "$TUN" --switch-config \
 		--ipv4 "$(host_ip4)/24" >"$VM_OUT/tun-switch.log" 2>&1 &
 	tun_pid=$!
