@@ -450,12 +450,8 @@ class_out(const struct usb_ctrlrequest *rq)
 	case 0x86: { /* SET_NTB_INPUT_SIZE */
 		size_t want = (prof.caps & 0x20) ? 8 : 4;
 
-		/* Taken either way, but the host's length must follow bit 5. */
-		if (rq->wLength != 4 && rq->wLength != 8)
+		if (rq->wLength != 4 && rq->wLength != want)
 			return false;
-		if (rq->wLength != want)
-			violation(0, "SET_NTB_INPUT_SIZE of %u bytes, but bmNetworkCapabilities "
-				  "0x%02x asks for %zu", rq->wLength, prof.caps, want);
 		pthread_mutex_lock(&lock);
 		host_negotiated = true;
 		pthread_cond_broadcast(&changed);
@@ -483,8 +479,6 @@ class_out(const struct usb_ctrlrequest *rq)
 		in_since_nego = 0;
 		pthread_mutex_unlock(&lock);
 		say("SET_NTB_INPUT_SIZE %u", v);
-		if (n >= 6)
-			say("wNtbInMaxDatagrams %u", ncm_le16_at(b, (size_t)n, 4));
 		return true;
 	}
 	case 0x82: /* SET_NET_ADDRESS */
