@@ -332,11 +332,14 @@ set_input_size(NcmDevice *self, GError **error)
 	 * the receive buffers stay at 2048 (NCM_NTB_SIZE_MIN) all the same. */
 	guint32 size = in_max && in_max < self->ntb.rx_ntb_size ? in_max : self->ntb.rx_ntb_size;
 	guint32 used;
-	guint8 le[4];
+	/* With bmNetworkCapabilities bit 5 the request carries 8 bytes (NCM
+	 * 1.0, 6.2.7): the size, then wNtbInMaxDatagrams, 0 for no limit. */
+	guint8 le[8] = { 0 };
+	guint16 n = self->info->net_caps & NCM_CAP_NTB_INPUT_8 ? 8 : 4;
 	int r;
 
 	ncm_le32_put(le, sizeof(le), 0, size);
-	r = class_out(self, NCM_REQ_SET_NTB_INPUT_SIZE, 0, le, sizeof(le));
+	r = class_out(self, NCM_REQ_SET_NTB_INPUT_SIZE, 0, le, n);
 	if (device_gone(self, r))
 		return request_failed(self, r, "SET_NTB_INPUT_SIZE", error);
 	used = input_size_in_use(self, size, r);

@@ -107,6 +107,36 @@ gadgetfs_start(const char *dir, const GadgetfsIds *g)
 		die("writing the descriptors to gadgetfs: %s", r < 0 ? strerror(errno) : "short write");
 }
 
+/*
+ * gadgetfs's read of an OUT data stage sleeps until that stage is in, and
+ * its wait does not end when the host's next request comes: that request
+ * clears the "data in" flag the sleeper waits for. dummy_hcd completes the
+ * host's request as soon as the data is in, so the host's next request
+ * (SET_CRC_MODE after SET_NTB_INPUT_SIZE) can come between the wake-up and
+ * the sleeper running, and ep0 then hangs for good (a CI run of
+ * vm-ffs-crc-accept). A non-blocking read returns the data once it is in,
+ * or EIDRM once the next request came; it is retried until one of them.
+ */
+ssize_t
+gadgetfs_read_out(uint8_t *b, size_t n)
+{
+	int flags = fcntl(ep0, F_GETFL);
+	ssize_t r = -1;
+
+	if (flags < 0 || fcntl(ep0, F_SETFL, flags | O_NONBLOCK) < 0)
+		return read(ep0, b, n);
+	for (unsigned i = 0; i < 5000; i++) {
+		r = read(ep0, b, n);
+		if (r >= 0 || errno != EAGAIN)
+			break;
+		usleep(1000);
+	}
+	if (r < 0 && errno == EAGAIN)
+		say("gadgetfs: an OUT data stage of %zu bytes did not come in 5 s", n);
+	(void)fcntl(ep0, F_SETFL, flags);
+	return r;
+}
+
 /* ---- standard requests gadgetfs leaves to userspace ------------------------ */
 
 static void

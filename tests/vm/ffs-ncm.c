@@ -350,7 +350,7 @@ stall(const struct usb_ctrlrequest *rq)
 	if (ep0_gadgetfs && !(rq->bRequestType & 0x80) && rq->wLength) {
 		say("gadgetfs cannot stall request 0x%02x with %u data bytes: taken and ignored",
 		    rq->bRequest, rq->wLength);
-		r = read(ep0, b, rq->wLength < sizeof(b) ? rq->wLength : sizeof(b));
+		r = gadgetfs_read_out(b, rq->wLength < sizeof(b) ? rq->wLength : sizeof(b));
 		(void)r;
 		return;
 	}
@@ -377,7 +377,7 @@ static ssize_t
 read_out(const struct usb_ctrlrequest *rq, uint8_t *b, size_t cap)
 {
 	size_t n = rq->wLength < cap ? rq->wLength : cap;
-	ssize_t r = read(ep0, b, n);
+	ssize_t r = ep0_gadgetfs && n ? gadgetfs_read_out(b, n) : read(ep0, b, n);
 
 	if (r < 0)
 		say("ep0 data of 0x%02x: %s", rq->bRequest, strerror(errno));
@@ -450,8 +450,12 @@ class_out(const struct usb_ctrlrequest *rq)
 	case 0x86: { /* SET_NTB_INPUT_SIZE */
 		size_t want = (prof.caps & 0x20) ? 8 : 4;
 
-		if (rq->wLength != 4 && rq->wLength != want)
+		/* Taken either way, but the host's length must follow bit 5. */
+		if (rq->wLength != 4 && rq->wLength != 8)
 			return false;
+		if (rq->wLength != want)
+			violation(0, "SET_NTB_INPUT_SIZE of %u bytes, but bmNetworkCapabilities "
+				  "0x%02x asks for %zu", rq->wLength, prof.caps, want);
 		pthread_mutex_lock(&lock);
 		host_negotiated = true;
 		pthread_cond_broadcast(&changed);
@@ -479,6 +483,8 @@ class_out(const struct usb_ctrlrequest *rq)
 		in_since_nego = 0;
 		pthread_mutex_unlock(&lock);
 		say("SET_NTB_INPUT_SIZE %u", v);
+		if (n >= 6)
+			say("wNtbInMaxDatagrams %u", ncm_le16_at(b, (size_t)n, 4));
 		return true;
 	}
 	case 0x82: /* SET_NET_ADDRESS */

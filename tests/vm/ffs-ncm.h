@@ -162,6 +162,8 @@ typedef struct {
 void gadgetfs_start(const char *dir, const GadgetfsIds *ids);
 /* Serves ep0 until the host set the configuration and the endpoints are open. */
 void gadgetfs_until_configured(void);
+/* An OUT request's data stage, read without gadgetfs's hang (see there). */
+ssize_t gadgetfs_read_out(uint8_t *b, size_t n);
 void gadgetfs_loop(void) __attribute__((noreturn));
 
 /* ---- ffs-ncm-notify.c: the interrupt endpoint ---------------------------- */

@@ -1189,14 +1189,17 @@ crc-accept|crc-refuse)
 	# never enables CRC; with the capability it sends SET_CRC_MODE(0),
 	# which the device accepts, or STALLs (crc-refuse). Either way the
 	# link comes up and frames flow both ways; a refusal draws a warning.
+	# crc-accept also sets bit 5: SET_NTB_INPUT_SIZE must then carry 8
+	# bytes, wNtbInMaxDatagrams after the size (the device checks the
+	# length against the bit, both ways).
 	n=${VM_COUNT:-1000}
-	refuse=
-	[ "$test_case" = crc-accept ] || refuse=--refuse-crc
-	gfs_gadget_setup --profile basic $refuse
+	refuse= caps=0x31
+	[ "$test_case" = crc-accept ] || refuse=--refuse-crc caps=0x11
+	gfs_gadget_setup --profile basic --caps $caps $refuse
 	host_use_userspace
 	usb_interfaces
-	check "the host read an NCM functional descriptor offering CRC mode (caps 0x11)" sh -c \
-		"od -An -tx1 -v '$USB_DEV/descriptors' | tr -s ' \n' '  ' | grep -q ' 06 24 1a 00 01 11 '"
+	check "the host read an NCM functional descriptor offering CRC mode (caps $caps)" sh -c \
+		"od -An -tx1 -v '$USB_DEV/descriptors' | tr -s ' \n' '  ' | grep -q ' 06 24 1a 00 01 ${caps#0x} '"
 	frames frames.txt
 	check "libncm reports the link up" grep -q 'event: link up' "$VM_OUT/frames.txt"
 	check "libncm uses the device's iMACAddress" grep -q '^mac: 02:4e:43:4d:00:02' \
@@ -1207,6 +1210,8 @@ crc-accept|crc-refuse)
 	opens=$(grep -c '^mac:' "$VM_OUT/frames.txt" "$VM_OUT/tx.txt" "$VM_OUT/rx.txt" |
 		awk -F: '{ s += $NF } END { print s }')
 	if [ -z "$refuse" ]; then
+		check "SET_NTB_INPUT_SIZE in 8 bytes, no datagram limit" \
+			grep -q '^ffs-ncm: wNtbInMaxDatagrams 0$' "$FFS_LOG"
 		seen=$(grep -c '^ffs-ncm: SET_CRC_MODE 0 accepted' "$FFS_LOG" || true)
 		check "the device accepted SET_CRC_MODE(0) at each of libncm's $opens opens ($seen)" \
 			sh -c "[ '$seen' -ge '$opens' ] && [ '$seen' -ge 1 ]"
