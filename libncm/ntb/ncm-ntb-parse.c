@@ -148,7 +148,7 @@ ntb_parse_nth(NtbParser *p, size_t len, size_t *ret_ndp)
 	if (err != NCM_NTB_OK)
 		return err;
 	l = p->layout;
-	if (p->result->ntbs == 0)
+	if (p->result->ntbs == 1)
 		p->result->sequence = ncm_le16_at(p->buf, len, 6);
 	if (ncm_le16_at(p->buf, len, 4) != l->nth_len)
 		return NCM_NTB_ERR_NTH_HEADER_LENGTH;
@@ -338,14 +338,13 @@ ncm_ntb_parse(const NcmNtbParseConfig *config, const uint8_t *buf, size_t len,
 	for (;;) {
 		uint32_t rejects = result->rejects;
 
+		result->ntbs++;
 		err = ntb_parse_nth(&p, len, &ndp);
 		if (err != NCM_NTB_OK) {
 			ntb_reject(&p, err);
-			result->nth_rejected = true;
 			result->bad_ntbs++;
 			break;
 		}
-		result->ntbs++;
 		ntb_walk_chain(&p, ndp);
 		if (result->rejects != rejects)
 			result->bad_ntbs++;

@@ -90,9 +90,9 @@ typedef struct {
 typedef struct {
 	NcmNtbFormat format;    /* format of the NTH seen (valid if it was recognised) */
 	uint16_t sequence;      /* wSequence of the (first) NTH */
-	uint32_t ntbs;          /* NTBs whose NTH was sound: more than 1 when they ran together */
+	uint32_t ntbs;          /* NTBs walked, one with a bad NTH (which ends the walk)
+	                         * included: more than 1 when they ran together */
 	uint32_t bad_ntbs;      /* NTBs with at least one reject, one with a bad NTH included */
-	bool nth_rejected;      /* the walk ended at a bad NTH (not counted in ntbs) */
 	uint32_t datagrams;     /* datagrams handed to the callback */
 	uint32_t ndps;          /* NDPs walked, in all the NTBs */
 	uint32_t rejects;       /* total of the counts below */

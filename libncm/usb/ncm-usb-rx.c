@@ -94,7 +94,6 @@ static void
 parse_one(NcmDevice *self, const guint8 *buf, gsize len)
 {
 	NcmNtbParseResult res;
-	guint ntbs;
 
 	/* A zero-length packet is USB framing, not a short NTB: some devices
 	 * send one after every NTB, even after one that ended short. */
@@ -104,13 +103,11 @@ parse_one(NcmDevice *self, const guint8 *buf, gsize len)
 	self->rx_batch_bytes = 0;
 	ncm_device_nudge_ntb_begin(self, g_get_monotonic_time());
 	ncm_ntb_parse(&self->parse_config, buf, len, collect, self, &res);
-	/* An NTB whose NTH is bad still counts as one (a bad one). */
-	ntbs = res.ntbs + (res.nth_rejected ? 1u : 0u);
 	deliver_collected(self);
 	ncm_device_nudge_ntb_end(self);
-	NCM_STAT_ADD(self, rx_ntbs, ntbs);
-	if (ntbs > 1)
-		NCM_STAT_ADD(self, rx_joined_ntbs, ntbs - 1);
+	NCM_STAT_ADD(self, rx_ntbs, res.ntbs);
+	if (res.ntbs > 1)
+		NCM_STAT_ADD(self, rx_joined_ntbs, res.ntbs - 1);
 	NCM_STAT_ADD(self, rx_datagrams, res.datagrams);
 	NCM_STAT_ADD(self, rx_bytes, self->rx_batch_bytes);
 	if (res.rejects) {
