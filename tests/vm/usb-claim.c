@@ -2,9 +2,12 @@
 // tests/vm/usb-claim.c: guest tool for the harness test: lists usbfs and claims interfaces like libusb would.
 //
 // usage: vm-usb-claim [--hold SECONDS] DEVNODE IFACE...
+//        vm-usb-claim --reset DEVNODE
 // Lists /dev/bus/usb, then claims each IFACE of DEVNODE through usbfs;
 // --hold keeps the claims that long before exiting (a program such as
 // usbmuxd holding an interface), after printing "usb-claim: holding".
+// --reset resets the device as another program can (USBDEVFS_RESET, what
+// usbreset and some daemons do, and what the hub driver does after errors).
 // Exit status: 0 all claimed, 2 an interface is held by a kernel driver
 // (EBUSY), 1 any other failure. The guest script decides which it expects.
 
@@ -90,6 +93,18 @@ main(int argc, char **argv)
 	int fd = -1, r, busy = 0, failed = 0;
 	unsigned int hold = 0;
 
+	if (argc == 3 && strcmp(argv[1], "--reset") == 0) {
+		r = read_ids(argv[2], O_RDWR, &fd, &vid, &pid);
+		if (r < 0) {
+			fprintf(stderr, "usb-claim: open %s: %s\n", argv[2], strerror(-r));
+			return 1;
+		}
+		r = ioctl(fd, USBDEVFS_RESET, 0);
+		printf("usb-claim: reset %s (%04x:%04x): %s\n", argv[2], vid, pid,
+		       r == 0 ? "done" : strerror(errno));
+		close(fd);
+		return r == 0 ? 0 : 1;
+	}
 	if (argc > 2 && strcmp(argv[1], "--hold") == 0) {
 		hold = (unsigned int)strtoul(argv[2], NULL, 0);
 		argv += 2;
