@@ -242,7 +242,11 @@ NCM_EXPORT GPtrArray *ncm_context_enumerate_fd(NcmContext *self, int fd, const N
  * and removals ("device-removed" with bus and address). Uses libusb hotplug
  * where it works (udevd runs), else polls. Functions present now are
  * reported too, during this call: connect to the signals first. A second
- * call replaces the first watch and reports what is present anew.
+ * call replaces the first watch and reports what is present anew. A device
+ * reset by another program or by the hub driver keeps its bus and address
+ * and sends no hotplug event, but its #NcmDevice emits "removed": about
+ * half a second after that the watch looks again, and reports the function
+ * again if the device is still there ("device-removed" if it left).
  *
  * Thread: the owner's main context (the thread whose thread-default context
  *   it is); the signals are emitted there.

@@ -60,6 +60,10 @@ gboolean ncm_context_recall(NcmContext *self, const gchar *key, gpointer ret_dat
 /* State another part hangs on the context (the watch), freed before libusb
  * exits. Owner's main context only. */
 void ncm_context_attach(NcmContext *self, const gchar *key, gpointer data, GDestroyNotify destroy);
+/* A device at @bus:@address was found gone (NcmDevice::removed). A reset
+ * keeps both and sends no hotplug event, so the watch, if any, looks again
+ * (ncm-usb-watch.c). Thread: any. */
+void ncm_context_watch_recheck(NcmContext *self, guint bus, guint address);
 gpointer ncm_context_get_attached(NcmContext *self, const gchar *key);
 
 void ncm_context_count_dispatch(NcmContext *self);

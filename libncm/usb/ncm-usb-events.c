@@ -116,6 +116,8 @@ event_dispatch(gpointer data)
 		emit_speed(ev->device);
 		break;
 	case SIGNAL_REMOVED:
+		ncm_context_watch_recheck(ev->device->context, ev->device->info->bus,
+					  ev->device->info->address);
 		g_signal_emit(ev->device, signals[ev->signal], 0);
 		break;
 	case SIGNAL_ERROR:

@@ -18,6 +18,8 @@ typedef struct {
 	libusb_hotplug_callback_handle hotplug_handle;
 	GSource *poll_source;
 	GHashTable *known;         /* "bus:addr" -> TRUE: devices reported as present */
+	GHashTable *recheck;       /* "bus:addr" -> TRUE: reported, then found gone while present */
+	GHashTable *rechecked;     /* "bus:addr" -> gint64 *: when it was last looked at again */
 	gchar *fingerprint;        /* the device set at the last poll */
 } NcmWatch;
 
@@ -33,6 +35,8 @@ watch_free(gpointer data)
 		g_source_unref(w->poll_source);
 	}
 	g_hash_table_unref(w->known);
+	g_hash_table_unref(w->recheck);
+	g_hash_table_unref(w->rechecked);
 	g_free(w->match_serial);
 	g_free(w->match_path);
 	g_free(w->fingerprint);
@@ -61,10 +65,11 @@ rescan(NcmWatch *self)
 		NcmFunctionInfo *info = g_ptr_array_index(all, i);
 		gchar *k = device_key(info);
 
-		if (!g_hash_table_contains(self->known, k))
+		if (!g_hash_table_contains(self->known, k) || g_hash_table_contains(self->recheck, k))
 			g_ptr_array_add(added, info);
 		g_hash_table_add(now, k);
 	}
+	g_hash_table_remove_all(self->recheck);
 	g_hash_table_iter_init(&iter, self->known);
 	while (g_hash_table_iter_next(&iter, &key, NULL)) {
 		guint bus, addr;
@@ -177,6 +182,79 @@ hotplug_cb(libusb_context *ctx, libusb_device *dev, libusb_hotplug_event event, 
 	return 0;
 }
 
+/*
+ * A device that another program (usbreset, a daemon) or the hub driver
+ * resets ends usbfs's claims, so its NcmDevice is gone, yet it keeps its
+ * bus and address and no hotplug event comes: neither hotplug nor polling
+ * (whose device set is unchanged) would report its function again, and an
+ * owner that reopens on "function-added" would wait for ever. So a removal
+ * makes the watch look again a little later, once the kernel has finished
+ * the reset: a device still there is reported as arrived, one that left
+ * as removed (if hotplug or polling has not said so already).
+ */
+#define RECHECK_DELAY_MS 500
+
+/* Weak: a pending look must not keep the context (and libusb) alive. */
+typedef struct {
+	GWeakRef context;
+	guint bus, address;
+} Recheck;
+
+static void
+recheck_free(gpointer data)
+{
+	Recheck *r = data;
+
+	g_weak_ref_clear(&r->context);
+	g_free(r);
+}
+
+/* The owner's main context. */
+static gboolean
+recheck_cb(gpointer data)
+{
+	Recheck *r = data;
+	g_autoptr(NcmContext) context = g_weak_ref_get(&r->context);
+	NcmWatch *self = context ? ncm_context_get_attached(context, NCM_WATCH_KEY) : NULL;
+	g_autofree gchar *key = g_strdup_printf("%u:%u", r->bus, r->address);
+	g_autofree gchar *node = g_strdup_printf("/dev/bus/usb/%03u/%03u", r->bus, r->address);
+	gint64 now = g_get_monotonic_time(), *last;
+
+	if (!self || !g_hash_table_contains(self->known, key))
+		return G_SOURCE_REMOVE;
+	/* Each function of a device has its NcmDevice, and each was removed:
+	 * the device is looked at once. */
+	last = g_hash_table_lookup(self->rechecked, key);
+	if (last && now - *last < RECHECK_DELAY_MS * 1000)
+		return G_SOURCE_REMOVE;
+	last = g_new(gint64, 1);
+	*last = now;
+	g_hash_table_replace(self->rechecked, g_strdup(key), last);
+	/* Unplugged: hotplug or polling reports it, and libusb's list may
+	 * not have caught up yet (the node goes first). */
+	if (g_file_test("/dev/bus/usb", G_FILE_TEST_IS_DIR) && !g_file_test(node, G_FILE_TEST_EXISTS))
+		return G_SOURCE_REMOVE;
+	g_debug("watch: %s was found gone but is still there (reset?): looking again", key);
+	g_hash_table_add(self->recheck, g_steal_pointer(&key));
+	if (!rescan(self))
+		g_debug("rescan after a removal failed");
+	return G_SOURCE_REMOVE;
+}
+
+void
+ncm_context_watch_recheck(NcmContext *context, guint bus, guint address)
+{
+	Recheck *r = g_new0(Recheck, 1);
+	GSource *s = g_timeout_source_new(RECHECK_DELAY_MS);
+
+	g_weak_ref_init(&r->context, context);
+	r->bus = bus;
+	r->address = address;
+	g_source_set_callback(s, recheck_cb, r, recheck_free);
+	g_source_attach(s, ncm_context_get_owner(context));
+	g_source_unref(s);
+}
+
 gboolean
 ncm_context_watch(NcmContext *context, const NcmMatch *match, guint poll_ms, GError **error)
 {
@@ -189,6 +267,8 @@ ncm_context_watch(NcmContext *context, const NcmMatch *match, guint poll_ms, GEr
 	self = g_new0(NcmWatch, 1);
 	self->context = context;
 	self->known = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	self->recheck = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	self->rechecked = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	self->match = match ? *match : (NcmMatch){ 0 };
 	self->match_serial = g_strdup(self->match.serial);
 	self->match_path = g_strdup(self->match.port_path);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# tests/vm/guest-driver-unplug.sh: unplug while libncm streams: removal is reported, nothing hangs, replug is found again.
+# tests/vm/guest-driver-unplug.sh: unplug while libncm streams: removal is reported, nothing hangs, replug is found again; then a reset by another program, which the watch must report as an arrival.
 set -eu
 . "$VM_LIB"
 
@@ -23,4 +23,21 @@ check "ncm_device_is_gone() agreed with the removal" grep -q '^gone: yes' "$VM_O
 [ $rc = 0 ] || fail "libncm did not get the device back after replug (status $rc)"
 check "arrival was reported" grep -q 'event: function-added' "$VM_OUT/unplug.txt"
 check "traffic flowed after replug" grep -q 'replug: traffic flows again' "$VM_OUT/unplug.txt"
+
+# A reset by another program (USBDEVFS_RESET) ends usbfs's claims: the
+# device is gone for libncm, yet it keeps its address and no hotplug event
+# comes. The watch, running since before it, must report it again.
+vmtest-driver reset -t 30 >"$VM_OUT/reset.txt" 2>&1 &
+pid=$!
+wait_for 30 "libncm streaming" grep -q '^streaming' "$VM_OUT/reset.txt" ||
+	{ cat "$VM_OUT/reset.txt"; fail "vmtest-driver reset did not start streaming"; }
+sleep 1
+vm-usb-claim --reset "$(usb_node)" || fail "the reset failed"
+rc=0
+wait $pid || rc=$?
+cat "$VM_OUT/reset.txt"
+check "the reset was reported as a removal" grep -q 'event: removed' "$VM_OUT/reset.txt"
+check "the watch reported the reset device again (status $rc)" sh -c \
+	"[ $rc = 0 ] && [ \$(grep -c 'event: function-added' '$VM_OUT/reset.txt') -ge 2 ]"
+check "traffic flowed after the reset" grep -q 'replug: traffic flows again' "$VM_OUT/reset.txt"
 vm_info

@@ -121,6 +121,7 @@ typedef struct {
 	gint left;             /* atomic */
 	guint old_bus;         /* the unplugged device */
 	guint old_address;
+	gboolean reset;        /* reset: it comes back at the same address */
 	guint8 *seen;          /* RX sequence bitmap, event thread only */
 	gint rx_unique;        /* atomic */
 	gint rx_dups;          /* atomic */
@@ -383,8 +384,9 @@ on_function_added(NcmContext *ctx, NcmFunctionInfo *info, gpointer data)
 
 	printf("event: function-added %s %04x:%04x address %u\n", info->port_path, info->vid,
 	       info->pid, info->address);
-	/* The old device may still be listed while the kernel tears it down. */
-	if (info->bus != t->old_bus || info->address != t->old_address)
+	/* The old device may still be listed while the kernel tears it down;
+	 * a reset one comes back where it was. */
+	if (t->reset || info->bus != t->old_bus || info->address != t->old_address)
 		g_atomic_int_set(&t->arrived, 1);
 }
 
@@ -1123,7 +1125,12 @@ cmd_rx(Test *t)
 	return 0;
 }
 
-/* Streams until the device disappears, then waits for it to come back. */
+/*
+ * Streams until the device disappears, then waits for it to come back.
+ * reset (@t->reset): the watch runs from the start, as an owner that
+ * reopens on "function-added" runs it, and must report the device again
+ * after a reset, which keeps its address and sends no hotplug event.
+ */
 static int
 cmd_unplug(Test *t)
 {
@@ -1131,6 +1138,14 @@ cmd_unplug(Test *t)
 	gint64 removed_at;
 	g_autoptr(GError) error = NULL;
 
+	if (t->reset) {
+		g_signal_connect(t->ctx, "function-added", G_CALLBACK(on_function_added), t);
+		g_signal_connect(t->ctx, "device-removed", G_CALLBACK(on_device_removed), t);
+		if (!ncm_context_watch(t->ctx, NULL, 200, &error)) {
+			printf("FAIL: %s\n", error->message);
+			return 1;
+		}
+	}
 	if (!resolve_peer(t)) {
 		printf("FAIL: no ARP reply\n");
 		return 1;
@@ -1160,12 +1175,14 @@ cmd_unplug(Test *t)
 	printf("closed in %" G_GINT64_FORMAT " ms\n", (g_get_monotonic_time() - removed_at) / 1000);
 	g_clear_object(&t->dev);
 
-	g_signal_connect(t->ctx, "function-added", G_CALLBACK(on_function_added), t);
-	g_signal_connect(t->ctx, "device-removed", G_CALLBACK(on_device_removed), t);
 	g_atomic_int_set(&t->arrived, 0);
-	if (!ncm_context_watch(t->ctx, NULL, 200, &error)) {
-		printf("FAIL: %s\n", error->message);
-		return 1;
+	if (!t->reset) {
+		g_signal_connect(t->ctx, "function-added", G_CALLBACK(on_function_added), t);
+		g_signal_connect(t->ctx, "device-removed", G_CALLBACK(on_device_removed), t);
+		if (!ncm_context_watch(t->ctx, NULL, 200, &error)) {
+			printf("FAIL: %s\n", error->message);
+			return 1;
+		}
 	}
 	if (!wait_flag(&t->arrived, opt_timeout)) {
 		printf("FAIL: the device did not come back\n");
@@ -1571,7 +1588,7 @@ main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_option_context_add_main_entries(oc, entries, NULL);
 	if (!g_option_context_parse(oc, &argc, &argv, &error) || argc != 2) {
-		fprintf(stderr, "usage: vmtest-driver [options] frames|tx|rx|unplug|hold|tail|probe|watch|hotplug|link|landed|apple|peer-send|tcp-send|tcp-recv\n");
+		fprintf(stderr, "usage: vmtest-driver [options] frames|tx|rx|unplug|reset|hold|tail|probe|watch|hotplug|link|landed|apple|peer-send|tcp-send|tcp-recv\n");
 		return 2;
 	}
 	opt_count = CLAMP(opt_count, 1, MAX_COUNT);
@@ -1612,6 +1629,10 @@ main(int argc, char **argv)
 		rc = cmd_rx(&t);
 	else if (g_str_equal(argv[1], "unplug"))
 		rc = cmd_unplug(&t);
+	else if (g_str_equal(argv[1], "reset")) {
+		t.reset = TRUE;
+		rc = cmd_unplug(&t);
+	}
 	else if (g_str_equal(argv[1], "hold"))
 		rc = cmd_hold(&t);
 	else if (g_str_equal(argv[1], "tail"))
