@@ -173,9 +173,10 @@ typedef struct {
 	guint64 tx_transfers;          /* OUT transfers that carried tx_ntbs (several NTBs
 	                                * each, NcmDeviceOptions.tx_ntbs_per_transfer) */
 	/* Not a counter: the bytes of NTBs libncm lets queue for a paced
-	 * device, 16 ms of the pacing rate and at least 4 NTBs; 0 unpaced
-	 * (the OUT transfers alone limit it). ncm_device_get_tx_queue_limit()
-	 * reads it alone. */
+	 * device, 16 ms of the pacing rate and at least 4 NTBs, or for any
+	 * device below high speed, 16 ms of the bus (whichever is less); 0
+	 * otherwise (the OUT transfers alone limit it).
+	 * ncm_device_get_tx_queue_limit() reads it alone. */
 	guint64 tx_queue_limit;
 	guint64 rx_joined_ntbs;        /* NTBs that shared their transfer with the NTB before:
 	                                * the device left out a ZLP (since 0.2) */
@@ -516,16 +517,19 @@ NCM_EXPORT gboolean ncm_device_is_gone(NcmDevice *self);
  *
  * How many bytes of NTBs libncm lets queue for a paced device
  * (#NcmDeviceOptions.pace_bytes_per_sec, ncm_device_set_pacing()): 16 ms
- * of the rate, at least 4 NTBs. Without it the OUT transfers alone limit
- * the queue (1 MiB by default), and at a slow device's rate every frame
- * sent behind a bulk upload waits for all of it: 170 ms at 50 Mbit/s. A
+ * of the rate, at least 4 NTBs. A device below high speed (a full-speed
+ * microcontroller) gets the same from its bus's rate, paced or not (since
+ * 0.2). Without either the OUT transfers alone limit the queue (1 MiB by
+ * default), and at a slow device's rate every frame sent behind a bulk
+ * upload waits for all of it: 170 ms at 50 Mbit/s, ~1 s at full speed. A
  * producer that keeps a queue of its own in front of ncm_device_send()
  * (ncm-tun's TAP reader does) can hold about as much, so that a frame
  * waits about as long there as in the driver.
  *
  * Thread: any.
  *
- * Returns: the limit in bytes (#NcmStats.tx_queue_limit); 0 when unpaced.
+ * Returns: the limit in bytes (#NcmStats.tx_queue_limit); 0 when unpaced
+ *   at high speed or above.
  *
  * Since: 0.2
  */

@@ -345,7 +345,7 @@ cli_print_usb_stats(FILE *out, const NcmStats *st)
 		st->tx_transfers);
 	if (st->tx_queue_limit)
 		fprintf(out, "  usb tx queue: at most %" G_GUINT64_FORMAT " bytes (16 ms of the pacing "
-			"rate, at least 4 NTBs)\n", st->tx_queue_limit);
+			"rate, or of a bus below high speed, at least 4 NTBs)\n", st->tx_queue_limit);
 }
 
 /* ---- --persist ---------------------------------------------------------------------- */

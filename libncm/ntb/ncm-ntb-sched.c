@@ -67,15 +67,30 @@ refill(NcmNtbSched *s, int64_t now)
 	s->tokens_at = now;
 }
 
+/* NCM_NTB_SCHED_QUEUE_US of @rate, at least NCM_NTB_SCHED_QUEUE_MIN_NTBS NTBs. */
+static size_t
+limit_for(const NcmNtbSched *s, uint64_t rate)
+{
+	uint64_t bytes = rate * NCM_NTB_SCHED_QUEUE_US / USEC_PER_SEC;
+	size_t floor = NCM_NTB_SCHED_QUEUE_MIN_NTBS * s->ntb_size;
+
+	return bytes > floor ? (size_t)bytes : floor;
+}
+
 size_t
 ncm_ntb_sched_queue_limit(const NcmNtbSched *s)
 {
-	uint64_t bytes = s->pace * NCM_NTB_SCHED_QUEUE_US / USEC_PER_SEC;
-	size_t floor = NCM_NTB_SCHED_QUEUE_MIN_NTBS * s->ntb_size;
+	size_t limit = s->pace ? limit_for(s, s->pace) : SIZE_MAX;
 
-	if (!s->pace)
-		return SIZE_MAX;
-	return bytes > floor ? (size_t)bytes : floor;
+	if (s->bus_rate && limit_for(s, s->bus_rate) < limit)
+		limit = limit_for(s, s->bus_rate);
+	return limit;
+}
+
+void
+ncm_ntb_sched_set_bus_rate(NcmNtbSched *s, uint64_t bytes_per_sec)
+{
+	s->bus_rate = bytes_per_sec;
 }
 
 int

@@ -24,6 +24,13 @@
  * gadgets a fifth of their upload and their fairness at 8 devices, where
  * a transfer's completion time follows the emulation's scheduling, not
  * its size (tests/bench/RESULTS.md, session 25).
+ *
+ * Below high speed the bus itself caps the queue the same way
+ * (ncm_ntb_sched_set_bus_rate()): a full-speed device (a microcontroller's
+ * NCM, TinyUSB's or Zephyr's; one behind a USB 1.1 hub) moves at most
+ * ~1.2 MB/s, so the pool's 256 KiB to 1 MiB were up to a second that
+ * every frame behind an upload waited, paced or not. At high speed and
+ * above 16 ms of the bus is as much as the pool or more, so nothing changes.
  */
 
 #include <stdbool.h>
@@ -60,6 +67,7 @@ typedef struct {
 	int64_t flush_us;         /* an open NTB with data goes out after this long */
 	size_t ntb_size;
 	uint64_t pace;            /* bytes/s, 0 = off */
+	uint64_t bus_rate;        /* bytes/s the bus carries when it bounds the queue, else 0 */
 	int64_t tokens;           /* bytes the pacer may send now (may go negative) */
 	int64_t tokens_at;        /* when tokens were last refilled */
 } NcmNtbSched;
@@ -73,8 +81,14 @@ void ncm_ntb_sched_init(NcmNtbSched *s, unsigned n_slots, size_t ntb_size, int64
 int ncm_ntb_sched_open(NcmNtbSched *s, int64_t now);
 
 /* The bytes that may queue (held and in flight) before open refuses:
- * NCM_NTB_SCHED_QUEUE_US of the pacing rate; SIZE_MAX when unpaced. */
+ * NCM_NTB_SCHED_QUEUE_US of the pacing rate or of the bus rate, whichever
+ * is lower, at least NCM_NTB_SCHED_QUEUE_MIN_NTBS NTBs; SIZE_MAX with
+ * neither. */
 size_t ncm_ntb_sched_queue_limit(const NcmNtbSched *s);
+
+/* The bus's rate in bytes/s, for a bus slow enough that the pool would
+ * queue far more than NCM_NTB_SCHED_QUEUE_US of it (0 = no such bound). */
+void ncm_ntb_sched_set_bus_rate(NcmNtbSched *s, uint64_t bytes_per_sec);
 
 /* The open slot, or -1. */
 static inline int

@@ -72,10 +72,21 @@ clamp_max_frame(NcmDevice *self, GError **error)
  * device's dwNtbOutMaxSize may follow each other (the device reads blocks
  * of that size), and only where the packer can fill one to that size.
  */
+/* The bus's rate when it, not the transfer pool, must bound the queue:
+ * below high speed (ncm-ntb-sched.h). */
+static guint64
+slow_bus_rate(guint speed_mbps)
+{
+	return speed_mbps && speed_mbps < 480 ? (guint64)speed_mbps * 1000000 / 8 : 0;
+}
+
 static guint
-tx_chain_for(const NcmNtbInfo *n, const NcmNtbPackConfig *pc, guint asked)
+tx_chain_for(const NcmNtbInfo *n, const NcmNtbPackConfig *pc, guint asked, gboolean slow_bus)
 {
 	if (asked == 1 || n->tx_ntb_size != n->out_max_size || !ncm_ntb_pack_config_can_finish_full(pc))
+		return 1;
+	/* A transfer of several NTBs would be most of a slow bus's queue. */
+	if (!asked && slow_bus)
 		return 1;
 	if (asked)
 		return MIN(asked, MAX(1u, NCM_TX_TRANSFER_MAX_BYTES / n->tx_ntb_size));
@@ -99,7 +110,9 @@ ncm_device_tx_setup(NcmDevice *self, GError **error)
 	NcmNtbPackConfig pc = ncm_usb_tx_pack_config(n, self->info->bulk_out_max_packet,
 						     self->options.ndp_first);
 
-	self->tx_chain = tx_chain_for(n, &pc, self->options.tx_ntbs_per_transfer);
+	guint64 bus_rate = slow_bus_rate(self->info->speed_mbps);
+
+	self->tx_chain = tx_chain_for(n, &pc, self->options.tx_ntbs_per_transfer, bus_rate != 0);
 	n->tx_ntbs_per_transfer = self->tx_chain;
 	if (self->options.tx_transfers)
 		n->tx_transfers = self->options.tx_transfers;
@@ -126,6 +139,7 @@ ncm_device_tx_setup(NcmDevice *self, GError **error)
 	 * the bucket below zero, and the next waits the longer. */
 	ncm_ntb_sched_init(&self->sched, self->n_tx, n->tx_ntb_size, self->options.flush_timeout_us,
 			   self->options.pace_bytes_per_sec, g_get_monotonic_time());
+	ncm_ntb_sched_set_bus_rate(&self->sched, bus_rate);
 	ncm_ntb_packer_init(&self->packer, &pc, self->tx[0].buf, n->tx_ntb_size, 0);
 	publish_queue_limit_locked(self);
 	g_warn_if_fail(self->tx_chain == 1 || ncm_ntb_packer_can_finish_full(&self->packer));

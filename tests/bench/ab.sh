@@ -25,7 +25,8 @@
 # every round kept one order (base right after cdc_ncm, the first variant right after
 # base); guest-ab.sh now runs each odd round's order backwards in the round after
 # it, so use an even AB_REPS.
-# AB_TESTS is comma-separated.
+# AB_TESTS is comma-separated. VM_GADGET_MAX_SPEED=full-speed runs the gadget at
+# full speed (tests/vm/guest-lib.sh, gadget_setup).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/bench/ab-libs.sh
@@ -41,7 +42,8 @@ for v in "$@"; do
 	names+=("$n")
 done
 envs=(--env "AB_VARIANTS=$(IFS=,; echo "${names[*]-}")")
-for v in AB_REPS AB_SECS AB_TESTS AB_PATH AB_COUNT COUNT_SYSCALLS AB_SCHED AB_SCHED_SYSCALLS AB_HOPS AB_REF; do
+for v in AB_REPS AB_SECS AB_TESTS AB_PATH AB_COUNT COUNT_SYSCALLS AB_SCHED AB_SCHED_SYSCALLS AB_HOPS AB_REF \
+	VM_GADGET_MAX_SPEED; do
 	[ -z "${!v:-}" ] || envs+=(--env "$v=${!v}")
 done
 if [ -n "${AB_COUNT:-}${AB_SCHED:-}${AB_HOPS:-}" ]; then

@@ -274,6 +274,47 @@ test_queue_limit(void)
 	g_assert_cmpint(ncm_ntb_sched_open(&s, 3000000), >=, 0);
 }
 
+/*
+ * A full-speed bus (1.5 MB/s) bounds the queue unpaced: 16 ms of it is
+ * 24000 bytes, under the floor of four NTBs, so four go and the fifth
+ * waits; a pacing rate under the bus's takes over when it is lower.
+ */
+static void
+test_bus_rate(void)
+{
+	const size_t ntb = 3200; /* TinyUSB's default NTB size */
+	NcmNtbSched s;
+	int sent[16];
+	guint n = 0;
+
+	ncm_ntb_sched_init(&s, 16, ntb, FLUSH_US, 0, 0);
+	ncm_ntb_sched_set_bus_rate(&s, 1500000);
+	g_assert_cmpuint(ncm_ntb_sched_queue_limit(&s), ==, 24000);
+	while (ncm_ntb_sched_open(&s, 0) >= 0) {
+		g_assert_cmpuint(n, <, 16);
+		sent[n] = ncm_ntb_sched_close(&s, ntb, 0);
+		g_assert_cmpint(sent[n++], >=, 0);
+	}
+	/* 24000 / 3200: the eighth NTB passes the limit, the ninth waits, with
+	 * eight of the sixteen slots still free. */
+	g_assert_cmpuint(n, ==, 8);
+	g_assert_cmpuint(s.n_free, ==, 8);
+	ncm_ntb_sched_release(&s, (unsigned)sent[0]);
+	g_assert_cmpint(ncm_ntb_sched_open(&s, 0), >=, 0);
+	ncm_ntb_sched_cancel(&s);
+
+	/* Paced below the bus: the pacing rate's limit (four NTBs here). */
+	ncm_ntb_sched_set_pace(&s, 100000, 0);
+	g_assert_cmpuint(ncm_ntb_sched_queue_limit(&s), ==, 4 * ntb);
+	/* Paced above it: the bus's. */
+	ncm_ntb_sched_set_pace(&s, 6000000, 0);
+	g_assert_cmpuint(ncm_ntb_sched_queue_limit(&s), ==, 24000);
+	/* No bus bound (high speed and above): the pool alone, as before. */
+	ncm_ntb_sched_set_pace(&s, 0, 0);
+	ncm_ntb_sched_set_bus_rate(&s, 0);
+	g_assert_cmpuint(ncm_ntb_sched_queue_limit(&s), ==, G_MAXSIZE);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -287,5 +328,6 @@ main(int argc, char **argv)
 	g_test_add_func("/ntb-sched/default-slots", test_default_slots);
 	g_test_add_func("/ntb-sched/wake-on-open", test_wake_on_open);
 	g_test_add_func("/ntb-sched/queue-limit", test_queue_limit);
+	g_test_add_func("/ntb-sched/bus-rate", test_bus_rate);
 	return g_test_run();
 }

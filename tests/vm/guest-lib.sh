@@ -233,6 +233,10 @@ gadget_setup() {
 		gadget_config 1 "NCM x2" ncm.0 ncm.1 ;;
 	esac
 	GADGET_PROFILE=$profile
+	# VM_GADGET_MAX_SPEED=full-speed: a 12 Mbit/s device (a microcontroller's
+	# NCM, or one behind a USB 1.1 hub) on the same controller.
+	[ -z "${VM_GADGET_MAX_SPEED:-}" ] || echo "$VM_GADGET_MAX_SPEED" >"$GADGET/max_speed" ||
+		fail "cannot limit the gadget to $VM_GADGET_MAX_SPEED"
 	echo "$VM_UDC" >"$GADGET/UDC" || fail "cannot bind the gadget to $VM_UDC"
 	peer_setup
 	wait_usb_configured
