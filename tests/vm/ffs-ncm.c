@@ -56,6 +56,7 @@ Profile prof = {
 	.max_datagram_reply = -1,
 	.max_segment = FRAME_MAX,
 	.intr_mps = INTR_MPS,
+	.bulk_mps = HS_BULK_MPS,
 	.flap_ms = 300,
 	.udc_fd = -1,
 };
@@ -982,7 +983,7 @@ static size_t
 join_head(NcmNtbPacker *pk, const NcmNtbPackConfig *cfg, uint8_t *ntb)
 {
 	size_t len = ncm_ntb_packer_finish(pk, NULL);
-	size_t padded = (len + HS_BULK_MPS - 1) / HS_BULK_MPS * HS_BULK_MPS;
+	size_t padded = (len + prof.bulk_mps - 1) / prof.bulk_mps * prof.bulk_mps;
 
 	if (padded + 2048 > cfg->max_size)
 		return 0;
@@ -1028,7 +1029,7 @@ tx_thread(void *arg)
 			.divisor = prof.in_div,
 			.remainder = prof.in_rem,
 			.alignment = prof.in_align,
-			.max_packet = HS_BULK_MPS,
+			.max_packet = prof.bulk_mps,
 			.short_mode = NCM_NTB_SHORT_PAD,
 		};
 		pthread_mutex_unlock(&lock);
@@ -1255,6 +1256,8 @@ static const char usage_text[] =
 	"                           Repeatable\n"
 	"  --replay-skip N          leave out each file's first N bytes (5: a fuzz-ntb-parse input)\n"
 	"  --zlp-after-ntb          a zero-length packet after every IN NTB\n"
+	"  --full-speed             the gadget runs at full speed (configfs max_speed): IN NTBs\n"
+	"                           follow its 64-byte packets\n"
 	"  --join-ntbs              an IN transfer of several frames is two NTBs run together, the\n"
 	"                           first of a whole number of packets and no ZLP between (a\n"
 	"                           device that leaves out its ZLPs; use with --in-batch)\n"
@@ -1348,7 +1351,7 @@ main(int argc, char **argv)
 	       O_SPEED_SPLIT, O_OVERLONG, O_FLAP, O_FLAP_MS, O_HOLD, O_VANISH, O_UDC_FD,
 	       O_APPLE_MODES, O_IAD_FIRST, O_GADGETFS, O_VID, O_PID, O_SERIAL, O_REFUSE_CRC,
 	       O_MAC_STRING_MISSING, O_MAX_SEGMENT, O_REPLAY, O_REPLAY_SKIP, O_EP0_DELAY,
-	       O_REFUSE_PARAMS, O_INTR_MPS, O_REFUSE_FORMAT, O_NO_LANGIDS, O_JOIN };
+	       O_REFUSE_PARAMS, O_INTR_MPS, O_REFUSE_FORMAT, O_NO_LANGIDS, O_JOIN, O_FULL_SPEED };
 	static const struct option opts[] = {
 		{ "ffs", required_argument, NULL, O_FFS },
 		{ "gadgetfs", required_argument, NULL, O_GADGETFS },
@@ -1390,6 +1393,7 @@ main(int argc, char **argv)
 		{ "ep0-delay-ms", required_argument, NULL, O_EP0_DELAY },
 		{ "zlp-after-ntb", no_argument, NULL, O_ZLP },
 		{ "join-ntbs", no_argument, NULL, O_JOIN },
+		{ "full-speed", no_argument, NULL, O_FULL_SPEED },
 		{ "runt-one-in", required_argument, NULL, O_RUNT },
 		{ "in-stop-after", required_argument, NULL, O_IN_STOP },
 		{ "stall-intr-once", no_argument, NULL, O_STALL_INTR_ONCE },
@@ -1497,6 +1501,7 @@ main(int argc, char **argv)
 		case O_EP0_DELAY: prof.ep0_delay_ms = (unsigned)num("ep0-delay-ms", optarg, 2000); break;
 		case O_ZLP: prof.zlp_after_ntb = true; break;
 		case O_JOIN: prof.join_ntbs = true; break;
+		case O_FULL_SPEED: prof.bulk_mps = FS_BULK_MPS; break;
 		case O_RUNT: prof.runt_one_in = (unsigned)num("runt-one-in", optarg, 1000000); break;
 		case O_IN_STOP: prof.in_stop_after = (unsigned)num("in-stop-after", optarg, 1000000); break;
 		case O_STALL_INTR_ONCE: prof.stall_intr_once = true; break;

@@ -64,6 +64,7 @@ typedef struct {
 	uint16_t max_segment;      /* wMaxSegmentSize (with cs_desc) */
 	unsigned in_batch_ms;      /* collect TAP frames this long into one IN NTB */
 	unsigned ep0_delay_ms;     /* gadgetfs: answer each request this late */
+	unsigned bulk_mps;         /* the bulk packets' size on the bus: 64 at full speed */
 
 	/* Bulk IN beyond valid NTBs (ffs-ncm-hostile.c). */
 	unsigned hostile_one_in;   /* one IN transfer in N is a crafted, malformed NTB */

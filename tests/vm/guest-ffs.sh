@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/vm/guest-ffs.sh: libncm against ffs-ncm, the programmable device; VM_FFS_TEST picks the case.
 # Cases (tests/vm/README.md, "The programmable device (FunctionFS)"):
-#   basic, apple, ntb16-only, format-refused, ntb32-only, divisors, max-datagrams,
+#   basic, apple, ntb16-only, format-refused, ntb32-only, divisors, max-datagrams, microcontroller,
 #   notify-flood, no-mac, stall-in-once, stall-in-always, stall-intr, stall-out,
 #   out-stuck, input-size, small-ntbs, max-datagram, persist-mtu, persist-backoff, hostile, replay, zlp, in-stuck,
 #   intr-stall, notify-split, link-flap, intr-mps8, vanish, hold, apple-modes, apple-tun, apple-proxy,
@@ -442,6 +442,27 @@ divisors)
 			[ "$(ffs_stat datagrams_out)" -ge "$n" ]
 		check "$ndp: NTB$fmt was in use" [ "$(ffs_stat format)" = "NTB$fmt" ]
 	done
+	;;
+microcontroller)
+	# A microcontroller's NCM (Zephyr's, TinyUSB's with one datagram per
+	# NTB): full speed, 64-byte packets, NTBs of 3200 bytes each way,
+	# NTB16 only, one datagram per OUT NTB. Frames both ways, every host
+	# NTB within the rules (ffs-ncm's verdict), and the OUT queue bounded
+	# by the bus: 16 ms of 12 Mbit/s (24000 bytes), not 1 MiB.
+	n=${VM_COUNT:-1000}
+	export VM_GADGET_MAX_SPEED=full-speed
+	setup --full-speed --profile ntb16-only --in-max 3200 --out-max 3200 --out-max-datagrams 1
+	unset VM_GADGET_MAX_SPEED
+	check "the device runs at full speed" [ "$(usb_speed)" = 12 ]
+	frames frames.txt
+	tx "$n"
+	check "libncm's OUT queue is 16 ms of the bus ($(stat_of "$VM_OUT/tx.txt" tx_queue_limit))" \
+		[ "$(stat_of "$VM_OUT/tx.txt" tx_queue_limit)" = 24000 ]
+	rx "$n"
+	ffs_gadget_teardown
+	check "one datagram per OUT NTB: at least $n NTBs" [ "$(ffs_stat ntbs_out)" -ge "$n" ]
+	check "the device checked at least $n datagrams" [ "$(ffs_stat datagrams_out)" -ge "$n" ]
+	check "no OUT NTB past 3200 bytes ($(ffs_stat max_ntb_out))" [ "$(ffs_stat max_ntb_out)" -le 3200 ]
 	;;
 max-datagrams)
 	n=${VM_COUNT:-2000}

@@ -858,6 +858,9 @@ ffs_gadget_make() {
 	dummy_hcd_speed hs
 	modprobe usb_f_fs || fail "cannot load usb_f_fs"
 	gadget_make "$GADGET" "$VM_SERIAL" "libncm programmable NCM device (ffs-ncm)"
+	# As in gadget_setup; ffs-ncm needs --full-speed to pack for 64-byte packets.
+	[ -z "${VM_GADGET_MAX_SPEED:-}" ] || echo "$VM_GADGET_MAX_SPEED" >"$GADGET/max_speed" ||
+		fail "cannot limit the gadget to $VM_GADGET_MAX_SPEED"
 	for f in "$@"; do
 		mkdir "$GADGET/functions/$f"
 	done

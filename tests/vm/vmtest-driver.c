@@ -693,10 +693,11 @@ print_stats(Test *t)
 	       " tx_flush_explicit=%" G_GUINT64_FORMAT " tx_flush_timer=%" G_GUINT64_FORMAT
 	       " main_dispatches=%" G_GUINT64_FORMAT " rx_errors=%" G_GUINT64_FORMAT
 	       " rx_overflows=%" G_GUINT64_FORMAT " rx_stalls=%" G_GUINT64_FORMAT
-	       " tx_transfers=%" G_GUINT64_FORMAT " rx_joined_ntbs=%" G_GUINT64_FORMAT "\n",
+	       " tx_transfers=%" G_GUINT64_FORMAT " rx_joined_ntbs=%" G_GUINT64_FORMAT
+	       " tx_queue_limit=%" G_GUINT64_FORMAT "\n",
 	       s.rx_ntbs, s.rx_datagrams, s.rx_bad_ntbs, s.tx_ntbs, s.tx_datagrams, s.tx_errors,
 	       s.tx_flush_explicit, s.tx_flush_timer, s.main_dispatches, s.rx_errors,
-	       s.rx_overflows, s.rx_stalls, s.tx_transfers, s.rx_joined_ntbs);
+	       s.rx_overflows, s.rx_stalls, s.tx_transfers, s.rx_joined_ntbs, s.tx_queue_limit);
 	printf("faults: rx_stalls=%" G_GUINT64_FORMAT " tx_errors=%" G_GUINT64_FORMAT
 	       " rx_errors=%" G_GUINT64_FORMAT " rx_overflows=%" G_GUINT64_FORMAT
 	       " intr_events=%" G_GUINT64_FORMAT " intr_malformed=%" G_GUINT64_FORMAT
