@@ -33,7 +33,8 @@ typedef struct {
 	 * (ncm_device_set_sender_flushes()). */
 	void (*set_sender_flushes)(NcmLink *link, gboolean flushes);
 	/* Optional, any thread: the bytes the link lets queue now, from its
-	 * pacing rate (ncm_device_get_tx_queue_limit()); 0 when unlimited. */
+	 * pacing rate or a bus below high speed (ncm_device_get_tx_queue_limit());
+	 * 0 when unlimited. */
 	guint64 (*queue_limit)(NcmLink *link);
 	/* Starts delivering frames to the sink. */
 	gboolean (*start)(NcmLink *link, GError **error);

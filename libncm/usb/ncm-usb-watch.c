@@ -20,6 +20,7 @@ typedef struct {
 	GHashTable *known;         /* "bus:addr" -> TRUE: devices reported as present */
 	GHashTable *recheck;       /* "bus:addr" -> TRUE: reported, then found gone while present */
 	GHashTable *rechecked;     /* "bus:addr" -> gint64 *: when it was last looked at again */
+	gint64 created_at;         /* it reported what was present then */
 	gchar *fingerprint;        /* the device set at the last poll */
 } NcmWatch;
 
@@ -76,6 +77,7 @@ rescan(NcmWatch *self)
 
 		if (g_hash_table_contains(now, key))
 			continue;
+		g_hash_table_remove(self->rechecked, key);
 		if (sscanf(key, "%u:%u", &bus, &addr) == 2)
 			g_signal_emit_by_name(self->context, "device-removed", bus, addr);
 		g_hash_table_iter_remove(&iter);
@@ -194,10 +196,14 @@ hotplug_cb(libusb_context *ctx, libusb_device *dev, libusb_hotplug_event event, 
  */
 #define RECHECK_DELAY_MS 500
 
+#define RECHECK_TRIES 5
+
 /* Weak: a pending look must not keep the context (and libusb) alive. */
 typedef struct {
 	GWeakRef context;
 	guint bus, address;
+	gint64 removed_at;
+	guint tries;
 } Recheck;
 
 static void
@@ -220,25 +226,32 @@ recheck_cb(gpointer data)
 	g_autofree gchar *node = g_strdup_printf("/dev/bus/usb/%03u/%03u", r->bus, r->address);
 	gint64 now = g_get_monotonic_time(), *last;
 
-	if (!self || !g_hash_table_contains(self->known, key))
+	/* A watch started since reported what was there; the functions of a
+	 * device each have an NcmDevice, and each was removed: one look per
+	 * removal. */
+	if (!self || !g_hash_table_contains(self->known, key) || self->created_at > r->removed_at)
 		return G_SOURCE_REMOVE;
-	/* Each function of a device has its NcmDevice, and each was removed:
-	 * the device is looked at once. */
 	last = g_hash_table_lookup(self->rechecked, key);
-	if (last && now - *last < RECHECK_DELAY_MS * 1000)
+	if (last && *last >= r->removed_at)
 		return G_SOURCE_REMOVE;
-	last = g_new(gint64, 1);
-	*last = now;
-	g_hash_table_replace(self->rechecked, g_strdup(key), last);
 	/* Unplugged: hotplug or polling reports it, and libusb's list may
 	 * not have caught up yet (the node goes first). */
 	if (g_file_test("/dev/bus/usb", G_FILE_TEST_IS_DIR) && !g_file_test(node, G_FILE_TEST_EXISTS))
 		return G_SOURCE_REMOVE;
 	g_debug("watch: %s was found gone but is still there (reset?): looking again", key);
-	g_hash_table_add(self->recheck, g_steal_pointer(&key));
-	if (!rescan(self))
-		g_debug("rescan after a removal failed");
-	return G_SOURCE_REMOVE;
+	g_hash_table_add(self->recheck, g_strdup(key));
+	if (rescan(self)) {
+		last = g_new(gint64, 1);
+		*last = now;
+		g_hash_table_replace(self->rechecked, g_steal_pointer(&key), last);
+		return G_SOURCE_REMOVE;
+	}
+	/* The key stays in recheck for the next rescan that works: polling's
+	 * next tick (its device set did not change, so it is told to look),
+	 * or this source's next try. */
+	g_debug("rescan after a removal failed");
+	g_clear_pointer(&self->fingerprint, g_free);
+	return ++r->tries < RECHECK_TRIES ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
 }
 
 void
@@ -250,6 +263,7 @@ ncm_context_watch_recheck(NcmContext *context, guint bus, guint address)
 	g_weak_ref_init(&r->context, context);
 	r->bus = bus;
 	r->address = address;
+	r->removed_at = g_get_monotonic_time();
 	g_source_set_callback(s, recheck_cb, r, recheck_free);
 	g_source_attach(s, ncm_context_get_owner(context));
 	g_source_unref(s);
@@ -269,6 +283,7 @@ ncm_context_watch(NcmContext *context, const NcmMatch *match, guint poll_ms, GEr
 	self->known = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	self->recheck = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	self->rechecked = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	self->created_at = g_get_monotonic_time();
 	self->match = match ? *match : (NcmMatch){ 0 };
 	self->match_serial = g_strdup(self->match.serial);
 	self->match_path = g_strdup(self->match.port_path);

@@ -120,7 +120,7 @@ gadgetfs_start(const char *dir, const GadgetfsIds *g)
 ssize_t
 gadgetfs_read_out(uint8_t *b, size_t n)
 {
-	int flags = fcntl(ep0, F_GETFL);
+	int flags = fcntl(ep0, F_GETFL), err = 0;
 	ssize_t r = -1;
 
 	if (flags < 0 || fcntl(ep0, F_SETFL, flags | O_NONBLOCK) < 0)
@@ -131,9 +131,15 @@ gadgetfs_read_out(uint8_t *b, size_t n)
 			break;
 		usleep(1000);
 	}
-	if (r < 0 && errno == EAGAIN)
+	if (r < 0)
+		err = errno;
+	if (err == EAGAIN)
 		say("gadgetfs: an OUT data stage of %zu bytes did not come in 5 s", n);
+	else if (err == EIDRM)
+		say("gadgetfs: the host's next request came before an OUT data stage of %zu bytes "
+		    "was read: that data is lost", n);
 	(void)fcntl(ep0, F_SETFL, flags);
+	errno = err;
 	return r;
 }
 

@@ -458,6 +458,9 @@ microcontroller)
 	tx "$n"
 	check "libncm's OUT queue is 16 ms of the bus ($(stat_of "$VM_OUT/tx.txt" tx_queue_limit))" \
 		[ "$(stat_of "$VM_OUT/tx.txt" tx_queue_limit)" = 24000 ]
+	# A transfer of several NTBs would be most of that queue.
+	check "one NTB per OUT transfer ($(stat_of "$VM_OUT/tx.txt" tx_ntbs) NTBs)" \
+		[ "$(stat_of "$VM_OUT/tx.txt" tx_transfers)" = "$(stat_of "$VM_OUT/tx.txt" tx_ntbs)" ]
 	rx "$n"
 	ffs_gadget_teardown
 	check "one datagram per OUT NTB: at least $n NTBs" [ "$(ffs_stat ntbs_out)" -ge "$n" ]

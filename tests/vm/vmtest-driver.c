@@ -775,16 +775,22 @@ cmd_apple(Test *t)
 
 /*
  * A paced device's queue is held to 16 ms of the rate, at least 4 NTBs
- * (ncm_device_get_tx_queue_limit()); unpaced, nothing but the OUT
- * transfers limits it (0).
+ * (ncm_device_get_tx_queue_limit()), and one below high speed to 16 ms of
+ * its bus if that is less; otherwise nothing but the OUT transfers limits
+ * it (0).
  */
 static gboolean
 check_queue_limit(Test *t, const char *what, guint64 pace, const NcmNtbInfo *ntb)
 {
-	guint64 want = pace ? MAX(pace * 16000 / G_USEC_PER_SEC, 4 * (guint64)ntb->tx_ntb_size) : 0;
+	guint speed = ncm_device_get_info(t->dev)->speed_mbps;
+	guint64 floor = 4 * (guint64)ntb->tx_ntb_size;
+	guint64 want = pace ? MAX(pace * 16000 / G_USEC_PER_SEC, floor) : 0;
+	guint64 bus = speed && speed < 480 ? MAX((guint64)speed * 1000000 / 8 * 16000 / G_USEC_PER_SEC, floor) : 0;
 	guint64 got = ncm_device_get_tx_queue_limit(t->dev);
 	NcmStats s;
 
+	if (bus && (!want || bus < want))
+		want = bus;
 	ncm_device_get_stats(t->dev, &s);
 	printf("%s: queue limit %" G_GUINT64_FORMAT " bytes at %" G_GUINT64_FORMAT " B/s (%"
 	       G_GUINT64_FORMAT " expected, stats %" G_GUINT64_FORMAT ")\n", what, got, pace, want,
