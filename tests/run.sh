@@ -61,7 +61,8 @@ meson test -C "$tsandir" --print-errorlogs --suite unit || rc=1
 # one lwIP stack (one unplugged, replugged, a ninth plugged in, all
 # streaming), one ncm-tun driving eight gadgets (one unplugged and
 # replugged), and one ncm-tun's single-device path (its TAP reader, the
-# ACK hold written at the event batch's end, iperf3 both ways); a report
+# ACK hold written at the event batch's end, iperf3 both ways), and its
+# device reset from under it twice, once mid-upload (vm-tun-reset); a report
 # makes the program's exit status 66, which fails the test.
 # has_test DIR NAME. Not "| grep -q": grep would quit at the first match,
 # meson die of SIGPIPE, and pipefail turn a found test into a skipped one.
@@ -70,6 +71,7 @@ if has_test "$tsandir" vm-driver-frames-ntb16; then
 	# Its own log: a second run in one build dir would overwrite the first's.
 	meson test -C "$tsandir" --print-errorlogs --logbase testlog-vm \
 		vm-driver-frames-ntb16 vm-driver-hotplug vm-driver-landed vm-multi-lwip vm-multi-tun vm-tun \
+		vm-tun-reset \
 		|| rc=1
 else
 	echo "run.sh: no VM tests in $tsandir: the TSan data-path tests did not run"
