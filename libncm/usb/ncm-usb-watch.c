@@ -240,16 +240,17 @@ recheck_cb(gpointer data)
 		return G_SOURCE_REMOVE;
 	g_debug("watch: %s was found gone but is still there (reset?): looking again", key);
 	g_hash_table_add(self->recheck, g_strdup(key));
-	if (rescan(self)) {
-		last = g_new(gint64, 1);
-		*last = now;
-		g_hash_table_replace(self->rechecked, g_steal_pointer(&key), last);
+	last = g_new(gint64, 1);
+	*last = now;
+	g_hash_table_replace(self->rechecked, g_strdup(key), last);
+	/* Its signals' handlers may replace the watch: self is not used after. */
+	if (rescan(self))
 		return G_SOURCE_REMOVE;
-	}
-	/* The key stays in recheck for the next rescan that works: polling's
-	 * next tick (its device set did not change, so it is told to look),
-	 * or this source's next try. */
+	/* It emitted nothing. The key stays in recheck for the next rescan
+	 * that works: polling's next tick (its device set did not change, so
+	 * it is told to look), or this source's next try. */
 	g_debug("rescan after a removal failed");
+	g_hash_table_remove(self->rechecked, key);
 	g_clear_pointer(&self->fingerprint, g_free);
 	return ++r->tries < RECHECK_TRIES ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
 }
