@@ -150,14 +150,23 @@ rescan_cb(gpointer data)
 {
 	NcmWatch *self = data;
 	g_autofree gchar *now = NULL;
+	gchar *old;
 
 	now = device_set_fingerprint(self->context);
 	g_debug("poll: devices %s (was %s)", now, self->fingerprint);
-	/* Only a completed rescan moves the fingerprint on, so a failed one is retried. */
-	if (g_strcmp0(now, self->fingerprint) != 0 && rescan(self)) {
-		g_free(self->fingerprint);
-		self->fingerprint = g_steal_pointer(&now);
+	if (g_strcmp0(now, self->fingerprint) == 0)
+		return G_SOURCE_CONTINUE;
+	/* Only a completed rescan moves the fingerprint on, so a failed one
+	 * (which emitted nothing) is retried. Moved first: the signals'
+	 * handlers may replace the watch, so self is not used after. */
+	old = self->fingerprint;
+	self->fingerprint = g_steal_pointer(&now);
+	if (rescan(self)) {
+		g_free(old);
+		return G_SOURCE_CONTINUE;
 	}
+	g_free(self->fingerprint);
+	self->fingerprint = old;
 	return G_SOURCE_CONTINUE;
 }
 
