@@ -67,11 +67,6 @@ clamp_max_frame(NcmDevice *self, GError **error)
 	return TRUE;
 }
 
-/*
- * How many NTBs one OUT transfer carries: only NTBs of exactly the
- * device's dwNtbOutMaxSize may follow each other (the device reads blocks
- * of that size), and only where the packer can fill one to that size.
- */
 /* The bus's rate when it, not the transfer pool, must bound the queue:
  * below high speed (ncm-ntb-sched.h). */
 static guint64
@@ -80,6 +75,11 @@ slow_bus_rate(guint speed_mbps)
 	return speed_mbps && speed_mbps < 480 ? (guint64)speed_mbps * 1000000 / 8 : 0;
 }
 
+/*
+ * How many NTBs one OUT transfer carries: only NTBs of exactly the
+ * device's dwNtbOutMaxSize may follow each other (the device reads blocks
+ * of that size), and only where the packer can fill one to that size.
+ */
 static guint
 tx_chain_for(const NcmNtbInfo *n, const NcmNtbPackConfig *pc, guint asked, gboolean slow_bus)
 {

@@ -276,8 +276,8 @@ test_queue_limit(void)
 
 /*
  * A full-speed bus (1.5 MB/s) bounds the queue unpaced: 16 ms of it is
- * 24000 bytes, under the floor of four NTBs, so four go and the fifth
- * waits; a pacing rate under the bus's takes over when it is lower.
+ * 24000 bytes, above the floor of four 3200-byte NTBs, so eight go and the
+ * ninth waits; a pacing rate takes over when its limit is the lower.
  */
 static void
 test_bus_rate(void)
