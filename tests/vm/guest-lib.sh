@@ -497,6 +497,22 @@ gadget_bounce() {
 
 # carrier_wait IF: waits for the carrier of ncm-tun's IF. Like host_addr_setup:
 # f_ncm sends its link notifications back to back; bounce if none stuck.
+# tun_stats: SIGUSR1 to the ncm-tun at $TUN_PID; waits for its statistics in $TUN_LOG.
+tun_stats() {
+	kill -USR1 "$TUN_PID"
+	wait_for 10 "statistics on SIGUSR1" grep -q "usb rx:" "$TUN_LOG" || fail "no statistics on SIGUSR1"
+}
+
+# tun_stop SIGNAL LABEL: stops the ncm-tun at $TUN_PID, prints $TUN_LOG and
+# checks that LABEL exited 0 on SIGNAL.
+tun_stop() {
+	local rc=0
+	kill -"$1" "$TUN_PID"
+	wait "$TUN_PID" || rc=$?
+	cat "$TUN_LOG"
+	check "$2 exits 0 on SIG$1" [ "$rc" = 0 ]
+}
+
 carrier_wait() {
 	local try
 	for try in 1 2 3; do

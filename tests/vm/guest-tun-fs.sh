@@ -45,14 +45,9 @@ done
 # a high-speed device gets. Printed, not judged (a timing).
 rtt_under upload
 rtt_under download -R
-kill -USR1 "$TUN_PID"
-wait_for 10 "statistics on SIGUSR1" grep -q "usb rx:" "$TUN_LOG" || fail "no statistics on SIGUSR1"
+tun_stats
 grep "usb tx queue" "$TUN_LOG" || true
 check "libncm bounds the OUT queue by the bus: 4 NTBs of 16 KiB" \
 	grep -q "usb tx queue: at most 65536 bytes" "$TUN_LOG"
-kill -TERM "$TUN_PID"
-rc=0
-wait "$TUN_PID" || rc=$?
-cat "$TUN_LOG"
-check "ncm-tun exits 0 on SIGTERM" [ "$rc" = 0 ]
+tun_stop TERM ncm-tun
 vm_info

@@ -47,13 +47,8 @@ echo "iperf3 across the reset: $(iperf3_mbits "$VM_OUT/iperf3-reset.json") Mbit/
 check "ncm-tun took the device back again" wait_for "$VM_WAIT" "a third attach" attached 3
 check "ncm-tun survived both resets" tun_alive
 
-kill -USR1 "$TUN_PID"
-wait_for 10 "statistics on SIGUSR1" grep -q "usb rx:" "$TUN_LOG" || fail "no statistics on SIGUSR1"
+tun_stats
 check "ncm-tun counted three device sessions" grep -q "^ncm-tun: $TUN, 3 device session" "$TUN_LOG"
-kill -TERM "$TUN_PID"
-rc=0
-wait "$TUN_PID" || rc=$?
-cat "$TUN_LOG"
-check "ncm-tun exits 0 on SIGTERM" [ "$rc" = 0 ]
+tun_stop TERM ncm-tun
 check "cdc_ncm has the function back" wait_for "$VM_WAIT" "cdc_ncm netdev" host_netdevs_up
 vm_info

@@ -81,16 +81,11 @@ ip link set "$TUN" down
 ip link set "$TUN" name ncmren0
 TUN=ncmren0
 ip link set "$TUN" up
-kill -USR1 "$TUN_PID"
-wait_for 10 "statistics on SIGUSR1" grep -q "usb rx:" "$TUN_LOG" || fail "no statistics on SIGUSR1"
+tun_stats
 check "ncm-tun counted two device sessions, under the new name" \
 	grep -q "^ncm-tun: ncmren0, 2 device session" "$TUN_LOG"
 
-kill -TERM "$TUN_PID"
-rc=0
-wait "$TUN_PID" || rc=$?
-cat "$TUN_LOG"
-check "ncm-tun exits 0 on SIGTERM" [ "$rc" = 0 ]
+tun_stop TERM ncm-tun
 check "no $TUN left behind" [ ! -e "/sys/class/net/$TUN" ]
 check "cdc_ncm has the function back" wait_for "$VM_WAIT" "cdc_ncm netdev" cdc_ncm_back
 
@@ -109,11 +104,7 @@ wait_ping "through ncm-tun --tun"
 check "ping $(peer_ip4) x3 through ncm-tun --tun" ping -c 3 -W 2 "$(peer_ip4)"
 check "ping $(peer_ip6) x3 through ncm-tun --tun" ping -6 -c 3 -W 2 "$(peer_ip6)"
 iperf3_both ncm-tun-tun
-kill -TERM "$TUN_PID"
-rc=0
-wait "$TUN_PID" || rc=$?
-cat "$TUN_LOG"
-check "ncm-tun --tun exits 0 on SIGTERM" [ "$rc" = 0 ]
+tun_stop TERM "ncm-tun --tun"
 check "ncm-tun --tun answered ARP/NDP" grep -q "tun: [1-9][0-9]* ARP/NDP answers" "$TUN_LOG"
 check "no $TUN left behind" [ ! -e "/sys/class/net/$TUN" ]
 check "cdc_ncm has the function back after --user" wait_for "$VM_WAIT" "cdc_ncm netdev" cdc_ncm_back
@@ -137,11 +128,7 @@ wait_ping "through unprivileged ncm-tun"
 check "ping $(peer_ip4) x3 through unprivileged ncm-tun" ping -c 3 -W 2 "$(peer_ip4)"
 # SIGHUP, as when the ssh session that started it closes: a stop like SIGTERM,
 # which gives the function back (the default action would not).
-kill -HUP "$TUN_PID"
-rc=0
-wait "$TUN_PID" || rc=$?
-cat "$TUN_LOG"
-check "unprivileged ncm-tun exits 0 on SIGHUP" [ "$rc" = 0 ]
+tun_stop HUP "unprivileged ncm-tun"
 check "unprivileged ncm-tun left the setup to root" grep -q "leaving its MTU" "$TUN_LOG"
 check "... and said what root should run, with the device's MAC and MTU" \
 	grep -q "ip link set $TUN address $VM_HOST_MAC mtu 1500 up" "$TUN_LOG"
