@@ -353,6 +353,10 @@ ncm_device_finalize(GObject *object)
 {
 	NcmDevice *self = NCM_DEVICE(object);
 
+	/* The last reference may go on any thread, and GObject's count is in
+	 * uninstrumented GLib: a dispatch's reads of the device on the owner's
+	 * thread reach here through the release before its unref. */
+	ncm_tsan_acquire(self);
 	ncm_device_close(self);
 	g_clear_pointer(&self->stalled, g_ptr_array_unref);
 	g_clear_pointer(&self->dev_mem, g_hash_table_unref);

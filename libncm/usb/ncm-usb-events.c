@@ -133,6 +133,8 @@ event_free(gpointer data)
 	NcmEvent *ev = data;
 
 	g_clear_error(&ev->error);
+	/* The device may be finalized on another thread; see its finalize. */
+	ncm_tsan_release(ev->device);
 	g_object_unref(ev->device);
 	g_free(ev);
 }
