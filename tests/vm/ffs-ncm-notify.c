@@ -65,14 +65,19 @@ notify_thread(void *arg)
 	uint8_t speed[16];
 	unsigned seen = 0;
 
-	speed_change(speed, 480000000u, 480000000u);
+	/* What the bus gives, as TinyUSB reports it: 12 Mbit/s at full speed. */
+	if (prof.bulk_mps == FS_BULK_MPS)
+		speed_change(speed, 12000000u, 12000000u);
+	else
+		speed_change(speed, 480000000u, 480000000u);
 	for (;;) {
 		pthread_mutex_lock(&lock);
 		while (!enabled || enable_gen == seen)
 			pthread_cond_wait(&changed, &lock);
 		seen = enable_gen;
 		pthread_mutex_unlock(&lock);
-		if (!notify(link_up, sizeof(link_up)) || !notify(speed, sizeof(speed)))
+		if (prof.speed_first ? !notify(speed, sizeof(speed)) || !notify(link_up, sizeof(link_up))
+				     : !notify(link_up, sizeof(link_up)) || !notify(speed, sizeof(speed)))
 			continue;
 		if (prof.stall_intr)
 			halt_intr_for_good();

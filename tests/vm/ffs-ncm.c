@@ -78,6 +78,27 @@ profile_select(const char *name)
 		prof.flood_s = 5;
 	} else if (!strcmp(name, "stall-in-once")) {
 		prof.stall_in_at = 3;
+	} else if (!strcmp(name, "tinyusb")) {
+		/*
+		 * TinyUSB's ncm_device.c (2024 rewrite) on a full-speed chip:
+		 * NTB16 only, 3200-byte NTBs each way, divisor 1, IN NTBs with
+		 * the NDP first and a fixed table for 8 datagrams, 6 datagrams
+		 * per OUT NTB (its recommended value), bmNetworkCapabilities 0,
+		 * and every class request but GET_NTB_PARAMETERS STALLed (it
+		 * answers no other); the speed before the link, once per
+		 * SET_INTERFACE.
+		 */
+		prof.formats = NCM_NTB_FORMAT_BIT_16;
+		prof.in_max = prof.out_max = 3200;
+		prof.in_div = prof.out_div = 1;
+		prof.out_max_datagrams = 6;
+		prof.in_ndp_first = true;
+		prof.in_max_datagrams = 8;
+		prof.caps = 0;
+		prof.params_only = true;
+		prof.refuse_input_size = true;
+		prof.speed_first = true;
+		prof.bulk_mps = FS_BULK_MPS;
 	} else {
 		return false;
 	}
@@ -567,7 +588,11 @@ on_setup(const struct usb_ctrlrequest *rq)
 	if (vanish(rq))
 		return;
 	/* f_fs hands over the requests addressed to our interfaces; wIndex is ours (0 = comm). */
-	if (rq->bRequestType == 0xA1 && (rq->wIndex & 0xff) == 0)
+	if (prof.params_only && (rq->bRequestType & 0x60) == 0x20 && rq->bRequest != 0x80 &&
+	    rq->bRequest != 0x86) {
+		/* SET_NTB_INPUT_SIZE goes on to class_out: the IN side waits for it. */
+		done = false;
+	} else if (rq->bRequestType == 0xA1 && (rq->wIndex & 0xff) == 0)
 		done = class_in(rq);
 	else if (rq->bRequestType == 0x21 && (rq->wIndex & 0xff) == 0)
 		done = class_out(rq);
@@ -1031,6 +1056,8 @@ tx_thread(void *arg)
 			.alignment = prof.in_align,
 			.max_packet = prof.bulk_mps,
 			.short_mode = NCM_NTB_SHORT_PAD,
+			.max_datagrams = prof.in_max_datagrams,
+			.ndp_first = prof.in_ndp_first,
 		};
 		pthread_mutex_unlock(&lock);
 		ncm_ntb_packer_init(&pk, &cfg, ntb, sizeof(ntb), seq++);
@@ -1213,7 +1240,10 @@ static const char usage_text[] =
 	"  --tap NAME               the TAP interface to bridge to (default ffs0)\n"
 	"  --ready FILE             created once the descriptors are written (bind the UDC then)\n"
 	"  --profile NAME           basic (f_ncm's figures), apple (no interrupt endpoint),\n"
-	"                           ntb16-only, ntb32-only, notify-flood, stall-in-once\n"
+	"                           ntb16-only, ntb32-only, notify-flood, stall-in-once,\n"
+	"                           tinyusb (TinyUSB's NCM at full speed: all of the next four\n"
+	"                           options, --full-speed, --refuse-input-size, caps 0, NTB16,\n"
+	"                           3200-byte NTBs, divisor 1, 8 datagrams per IN NTB, 6 per OUT)\n"
 	"  --formats 16|32|both     bmNtbFormatsSupported\n"
 	"  --in-max N, --out-max N  dwNtbInMaxSize, dwNtbOutMaxSize\n"
 	"  --in-ndp D/R/A           wNdpInDivisor/PayloadRemainder/Alignment (device -> host)\n"
@@ -1258,6 +1288,11 @@ static const char usage_text[] =
 	"  --zlp-after-ntb          a zero-length packet after every IN NTB\n"
 	"  --full-speed             the gadget runs at full speed (configfs max_speed): IN NTBs\n"
 	"                           follow its 64-byte packets\n"
+	"  --in-ndp-first           IN NTBs with the NDP right after the NTH (room reserved)\n"
+	"  --in-max-datagrams N     at most N datagrams per IN NTB\n"
+	"  --params-only            STALL every class request but GET_NTB_PARAMETERS (and take\n"
+	"                           SET_NTB_INPUT_SIZE only as --refuse-input-size says)\n"
+	"  --speed-first            CONNECTION_SPEED_CHANGE before NETWORK_CONNECTION\n"
 	"  --join-ntbs              an IN transfer of several frames is two NTBs run together, the\n"
 	"                           first of a whole number of packets and no ZLP between (a\n"
 	"                           device that leaves out its ZLPs; use with --in-batch)\n"
@@ -1351,7 +1386,8 @@ main(int argc, char **argv)
 	       O_SPEED_SPLIT, O_OVERLONG, O_FLAP, O_FLAP_MS, O_HOLD, O_VANISH, O_UDC_FD,
 	       O_APPLE_MODES, O_IAD_FIRST, O_GADGETFS, O_VID, O_PID, O_SERIAL, O_REFUSE_CRC,
 	       O_MAC_STRING_MISSING, O_MAX_SEGMENT, O_REPLAY, O_REPLAY_SKIP, O_EP0_DELAY,
-	       O_REFUSE_PARAMS, O_INTR_MPS, O_REFUSE_FORMAT, O_NO_LANGIDS, O_JOIN, O_FULL_SPEED };
+	       O_REFUSE_PARAMS, O_INTR_MPS, O_REFUSE_FORMAT, O_NO_LANGIDS, O_JOIN, O_FULL_SPEED,
+	       O_IN_NDP_FIRST, O_IN_MAXDG, O_PARAMS_ONLY, O_SPEED_FIRST };
 	static const struct option opts[] = {
 		{ "ffs", required_argument, NULL, O_FFS },
 		{ "gadgetfs", required_argument, NULL, O_GADGETFS },
@@ -1394,6 +1430,10 @@ main(int argc, char **argv)
 		{ "zlp-after-ntb", no_argument, NULL, O_ZLP },
 		{ "join-ntbs", no_argument, NULL, O_JOIN },
 		{ "full-speed", no_argument, NULL, O_FULL_SPEED },
+		{ "in-ndp-first", no_argument, NULL, O_IN_NDP_FIRST },
+		{ "in-max-datagrams", required_argument, NULL, O_IN_MAXDG },
+		{ "params-only", no_argument, NULL, O_PARAMS_ONLY },
+		{ "speed-first", no_argument, NULL, O_SPEED_FIRST },
 		{ "runt-one-in", required_argument, NULL, O_RUNT },
 		{ "in-stop-after", required_argument, NULL, O_IN_STOP },
 		{ "stall-intr-once", no_argument, NULL, O_STALL_INTR_ONCE },
@@ -1502,6 +1542,12 @@ main(int argc, char **argv)
 		case O_ZLP: prof.zlp_after_ntb = true; break;
 		case O_JOIN: prof.join_ntbs = true; break;
 		case O_FULL_SPEED: prof.bulk_mps = FS_BULK_MPS; break;
+		case O_IN_NDP_FIRST: prof.in_ndp_first = true; break;
+		case O_IN_MAXDG:
+			prof.in_max_datagrams = (uint16_t)num("in-max-datagrams", optarg, 0xffff);
+			break;
+		case O_PARAMS_ONLY: prof.params_only = true; break;
+		case O_SPEED_FIRST: prof.speed_first = true; break;
 		case O_RUNT: prof.runt_one_in = (unsigned)num("runt-one-in", optarg, 1000000); break;
 		case O_IN_STOP: prof.in_stop_after = (unsigned)num("in-stop-after", optarg, 1000000); break;
 		case O_STALL_INTR_ONCE: prof.stall_intr_once = true; break;
@@ -1599,10 +1645,14 @@ main(int argc, char **argv)
 		ep_out = open_ep(dir, n++, O_RDWR);
 	}
 	say("profile %s: formats 0x%x in %u %u/%u/%u out %u %u/%u/%u max datagrams %u caps 0x%02x "
-	    "%s, tap %s", prof.name, prof.formats, prof.in_max, prof.in_div, prof.in_rem,
+	    "%s, tap %s%s%s%s", prof.name, prof.formats, prof.in_max, prof.in_div, prof.in_rem,
 	    prof.in_align, prof.out_max, prof.out_div, prof.out_rem, prof.out_align,
 	    prof.out_max_datagrams, prof.caps, prof.intr ? "interrupt endpoint" : "no interrupt endpoint",
-	    tap_name);
+	    tap_name, prof.in_ndp_first ? ", IN NDP first" : "",
+	    prof.params_only ? ", class requests but GET_NTB_PARAMETERS STALLed" : "",
+	    prof.speed_first ? ", speed before link" : "");
+	if (prof.in_max_datagrams)
+		say("at most %u datagrams per IN NTB", prof.in_max_datagrams);
 	if (!gfs_dir)
 		touch_ready(ready);
 	pthread_create(&th, NULL, rx_thread, NULL);

@@ -65,6 +65,10 @@ typedef struct {
 	unsigned in_batch_ms;      /* collect TAP frames this long into one IN NTB */
 	unsigned ep0_delay_ms;     /* gadgetfs: answer each request this late */
 	unsigned bulk_mps;         /* the bulk packets' size on the bus: 64 at full speed */
+	bool in_ndp_first;         /* IN NDP right after the NTH, room for in_max_datagrams */
+	uint16_t in_max_datagrams; /* datagrams per IN NTB (0: the packer's own limit) */
+	bool params_only;          /* STALL every class request but GET_NTB_PARAMETERS */
+	bool speed_first;          /* CONNECTION_SPEED_CHANGE before NETWORK_CONNECTION */
 
 	/* Bulk IN beyond valid NTBs (ffs-ncm-hostile.c). */
 	unsigned hostile_one_in;   /* one IN transfer in N is a crafted, malformed NTB */

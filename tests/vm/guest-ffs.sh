@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/vm/guest-ffs.sh: libncm against ffs-ncm, the programmable device; VM_FFS_TEST picks the case.
 # Cases (tests/vm/README.md, "The programmable device (FunctionFS)"):
-#   basic, apple, ntb16-only, format-refused, ntb32-only, divisors, max-datagrams, microcontroller,
+#   basic, apple, ntb16-only, format-refused, ntb32-only, divisors, max-datagrams, microcontroller, tinyusb,
 #   notify-flood, no-mac, stall-in-once, stall-in-always, stall-intr, stall-out,
 #   out-stuck, input-size, small-ntbs, max-datagram, persist-mtu, persist-backoff, hostile, replay, zlp, in-stuck,
 #   intr-stall, notify-split, link-flap, intr-mps8, vanish, hold, apple-modes, apple-tun, apple-proxy,
@@ -465,6 +465,34 @@ microcontroller)
 	ffs_gadget_teardown
 	check "one datagram per OUT NTB: at least $n NTBs" [ "$(ffs_stat ntbs_out)" -ge "$n" ]
 	check "the device checked at least $n datagrams" [ "$(ffs_stat datagrams_out)" -ge "$n" ]
+	check "no OUT NTB past 3200 bytes ($(ffs_stat max_ntb_out))" [ "$(ffs_stat max_ntb_out)" -le 3200 ]
+	;;
+tinyusb)
+	# TinyUSB's NCM (its 2024 ncm_device.c) on a full-speed chip, as on an
+	# RP2040 or an ESP32-S2/S3: what microcontroller) leaves out. It STALLs
+	# every class request but GET_NTB_PARAMETERS (SET_NTB_INPUT_SIZE too),
+	# offers no optional request (bmNetworkCapabilities 0), puts the IN
+	# NDP first with a fixed table for 8 datagrams, takes 6 datagrams per
+	# OUT NTB of up to 3200 bytes at divisor 1, and sends the speed (12
+	# Mbit/s) before the link.
+	n=${VM_COUNT:-1000}
+	export VM_GADGET_MAX_SPEED=full-speed
+	setup --profile tinyusb
+	unset VM_GADGET_MAX_SPEED
+	check "the device runs at full speed" [ "$(usb_speed)" = 12 ]
+	frames frames.txt
+	check "libncm reports the link up" grep -q 'event: link up' "$VM_OUT/frames.txt"
+	check "libncm reports the speed sent before the link (12 Mbit/s)" \
+		grep -q 'event: speed 12000000/12000000' "$VM_OUT/frames.txt"
+	tx "$n"
+	rx "$n"
+	stalled=$(grep -c 'stalling request' "$FFS_LOG" || true)
+	ffs_gadget_teardown
+	check "libncm went on past $stalled STALLed class requests" [ "$stalled" -ge 1 ]
+	check "several datagrams per OUT NTB ($(ffs_stat datagrams_out) in $(ffs_stat ntbs_out) NTBs)" \
+		[ "$(ffs_stat datagrams_out)" -gt "$(ffs_stat ntbs_out)" ]
+	check "several datagrams per IN NTB ($(ffs_stat datagrams_in) in $(ffs_stat ntbs_in) NTBs)" \
+		[ "$(ffs_stat datagrams_in)" -gt "$(ffs_stat ntbs_in)" ]
 	check "no OUT NTB past 3200 bytes ($(ffs_stat max_ntb_out))" [ "$(ffs_stat max_ntb_out)" -le 3200 ]
 	;;
 max-datagrams)
