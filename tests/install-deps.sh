@@ -17,6 +17,22 @@ pkgs=(
 	gi-docgen                         # the reference manual (-Ddocs=true)
 )
 
+# 32-bit ARM (tests/cross/armhf.ini): a cross compiler, the libraries for
+# armhf, and qemu-arm to run its unit suite (binfmt for what tests spawn).
+arm_pkgs=(
+	gcc-arm-linux-gnueabihf qemu-user qemu-user-binfmt
+	libglib2.0-dev:armhf libusb-1.0-0-dev:armhf
+)
+if ! dpkg --print-foreign-architectures | grep -qx armhf; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "install-deps: the armhf architecture is missing: run as root, or:" \
+			"sudo dpkg --add-architecture armhf" >&2
+		exit 1
+	fi
+	dpkg --add-architecture armhf
+fi
+pkgs+=("${arm_pkgs[@]}")
+
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
