@@ -151,7 +151,9 @@ tap_start(NcmLink *link, GError **error)
 			    "TAP fd %d: cannot make it non-blocking: %s", t->fd, g_strerror(errno));
 		return FALSE;
 	}
-	t->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	/* Kept until tap_free(): a drainer may still kick it after a stop. */
+	if (t->wake_fd < 0)
+		t->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (t->wake_fd < 0) {
 		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "eventfd: %s",
 			    g_strerror(errno));
@@ -173,8 +175,6 @@ tap_stop(NcmLink *link)
 	tap_kick(t);
 	g_thread_join(t->thread);
 	t->thread = NULL;
-	close(t->wake_fd);
-	t->wake_fd = -1;
 }
 
 static void
@@ -183,6 +183,8 @@ tap_free(NcmLink *link)
 	TapLink *t = (TapLink *)link;
 
 	tap_stop(link);
+	if (t->wake_fd >= 0)
+		close(t->wake_fd);
 	close(t->fd);
 	g_free(t->buf);
 	g_free(t);

@@ -320,6 +320,9 @@ ncm_context_finalize(GObject *object)
 	NcmContext *self = NCM_CONTEXT(object);
 	NcmContext *mine;
 
+	/* The last reference may go on any thread; a dispatch that held one
+	 * (polling's tick, a posted rescan) released it first. */
+	ncm_tsan_acquire(self);
 	/* What hangs on the context may still talk to libusb (deregistering). */
 	g_datalist_clear(&self->attached);
 	/*

@@ -145,10 +145,28 @@ device_set_fingerprint(NcmContext *context)
 	return g_string_free(s, FALSE);
 }
 
-static gboolean
-rescan_cb(gpointer data)
+/*
+ * Polling's source holds the context weakly, and each tick a strong
+ * reference: the last reference to a context may go on any thread, and
+ * its finalize frees the watch (g_source_destroy() does not wait for a
+ * dispatch under way), so a tick must not run on a watch being freed.
+ */
+typedef struct {
+	GWeakRef context;
+} PollRef;
+
+static void
+poll_ref_free(gpointer data)
 {
-	NcmWatch *self = data;
+	PollRef *p = data;
+
+	g_weak_ref_clear(&p->context);
+	g_free(p);
+}
+
+static gboolean
+rescan_tick(NcmWatch *self)
+{
 	g_autofree gchar *now = NULL;
 	gchar *old;
 
@@ -168,6 +186,23 @@ rescan_cb(gpointer data)
 	g_free(self->fingerprint);
 	self->fingerprint = old;
 	return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+rescan_cb(gpointer data)
+{
+	g_autoptr(NcmContext) context = g_weak_ref_get(&((PollRef *)data)->context);
+	NcmWatch *self = context ? ncm_context_get_attached(context, NCM_WATCH_KEY) : NULL;
+	gboolean go_on;
+
+	/* Gone, or replaced by a watch whose source this is not. */
+	if (!self || self->poll_source != g_main_current_source())
+		return G_SOURCE_REMOVE;
+	go_on = rescan_tick(self);
+	/* Ours may be the last reference: finalize sees this tick's writes. */
+	if (context)
+		ncm_tsan_release(context);
+	return go_on;
 }
 
 /* Looks the watch up anew: it may have been replaced since the post. */
@@ -226,10 +261,8 @@ recheck_free(gpointer data)
 
 /* The owner's main context. */
 static gboolean
-recheck_cb(gpointer data)
+recheck_look(Recheck *r, NcmContext *context)
 {
-	Recheck *r = data;
-	g_autoptr(NcmContext) context = g_weak_ref_get(&r->context);
 	NcmWatch *self = context ? ncm_context_get_attached(context, NCM_WATCH_KEY) : NULL;
 	g_autofree gchar *key = g_strdup_printf("%u:%u", r->bus, r->address);
 	g_autofree gchar *node = g_strdup_printf("/dev/bus/usb/%03u/%03u", r->bus, r->address);
@@ -262,6 +295,19 @@ recheck_cb(gpointer data)
 	g_hash_table_remove(self->rechecked, key);
 	g_clear_pointer(&self->fingerprint, g_free);
 	return ++r->tries < RECHECK_TRIES ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
+}
+
+static gboolean
+recheck_cb(gpointer data)
+{
+	Recheck *r = data;
+	g_autoptr(NcmContext) context = g_weak_ref_get(&r->context);
+	gboolean go_on = recheck_look(r, context);
+
+	/* Ours may be the last reference (see PollRef). */
+	if (context)
+		ncm_tsan_release(context);
+	return go_on;
 }
 
 void
@@ -310,8 +356,11 @@ ncm_context_watch(NcmContext *context, const NcmMatch *match, guint poll_ms, GEr
 	}
 	if (!self->hotplug) {
 		self->fingerprint = device_set_fingerprint(context);
+		PollRef *p = g_new0(PollRef, 1);
+
+		g_weak_ref_init(&p->context, context);
 		self->poll_source = g_timeout_source_new(poll_ms ? poll_ms : 1000);
-		g_source_set_callback(self->poll_source, rescan_cb, self, NULL);
+		g_source_set_callback(self->poll_source, rescan_cb, p, poll_ref_free);
 		g_source_attach(self->poll_source, ncm_context_get_owner(context));
 	}
 	if (!rescan(self)) {
