@@ -666,23 +666,29 @@ ncm_lwip_netif_set_ipv4(NcmLwipNetif *netif, GInetAddress *address, guint prefix
 {
 	NcmLwipNetifConfig config;
 	ip_addr_t addr, mask, gw;
+	gboolean ok;
 
 	g_return_val_if_fail(NCM_LWIP_IS_NETIF(netif), FALSE);
 	ncm_lwip_netif_config_init(&config);
 	config.ipv4 = address;
 	config.ipv4_prefix = prefix;
 	config.ipv4_gateway = gateway;
-	if (netif->link == NULL) {
+	/* Any thread, beside a remove() on another: that takes the netif off
+	 * the list under the core lock before its link goes, so a netif still
+	 * listed under the lock has its link. */
+	nlw_core_lock();
+	if (g_list_find(netifs, netif) == NULL) {
+		nlw_core_unlock();
 		g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_CLOSED, "the netif was removed");
 		return FALSE;
 	}
-	if (!check_config(netif->link, &config, error))
-		return FALSE;
-	config_ipv4(&config, &addr, &mask, &gw);
-	nlw_core_lock();
-	netif_set_addr(&netif->netif, ip_2_ip4(&addr), ip_2_ip4(&mask), ip_2_ip4(&gw));
+	ok = check_config(netif->link, &config, error);
+	if (ok) {
+		config_ipv4(&config, &addr, &mask, &gw);
+		netif_set_addr(&netif->netif, ip_2_ip4(&addr), ip_2_ip4(&mask), ip_2_ip4(&gw));
+	}
 	nlw_core_unlock();
-	return TRUE;
+	return ok;
 }
 
 void

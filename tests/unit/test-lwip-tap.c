@@ -2295,6 +2295,53 @@ test_set_ipv4(void)
 	g_assert_true(netif_has(LWIP_V4));
 }
 
+/* set_ipv4() from another thread while the netif is removed: it works,
+ * or says the netif was removed; never a link freed under it. */
+static gpointer
+set_ipv4_until_removed(gpointer data)
+{
+	g_autoptr(GInetAddress) v4 = g_inet_address_new_from_string("192.168.79.2");
+	guint n = 0;
+
+	for (;; n++) {
+		g_autoptr(GError) error = NULL;
+
+		if (ncm_lwip_netif_set_ipv4(data, v4, 24, NULL, &error)) {
+			g_assert_no_error(error);
+			continue;
+		}
+		g_assert_error(error, G_IO_ERROR, G_IO_ERROR_CLOSED);
+		return GUINT_TO_POINTER(n);
+	}
+}
+
+static void
+test_set_ipv4_removed(void)
+{
+	g_autoptr(GInetAddress) v4 = g_inet_address_new_from_string("192.168.79.1");
+	g_autoptr(GError) error = NULL;
+	g_autoptr(NcmLwipNetif) n = NULL;
+	NcmLwipNetifConfig config;
+	GThread *thread;
+	int sv[2];
+
+	g_assert_no_errno(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv));
+	ncm_lwip_netif_config_init(&config);
+	config.ipv4 = v4;
+	config.ipv4_prefix = 24;
+	n = ncm_lwip_netif_add(ncm_lwip_stack_get_default(),
+			       ncm_link_new_for_tap_fd(sv[0], lwip_mac, 1514), &config, &error);
+	g_assert_no_error(error);
+	thread = g_thread_new("set-ipv4", set_ipv4_until_removed, n);
+	g_usleep(20 * 1000);
+	ncm_lwip_netif_remove(n);
+	/* At least one call ran against the live netif in 20 ms. */
+	g_assert_cmpuint(GPOINTER_TO_UINT(g_thread_join(thread)), >, 0);
+	g_assert_false(ncm_lwip_netif_set_ipv4(n, v4, 24, NULL, &error));
+	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_CLOSED);
+	close(sv[1]);
+}
+
 static void
 attach_lwip(int fd)
 {
@@ -2357,6 +2404,7 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-tap/ipv6/link-local", test_link_local);
 	g_test_add_func("/lwip-tap/ipv6/slaac", test_slaac);
 	g_test_add_func("/lwip-tap/netif/set-ipv4", test_set_ipv4);
+	g_test_add_func("/lwip-tap/netif/set-ipv4-removed", test_set_ipv4_removed);
 #ifdef TCP_RAW_PEER
 	/* Last: its ARP, from an address the kernel does not own, makes the
 	 * netif's peer (test_peer) that address. */
