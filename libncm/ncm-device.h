@@ -491,7 +491,11 @@ NCM_EXPORT guint ncm_device_get_mtu(NcmDevice *self);
  * Thread: any.
  *
  * Returns: the last NETWORK_CONNECTION state the device reported; %FALSE
- *   until it reports one. "link-changed" follows changes on the owner's context.
+ *   until it reports one. A device that reports none within 2 s of
+ *   ncm_device_start() is taken as up (TinyUSB's NCM sends it only after a
+ *   bus reset, so a host that opens it after another driver, or again,
+ *   hears nothing); one without an interrupt endpoint is up from the open.
+ *   "link-changed" follows changes on the owner's context.
  */
 NCM_EXPORT gboolean ncm_device_get_link_up(NcmDevice *self);
 

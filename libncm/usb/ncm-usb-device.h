@@ -133,6 +133,7 @@ struct _NcmDevice {
 	/* ncm-usb-events.c: link and speed reach the owner on change, one
 	 * dispatch queued at a time. */
 	gint link_known, link_pending;     /* atomic */
+	gint64 link_assume_at;             /* atomic: no NETWORK_CONNECTION by then: up (0: none) */
 	gint speed_known, speed_pending;   /* atomic */
 	gint emitted_link;                 /* owner's context only; -1 = none yet */
 	gboolean emitted_speed;            /* owner's context only */

@@ -148,6 +148,37 @@ rx_quiet_tick(NcmDevice *self, const NcmNudgeTx *tx, gint64 now)
 	return G_MAXINT64;
 }
 
+/*
+ * NCM has a function send NETWORK_CONNECTION whenever the host selects
+ * its data interface, and f_ncm does. TinyUSB sends it once after a bus
+ * reset: a host that opens the function after another driver had it
+ * (cdc_ncm binds first on Linux), or opens it again, hears nothing, and
+ * would keep its link down for good. A device that said nothing this
+ * long after the start is taken as up, as one without an interrupt
+ * endpoint is; whatever it says later still counts.
+ */
+#define NCM_LINK_ASSUME_US (2 * G_USEC_PER_SEC)
+
+static gint64
+link_assume_tick(NcmDevice *self, gint64 now)
+{
+	gint64 at = __atomic_load_n(&self->link_assume_at, __ATOMIC_RELAXED);
+
+	if (!at)
+		return G_MAXINT64;
+	/* Notifications are handled on this thread too: no race with them. */
+	if (!g_atomic_int_get(&self->link_known) && now < at)
+		return at;
+	__atomic_store_n(&self->link_assume_at, 0, __ATOMIC_RELAXED);
+	if (g_atomic_int_get(&self->link_known))
+		return G_MAXINT64;
+	g_message("%04x:%04x sent no NETWORK_CONNECTION in the %d s since the start: taking its "
+		  "link as up (some devices, TinyUSB's among them, send it only after a bus reset)",
+		  self->info->vid, self->info->pid, (int)(NCM_LINK_ASSUME_US / G_USEC_PER_SEC));
+	ncm_device_post_link(self, TRUE);
+	return G_MAXINT64;
+}
+
 static gint64
 device_tick(gpointer data, gint64 now)
 {
@@ -163,6 +194,7 @@ device_tick(gpointer data, gint64 now)
 	quiet = rx_quiet_tick(self, &tx, now);
 	ncm_nudge_merge_tx(&self->nudge, &tx);
 	quiet = MIN(quiet, ncm_device_retry_tick(self, now));
+	quiet = MIN(quiet, link_assume_tick(self, now));
 	return MIN(MIN(ncm_device_tx_tick(self, now), nudge_tick(self, now)), quiet);
 }
 
@@ -186,9 +218,13 @@ ncm_device_timers_setup(NcmDevice *self)
 void
 ncm_device_timers_start(NcmDevice *self)
 {
+	gint64 now = g_get_monotonic_time();
+
 	ncm_mutex_lock(&self->tx_lock);
-	self->nudge_tx.asked_at = g_get_monotonic_time();
+	self->nudge_tx.asked_at = now;
 	ncm_mutex_unlock(&self->tx_lock);
+	if (self->info->intr_ep && !g_atomic_int_get(&self->link_known))
+		__atomic_store_n(&self->link_assume_at, now + NCM_LINK_ASSUME_US, __ATOMIC_RELAXED);
 }
 
 /* At close, once nothing is in flight. */

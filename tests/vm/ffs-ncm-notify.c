@@ -74,6 +74,14 @@ notify_thread(void *arg)
 		pthread_mutex_lock(&lock);
 		while (!enabled || enable_gen == seen)
 			pthread_cond_wait(&changed, &lock);
+		/* TinyUSB sends its two once after a bus reset; a host that
+		 * closes and opens again (SET_INTERFACE) hears nothing. */
+		if (prof.notify_once && seen != 0) {
+			seen = enable_gen;
+			pthread_mutex_unlock(&lock);
+			say("ENABLE again: no notification (--notify-once)");
+			continue;
+		}
 		seen = enable_gen;
 		pthread_mutex_unlock(&lock);
 		if (prof.speed_first ? !notify(speed, sizeof(speed)) || !notify(link_up, sizeof(link_up))

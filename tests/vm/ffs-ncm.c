@@ -85,8 +85,8 @@ profile_select(const char *name)
 		 * the NDP first and a fixed table for 8 datagrams, 6 datagrams
 		 * per OUT NTB (its recommended value), bmNetworkCapabilities 0,
 		 * and every class request but GET_NTB_PARAMETERS STALLed (it
-		 * answers no other); the speed before the link, once per
-		 * SET_INTERFACE.
+		 * answers no other); the speed before the link, once after a
+		 * bus reset: a host that reopens hears neither again.
 		 */
 		prof.formats = NCM_NTB_FORMAT_BIT_16;
 		prof.in_max = prof.out_max = 3200;
@@ -98,6 +98,7 @@ profile_select(const char *name)
 		prof.params_only = true;
 		prof.refuse_input_size = true;
 		prof.speed_first = true;
+		prof.notify_once = true;
 		prof.bulk_mps = FS_BULK_MPS;
 	} else {
 		return false;
@@ -1241,9 +1242,10 @@ static const char usage_text[] =
 	"  --ready FILE             created once the descriptors are written (bind the UDC then)\n"
 	"  --profile NAME           basic (f_ncm's figures), apple (no interrupt endpoint),\n"
 	"                           ntb16-only, ntb32-only, notify-flood, stall-in-once,\n"
-	"                           tinyusb (TinyUSB's NCM at full speed: all of the next four\n"
-	"                           options, --full-speed, --refuse-input-size, caps 0, NTB16,\n"
-	"                           3200-byte NTBs, divisor 1, 8 datagrams per IN NTB, 6 per OUT)\n"
+	"                           tinyusb (TinyUSB's NCM at full speed: --in-ndp-first,\n"
+	"                           --in-max-datagrams 8, --params-only, --speed-first,\n"
+	"                           --notify-once, --full-speed, --refuse-input-size, caps 0,\n"
+	"                           NTB16, 3200-byte NTBs at divisor 1, 6 datagrams per OUT NTB)\n"
 	"  --formats 16|32|both     bmNtbFormatsSupported\n"
 	"  --in-max N, --out-max N  dwNtbInMaxSize, dwNtbOutMaxSize\n"
 	"  --in-ndp D/R/A           wNdpInDivisor/PayloadRemainder/Alignment (device -> host)\n"
@@ -1293,6 +1295,8 @@ static const char usage_text[] =
 	"  --params-only            STALL every class request but GET_NTB_PARAMETERS (and take\n"
 	"                           SET_NTB_INPUT_SIZE only as --refuse-input-size says)\n"
 	"  --speed-first            CONNECTION_SPEED_CHANGE before NETWORK_CONNECTION\n"
+	"  --notify-once            those two after the first ENABLE only: a host that opens the\n"
+	"                           function again hears no link state (TinyUSB: once per reset)\n"
 	"  --join-ntbs              an IN transfer of several frames is two NTBs run together, the\n"
 	"                           first of a whole number of packets and no ZLP between (a\n"
 	"                           device that leaves out its ZLPs; use with --in-batch)\n"
@@ -1387,7 +1391,7 @@ main(int argc, char **argv)
 	       O_APPLE_MODES, O_IAD_FIRST, O_GADGETFS, O_VID, O_PID, O_SERIAL, O_REFUSE_CRC,
 	       O_MAC_STRING_MISSING, O_MAX_SEGMENT, O_REPLAY, O_REPLAY_SKIP, O_EP0_DELAY,
 	       O_REFUSE_PARAMS, O_INTR_MPS, O_REFUSE_FORMAT, O_NO_LANGIDS, O_JOIN, O_FULL_SPEED,
-	       O_IN_NDP_FIRST, O_IN_MAXDG, O_PARAMS_ONLY, O_SPEED_FIRST };
+	       O_IN_NDP_FIRST, O_IN_MAXDG, O_PARAMS_ONLY, O_SPEED_FIRST, O_NOTIFY_ONCE };
 	static const struct option opts[] = {
 		{ "ffs", required_argument, NULL, O_FFS },
 		{ "gadgetfs", required_argument, NULL, O_GADGETFS },
@@ -1434,6 +1438,7 @@ main(int argc, char **argv)
 		{ "in-max-datagrams", required_argument, NULL, O_IN_MAXDG },
 		{ "params-only", no_argument, NULL, O_PARAMS_ONLY },
 		{ "speed-first", no_argument, NULL, O_SPEED_FIRST },
+		{ "notify-once", no_argument, NULL, O_NOTIFY_ONCE },
 		{ "runt-one-in", required_argument, NULL, O_RUNT },
 		{ "in-stop-after", required_argument, NULL, O_IN_STOP },
 		{ "stall-intr-once", no_argument, NULL, O_STALL_INTR_ONCE },
@@ -1548,6 +1553,7 @@ main(int argc, char **argv)
 			break;
 		case O_PARAMS_ONLY: prof.params_only = true; break;
 		case O_SPEED_FIRST: prof.speed_first = true; break;
+		case O_NOTIFY_ONCE: prof.notify_once = true; break;
 		case O_RUNT: prof.runt_one_in = (unsigned)num("runt-one-in", optarg, 1000000); break;
 		case O_IN_STOP: prof.in_stop_after = (unsigned)num("in-stop-after", optarg, 1000000); break;
 		case O_STALL_INTR_ONCE: prof.stall_intr_once = true; break;
@@ -1645,12 +1651,13 @@ main(int argc, char **argv)
 		ep_out = open_ep(dir, n++, O_RDWR);
 	}
 	say("profile %s: formats 0x%x in %u %u/%u/%u out %u %u/%u/%u max datagrams %u caps 0x%02x "
-	    "%s, tap %s%s%s%s", prof.name, prof.formats, prof.in_max, prof.in_div, prof.in_rem,
+	    "%s, tap %s%s%s%s%s", prof.name, prof.formats, prof.in_max, prof.in_div, prof.in_rem,
 	    prof.in_align, prof.out_max, prof.out_div, prof.out_rem, prof.out_align,
 	    prof.out_max_datagrams, prof.caps, prof.intr ? "interrupt endpoint" : "no interrupt endpoint",
 	    tap_name, prof.in_ndp_first ? ", IN NDP first" : "",
 	    prof.params_only ? ", class requests but GET_NTB_PARAMETERS STALLed" : "",
-	    prof.speed_first ? ", speed before link" : "");
+	    prof.speed_first ? ", speed before link" : "",
+	    prof.notify_once ? ", notifications once" : "");
 	if (prof.in_max_datagrams)
 		say("at most %u datagrams per IN NTB", prof.in_max_datagrams);
 	if (!gfs_dir)

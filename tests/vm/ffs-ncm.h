@@ -69,6 +69,7 @@ typedef struct {
 	uint16_t in_max_datagrams; /* datagrams per IN NTB (0: the packer's own limit) */
 	bool params_only;          /* STALL every class request but GET_NTB_PARAMETERS */
 	bool speed_first;          /* CONNECTION_SPEED_CHANGE before NETWORK_CONNECTION */
+	bool notify_once;          /* the first ENABLE's notifications only (none after a reopen) */
 
 	/* Bulk IN beyond valid NTBs (ffs-ncm-hostile.c). */
 	unsigned hostile_one_in;   /* one IN transfer in N is a crafted, malformed NTB */
