@@ -192,16 +192,19 @@ static gboolean
 rescan_cb(gpointer data)
 {
 	g_autoptr(NcmContext) context = g_weak_ref_get(&((PollRef *)data)->context);
-	NcmWatch *self = context ? ncm_context_get_attached(context, NCM_WATCH_KEY) : NULL;
+	NcmWatch *self;
 	gboolean go_on;
 
-	/* Gone, or replaced by a watch whose source this is not. */
-	if (!self || self->poll_source != g_main_current_source())
+	if (!context)
 		return G_SOURCE_REMOVE;
+	/* Not attached yet: a "function-added" handler of the first rescan
+	 * ran a main loop. (A replaced watch's source is destroyed.) */
+	self = ncm_context_get_attached(context, NCM_WATCH_KEY);
+	if (!self || self->poll_source != g_main_current_source())
+		return G_SOURCE_CONTINUE;
 	go_on = rescan_tick(self);
 	/* Ours may be the last reference: finalize sees this tick's writes. */
-	if (context)
-		ncm_tsan_release(context);
+	ncm_tsan_release(context);
 	return go_on;
 }
 

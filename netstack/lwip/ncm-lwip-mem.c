@@ -20,6 +20,7 @@
 
 #include "ncm-lwip-mem.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,11 +43,12 @@
 #endif
 
 /* In front of every block: where free() sends it. 16 bytes keep the
- * payload as aligned as malloc()'s. */
+ * payload as aligned as malloc()'s (16 on x86-64, 8 on armhf), and the
+ * head asks for no more than malloc() gives. */
 typedef union NlwMemHead {
 	union NlwMemHead *next; /* while cached */
 	guint cached_size;      /* while in use: NLW_MEM_BLOCK, or 0 for malloc()'s */
-	_Alignas(16) char pad[16];
+	_Alignas(max_align_t) char pad[16];
 } NlwMemHead;
 
 G_STATIC_ASSERT(sizeof(NlwMemHead) == 16);

@@ -2297,6 +2297,8 @@ test_set_ipv4(void)
 
 /* set_ipv4() from another thread while the netif is removed: it works,
  * or says the netif was removed; never a link freed under it. */
+static gint set_ipv4_calls; /* atomic */
+
 static gpointer
 set_ipv4_until_removed(gpointer data)
 {
@@ -2308,6 +2310,9 @@ set_ipv4_until_removed(gpointer data)
 
 		if (ncm_lwip_netif_set_ipv4(data, v4, 24, NULL, &error)) {
 			g_assert_no_error(error);
+			g_atomic_int_inc(&set_ipv4_calls);
+			/* Leaves the core lock to remove() now and then. */
+			g_thread_yield();
 			continue;
 		}
 		g_assert_error(error, G_IO_ERROR, G_IO_ERROR_CLOSED);
@@ -2332,11 +2337,13 @@ test_set_ipv4_removed(void)
 	n = ncm_lwip_netif_add(ncm_lwip_stack_get_default(),
 			       ncm_link_new_for_tap_fd(sv[0], lwip_mac, 1514), &config, &error);
 	g_assert_no_error(error);
+	g_atomic_int_set(&set_ipv4_calls, 0);
 	thread = g_thread_new("set-ipv4", set_ipv4_until_removed, n);
-	g_usleep(20 * 1000);
+	/* Removed while the calls go on, after the first has worked. */
+	while (g_atomic_int_get(&set_ipv4_calls) < 3)
+		g_usleep(1000);
 	ncm_lwip_netif_remove(n);
-	/* At least one call ran against the live netif in 20 ms. */
-	g_assert_cmpuint(GPOINTER_TO_UINT(g_thread_join(thread)), >, 0);
+	g_assert_cmpuint(GPOINTER_TO_UINT(g_thread_join(thread)), >=, 3);
 	g_assert_false(ncm_lwip_netif_set_ipv4(n, v4, 24, NULL, &error));
 	g_assert_error(error, G_IO_ERROR, G_IO_ERROR_CLOSED);
 	close(sv[1]);
