@@ -145,23 +145,12 @@ device_set_fingerprint(NcmContext *context)
 	return g_string_free(s, FALSE);
 }
 
-/*
- * Polling's source holds the context weakly, and each tick a strong
- * reference: the last reference to a context may go on any thread, and
- * its finalize frees the watch (g_source_destroy() does not wait for a
- * dispatch under way), so a tick must not run on a watch being freed.
- */
-typedef struct {
-	GWeakRef context;
-} PollRef;
-
+/* A GWeakRef of its own, or a block that starts with one. */
 static void
-poll_ref_free(gpointer data)
+weak_ref_free(gpointer data)
 {
-	PollRef *p = data;
-
-	g_weak_ref_clear(&p->context);
-	g_free(p);
+	g_weak_ref_clear(data);
+	g_free(data);
 }
 
 static gboolean
@@ -188,10 +177,16 @@ rescan_tick(NcmWatch *self)
 	return G_SOURCE_CONTINUE;
 }
 
+/*
+ * Polling's source holds the context weakly, and each tick a strong
+ * reference: the last reference to a context may go on any thread, and
+ * its finalize frees the watch (g_source_destroy() does not wait for a
+ * dispatch under way), so a tick must not run on a watch being freed.
+ */
 static gboolean
 rescan_cb(gpointer data)
 {
-	g_autoptr(NcmContext) context = g_weak_ref_get(&((PollRef *)data)->context);
+	g_autoptr(NcmContext) context = g_weak_ref_get(data);
 	NcmWatch *self;
 	gboolean go_on;
 
@@ -253,14 +248,7 @@ typedef struct {
 	guint tries;
 } Recheck;
 
-static void
-recheck_free(gpointer data)
-{
-	Recheck *r = data;
-
-	g_weak_ref_clear(&r->context);
-	g_free(r);
-}
+G_STATIC_ASSERT(G_STRUCT_OFFSET(Recheck, context) == 0); /* weak_ref_free() frees it */
 
 /* The owner's main context. */
 static gboolean
@@ -307,7 +295,7 @@ recheck_cb(gpointer data)
 	g_autoptr(NcmContext) context = g_weak_ref_get(&r->context);
 	gboolean go_on = recheck_look(r, context);
 
-	/* Ours may be the last reference (see PollRef). */
+	/* Ours may be the last reference (see rescan_cb()). */
 	if (context)
 		ncm_tsan_release(context);
 	return go_on;
@@ -323,7 +311,7 @@ ncm_context_watch_recheck(NcmContext *context, guint bus, guint address)
 	r->bus = bus;
 	r->address = address;
 	r->removed_at = g_get_monotonic_time();
-	g_source_set_callback(s, recheck_cb, r, recheck_free);
+	g_source_set_callback(s, recheck_cb, r, weak_ref_free);
 	g_source_attach(s, ncm_context_get_owner(context));
 	g_source_unref(s);
 }
@@ -359,11 +347,11 @@ ncm_context_watch(NcmContext *context, const NcmMatch *match, guint poll_ms, GEr
 	}
 	if (!self->hotplug) {
 		self->fingerprint = device_set_fingerprint(context);
-		PollRef *p = g_new0(PollRef, 1);
+		GWeakRef *ref = g_new0(GWeakRef, 1);
 
-		g_weak_ref_init(&p->context, context);
+		g_weak_ref_init(ref, context);
 		self->poll_source = g_timeout_source_new(poll_ms ? poll_ms : 1000);
-		g_source_set_callback(self->poll_source, rescan_cb, p, poll_ref_free);
+		g_source_set_callback(self->poll_source, rescan_cb, ref, weak_ref_free);
 		g_source_attach(self->poll_source, ncm_context_get_owner(context));
 	}
 	if (!rescan(self)) {
