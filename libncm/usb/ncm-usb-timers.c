@@ -167,11 +167,13 @@ link_assume_tick(NcmDevice *self, gint64 now)
 	if (!at)
 		return G_MAXINT64;
 	/* Notifications are handled on this thread too: no race with them. */
-	if (!g_atomic_int_get(&self->link_known) && now < at)
+	if (g_atomic_int_get(&self->link_known)) {
+		__atomic_store_n(&self->link_assume_at, 0, __ATOMIC_RELAXED);
+		return G_MAXINT64;
+	}
+	if (now < at)
 		return at;
 	__atomic_store_n(&self->link_assume_at, 0, __ATOMIC_RELAXED);
-	if (g_atomic_int_get(&self->link_known))
-		return G_MAXINT64;
 	g_message("%04x:%04x sent no NETWORK_CONNECTION in the %d s since the start: taking its "
 		  "link as up (some devices, TinyUSB's among them, send it only after a bus reset)",
 		  self->info->vid, self->info->pid, (int)(NCM_LINK_ASSUME_US / G_USEC_PER_SEC));

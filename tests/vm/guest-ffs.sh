@@ -493,14 +493,9 @@ tinyusb)
 	rx "$n"
 	# What a user runs: ncm-tun on the device, which says nothing of its
 	# link to this (fifth) open; the interface gets its carrier all the same.
-	ncm-tun --device "serial=$VM_SERIAL" --name tu0 --ipv4 "$(host_ip4)/24" \
-		>"$VM_OUT/ncm-tun.log" 2>&1 &
-	tun_pid=$!
-	wait_for 30 "ping through tu0" ping -c 1 -W 1 "$(peer_ip4)" ||
-		{ cat "$VM_OUT/ncm-tun.log"; fail "no path through ncm-tun to the TinyUSB device"; }
-	check "ncm-tun's interface has its carrier" grep -q 'tu0: link up' "$VM_OUT/ncm-tun.log"
-	kill -TERM "$tun_pid"
-	wait "$tun_pid" || fail "ncm-tun exited $? on SIGTERM"
+	tun_start
+	check "ncm-tun's interface has its link up" grep -q "$TUN: link up" "$TUN_LOG"
+	tun_stop
 	stalled=$(grep -c 'stalling request 0x21/0x86 ' "$FFS_LOG" || true)
 	others=$(grep 'stalling request' "$FFS_LOG" | grep -vc 'stalling request 0x21/0x86 ' || true)
 	silent=$(grep -c 'no notification (--notify-once)' "$FFS_LOG" || true)
