@@ -1778,7 +1778,10 @@ test_udp_cut_resumes(void)
 			g_assert_cmpuint(++tries, <, 4);
 			continue;
 		}
-		g_assert_cmpuint(after.tx_sparse_ahead - before.tx_sparse_ahead, ==, 1);
+		/* More than one when the kernel's neighbour probes (ARP, NS) came
+		 * meanwhile: lwIP's answers go ahead as well, and any frame sent
+		 * ahead would have restarted the cut in the old code. */
+		g_assert_cmpuint(after.tx_sparse_ahead - before.tx_sparse_ahead, >=, 1);
 		/* Each fragment once, then the small datagram. */
 		g_assert_cmpuint(choke->taken->len, ==, FRAGS + 1);
 		for (guint i = 0; i < FRAGS; i++) {
