@@ -10,6 +10,7 @@ pkgs=(
 	dpkg-dev xz-utils                 # apt-get source for lwIP
 	qemu-system-x86 busybox-static iperf3 iproute2 kmod cpio
 	tcpdump
+	udev                              # systemd-udevd in the guest: the *-udev VM tests
 	curl                              # vm-proxy: the SOCKS client in the guest
 	libjson-glib-dev                  # the bench-json unit test parses ncm-bench output
 	gobject-introspection libgirepository1.0-dev  # g-ir-scanner: Ncm-0, NcmLwip-0

@@ -78,7 +78,8 @@ meson test -C "$fuzzdir" --print-errorlogs --suite fuzz || rc=1
 meson test -C "$tsandir" --print-errorlogs --suite unit || rc=1
 # VM data-path tests under TSan: the driver's RX/TX threads against f_ncm,
 # a second device hotplugged (rescanned, opened, closed on the owner's
-# thread) while the first streams, completions that touch nothing after
+# thread) while the first streams, by polling and under udevd by libusb's
+# hotplug events, completions that touch nothing after
 # their in-flight drop (vm-driver-landed), eight devices on one context and
 # one lwIP stack (one unplugged, replugged, a ninth plugged in, all
 # streaming), one ncm-tun driving eight gadgets (one unplugged and
@@ -92,8 +93,8 @@ has_test() { meson test -C "$1" --list 2>/dev/null | grep -x "libncm:.* / $2" >/
 if has_test "$tsandir" vm-driver-frames-ntb16; then
 	# Its own log: a second run in one build dir would overwrite the first's.
 	meson test -C "$tsandir" --print-errorlogs --logbase testlog-vm \
-		vm-driver-frames-ntb16 vm-driver-hotplug vm-driver-landed vm-multi-lwip vm-multi-tun vm-tun \
-		vm-tun-reset \
+		vm-driver-frames-ntb16 vm-driver-hotplug vm-driver-hotplug-udev vm-driver-landed \
+		vm-multi-lwip vm-multi-tun vm-tun vm-tun-reset \
 		|| rc=1
 else
 	echo "run.sh: no VM tests in $tsandir: the TSan data-path tests did not run"

@@ -345,6 +345,11 @@ ncm_context_watch(NcmContext *context, const NcmMatch *match, guint poll_ms, GEr
 			LIBUSB_HOTPLUG_MATCH_ANY, hotplug_cb, context, &self->hotplug_handle);
 		self->hotplug = r == LIBUSB_SUCCESS;
 	}
+	if (self->hotplug)
+		g_debug("watch: libusb's hotplug events (udev)");
+	else
+		g_debug("watch: polling the USB devices every %u ms (libusb without hotplug, "
+			"no udev daemon, or NCM_FORCE_POLL)", poll_ms ? poll_ms : 1000);
 	if (!self->hotplug) {
 		self->fingerprint = device_set_fingerprint(context);
 		GWeakRef *ref = g_new0(GWeakRef, 1);

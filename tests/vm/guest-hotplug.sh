@@ -13,6 +13,7 @@ UDC2=dummy_udc.1
 # Two emulated controllers, each its own bus: a device can arrive on the
 # second while the first streams.
 dummy_hcd_load hs 2
+udevd_start
 
 echo pfifo_fast >/proc/sys/net/core/default_qdisc
 gadget_setup ncm
@@ -28,7 +29,7 @@ gadget2_plug() {
 }
 
 out=$VM_OUT/hotplug.txt
-vmtest-driver hotplug -c "$count" -t 90 >"$out" 2>&1 &
+G_MESSAGES_DEBUG=ncm vmtest-driver hotplug -c "$count" -t 90 >"$out" 2>&1 &
 pid=$!
 wait_for 30 "libncm streaming device open" grep -q '^ready' "$out" || { cat "$out"; fail "vmtest-driver did not start"; }
 gadget2_plug
@@ -44,4 +45,5 @@ check "no ThreadSanitizer report" sh -c "! grep -q 'WARNING: ThreadSanitizer' '$
 check "every datagram arrived exactly once" grep -q "^rx: unique=$count dups=0" "$out"
 cycles=$(sed -n 's/.*, \([0-9]*\) open-start-close cycles.*/\1/p' "$out")
 check "the second device was opened and closed beside the stream (${cycles:-0} times)" [ "${cycles:-0}" -ge 1 ]
+watch_mode_check "$out"
 vm_info

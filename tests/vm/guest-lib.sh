@@ -650,6 +650,34 @@ host_use_userspace() {
 	fi
 }
 
+# udevd_start: with VM_UDEVD=1, a udev daemon as on most Linux hosts (the
+# runner's --bin udevadm). Without it libusb hears of no hotplug, so libncm
+# polls; with it libusb's list and hotplug events come from udevd's
+# broadcasts alone. No rules: it passes the kernel's uevents on and does
+# nothing else (no renames, no permissions).
+udevd_start() {
+	[ "${VM_UDEVD:-0}" = 1 ] || return 0
+	command -v udevadm >/dev/null || fail "VM_UDEVD=1 but no udevadm (the host needs the udev package)"
+	mkdir -p /run/udev
+	ln -sf "$(command -v udevadm)" /tmp/systemd-udevd
+	/tmp/systemd-udevd --daemon --resolve-names=never --debug >"$VM_OUT/udevd.log" 2>&1 ||
+		fail "systemd-udevd did not start: $(tail -3 "$VM_OUT/udevd.log")"
+	wait_for 10 "udevd's control socket" test -S /run/udev/control ||
+		fail "udevd has no control socket"
+	log "udevd runs"
+}
+
+# watch_mode_check LOG: the program's libncm (G_MESSAGES_DEBUG=ncm) watched
+# by hotplug events under udevd, and by polling without it.
+watch_mode_check() {
+	if [ "${VM_UDEVD:-0}" = 1 ]; then
+		check "libncm watched by libusb's hotplug events" grep -q "watch: libusb's hotplug events" "$1"
+		check "libncm never polled" sh -c "! grep -q 'poll: devices' '$1'"
+	else
+		check "libncm watched by polling (no udevd)" grep -q "watch: polling the USB devices" "$1"
+	fi
+}
+
 # ---- measurements ------------------------------------------------------------
 
 # iperf3_mbits FILE: the receiver's Mbit/s from an iperf3 -J report.
