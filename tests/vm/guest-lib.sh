@@ -653,14 +653,16 @@ host_use_userspace() {
 # udevd_start: with VM_UDEVD=1, a udev daemon as on most Linux hosts (the
 # runner's --bin udevadm). Without it libusb hears of no hotplug, so libncm
 # polls; with it libusb's list and hotplug events come from udevd's
-# broadcasts alone. No rules: it passes the kernel's uevents on and does
-# nothing else (no renames, no permissions).
+# broadcasts alone. No rules unless a test adds one: it passes the kernel's
+# uevents on and does nothing else (no renames, no permissions). Group
+# plugdev (46, as Debian's) is there for a rule to name.
 udevd_start() {
 	[ "${VM_UDEVD:-0}" = 1 ] || return 0
 	command -v udevadm >/dev/null || fail "VM_UDEVD=1 but no udevadm (the host needs the udev package)"
 	mkdir -p /run/udev
 	ln -sf "$(command -v udevadm)" /tmp/systemd-udevd
-	/tmp/systemd-udevd --daemon --resolve-names=never --debug >"$VM_OUT/udevd.log" 2>&1 ||
+	grep -q '^plugdev:' /etc/group || echo 'plugdev:x:46:' >>/etc/group
+	/tmp/systemd-udevd --daemon --resolve-names=early --debug >"$VM_OUT/udevd.log" 2>&1 ||
 		fail "systemd-udevd did not start: $(tail -3 "$VM_OUT/udevd.log")"
 	wait_for 10 "udevd's control socket" test -S /run/udev/control ||
 		fail "udevd has no control socket"

@@ -4,6 +4,7 @@
 # VM_PROXY_PART=forward instead: -L to the peer's iperf3 both ways and -R from the peer.
 # VM_PROXY_PART=fd instead: a root broker opens the node, drops to uid 65534 and execs ncm-proxy --usb-fd 3 with /dev/bus/usb hidden; addresses by DHCP and SLAAC, DNS servers by DHCP and RDNSS.
 # VM_PROXY_PART=replug: ncm-proxy --persist through an unplug and replug, serving before and after.
+# VM_PROXY_PART=udev-rule (VM_UDEVD=1): the udev rule ncm-proxy's permission error suggests, installed as it says, gives uid 65534 in group plugdev the device, also after a replug under --persist.
 set -eu
 . "$VM_LIB"
 
@@ -11,6 +12,7 @@ for t in ncm-proxy curl dns-answer socks-udp ra-send drop-exec; do
 	command -v "$t" >/dev/null || fail "$t is not on PATH (run-vm.sh --bin)"
 done
 NOBODY=65534
+PLUGDEV=46
 PROXY_LOG=$VM_OUT/ncm-proxy.log
 SOCKS=127.0.0.1:1080
 WWW=/tmp/www
@@ -247,6 +249,46 @@ run_replug() {
 	stop_proxy
 }
 
+# The advice of the permission error, followed to the letter under udevd:
+# its rule in rules.d, the device replugged, ncm-proxy as a member of
+# plugdev (its primary group: drop-exec sets no others). Nothing is chowned
+# by hand; under --persist the replugged device's new node gets the rule's
+# group before libusb's hotplug event reports it.
+run_udev_rule() {
+	local rule rc=0
+	[ "${VM_UDEVD:-0}" = 1 ] || fail "run with VM_UDEVD=1"
+	drop-exec "$NOBODY" "$PLUGDEV" ncm-proxy --device "serial=$VM_SERIAL" \
+		--ipv4 "$(host_ip4)/24" >"$VM_OUT/no-permission.log" 2>&1 || rc=$?
+	cat "$VM_OUT/no-permission.log"
+	check "no permission on the node: exit 2" [ "$rc" = 2 ]
+	rule=$(sed -n 's/.*udev rule such as \(SUBSYSTEM.*\) and replug the device.*/\1/p' \
+		"$VM_OUT/no-permission.log" | head -n 1)
+	check "the error suggests a udev rule: $rule" [ -n "$rule" ]
+	mkdir -p /etc/udev/rules.d
+	echo "$rule" >/etc/udev/rules.d/70-ncm-device.rules
+	udevadm control --reload || fail "udevadm control --reload failed"
+	gadget_unplug
+	gadget_replug
+	check "the replugged node is root:plugdev 0660 ($(stat -c '%u:%g %a' "$(usb_node)"))" \
+		wait_for 10 "the rule's mode" sh -c "[ \"\$(stat -c '%u:%g %a' $(usb_node))\" = '0:$PLUGDEV 660' ]"
+	host_use_kernel
+	drop-exec "$NOBODY" "$PLUGDEV" ncm-proxy --device "serial=$VM_SERIAL" --persist \
+		--ipv4 "$(host_ip4)/24" --dns "$(peer_ip4)" >"$PROXY_LOG" 2>&1 &
+	PROXY_PID=$!
+	wait_for "$VM_WAIT" "ncm-proxy running" proxy_running || { cat "$PROXY_LOG"; fail "ncm-proxy did not start"; }
+	check "ncm-proxy runs as uid $NOBODY with no capabilities" unprivileged "$PROXY_PID"
+	fetch "SOCKS with the rule's access" "http://$(peer_ip4)/big"
+	gadget_unplug
+	check "ncm-proxy waits for the device" wait_for 10 "waiting" grep -q "waiting for it to come back" "$PROXY_LOG"
+	gadget_replug
+	check "ncm-proxy took the replugged device with no chown" wait_for "$VM_WAIT" "second session" \
+		sh -c "kill -USR1 $PROXY_PID; sleep 0.5; grep -q '2 session(s)' '$PROXY_LOG'"
+	check "... and no permission error on the way" sh -c "! grep -q 'no permission' '$PROXY_LOG'"
+	fetch "SOCKS by name after the replug" "http://peer.test/big"
+	stop_proxy
+}
+
+udevd_start
 gadget_setup ncm
 # cdc_ncm holds the function: ncm-proxy takes it over as an unprivileged user.
 host_use_kernel
@@ -256,6 +298,7 @@ case ${VM_PROXY_PART:-main} in
 fd) run_fd ;;
 forward) run_forward ;;
 replug) run_replug ;;
+udev-rule) run_udev_rule ;;
 *) run_main ;;
 esac
 vm_info
