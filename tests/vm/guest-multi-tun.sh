@@ -9,6 +9,7 @@ command -v ncm-tun >/dev/null || fail "ncm-tun is not on PATH (run-vm.sh --bin)"
 n=$VM_MULTI_N
 victim=1
 TUN_LOG=$VM_OUT/ncm-tun.log
+udevd_start
 host_use_userspace
 multi_setup "$n"
 peer_iperf3_server

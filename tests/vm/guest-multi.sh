@@ -12,6 +12,7 @@ command -v ncm-bench >/dev/null || fail "ncm-bench is not on PATH (run-vm.sh --b
 n=$VM_MULTI_N
 victim=$((n / 2))
 VM_MULTI_SPARE=1
+udevd_start
 host_use_userspace
 multi_setup "$n"
 lwip_peer_start
