@@ -47,7 +47,8 @@ typedef struct {
 	guint16 bcd_ncm;
 	guint8 net_caps;           /* bmNetworkCapabilities */
 	gchar *kernel_driver;      /* driver bound to the comm interface (Linux), or NULL */
-	gchar *access_error;       /* why the device could not be opened to read strings */
+	gchar *access_error;       /* why the device could not be opened to read strings
+				    * and, when permission was denied, what to do */
 } NcmFunctionInfo;
 
 /**

@@ -53,9 +53,22 @@ if [ ${#arm_missing[@]} -ne 0 ] && ! dpkg --print-foreign-architectures | grep -
 	arch_added=1
 fi
 apt-get update -q
-if [ ${#missing[@]} -ne 0 ]; then
-	apt-get install -y -q --no-install-recommends "${missing[@]}"
+# udev is here for its udevadm, which the VM tests run in the guest. On a
+# host that has no udevd running yet, installing it must not start one:
+# that would trigger every device and give new interfaces persistent MACs
+# under the tests' feet. policy-rc.d 101 keeps the services down.
+policy=/usr/sbin/policy-rc.d
+policy_added=
+if [ ${#missing[@]} -ne 0 ] && [ ! -e "$policy" ]; then
+	printf '#!/bin/sh\nexit 101\n' >"$policy"
+	chmod 755 "$policy"
+	policy_added=1
 fi
+if [ ${#missing[@]} -ne 0 ]; then
+	apt-get install -y -q --no-install-recommends "${missing[@]}" ||
+		{ [ -z "$policy_added" ] || rm -f "$policy"; exit 1; }
+fi
+[ -z "$policy_added" ] || rm -f "$policy"
 if [ ${#arm_missing[@]} -ne 0 ] &&
 	! apt-get install -y -q --no-install-recommends "${arm_missing[@]}"; then
 	echo "install-deps: the armhf packages could not be installed: 32-bit ARM is not" \

@@ -242,14 +242,11 @@ explain_unreadable(NcmContext *ctx, const NcmMatch *match, GError **error)
 
 		if (!info->access_error)
 			continue;
+		/* libncm's access_error says what to do (a group to join, or a rule). */
 		g_set_error(error, NCM_ERROR, NCM_ERROR_PERMISSION,
 			    "no USB CDC-NCM function matches the --device filters, and the serial "
-			    "number and MAC of %04x:%04x at %s could not be read: %s. Give this user "
-			    "access with a udev rule such as SUBSYSTEM==\"usb\", "
-			    "ATTR{idVendor}==\"%04x\", ATTR{idProduct}==\"%04x\", MODE=\"0660\", "
-			    "GROUP=\"plugdev\" and replug the device",
-			    info->vid, info->pid, info->port_path, info->access_error, info->vid,
-			    info->pid);
+			    "number and MAC of %04x:%04x at %s could not be read: %s",
+			    info->vid, info->pid, info->port_path, info->access_error);
 		return TRUE;
 	}
 	return FALSE;

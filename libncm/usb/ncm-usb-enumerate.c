@@ -224,6 +224,17 @@ scan_open(DeviceScan *scan)
 						   libusb_get_bus_number(scan->dev),
 						   libusb_get_device_address(scan->dev),
 						   libusb_strerror(r));
+		if (r == LIBUSB_ERROR_ACCESS) {
+			g_autofree gchar *node = g_strdup_printf(
+				"/dev/bus/usb/%03u/%03u", libusb_get_bus_number(scan->dev),
+				libusb_get_device_address(scan->dev));
+			g_autofree gchar *advice = ncm_usbfs_access_advice(
+				node, scan->desc.idVendor, scan->desc.idProduct);
+			gchar *with = g_strdup_printf("%s: %s", scan->open_error, advice);
+
+			g_free(scan->open_error);
+			scan->open_error = with;
+		}
 	}
 }
 

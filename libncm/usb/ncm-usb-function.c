@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-usb-function.c: NcmFunctionInfo (a found function, refcounted), NcmMatch selectors, actionable libusb errors. */
+#include <grp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ncm-cdc.h"
@@ -95,19 +97,64 @@ ncm_function_info_dup_usbfs_path(const NcmFunctionInfo *info)
 	return g_strdup_printf("/dev/bus/usb/%03u/%03u", info->bus, info->address);
 }
 
+/* Whether this process has @gid, as its own group or a supplementary one. */
+static gboolean
+in_group(gid_t gid)
+{
+	int n = getgroups(0, NULL);
+	g_autofree gid_t *groups = NULL;
+
+	if (getegid() == gid)
+		return TRUE;
+	if (n <= 0)
+		return FALSE;
+	groups = g_new(gid_t, n);
+	n = getgroups(n, groups);
+	for (int i = 0; i < n; i++) {
+		if (groups[i] == gid)
+			return TRUE;
+	}
+	return FALSE;
+}
+
+gchar *
+ncm_usbfs_access_advice(const gchar *node, guint vid, guint pid)
+{
+	struct stat st;
+
+	/* A rule (libncm's 70-libncm.rules, or the one below) already gave
+	 * the node a group that may read and write it: a new rule would not
+	 * help, joining the group does. */
+	if (stat(node, &st) == 0 && st.st_gid != 0 && (st.st_mode & 0060) == 0060 &&
+	    !in_group(st.st_gid)) {
+		struct group *gr = getgrgid(st.st_gid);
+		g_autofree gchar *name = gr ? g_strdup(gr->gr_name)
+					    : g_strdup_printf("%u", (guint)st.st_gid);
+
+		return g_strdup_printf("the node is group %s's, which this process is not in: add "
+				       "the user to group %s and log in again, or run as root",
+				       name, name);
+	}
+	return g_strdup_printf("run as root, or add a udev rule such as SUBSYSTEM==\"usb\", "
+			       "ATTR{idVendor}==\"%04x\", ATTR{idProduct}==\"%04x\", MODE=\"0660\", "
+			       "GROUP=\"plugdev\" and replug the device (libncm's 70-libncm.rules "
+			       "does that for every NCM device)",
+			       vid, pid);
+}
+
 void
 ncm_set_usb_error(GError **error, int usb_err, const NcmFunctionInfo *info, const char *what)
 {
 	g_autofree gchar *node = ncm_function_info_dup_usbfs_path(info);
 
 	switch (usb_err) {
-	case LIBUSB_ERROR_ACCESS:
-		g_set_error(error, NCM_ERROR, NCM_ERROR_PERMISSION,
-			    "%s: no permission on %s: run as root, or add a udev rule such as "
-			    "SUBSYSTEM==\"usb\", ATTR{idVendor}==\"%04x\", ATTR{idProduct}==\"%04x\", "
-			    "MODE=\"0660\", GROUP=\"plugdev\" and replug the device",
-			    what, node, info->vid, info->pid);
+	case LIBUSB_ERROR_ACCESS: {
+		g_autofree gchar *advice = ncm_usbfs_access_advice(node, info->vid, info->pid);
+
+		g_set_error(error, NCM_ERROR, NCM_ERROR_PERMISSION, "%s: no permission on %s: %s",
+			    what, node, advice);
 		break;
+	}
 	case LIBUSB_ERROR_BUSY:
 		g_set_error(error, NCM_ERROR, NCM_ERROR_BUSY,
 			    "%s: %s (%04x:%04x) is claimed by another process or driver: "

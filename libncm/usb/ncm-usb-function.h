@@ -17,6 +17,10 @@ void ncm_function_info_take_fd(NcmFunctionInfo *info, int fd);
 /* That fd, or -1. */
 int ncm_function_info_get_fd(const NcmFunctionInfo *info);
 
+/* What to do about "permission denied" on usbfs node @node (vid:pid): join
+ * the group a udev rule already gave it, or add such a rule, or be root. */
+gchar *ncm_usbfs_access_advice(const gchar *node, guint vid, guint pid);
+
 /* Maps a libusb error from an operation on @info to an actionable GError. */
 void ncm_set_usb_error(GError **error, int usb_err, const NcmFunctionInfo *info,
 		       const char *what);

@@ -1,13 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # test-install.sh: `meson install` of this build into a temporary DESTDIR, then programs outside the tree built with `pkg-config --cflags --libs libncm` (and libncm-lwip) alone run.
-# Usage: test-install.sh MESON BUILD_ROOT SANITIZE HAVE_LWIP CC [CC ARGS...]. Prints TAP.
+# Usage: test-install.sh MESON BUILD_ROOT SANITIZE HAVE_LWIP UDEVRULESDIR CC [CC ARGS...]. Prints TAP.
+# UDEVRULESDIR is where 70-libncm.rules goes, or - when the build installs none.
 # SANITIZE is the build's b_sanitize: an instrumented libncm.so needs its
 # runtime in the program too, so the program is built with the same flags.
 set -eu
 
-meson=$1 build=$2 sanitize=$3 have_lwip=$4
-shift 4
+meson=$1 build=$2 sanitize=$3 have_lwip=$4 rulesdir=$5
+shift 5
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0
@@ -18,6 +19,13 @@ echo "TAP version 13"
 "$meson" install -C "$build" --no-rebuild --quiet --destdir "$tmp/root" >"$tmp/install.log" 2>&1 ||
 	not_ok "meson install --destdir" "$tmp/install.log"
 ok "meson install --destdir"
+
+if [ "$rulesdir" != - ]; then
+	rules=$tmp/root$rulesdir/70-libncm.rules
+	grep -q 'GROUP="plugdev"' "$rules" 2>/dev/null ||
+		not_ok "70-libncm.rules installed in $rulesdir" "$tmp/install.log"
+	ok "70-libncm.rules installed in $rulesdir"
+fi
 
 pc=$(find "$tmp/root" -name libncm.pc | head -n 1)
 [ -n "$pc" ] || not_ok "libncm.pc installed"

@@ -1773,15 +1773,15 @@ test_udp_cut_resumes(void)
 		kernel_expect_datagram(fd, big, BIG);
 		kernel_expect_datagram(fd, small, sizeof(small));
 		/* Both flows in one of the 256 buckets: the small one rightly
-		 * waits its turn; another port draws another bucket. */
+		 * waits its turn; another port draws another bucket. More than
+		 * one went ahead when the kernel's neighbour probes (ARP, NS)
+		 * came meanwhile (seen under qemu-arm): lwIP's answers go ahead
+		 * too, and any frame sent ahead restarted the cut in the old
+		 * code, which the fragments below would show. */
 		if (after.tx_sparse_ahead == before.tx_sparse_ahead) {
 			g_assert_cmpuint(++tries, <, 4);
 			continue;
 		}
-		/* More than one when the kernel's neighbour probes (ARP, NS) came
-		 * meanwhile: lwIP's answers go ahead as well, and any frame sent
-		 * ahead would have restarted the cut in the old code. */
-		g_assert_cmpuint(after.tx_sparse_ahead - before.tx_sparse_ahead, >=, 1);
 		/* Each fragment once, then the small datagram. */
 		g_assert_cmpuint(choke->taken->len, ==, FRAGS + 1);
 		for (guint i = 0; i < FRAGS; i++) {

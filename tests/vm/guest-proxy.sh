@@ -4,7 +4,7 @@
 # VM_PROXY_PART=forward instead: -L to the peer's iperf3 both ways and -R from the peer.
 # VM_PROXY_PART=fd instead: a root broker opens the node, drops to uid 65534 and execs ncm-proxy --usb-fd 3 with /dev/bus/usb hidden; addresses by DHCP and SLAAC, DNS servers by DHCP and RDNSS.
 # VM_PROXY_PART=replug: ncm-proxy --persist through an unplug and replug, serving before and after.
-# VM_PROXY_PART=udev-rule (VM_UDEVD=1): the udev rule ncm-proxy's permission error suggests, installed as it says, gives uid 65534 in group plugdev the device, also after a replug under --persist.
+# VM_PROXY_PART=udev-rule (VM_UDEVD=1): nothing chowned; the udev rule ncm-proxy's permission error suggests, installed as it says, lets uid 65534 in group plugdev run it; so does libncm's 70-libncm.rules, also across a replug under --persist with no failed open; that rule takes NCM in configuration 2 and leaves a device without NCM alone.
 set -eu
 . "$VM_LIB"
 
@@ -249,14 +249,37 @@ run_replug() {
 	stop_proxy
 }
 
-# The advice of the permission error, followed to the letter under udevd:
-# its rule in rules.d, the device replugged, ncm-proxy as a member of
-# plugdev (its primary group: drop-exec sets no others). Nothing is chowned
-# by hand; under --persist the replugged device's new node gets the rule's
-# group before libusb's hotplug event reports it.
+# node_mode: owner:group mode of the device's usbfs node (busybox stat).
+node_mode() { stat -c '%u:%g %a' "$(usb_node)"; }
+# rule_applied WHAT: the node becomes root:plugdev 0660 (udev applies rules
+# after devtmpfs made the node).
+rule_applied() {
+	check "$1: the node is root:plugdev 0660" \
+		wait_for 10 "the rule's mode" sh -c "[ \"\$(stat -c '%u:%g %a' $(usb_node))\" = '0:$PLUGDEV 660' ]"
+	log "$1: $(usb_node) is $(node_mode)"
+}
+rules_install() { # FILE: the only rule in rules.d, then the device plugged in again
+	mkdir -p /etc/udev/rules.d
+	rm -f /etc/udev/rules.d/*.rules
+	cp "$1" /etc/udev/rules.d/
+	udevadm control --reload || fail "udevadm control --reload failed"
+	gadget_unplug
+	gadget_replug
+}
+
+# Under udevd, nothing chowned by hand. First the advice of ncm-proxy's
+# permission error, followed to the letter: its rule in rules.d, the device
+# replugged, ncm-proxy as a member of plugdev (its primary group: drop-exec
+# sets no others). Then libncm's own rule (libncm/udev/70-libncm.rules):
+# under --persist a replugged device gets the rule's group before libusb's
+# hotplug event reports it, so no open fails on the way (the device chosen
+# by VID:PID, which needs no open to match, so an early one would show).
+# Last, that rule takes a device whose NCM sits in configuration 2, and
+# leaves one without NCM alone.
 run_udev_rule() {
-	local rule rc=0
+	local rule rc=0 sel
 	[ "${VM_UDEVD:-0}" = 1 ] || fail "run with VM_UDEVD=1"
+	[ -f /vm/70-libncm.rules ] || fail "no /vm/70-libncm.rules (run-vm.sh --file)"
 	drop-exec "$NOBODY" "$PLUGDEV" ncm-proxy --device "serial=$VM_SERIAL" \
 		--ipv4 "$(host_ip4)/24" >"$VM_OUT/no-permission.log" 2>&1 || rc=$?
 	cat "$VM_OUT/no-permission.log"
@@ -264,28 +287,76 @@ run_udev_rule() {
 	rule=$(sed -n 's/.*udev rule such as \(SUBSYSTEM.*\) and replug the device.*/\1/p' \
 		"$VM_OUT/no-permission.log" | head -n 1)
 	check "the error suggests a udev rule: $rule" [ -n "$rule" ]
-	mkdir -p /etc/udev/rules.d
-	echo "$rule" >/etc/udev/rules.d/70-ncm-device.rules
-	udevadm control --reload || fail "udevadm control --reload failed"
-	gadget_unplug
-	gadget_replug
-	check "the replugged node is root:plugdev 0660 ($(stat -c '%u:%g %a' "$(usb_node)"))" \
-		wait_for 10 "the rule's mode" sh -c "[ \"\$(stat -c '%u:%g %a' $(usb_node))\" = '0:$PLUGDEV 660' ]"
+	echo "$rule" >/tmp/70-ncm-device.rules
+	rules_install /tmp/70-ncm-device.rules
+	rule_applied "the error's rule"
 	host_use_kernel
-	drop-exec "$NOBODY" "$PLUGDEV" ncm-proxy --device "serial=$VM_SERIAL" --persist \
+	drop-exec "$NOBODY" "$PLUGDEV" ncm-proxy --device "serial=$VM_SERIAL" \
 		--ipv4 "$(host_ip4)/24" --dns "$(peer_ip4)" >"$PROXY_LOG" 2>&1 &
 	PROXY_PID=$!
 	wait_for "$VM_WAIT" "ncm-proxy running" proxy_running || { cat "$PROXY_LOG"; fail "ncm-proxy did not start"; }
 	check "ncm-proxy runs as uid $NOBODY with no capabilities" unprivileged "$PROXY_PID"
-	fetch "SOCKS with the rule's access" "http://$(peer_ip4)/big"
+	fetch "SOCKS with the error's rule" "http://$(peer_ip4)/big"
+	stop_proxy
+
+	rules_install /vm/70-libncm.rules
+	rule_applied "libncm's rule"
+	host_use_kernel
+	# Outside plugdev, a new rule would not help: the error says to join it.
+	for sel in "$(hex4 "$VM_VID"):$(hex4 "$VM_PID")" "serial=$VM_SERIAL"; do
+		rc=0
+		drop-exec "$NOBODY" "$NOBODY" ncm-proxy --device "$sel" --ipv4 "$(host_ip4)/24" \
+			>"$VM_OUT/no-group.log" 2>&1 || rc=$?
+		cat "$VM_OUT/no-group.log"
+		check "--device $sel, not in group plugdev: exit 2" [ "$rc" = 2 ]
+		check "... and the error says to join group plugdev, not to add a rule" sh -c \
+			"grep -q 'add the user to group plugdev' '$VM_OUT/no-group.log' &&
+			 ! grep -q 'udev rule such as' '$VM_OUT/no-group.log'"
+	done
+	# Emptied first: the last run's "running on" must not pass for this one's.
+	: >"$PROXY_LOG"
+	drop-exec "$NOBODY" "$PLUGDEV" ncm-proxy --device "$(hex4 "$VM_VID"):$(hex4 "$VM_PID")" \
+		--persist --ipv4 "$(host_ip4)/24" --dns "$(peer_ip4)" >"$PROXY_LOG" 2>&1 &
+	PROXY_PID=$!
+	wait_for "$VM_WAIT" "ncm-proxy running" proxy_running || { cat "$PROXY_LOG"; fail "ncm-proxy did not start"; }
+	fetch "SOCKS with libncm's rule" "http://$(peer_ip4)/big"
 	gadget_unplug
 	check "ncm-proxy waits for the device" wait_for 10 "waiting" grep -q "waiting for it to come back" "$PROXY_LOG"
 	gadget_replug
 	check "ncm-proxy took the replugged device with no chown" wait_for "$VM_WAIT" "second session" \
 		sh -c "kill -USR1 $PROXY_PID; sleep 0.5; grep -q '2 session(s)' '$PROXY_LOG'"
-	check "... and no permission error on the way" sh -c "! grep -q 'no permission' '$PROXY_LOG'"
+	check "... and no open failed on the way" \
+		sh -c "! grep -q -E 'reattach|Access denied|no permission' '$PROXY_LOG'"
 	fetch "SOCKS by name after the replug" "http://peer.test/big"
 	stop_proxy
+
+	gadget_teardown
+	gadget_setup config2
+	rule_applied "NCM in configuration 2 only"
+	acm_gadget "$VM_VID" "$VM_PID"
+	untouched "a device without NCM"
+	# Apple's phones get it before they show NCM; Apple's other devices not.
+	acm_gadget 0x05ac 0x12a8
+	rule_applied "an iPhone's IDs (05ac:12a8), no NCM yet"
+	acm_gadget 0x05ac 0x0250
+	untouched "an Apple keyboard's IDs (05ac:0250)"
+}
+
+# acm_gadget VID PID: in place of the gadget, one with only a serial port.
+acm_gadget() {
+	gadget_teardown
+	VM_VID=$1 VM_PID=$2
+	modprobe usb_f_acm || fail "cannot load usb_f_acm"
+	gadget_make "$GADGET" "$VM_SERIAL" "libncm test gadget (ACM only)"
+	mkdir "$GADGET/functions/acm.0"
+	gadget_config 1 ACM acm.0
+	echo "$VM_UDC" >"$GADGET/UDC" || fail "cannot bind the ACM gadget"
+	wait_usb_configured
+}
+
+untouched() { # WHAT: once udev is done with the device, its node is still root's alone
+	udevadm settle -t 10 || true
+	check "$1 keeps its node root's ($(node_mode))" sh -c "[ \"\$(stat -c '%u:%g' $(usb_node))\" = 0:0 ]"
 }
 
 udevd_start
