@@ -241,7 +241,10 @@ NCM_EXPORT GPtrArray *ncm_context_enumerate_fd(NcmContext *self, int fd, const N
  *
  * Starts reporting arrivals ("function-added", once per matching function)
  * and removals ("device-removed" with bus and address). Uses libusb hotplug
- * where it works (udevd runs), else polls. Functions present now are
+ * where it works (udevd runs), else polls. Where udevd runs but its events
+ * do not reach this process (a container given the host's /run/udev, in a
+ * network namespace of its own), a device that comes or goes with no event
+ * within 5 s makes the watch say so and poll from then on. Functions present now are
  * reported too, during this call: connect to the signals first. A second
  * call replaces the first watch and reports what is present anew. A device
  * reset by another program or by the hub driver keeps its bus and address

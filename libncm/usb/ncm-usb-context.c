@@ -18,7 +18,8 @@ struct _NcmContext {
 	gint64 armed_deadline;     /* atomic: when the event thread will next look at timers */
 	guint64 main_dispatches;   /* atomic */
 	GMainContext *owner;
-	gboolean fresh_scans;      /* libusb's list goes stale here (no udevd) */
+	gint fresh_scans;          /* atomic: libusb's list goes stale here (no udevd, or its
+				    * events do not reach us) */
 
 	/* A fresh scan context is starting: the event thread waits. Set and
 	 * cleared under park_lock; read without it first (atomic), so that the
@@ -294,7 +295,7 @@ ncm_context_initable_init(GInitable *initable, GCancellable *cancellable, GError
 	gate_close();
 	r = usb_init(self);
 	if (r == 0) {
-		self->fresh_scans = !ncm_context_hotplug_usable();
+		g_atomic_int_set(&self->fresh_scans, !ncm_context_hotplug_usable());
 		live_contexts = g_slist_prepend(live_contexts, self);
 		self->event_thread = g_thread_new("ncm-usb-events", event_thread_main, self);
 	}
@@ -413,7 +414,13 @@ ncm_context_get_usb(NcmContext *self)
 gboolean
 ncm_context_needs_fresh_scan(NcmContext *self)
 {
-	return self->fresh_scans;
+	return g_atomic_int_get(&self->fresh_scans);
+}
+
+void
+ncm_context_set_fresh_scans(NcmContext *self)
+{
+	g_atomic_int_set(&self->fresh_scans, TRUE);
 }
 
 void

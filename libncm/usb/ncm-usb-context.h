@@ -12,6 +12,8 @@ GMainContext *ncm_context_get_owner(NcmContext *self);
 gboolean ncm_context_is_event_thread(NcmContext *self);
 /* TRUE when libusb's own device list cannot be trusted to show arrivals. */
 gboolean ncm_context_needs_fresh_scan(NcmContext *self);
+/* From now on it cannot (udevd runs, but its events do not reach us). */
+void ncm_context_set_fresh_scans(NcmContext *self);
 /* libusb_init() for such a short-lived scan context, safe against a device
  * leaving meanwhile (libusb_exit() it as usual). Any thread, also a libusb
  * callback's (one of ours: NCM_HANDLING_SCOPE()); no libncm lock held. */

@@ -22,7 +22,27 @@ typedef struct {
 	GHashTable *rechecked;     /* "bus:addr" -> gint64 *: when it was last looked at again */
 	gint64 created_at;         /* it reported what was present then */
 	gchar *fingerprint;        /* the device set at the last poll */
+	guint poll_ms;
+	/* Hotplug only: udevd may run where its events never arrive (a
+	 * container with the host's /run/udev but a network namespace of its
+	 * own: libudev hears udevd over netlink). The usbfs nodes say when
+	 * devices come or go; with no event for them, the watch polls. */
+	GSource *deaf_source;
+	gchar *nodes;              /* the usbfs nodes at the last look */
+	gint64 last_look;
+	gint64 nodes_changed_after;/* they changed after this look; 0: no change pending */
+	gint64 last_event;         /* when the owner last handled a hotplug event */
 } NcmWatch;
+
+static void
+source_drop(GSource **source)
+{
+	if (*source) {
+		g_source_destroy(*source);
+		g_source_unref(*source);
+		*source = NULL;
+	}
+}
 
 static void
 watch_free(gpointer data)
@@ -31,10 +51,9 @@ watch_free(gpointer data)
 
 	if (w->hotplug)
 		libusb_hotplug_deregister_callback(ncm_context_get_usb(w->context), w->hotplug_handle);
-	if (w->poll_source) {
-		g_source_destroy(w->poll_source);
-		g_source_unref(w->poll_source);
-	}
+	source_drop(&w->poll_source);
+	source_drop(&w->deaf_source);
+	g_free(w->nodes);
 	g_hash_table_unref(w->known);
 	g_hash_table_unref(w->recheck);
 	g_hash_table_unref(w->rechecked);
@@ -209,9 +228,110 @@ rescan_once_cb(gpointer data)
 {
 	NcmWatch *self = ncm_context_get_attached(data, NCM_WATCH_KEY);
 
-	if (self && !rescan(self))
+	if (!self)
+		return G_SOURCE_REMOVE;
+	self->last_event = g_get_monotonic_time();
+	if (!rescan(self))
 		g_debug("rescan after a hotplug event failed");
 	return G_SOURCE_REMOVE;
+}
+
+static void
+poll_start(NcmWatch *self)
+{
+	GWeakRef *ref = g_new0(GWeakRef, 1);
+
+	self->fingerprint = device_set_fingerprint(self->context);
+	g_weak_ref_init(ref, self->context);
+	self->poll_source = g_timeout_source_new(self->poll_ms);
+	g_source_set_callback(self->poll_source, rescan_cb, ref, weak_ref_free);
+	g_source_attach(self->poll_source, ncm_context_get_owner(self->context));
+}
+
+#define DEAF_CHECK_MS 2000
+/* udevd's rules run between the node's creation and the event: a loaded
+ * host takes a while, and a false alarm costs only the switch to polling. */
+#define DEAF_GRACE_S 5
+
+static gchar *
+usbfs_nodes(void)
+{
+	GString *s = g_string_new(NULL);
+
+	append_usbfs_nodes(s);
+	return g_string_free(s, FALSE);
+}
+
+/* TRUE while hotplug is trusted; FALSE once the watch polls instead. */
+static gboolean
+deaf_tick(NcmWatch *self)
+{
+	g_autofree gchar *nodes = usbfs_nodes();
+	gint64 now = g_get_monotonic_time();
+
+	if (g_strcmp0(nodes, self->nodes) != 0) {
+		if (!self->nodes_changed_after)
+			self->nodes_changed_after = self->last_look;
+		g_free(self->nodes);
+		self->nodes = g_steal_pointer(&nodes);
+	}
+	self->last_look = now;
+	if (!self->nodes_changed_after)
+		return TRUE;
+	/* An event handled after the last look that saw the old set may be
+	 * this change's: the events still come. */
+	if (self->last_event > self->nodes_changed_after) {
+		self->nodes_changed_after = 0;
+		return TRUE;
+	}
+	if (now - self->nodes_changed_after < DEAF_GRACE_S * G_USEC_PER_SEC)
+		return TRUE;
+	g_message("watch: USB devices came or went but no hotplug event came from udev "
+		  "within %d s (a container that does not get the host's udev events?): "
+		  "polling every %u ms instead", DEAF_GRACE_S, self->poll_ms);
+	libusb_hotplug_deregister_callback(ncm_context_get_usb(self->context), self->hotplug_handle);
+	self->hotplug = FALSE;
+	ncm_context_set_fresh_scans(self->context);
+	poll_start(self);
+	return FALSE;
+}
+
+static gboolean
+deaf_cb(gpointer data)
+{
+	g_autoptr(NcmContext) context = g_weak_ref_get(data);
+	NcmWatch *self;
+
+	if (!context)
+		return G_SOURCE_REMOVE;
+	self = ncm_context_get_attached(context, NCM_WATCH_KEY);
+	if (!self || self->deaf_source != g_main_current_source())
+		return G_SOURCE_CONTINUE;
+	if (!deaf_tick(self)) {
+		/* Returning REMOVE destroys it; the watch lets go of it first. */
+		g_clear_pointer(&self->deaf_source, g_source_unref);
+		/* Report now what came unannounced. Its signals' handlers may
+		 * replace the watch: self is not used after. */
+		if (!rescan(self))
+			g_debug("rescan after switching to polling failed");
+		ncm_tsan_release(context);
+		return G_SOURCE_REMOVE;
+	}
+	ncm_tsan_release(context);
+	return G_SOURCE_CONTINUE;
+}
+
+static void
+deaf_start(NcmWatch *self)
+{
+	GWeakRef *ref = g_new0(GWeakRef, 1);
+
+	self->nodes = usbfs_nodes();
+	self->last_look = g_get_monotonic_time();
+	g_weak_ref_init(ref, self->context);
+	self->deaf_source = g_timeout_source_new(DEAF_CHECK_MS);
+	g_source_set_callback(self->deaf_source, deaf_cb, ref, weak_ref_free);
+	g_source_attach(self->deaf_source, ncm_context_get_owner(self->context));
 }
 
 /* libusb thread: hand the event to the owner, where enumeration may do I/O. */
@@ -345,19 +465,14 @@ ncm_context_watch(NcmContext *context, const NcmMatch *match, guint poll_ms, GEr
 			LIBUSB_HOTPLUG_MATCH_ANY, hotplug_cb, context, &self->hotplug_handle);
 		self->hotplug = r == LIBUSB_SUCCESS;
 	}
-	if (self->hotplug)
+	self->poll_ms = poll_ms ? poll_ms : 1000;
+	if (self->hotplug) {
 		g_debug("watch: libusb's hotplug events (udev)");
-	else
+		deaf_start(self);
+	} else {
 		g_debug("watch: polling the USB devices every %u ms (libusb without hotplug, "
-			"no udev daemon, or NCM_FORCE_POLL)", poll_ms ? poll_ms : 1000);
-	if (!self->hotplug) {
-		self->fingerprint = device_set_fingerprint(context);
-		GWeakRef *ref = g_new0(GWeakRef, 1);
-
-		g_weak_ref_init(ref, context);
-		self->poll_source = g_timeout_source_new(poll_ms ? poll_ms : 1000);
-		g_source_set_callback(self->poll_source, rescan_cb, ref, weak_ref_free);
-		g_source_attach(self->poll_source, ncm_context_get_owner(context));
+			"no udev daemon, or NCM_FORCE_POLL)", self->poll_ms);
+		poll_start(self);
 	}
 	if (!rescan(self)) {
 		g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,

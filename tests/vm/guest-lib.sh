@@ -656,6 +656,11 @@ host_use_userspace() {
 # broadcasts alone. No rules unless a test adds one: it passes the kernel's
 # uevents on and does nothing else (no renames, no permissions). Group
 # plugdev (46, as Debian's) is there for a rule to name.
+# VM_UDEVD_APART=1: the program under test runs in a network namespace of
+# its own ($UDEVD_APART), as in a container given the host's /run/udev:
+# libudev hears udevd over netlink, so no event reaches it there.
+UDEVD_APART=
+[ "${VM_UDEVD_APART:-0}" != 1 ] || UDEVD_APART="unshare -n"
 udevd_start() {
 	[ "${VM_UDEVD:-0}" = 1 ] || return 0
 	command -v udevadm >/dev/null || fail "VM_UDEVD=1 but no udevadm (the host needs the udev package)"
@@ -670,9 +675,19 @@ udevd_start() {
 }
 
 # watch_mode_check LOG: the program's libncm (G_MESSAGES_DEBUG=ncm) watched
-# by hotplug events under udevd, and by polling without it.
-watch_mode_check() {
-	if [ "${VM_UDEVD:-0}" = 1 ]; then
+# by hotplug events under udevd, and by polling without it; apart from
+# udevd, by hotplug until a device came or went unannounced, then polling.
+watch_mode_check() { # LOG [same]: same = no device came or went while it watched
+	if [ "${VM_UDEVD_APART:-0}" = 1 ]; then
+		check "libncm began with libusb's hotplug events" grep -q "watch: libusb's hotplug events" "$1"
+		if [ "${2:-}" = same ]; then
+			check "... and kept them, no device having come or gone" \
+				sh -c "! grep -q 'no hotplug event came from udev' '$1'"
+		else
+			check "... found them deaf and polled instead" \
+				grep -q "no hotplug event came from udev.*polling every" "$1"
+		fi
+	elif [ "${VM_UDEVD:-0}" = 1 ]; then
 		check "libncm watched by libusb's hotplug events" grep -q "watch: libusb's hotplug events" "$1"
 		check "libncm never polled" sh -c "! grep -q 'poll: devices' '$1'"
 	else
