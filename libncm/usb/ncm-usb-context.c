@@ -18,6 +18,7 @@ struct _NcmContext {
 	gint64 armed_deadline;     /* atomic: when the event thread will next look at timers */
 	guint64 main_dispatches;   /* atomic */
 	GMainContext *owner;
+	gint hotplug_events;       /* atomic: libusb hotplug callbacks so far */
 	gint fresh_scans;          /* atomic: libusb's list goes stale here (no udevd, or its
 				    * events do not reach us) */
 
@@ -595,6 +596,18 @@ ncm_context_post(GMainContext *owner, GSourceFunc func, gpointer data, GDestroyN
 	ncm_tsan_release(p);
 	g_source_attach(source, owner);
 	g_source_unref(source);
+}
+
+void
+ncm_context_note_hotplug(NcmContext *self)
+{
+	g_atomic_int_inc(&self->hotplug_events);
+}
+
+guint
+ncm_context_get_hotplug_events(NcmContext *self)
+{
+	return (guint)g_atomic_int_get(&self->hotplug_events);
 }
 
 void

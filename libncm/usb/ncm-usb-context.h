@@ -69,6 +69,9 @@ void ncm_context_watch_recheck(NcmContext *self, guint bus, guint address);
 gpointer ncm_context_get_attached(NcmContext *self, const gchar *key);
 
 void ncm_context_count_dispatch(NcmContext *self);
+/* A libusb hotplug callback ran (its thread); how many so far (any thread). */
+void ncm_context_note_hotplug(NcmContext *self);
+guint ncm_context_get_hotplug_events(NcmContext *self);
 /*
  * Queues @func on @owner as an idle source. Never runs it in place:
  * g_main_context_invoke() would run it on the calling (libusb) thread when

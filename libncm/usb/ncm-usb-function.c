@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-usb-function.c: NcmFunctionInfo (a found function, refcounted), NcmMatch selectors, actionable libusb errors. */
+#include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <stdio.h>
 #include <string.h>
@@ -117,19 +119,59 @@ in_group(gid_t gid)
 	return FALSE;
 }
 
+NcmAccessAdvice
+ncm_usbfs_access_kind(gboolean exists, guint mode, gboolean group_is_root, gboolean in_node_group,
+		      gboolean accessible)
+{
+	if (!exists)
+		return NCM_ACCESS_ADVICE_RULE;
+	/* The file's permissions let this process in: what refused it is a
+	 * container's device list, a security module or a nodev mount. */
+	if (accessible)
+		return NCM_ACCESS_ADVICE_ELSEWHERE;
+	/* A rule (libncm's 50-libncm.rules, or the one suggested) already gave
+	 * the node a group that may read and write it: a new rule would not
+	 * help, joining the group does. */
+	if (!group_is_root && (mode & 0060) == 0060 && !in_node_group)
+		return NCM_ACCESS_ADVICE_JOIN;
+	return NCM_ACCESS_ADVICE_RULE;
+}
+
+static gchar *
+group_name(gid_t gid)
+{
+	long max = sysconf(_SC_GETGR_R_SIZE_MAX);
+	gsize size = max > 0 ? (gsize)max : 1024;
+
+	for (int tries = 0; tries < 8; tries++, size *= 2) {
+		g_autofree gchar *buf = g_malloc(size);
+		struct group gr, *found = NULL;
+		int r = getgrgid_r(gid, &gr, buf, size, &found);
+
+		if (r == 0 && found)
+			return g_strdup(found->gr_name);
+		if (r != ERANGE)
+			break;
+	}
+	return g_strdup_printf("%u", (guint)gid);
+}
+
 gchar *
 ncm_usbfs_access_advice(const gchar *node, guint vid, guint pid)
 {
 	struct stat st;
+	gboolean exists = stat(node, &st) == 0;
+	NcmAccessAdvice kind = ncm_usbfs_access_kind(
+		exists, exists ? (guint)st.st_mode : 0, exists && st.st_gid == 0,
+		exists && in_group(st.st_gid),
+		exists && faccessat(AT_FDCWD, node, R_OK | W_OK, AT_EACCESS) == 0);
 
-	/* A rule (libncm's 70-libncm.rules, or the one below) already gave
-	 * the node a group that may read and write it: a new rule would not
-	 * help, joining the group does. */
-	if (stat(node, &st) == 0 && st.st_gid != 0 && (st.st_mode & 0060) == 0060 &&
-	    !in_group(st.st_gid)) {
-		struct group *gr = getgrgid(st.st_gid);
-		g_autofree gchar *name = gr ? g_strdup(gr->gr_name)
-					    : g_strdup_printf("%u", (guint)st.st_gid);
+	if (kind == NCM_ACCESS_ADVICE_ELSEWHERE)
+		return g_strdup("its file permissions allow this process, so something else refuses "
+				"it: a container's device rules (docker --device, a cgroup), a "
+				"security module, or a nodev mount");
+	if (kind == NCM_ACCESS_ADVICE_JOIN) {
+		g_autofree gchar *name = group_name(st.st_gid);
 
 		return g_strdup_printf("the node is group %s's, which this process is not in: add "
 				       "the user to group %s and log in again, or run as root",
@@ -137,7 +179,7 @@ ncm_usbfs_access_advice(const gchar *node, guint vid, guint pid)
 	}
 	return g_strdup_printf("run as root, or add a udev rule such as SUBSYSTEM==\"usb\", "
 			       "ATTR{idVendor}==\"%04x\", ATTR{idProduct}==\"%04x\", MODE=\"0660\", "
-			       "GROUP=\"plugdev\" and replug the device (libncm's 70-libncm.rules "
+			       "GROUP=\"plugdev\" and replug the device (libncm's 50-libncm.rules "
 			       "does that for every NCM device)",
 			       vid, pid);
 }

@@ -18,8 +18,18 @@ void ncm_function_info_take_fd(NcmFunctionInfo *info, int fd);
 int ncm_function_info_get_fd(const NcmFunctionInfo *info);
 
 /* What to do about "permission denied" on usbfs node @node (vid:pid): join
- * the group a udev rule already gave it, or add such a rule, or be root. */
+ * the group a udev rule already gave it, or add such a rule, or be root;
+ * or look elsewhere when the file's permissions are not what refused. */
 gchar *ncm_usbfs_access_advice(const gchar *node, guint vid, guint pid);
+typedef enum {
+	NCM_ACCESS_ADVICE_RULE,
+	NCM_ACCESS_ADVICE_JOIN,
+	NCM_ACCESS_ADVICE_ELSEWHERE,
+} NcmAccessAdvice;
+/* Its decision, from the node's stat (@exists, @mode, whether its group is
+ * root's, whether this process is in it) and access(R_OK | W_OK). */
+NcmAccessAdvice ncm_usbfs_access_kind(gboolean exists, guint mode, gboolean group_is_root,
+				      gboolean in_node_group, gboolean accessible);
 
 /* Maps a libusb error from an operation on @info to an actionable GError. */
 void ncm_set_usb_error(GError **error, int usb_err, const NcmFunctionInfo *info,

@@ -29,9 +29,9 @@ typedef struct {
 	 * devices come or go; with no event for them, the watch polls. */
 	GSource *deaf_source;
 	gchar *nodes;              /* the usbfs nodes at the last look */
-	gint64 last_look;
-	gint64 nodes_changed_after;/* they changed after this look; 0: no change pending */
-	gint64 last_event;         /* when the owner last handled a hotplug event */
+	guint events_at_look;      /* hotplug callbacks by then (counted on libusb's thread) */
+	guint events_before;       /* ... at the look before a change; valid while changed_at */
+	gint64 changed_at;         /* a look first saw the change; 0: no change pending */
 } NcmWatch;
 
 static void
@@ -230,7 +230,6 @@ rescan_once_cb(gpointer data)
 
 	if (!self)
 		return G_SOURCE_REMOVE;
-	self->last_event = g_get_monotonic_time();
 	if (!rescan(self))
 		g_debug("rescan after a hotplug event failed");
 	return G_SOURCE_REMOVE;
@@ -262,29 +261,37 @@ usbfs_nodes(void)
 	return g_string_free(s, FALSE);
 }
 
-/* TRUE while hotplug is trusted; FALSE once the watch polls instead. */
+/*
+ * TRUE while hotplug is trusted; FALSE once the watch polls instead. Events
+ * are counted where libusb delivers them, not where the owner handles
+ * them: an owner that was busy for seconds must not take its own queue
+ * for silence. The grace runs from the look that saw the change.
+ */
 static gboolean
 deaf_tick(NcmWatch *self)
 {
 	g_autofree gchar *nodes = usbfs_nodes();
+	guint events = ncm_context_get_hotplug_events(self->context);
 	gint64 now = g_get_monotonic_time();
 
 	if (g_strcmp0(nodes, self->nodes) != 0) {
-		if (!self->nodes_changed_after)
-			self->nodes_changed_after = self->last_look;
+		if (!self->changed_at) {
+			self->changed_at = now;
+			self->events_before = self->events_at_look;
+		}
 		g_free(self->nodes);
 		self->nodes = g_steal_pointer(&nodes);
 	}
-	self->last_look = now;
-	if (!self->nodes_changed_after)
+	self->events_at_look = events;
+	if (!self->changed_at)
 		return TRUE;
-	/* An event handled after the last look that saw the old set may be
-	 * this change's: the events still come. */
-	if (self->last_event > self->nodes_changed_after) {
-		self->nodes_changed_after = 0;
+	/* An event after the last look that saw the old set may be this
+	 * change's: the events still come. */
+	if (events != self->events_before) {
+		self->changed_at = 0;
 		return TRUE;
 	}
-	if (now - self->nodes_changed_after < DEAF_GRACE_S * G_USEC_PER_SEC)
+	if (now - self->changed_at < DEAF_GRACE_S * G_USEC_PER_SEC)
 		return TRUE;
 	g_message("watch: USB devices came or went but no hotplug event came from udev "
 		  "within %d s (a container that does not get the host's udev events?): "
@@ -311,9 +318,12 @@ deaf_cb(gpointer data)
 		/* Returning REMOVE destroys it; the watch lets go of it first. */
 		g_clear_pointer(&self->deaf_source, g_source_unref);
 		/* Report now what came unannounced. Its signals' handlers may
-		 * replace the watch: self is not used after. */
-		if (!rescan(self))
+		 * replace the watch: self is not used after, unless it emitted
+		 * nothing; then polling's next tick is told to look. */
+		if (!rescan(self)) {
 			g_debug("rescan after switching to polling failed");
+			g_clear_pointer(&self->fingerprint, g_free);
+		}
 		ncm_tsan_release(context);
 		return G_SOURCE_REMOVE;
 	}
@@ -327,7 +337,7 @@ deaf_start(NcmWatch *self)
 	GWeakRef *ref = g_new0(GWeakRef, 1);
 
 	self->nodes = usbfs_nodes();
-	self->last_look = g_get_monotonic_time();
+	self->events_at_look = ncm_context_get_hotplug_events(self->context);
 	g_weak_ref_init(ref, self->context);
 	self->deaf_source = g_timeout_source_new(DEAF_CHECK_MS);
 	g_source_set_callback(self->deaf_source, deaf_cb, ref, weak_ref_free);
@@ -340,6 +350,7 @@ hotplug_cb(libusb_context *ctx, libusb_device *dev, libusb_hotplug_event event, 
 {
 	NcmContext *context = data;
 
+	ncm_context_note_hotplug(context);
 	ncm_context_count_dispatch(context);
 	ncm_context_post(ncm_context_get_owner(context), rescan_once_cb, g_object_ref(context),
 			 g_object_unref);
@@ -457,7 +468,8 @@ ncm_context_watch(NcmContext *context, const NcmMatch *match, guint poll_ms, GEr
 	self->match.serial = self->match_serial;
 	self->match.port_path = self->match_path;
 
-	if (ncm_context_hotplug_usable()) {
+	/* Not again where a watch found the events do not come. */
+	if (ncm_context_hotplug_usable() && !ncm_context_needs_fresh_scan(context)) {
 		int r = libusb_hotplug_register_callback(
 			ncm_context_get_usb(context),
 			LIBUSB_HOTPLUG_EVENT_DEVICE_ARRIVED | LIBUSB_HOTPLUG_EVENT_DEVICE_LEFT,

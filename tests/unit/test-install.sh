@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # test-install.sh: `meson install` of this build into a temporary DESTDIR, then programs outside the tree built with `pkg-config --cflags --libs libncm` (and libncm-lwip) alone run.
 # Usage: test-install.sh MESON BUILD_ROOT SANITIZE HAVE_LWIP UDEVRULESDIR CC [CC ARGS...]. Prints TAP.
-# UDEVRULESDIR is where 70-libncm.rules goes, or - when the build installs none.
+# UDEVRULESDIR is where 50-libncm.rules goes, or - when the build installs none.
 # SANITIZE is the build's b_sanitize: an instrumented libncm.so needs its
 # runtime in the program too, so the program is built with the same flags.
 set -eu
@@ -21,10 +21,10 @@ echo "TAP version 13"
 ok "meson install --destdir"
 
 if [ "$rulesdir" != - ]; then
-	rules=$tmp/root$rulesdir/70-libncm.rules
+	rules=$tmp/root$rulesdir/50-libncm.rules
 	grep -q 'GROUP="plugdev"' "$rules" 2>/dev/null ||
-		not_ok "70-libncm.rules installed in $rulesdir" "$tmp/install.log"
-	ok "70-libncm.rules installed in $rulesdir"
+		not_ok "50-libncm.rules installed in $rulesdir" "$tmp/install.log"
+	ok "50-libncm.rules installed in $rulesdir"
 fi
 
 pc=$(find "$tmp/root" -name libncm.pc | head -n 1)

@@ -290,7 +290,7 @@ exec 7>"$TMP/hold"
 wait_until 50 sh -c "kill -USR1 $PID; sleep 0.2; grep -q '2 connection(s) open' '$LOG'"
 fetch "http://$K4:8080/file"
 check "--max-connections 2: a third connection is refused" [ ! -s "$TMP/out" ]
-check "... and counted" sh -c "kill -USR1 $PID; sleep 0.5; grep -q '1 refused' '$LOG'"
+check "... and counted" wait_until 50 sh -c "kill -USR1 $PID; sleep 0.2; grep -q '1 refused' '$LOG'"
 check "SIGTERM with connections open: exit 0" stop_proxy
 exec 7>&-
 
@@ -303,7 +303,7 @@ fetch "http://$K4:8080/file" --proxy-user alice:wrong
 check "--auth: a wrong password is refused" [ ! -s "$TMP/out" ]
 fetch "http://$K4:8080/file"
 check "--auth: no login is refused" [ ! -s "$TMP/out" ]
-check "... both counted" sh -c "kill -USR1 $PID; sleep 0.5; grep -q '1 logins' '$LOG'"
+check "... both counted" wait_until 50 sh -c "kill -USR1 $PID; sleep 0.2; grep -q '1 logins' '$LOG'"
 stop_proxy
 
 # A link with IPv6 alone (an iPad's, SLAAC only): a name with an A and an

@@ -4,7 +4,7 @@
 # VM_PROXY_PART=forward instead: -L to the peer's iperf3 both ways and -R from the peer.
 # VM_PROXY_PART=fd instead: a root broker opens the node, drops to uid 65534 and execs ncm-proxy --usb-fd 3 with /dev/bus/usb hidden; addresses by DHCP and SLAAC, DNS servers by DHCP and RDNSS.
 # VM_PROXY_PART=replug: ncm-proxy --persist through an unplug and replug, serving before and after.
-# VM_PROXY_PART=udev-rule (VM_UDEVD=1): nothing chowned; the udev rule ncm-proxy's permission error suggests, installed as it says, lets uid 65534 in group plugdev run it; so does libncm's 70-libncm.rules, also across a replug under --persist with no failed open; that rule takes NCM in configuration 2 and leaves a device without NCM alone.
+# VM_PROXY_PART=udev-rule (VM_UDEVD=1): nothing chowned; the udev rule ncm-proxy's permission error suggests, installed as it says, lets uid 65534 in group plugdev run it; so does libncm's 50-libncm.rules, also across a replug under --persist with no failed open; that rule takes NCM in configuration 2 and leaves a device without NCM alone.
 set -eu
 . "$VM_LIB"
 
@@ -270,7 +270,7 @@ rules_install() { # FILE: the only rule in rules.d, then the device plugged in a
 # Under udevd, nothing chowned by hand. First the advice of ncm-proxy's
 # permission error, followed to the letter: its rule in rules.d, the device
 # replugged, ncm-proxy as a member of plugdev (its primary group: drop-exec
-# sets no others). Then libncm's own rule (libncm/udev/70-libncm.rules):
+# sets no others). Then libncm's own rule (libncm/udev/50-libncm.rules):
 # under --persist a replugged device gets the rule's group before libusb's
 # hotplug event reports it, so no open fails on the way (the device chosen
 # by VID:PID, which needs no open to match, so an early one would show).
@@ -279,7 +279,7 @@ rules_install() { # FILE: the only rule in rules.d, then the device plugged in a
 run_udev_rule() {
 	local rule rc=0 sel
 	[ "${VM_UDEVD:-0}" = 1 ] || fail "run with VM_UDEVD=1"
-	[ -f /vm/70-libncm.rules ] || fail "no /vm/70-libncm.rules (run-vm.sh --file)"
+	[ -f /vm/50-libncm.rules ] || fail "no /vm/50-libncm.rules (run-vm.sh --file)"
 	drop-exec "$NOBODY" "$PLUGDEV" ncm-proxy --device "serial=$VM_SERIAL" \
 		--ipv4 "$(host_ip4)/24" >"$VM_OUT/no-permission.log" 2>&1 || rc=$?
 	cat "$VM_OUT/no-permission.log"
@@ -299,7 +299,7 @@ run_udev_rule() {
 	fetch "SOCKS with the error's rule" "http://$(peer_ip4)/big"
 	stop_proxy
 
-	rules_install /vm/70-libncm.rules
+	rules_install /vm/50-libncm.rules
 	rule_applied "libncm's rule"
 	host_use_kernel
 	# Outside plugdev, a new rule would not help: the error says to join it.
