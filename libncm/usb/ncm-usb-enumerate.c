@@ -217,24 +217,19 @@ scan_open(DeviceScan *scan)
 	int r = libusb_open(scan->dev, &scan->handle);
 
 	if (r < 0) {
+		g_autofree gchar *node = g_strdup_printf("/dev/bus/usb/%03u/%03u",
+							 libusb_get_bus_number(scan->dev),
+							 libusb_get_device_address(scan->dev));
+		g_autofree gchar *advice =
+			r == LIBUSB_ERROR_ACCESS
+				? ncm_usbfs_access_advice(node, scan->desc.idVendor, scan->desc.idProduct)
+				: NULL;
+
 		scan->handle = NULL;
 		/* Listed but already torn down: not a device anyone can use. */
 		scan->gone = r == LIBUSB_ERROR_NO_DEVICE || r == LIBUSB_ERROR_NOT_FOUND;
-		scan->open_error = g_strdup_printf("cannot open /dev/bus/usb/%03u/%03u: %s",
-						   libusb_get_bus_number(scan->dev),
-						   libusb_get_device_address(scan->dev),
-						   libusb_strerror(r));
-		if (r == LIBUSB_ERROR_ACCESS) {
-			g_autofree gchar *node = g_strdup_printf(
-				"/dev/bus/usb/%03u/%03u", libusb_get_bus_number(scan->dev),
-				libusb_get_device_address(scan->dev));
-			g_autofree gchar *advice = ncm_usbfs_access_advice(
-				node, scan->desc.idVendor, scan->desc.idProduct);
-			gchar *with = g_strdup_printf("%s: %s", scan->open_error, advice);
-
-			g_free(scan->open_error);
-			scan->open_error = with;
-		}
+		scan->open_error = g_strdup_printf("cannot open %s: %s%s%s", node, libusb_strerror(r),
+						   advice ? ": " : "", advice ? advice : "");
 	}
 }
 

@@ -144,17 +144,25 @@ append_usbfs_nodes(GString *s)
  * (ncm_context_init_fresh_usb()), so one is made only when the set changed.
  */
 static gchar *
+usbfs_nodes(void)
+{
+	GString *s = g_string_new(NULL);
+
+	append_usbfs_nodes(s);
+	return g_string_free(s, FALSE);
+}
+
+static gchar *
 device_set_fingerprint(NcmContext *context)
 {
 	libusb_context *usb = ncm_context_get_usb(context);
 	libusb_device **list;
-	GString *s = g_string_new(NULL);
+	GString *s;
 	ssize_t n;
 
-	if (ncm_context_needs_fresh_scan(context)) {
-		append_usbfs_nodes(s);
-		return g_string_free(s, FALSE);
-	}
+	if (ncm_context_needs_fresh_scan(context))
+		return usbfs_nodes();
+	s = g_string_new(NULL);
 	n = libusb_get_device_list(usb, &list);
 	for (ssize_t i = 0; i < n; i++)
 		g_string_append_printf(s, "%u:%u,", libusb_get_bus_number(list[i]),
@@ -228,38 +236,36 @@ rescan_once_cb(gpointer data)
 {
 	NcmWatch *self = ncm_context_get_attached(data, NCM_WATCH_KEY);
 
-	if (!self)
-		return G_SOURCE_REMOVE;
-	if (!rescan(self))
+	if (self && !rescan(self))
 		g_debug("rescan after a hotplug event failed");
 	return G_SOURCE_REMOVE;
+}
+
+/* A timer on the owner's context whose @func gets a GWeakRef to the context
+ * (see rescan_cb()). */
+static GSource *
+owner_timer_new(NcmWatch *self, guint ms, GSourceFunc func)
+{
+	GWeakRef *ref = g_new0(GWeakRef, 1);
+	GSource *source = g_timeout_source_new(ms);
+
+	g_weak_ref_init(ref, self->context);
+	g_source_set_callback(source, func, ref, weak_ref_free);
+	g_source_attach(source, ncm_context_get_owner(self->context));
+	return source;
 }
 
 static void
 poll_start(NcmWatch *self)
 {
-	GWeakRef *ref = g_new0(GWeakRef, 1);
-
 	self->fingerprint = device_set_fingerprint(self->context);
-	g_weak_ref_init(ref, self->context);
-	self->poll_source = g_timeout_source_new(self->poll_ms);
-	g_source_set_callback(self->poll_source, rescan_cb, ref, weak_ref_free);
-	g_source_attach(self->poll_source, ncm_context_get_owner(self->context));
+	self->poll_source = owner_timer_new(self, self->poll_ms, rescan_cb);
 }
 
 #define DEAF_CHECK_MS 2000
 /* udevd's rules run between the node's creation and the event: a loaded
  * host takes a while, and a false alarm costs only the switch to polling. */
 #define DEAF_GRACE_S 5
-
-static gchar *
-usbfs_nodes(void)
-{
-	GString *s = g_string_new(NULL);
-
-	append_usbfs_nodes(s);
-	return g_string_free(s, FALSE);
-}
 
 /*
  * TRUE while hotplug is trusted; FALSE once the watch polls instead. Events
@@ -334,14 +340,9 @@ deaf_cb(gpointer data)
 static void
 deaf_start(NcmWatch *self)
 {
-	GWeakRef *ref = g_new0(GWeakRef, 1);
-
 	self->nodes = usbfs_nodes();
 	self->events_at_look = ncm_context_get_hotplug_events(self->context);
-	g_weak_ref_init(ref, self->context);
-	self->deaf_source = g_timeout_source_new(DEAF_CHECK_MS);
-	g_source_set_callback(self->deaf_source, deaf_cb, ref, weak_ref_free);
-	g_source_attach(self->deaf_source, ncm_context_get_owner(self->context));
+	self->deaf_source = owner_timer_new(self, DEAF_CHECK_MS, deaf_cb);
 }
 
 /* libusb thread: hand the event to the owner, where enumeration may do I/O. */
