@@ -19,6 +19,8 @@
 # hop (guest-ab.sh says what) and prints each hop's median per variant
 # (tests/bench/rtt-hops.py); base's ncm-bench must write NCM_BENCH_ECHOES
 # (since session 20). AB_REF=lwip runs base's lwip path too.
+# AB_HOPS_EXTRA=EVENT,... records more events beside the hops' (interrupts,
+# timers), for reading a record with perf script; rtt-hops.py passes over them.
 # Give base's own build as a variant too (same=BASE_BUILD): it shows what identical
 # code does to the ratios in that boot. In session 18 (tests/bench/RESULTS.md) it ran
 # 10-20 % below base on ncm-tun's tcp_down and tcp_bidir in three boots of three, when
@@ -42,7 +44,7 @@ for v in "$@"; do
 	names+=("$n")
 done
 envs=(--env "AB_VARIANTS=$(IFS=,; echo "${names[*]-}")")
-for v in AB_REPS AB_SECS AB_TESTS AB_PATH AB_COUNT COUNT_SYSCALLS AB_SCHED AB_SCHED_SYSCALLS AB_HOPS AB_REF \
+for v in AB_REPS AB_SECS AB_TESTS AB_PATH AB_COUNT COUNT_SYSCALLS AB_SCHED AB_SCHED_SYSCALLS AB_HOPS AB_HOPS_EXTRA AB_REF \
 	VM_GADGET_MAX_SPEED; do
 	[ -z "${!v:-}" ] || envs+=(--env "$v=${!v}")
 done

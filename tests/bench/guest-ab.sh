@@ -59,6 +59,9 @@ for s in recvfrom recvmsg ioctl poll ppoll; do
 	HOP_EVENTS=$HOP_EVENTS,syscalls:sys_exit_$s
 done
 HOP_EVENTS=$HOP_EVENTS,gadget:usb_ep_queue,gadget:usb_gadget_giveback_request,hops:urb_submit,hops:urb_giveback
+# AB_HOPS_EXTRA: more events for the record, which rtt-hops.py passes over
+# (interrupts, timers: what else a CPU ran inside a hop).
+[ -z "${AB_HOPS_EXTRA:-}" ] || HOP_EVENTS=$HOP_EVENTS,$AB_HOPS_EXTRA
 hops_setup() {
 	local t=/sys/kernel/tracing
 	[ -e $t/kprobe_events ] || t=/sys/kernel/debug/tracing
