@@ -27,10 +27,12 @@ setup() { # dir, options...
 
 # -Ddocs=true: the reference manuals are built here, and a missing comment
 # or any gi-docgen warning fails the build. -Dudevrulesdir: the install
-# test checks the udev rule, which a /usr/local prefix leaves out.
+# test checks the udev rule, which a /usr/local prefix leaves out; the same
+# for -Dsystemdsystemunitdir and ncm-tun.service.
 setup "$builddir" -Dwerror=true -Db_sanitize=address,undefined -Dtest_hooks=enabled \
 	-Dlwip=enabled -Dlwip_src="$top/.cache/lwip" -Dfuzz=disabled \
-	-Dintrospection=enabled -Ddocs=true -Dudevrulesdir=lib/udev/rules.d
+	-Dintrospection=enabled -Ddocs=true -Dudevrulesdir=lib/udev/rules.d \
+	-Dsystemdsystemunitdir=lib/systemd/system
 ninja -C "$builddir"
 
 CC=clang setup "$fuzzdir" -Dwerror=true -Dfuzz=enabled -Dlwip=disabled -Dintrospection=disabled

@@ -1,14 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # test-install.sh: `meson install` of this build into a temporary DESTDIR, then programs outside the tree built with `pkg-config --cflags --libs libncm` (and libncm-lwip) alone run.
-# Usage: test-install.sh MESON BUILD_ROOT SANITIZE HAVE_LWIP UDEVRULESDIR CC [CC ARGS...]. Prints TAP.
-# UDEVRULESDIR is where 50-libncm.rules goes, or - when the build installs none.
+# Usage: test-install.sh MESON BUILD_ROOT SANITIZE HAVE_LWIP UDEVRULESDIR UNITDIR CC [CC ARGS...]. Prints TAP.
+# UDEVRULESDIR is where 50-libncm.rules goes, UNITDIR where ncm-tun.service
+# goes, each - when the build installs none.
 # SANITIZE is the build's b_sanitize: an instrumented libncm.so needs its
 # runtime in the program too, so the program is built with the same flags.
 set -eu
 
-meson=$1 build=$2 sanitize=$3 have_lwip=$4 rulesdir=$5
-shift 5
+meson=$1 build=$2 sanitize=$3 have_lwip=$4 rulesdir=$5 unitdir=$6
+shift 6
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0
@@ -25,6 +26,27 @@ if [ "$rulesdir" != - ]; then
 	grep -q 'GROUP="plugdev"' "$rules" 2>/dev/null ||
 		not_ok "50-libncm.rules installed in $rulesdir" "$tmp/install.log"
 	ok "50-libncm.rules installed in $rulesdir"
+fi
+
+# The unit starts the ncm-tun this install put in place, and systemd takes
+# it as written where systemd-analyze is at hand (a copy naming the binary
+# under DESTDIR: verify checks that it can be executed).
+if [ "$unitdir" != - ]; then
+	unit=$tmp/root$unitdir/ncm-tun.service
+	exe=$(sed -n 's/^ExecStart=\([^ ]*\) .*/\1/p' "$unit" 2>/dev/null)
+	[ -n "$exe" ] && [ -x "$tmp/root$exe" ] ||
+		not_ok "ncm-tun.service installed in $unitdir, starting the installed ncm-tun ($exe)" "$unit"
+	ok "ncm-tun.service installed in $unitdir, starting $exe"
+	if command -v systemd-analyze >/dev/null; then
+		# Only what it says of this unit: verify also loads the host's
+		# units, whose complaints are not ours.
+		mkdir "$tmp/unit"
+		sed "s|^ExecStart=$exe |ExecStart=$tmp/root$exe |" "$unit" >"$tmp/unit/ncm-tun.service"
+		systemd-analyze verify "$tmp/unit/ncm-tun.service" >"$tmp/verify.log" 2>&1 || true
+		! grep -q 'ncm-tun.service' "$tmp/verify.log" ||
+			not_ok "systemd-analyze verify ncm-tun.service" "$tmp/verify.log"
+		ok "systemd-analyze verify ncm-tun.service"
+	fi
 fi
 
 pc=$(find "$tmp/root" -name libncm.pc | head -n 1)

@@ -673,6 +673,25 @@ udevd_start() {
 		fail "udevd has no control socket"
 	log "udevd runs"
 }
+PLUGDEV=46
+
+# node_mode: owner:group mode of the device's usbfs node (busybox stat).
+node_mode() { stat -c '%u:%g %a' "$(usb_node)"; }
+# rule_applied WHAT: the node becomes root:plugdev 0660 (udev applies rules
+# after devtmpfs made the node).
+rule_applied() {
+	check "$1: the node is root:plugdev 0660" \
+		wait_for 10 "the rule's mode" sh -c "[ \"\$(stat -c '%u:%g %a' $(usb_node))\" = '0:$PLUGDEV 660' ]"
+	log "$1: $(usb_node) is $(node_mode)"
+}
+rules_install() { # FILE: the only rule in rules.d, then the device plugged in again
+	mkdir -p /etc/udev/rules.d
+	rm -f /etc/udev/rules.d/*.rules
+	cp "$1" /etc/udev/rules.d/
+	udevadm control --reload || fail "udevadm control --reload failed"
+	gadget_unplug
+	gadget_replug
+}
 
 # watch_mode_check LOG: the program's libncm (G_MESSAGES_DEBUG=ncm) watched
 # by hotplug events under udevd, and by polling without it; apart from

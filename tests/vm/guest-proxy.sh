@@ -12,7 +12,6 @@ for t in ncm-proxy curl dns-answer socks-udp ra-send drop-exec; do
 	command -v "$t" >/dev/null || fail "$t is not on PATH (run-vm.sh --bin)"
 done
 NOBODY=65534
-PLUGDEV=46
 PROXY_LOG=$VM_OUT/ncm-proxy.log
 SOCKS=127.0.0.1:1080
 WWW=/tmp/www
@@ -247,24 +246,6 @@ run_replug() {
 	fetch "SOCKS after the replug" "http://$(peer_ip4)/big"
 	fetch "SOCKS by name after the replug" "http://peer.test/big"
 	stop_proxy
-}
-
-# node_mode: owner:group mode of the device's usbfs node (busybox stat).
-node_mode() { stat -c '%u:%g %a' "$(usb_node)"; }
-# rule_applied WHAT: the node becomes root:plugdev 0660 (udev applies rules
-# after devtmpfs made the node).
-rule_applied() {
-	check "$1: the node is root:plugdev 0660" \
-		wait_for 10 "the rule's mode" sh -c "[ \"\$(stat -c '%u:%g %a' $(usb_node))\" = '0:$PLUGDEV 660' ]"
-	log "$1: $(usb_node) is $(node_mode)"
-}
-rules_install() { # FILE: the only rule in rules.d, then the device plugged in again
-	mkdir -p /etc/udev/rules.d
-	rm -f /etc/udev/rules.d/*.rules
-	cp "$1" /etc/udev/rules.d/
-	udevadm control --reload || fail "udevadm control --reload failed"
-	gadget_unplug
-	gadget_replug
 }
 
 # Under udevd, nothing chowned by hand. First the advice of ncm-proxy's
