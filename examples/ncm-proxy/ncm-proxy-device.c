@@ -236,13 +236,29 @@ proxy_device_open(NcmLwipStack *stack, const ProxyDeviceConfig *config, ProxyDev
 		if (!open_tap(self, error))
 			goto fail;
 	} else {
+		gboolean persist = config->persist && config->usb_fd < 0;
+		g_autoptr(GError) none = NULL;
+
 		self->ctx = ncm_context_new(error);
-		if (!self->ctx ||
-		    !cli_apple_switch(self->ctx, &config->match, config->usb_fd, error) ||
-		    !(info = cli_select_function(self->ctx, &config->match, config->usb_fd, error)) ||
-		    !device_attach(self, info, error))
+		if (!self->ctx || !cli_apple_switch(self->ctx, &config->match, config->usb_fd, error))
 			goto fail;
-		if (config->persist && config->usb_fd < 0 && !start_persist(self, error))
+		/* --persist: started before the device (at login, at boot), it waits
+		 * for one as for a replug. Anything else (several match, no
+		 * permission) the user must settle first. */
+		info = cli_select_function(self->ctx, &config->match, config->usb_fd,
+					   persist ? &none : error);
+		if (!info && !g_error_matches(none, NCM_ERROR, NCM_ERROR_NOT_FOUND)) {
+			if (none)
+				g_propagate_error(error, g_steal_pointer(&none));
+			goto fail;
+		}
+		if (info && !device_attach(self, info, error))
+			goto fail;
+		if (!info) {
+			g_message("%s; waiting for one (--persist)", none->message);
+			self->description = g_strdup("no device yet");
+		}
+		if (persist && !start_persist(self, error))
 			goto fail;
 	}
 	on_watch(self);

@@ -45,7 +45,7 @@ static const GOptionEntry entries[] = {
 	  "Use the already open usbfs node on file descriptor N (Android, termux-usb, a root broker)",
 	  "N" },
 	{ "persist", 'p', 0, G_OPTION_ARG_NONE, &opt_persist,
-	  "Keep running through unplug and replug (not with --usb-fd)", NULL },
+	  "Keep running through unplug and replug, and wait for the device when none is plugged in at the start (not with --usb-fd)", NULL },
 	{ "ipv4", '4', 0, G_OPTION_ARG_STRING, &opt_ipv4,
 	  "Static IPv4 address, e.g. 192.168.7.2/24 (default: lease one by DHCP)", "ADDR/PREFIX" },
 	{ "gateway", 'g', 0, G_OPTION_ARG_STRING, &opt_gateway,

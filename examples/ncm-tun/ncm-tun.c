@@ -58,7 +58,7 @@ static const GOptionEntry entries[] = {
 	{ "ipv6", '6', 0, G_OPTION_ARG_STRING_ARRAY, &opt_ipv6,
 	  "Add an IPv6 address, e.g. fd79::1/64 (repeatable)", "ADDR/PREFIX" },
 	{ "persist", 'p', 0, G_OPTION_ARG_NONE, &opt_persist,
-	  "Keep the interface through unplug and replug; resume when the device is back", NULL },
+	  "Keep the interface through unplug and replug; resume when the device is back. A device not plugged in at the start gets its interface when it comes", NULL },
 	{ "pcap", 0, 0, G_OPTION_ARG_FILENAME, &opt_pcap,
 	  "Record every datagram, both directions, to FILE (classic pcap), a new file", "FILE" },
 	{ "pcap-max", 0, 0, G_OPTION_ARG_STRING, &opt_pcap_max,
@@ -169,6 +169,7 @@ struct App {
 	NcmPcap *pcap;
 	guint64 pcap_max;
 	GPtrArray *tuns;         /* Tun, in the order they were made */
+	GArray *pending;         /* NcmMatch: -d devices absent at the start (--persist) */
 	gboolean watching;       /* --persist started: new Tuns persist too */
 	gboolean stopping;       /* the devices were given back: the final statistics */
 	CliSignals signals;
@@ -745,30 +746,71 @@ same_function(const NcmFunctionInfo *a, const NcmFunctionInfo *b)
  * --all --persist: runs after every interface's own handler (connected
  * after), so a function none of them took, on a port none waits for, is new.
  */
+/* An interface has @info, or waits for it (its own handler takes it). */
+static gboolean
+function_taken(App *app, const NcmFunctionInfo *info)
+{
+	for (guint i = 0; i < app->tuns->len; i++) {
+		Tun *t = app->tuns->pdata[i];
+
+		if (t->device ? same_function(ncm_device_get_info(t->device), info)
+			      : ncm_match_test(&t->match, info))
+			return TRUE;
+	}
+	return FALSE;
+}
+
 static void
 on_function_arrived(NcmContext *ctx, NcmFunctionInfo *info, App *app)
 {
 	g_autoptr(GError) error = NULL;
 	Tun *tun;
 
-	for (guint i = 0; i < app->tuns->len; i++) {
-		Tun *t = app->tuns->pdata[i];
-
-		if (t->device ? same_function(ncm_device_get_info(t->device), info)
-			      : ncm_match_test(&t->match, info))
-			return;
-	}
+	if (function_taken(app, info))
+		return;
 	if (!(tun = tun_add(app, info, &g_array_index(app->matches, NcmMatch, 0), &error)))
 		g_warning("new device at %s: %s", info->port_path, error->message);
 	else
 		g_message("%s: running", ncm_tap_get_name(tun->tap));
 }
 
-/* The functions to start with: one per -d device, or everything --all selects. */
+/*
+ * --persist, a -d device absent at the start: its interface is made when it
+ * first comes (from then on the interface waits for it, as any other).
+ */
+static void
+on_pending_arrived(NcmContext *ctx, NcmFunctionInfo *info, App *app)
+{
+	for (guint i = 0; i < app->pending->len; i++) {
+		NcmMatch match = g_array_index(app->pending, NcmMatch, i);
+		g_autoptr(GError) error = NULL;
+		Tun *tun;
+
+		if (!ncm_match_test(&match, info) || function_taken(app, info))
+			continue;
+		if (!(tun = tun_add(app, info, &match, &error))) {
+			g_warning("the device at %s: %s (tried again when it is plugged in again)",
+				  info->port_path, error->message);
+			return;
+		}
+		g_array_remove_index(app->pending, i);
+		g_message("%s: running", ncm_tap_get_name(tun->tap));
+		return;
+	}
+}
+
+static void
+info_unref0(gpointer info)
+{
+	if (info)
+		ncm_function_info_unref(info);
+}
+
+/* The functions to start with: one per -d device (NULL for one to wait for), or everything --all selects. */
 static GPtrArray *
 select_functions(App *app, GError **error)
 {
-	g_autoptr(GPtrArray) infos = g_ptr_array_new_with_free_func((GDestroyNotify)ncm_function_info_unref);
+	g_autoptr(GPtrArray) infos = g_ptr_array_new_with_free_func(info_unref0);
 	const NcmMatch *base = &g_array_index(app->matches, NcmMatch, 0);
 
 	if (opt_all) {
@@ -786,14 +828,29 @@ select_functions(App *app, GError **error)
 		return g_steal_pointer(&infos);
 	}
 	for (guint i = 0; i < app->matches->len; i++) {
+		g_autoptr(GError) local = NULL;
 		NcmFunctionInfo *info = cli_select_function(
-			app->ctx, &g_array_index(app->matches, NcmMatch, i), -1, error);
+			app->ctx, &g_array_index(app->matches, NcmMatch, i), -1, &local);
 
-		if (!info)
+		/* Started before the device (at boot, say): under --persist it gets
+		 * its interface when it comes. Several that match, or no
+		 * permission, are for the user to settle first. */
+		if (!info && opt_persist && g_error_matches(local, NCM_ERROR, NCM_ERROR_NOT_FOUND)) {
+			if (app->matches->len > 1)
+				g_message("device %u: %s; waiting for it (--persist)", i + 1,
+					  local->message);
+			else
+				g_message("%s; waiting for it (--persist)", local->message);
+			g_ptr_array_add(infos, NULL);
+			continue;
+		}
+		if (!info) {
+			g_propagate_error(error, g_steal_pointer(&local));
 			return NULL;
+		}
 		g_ptr_array_add(infos, info);
 		for (guint j = 0; j < i; j++) {
-			if (!same_function(infos->pdata[j], info))
+			if (!infos->pdata[j] || !same_function(infos->pdata[j], info))
 				continue;
 			g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
 				    "--device: devices %u and %u select the same function (%s)",
@@ -814,6 +871,9 @@ start_watching(App *app, GError **error)
 	app->watching = TRUE;
 	if (opt_all)
 		g_signal_connect_after(app->ctx, "function-added", G_CALLBACK(on_function_arrived),
+				       app);
+	else if (app->pending->len)
+		g_signal_connect_after(app->ctx, "function-added", G_CALLBACK(on_pending_arrived),
 				       app);
 	/* One watch per context: the filters all interfaces share, or each their own. */
 	return ncm_context_watch(app->ctx,
@@ -849,6 +909,10 @@ app_setup(App *app, GError **error)
 		const NcmFunctionInfo *info = infos->pdata[i];
 		g_autoptr(GError) local = NULL;
 
+		if (!info) {
+			g_array_append_val(app->pending, *match);
+			continue;
+		}
 		if (tun_add(app, info, match, &local))
 			continue;
 		/* --all: one function another program holds must not keep the
@@ -859,6 +923,14 @@ app_setup(App *app, GError **error)
 		}
 		g_warning("skipping the function at %s: %s%s", info->port_path, local->message,
 			  opt_persist ? " (it gets an interface when it is plugged in again)" : "");
+	}
+	if (opt_user && app->pending->len) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--user: a device that is not plugged in yet gets its interface when it "
+			    "comes, which needs CAP_NET_ADMIN then: plug it in before starting "
+			    "ncm-tun, or leave out --user and give ncm-tun CAP_NET_ADMIN alone "
+			    "(ncm-tun.service does)");
+		return FALSE;
 	}
 	if (opt_user && !drop_privileges(opt_user, error))
 		return FALSE;
@@ -883,6 +955,7 @@ app_cleanup(App *app)
 	ncm_pcap_close(app->pcap);
 	g_clear_object(&app->ctx);
 	g_clear_pointer(&app->matches, g_array_unref);
+	g_clear_pointer(&app->pending, g_array_unref);
 	g_clear_pointer(&app->prefixes, g_array_unref);
 	g_main_context_release(NULL);
 	g_main_loop_unref(app->loop);
@@ -895,10 +968,12 @@ main(int argc, char **argv)
 	g_autoptr(GError) error = NULL;
 
 	app.tuns = g_ptr_array_new_with_free_func((GDestroyNotify)tun_free);
+	app.pending = g_array_new(FALSE, FALSE, sizeof(NcmMatch));
 	if (!parse_options(&app, &argc, &argv, &error) ||
 	    !(app.prefixes = parse_prefixes(&error))) {
 		fprintf(stderr, "ncm-tun: %s\n", error->message);
 		g_ptr_array_unref(app.tuns);
+		g_array_unref(app.pending);
 		g_clear_pointer(&app.matches, g_array_unref);
 		return EXIT_SETUP;
 	}
@@ -925,9 +1000,11 @@ main(int argc, char **argv)
 	if (app.multi)
 		g_message("%u interface(s) running (SIGUSR1 prints statistics, SIGINT/SIGTERM stop)",
 			  app.tuns->len);
-	else
+	else if (app.tuns->len)
 		g_message("%s: running (SIGUSR1 prints statistics, SIGINT/SIGTERM stop)",
 			  ncm_tap_get_name(((Tun *)app.tuns->pdata[0])->tap));
+	else
+		g_message("waiting for the device (SIGUSR1 prints statistics, SIGINT/SIGTERM stop)");
 	g_main_loop_run(app.loop);
 	app_cleanup(&app);
 	return app.status;

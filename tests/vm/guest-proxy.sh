@@ -255,7 +255,8 @@ run_replug() {
 # under --persist a replugged device gets the rule's group before libusb's
 # hotplug event reports it, so no open fails on the way (the device chosen
 # by VID:PID, which needs no open to match, so an early one would show).
-# Last, that rule takes a device whose NCM sits in configuration 2, and
+# ncm-proxy --persist started with no device waits for one. Last, that
+# rule takes a device whose NCM sits in configuration 2, and
 # leaves one without NCM alone.
 run_udev_rule() {
 	local rule rc=0 sel
@@ -309,6 +310,22 @@ run_udev_rule() {
 	check "... and no open failed on the way" \
 		sh -c "! grep -q -E 'reattach|Access denied|no permission' '$PROXY_LOG'"
 	fetch "SOCKS by name after the replug" "http://peer.test/big"
+	stop_proxy
+
+	# Started before the device (at login, say): --persist waits for one,
+	# and SOCKS serves once it came.
+	gadget_unplug
+	: >"$PROXY_LOG"
+	drop-exec "$NOBODY" "$PLUGDEV" ncm-proxy --device "serial=$VM_SERIAL" --persist \
+		--ipv4 "$(host_ip4)/24" --dns "$(peer_ip4)" >"$PROXY_LOG" 2>&1 &
+	PROXY_PID=$!
+	wait_for "$VM_WAIT" "ncm-proxy running" proxy_running || { cat "$PROXY_LOG"; fail "ncm-proxy did not start"; }
+	check "ncm-proxy --persist with no device plugged in waits for one" \
+		grep -q 'waiting for one (--persist)' "$PROXY_LOG"
+	gadget_replug
+	check "ncm-proxy took the device plugged in after its start" wait_for "$VM_WAIT" "a session" \
+		sh -c "kill -USR1 $PROXY_PID; sleep 0.5; grep -q '1 session(s)' '$PROXY_LOG'"
+	fetch "SOCKS through the device plugged in after the start" "http://$(peer_ip4)/big"
 	stop_proxy
 
 	gadget_teardown

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# tests/vm/guest-tun-service.sh: ncm-tun run as examples/ncm-tun/ncm-tun.service runs it (its user, groups, capabilities and options, read from the unit) under udevd with libncm's udev rule: started with nothing plugged in, it takes the device when it comes, keeps the interface through a replug, and at SIGTERM gives the device back to cdc_ncm, all without root.
+# tests/vm/guest-tun-service.sh: ncm-tun run as examples/ncm-tun/ncm-tun.service runs it (its user, groups, capabilities, options and their default, read from the unit) under udevd with libncm's udev rule, started before the device is plugged in: by default it takes the device when it comes, keeps the interface through a replug and gives the device back to cdc_ncm at SIGTERM; with /etc/default/ncm-tun naming one device and an address, the same for that device, addressed. All without root.
 set -eu
 . "$VM_LIB"
 
@@ -9,7 +9,6 @@ set -eu
 # here. Not emulated: the device cgroup and the mount namespace
 # (DevicePolicy=, ProtectSystem=, PrivateTmp=), which take away, never give.
 UNIT=/vm/ncm-tun.service
-TUN_LOG=$VM_OUT/ncm-tun.log
 SVC_UID=61234   # in DynamicUser's range (61184-65519)
 for f in "$UNIT" /vm/50-libncm.rules; do
 	[ -f "$f" ] || fail "no $f (run-vm.sh --file)"
@@ -37,11 +36,52 @@ check "... with options from /etc/default/ncm-tun" \
 groups=$(unit_value SupplementaryGroups)
 ambient=$(caps_arg "$(unit_value AmbientCapabilities)")
 bounding=$(caps_arg "$(unit_value CapabilityBoundingSet)")
-# "ExecStart=/usr/bin/ncm-tun --all --persist $NCM_TUN_OPTIONS": the
-# binary is the one under test; the rest as systemd splits it.
+default_options=$(sed -n 's/^Environment=NCM_TUN_OPTIONS=//p' "$UNIT")
+# "ExecStart=/usr/bin/ncm-tun --persist $NCM_TUN_OPTIONS": the binary is
+# the one under test; the rest as systemd splits it.
 exec_args=$(unit_value ExecStart | cut -d' ' -f2-)
-log "unit: groups '$groups', ambient $ambient, bounding $bounding, arguments: $exec_args"
+log "unit: groups '$groups', ambient $ambient, bounding $bounding, arguments: $exec_args, default options '$default_options'"
 check "the unit names its arguments" [ -n "$exec_args" ]
+
+# service_start LOG: ncm-tun as systemd would start the unit now, in the
+# background ($TUN_PID, its output in $TUN_LOG).
+service_start() {
+	TUN_LOG=$1
+	(
+		# Environment=, then EnvironmentFile= over it; an unquoted $VAR
+		# is split into words, as systemd does.
+		NCM_TUN_OPTIONS=$default_options
+		[ ! -f /etc/default/ncm-tun ] || . /etc/default/ncm-tun
+		eval "set -- $exec_args"
+		exec "$SETPRIV" --reuid="$SVC_UID" --regid="$SVC_UID" --groups="$gids" \
+			--inh-caps=-all,"$ambient" --ambient-caps=-all,"$ambient" \
+			--bounding-set=-all,"$bounding" --no-new-privs -- \
+			env G_MESSAGES_DEBUG=ncm ncm-tun "$@"
+	) >"$TUN_LOG" 2>&1 &
+	TUN_PID=$!
+}
+# service_checks WHAT: it runs unprivileged, waiting for the device.
+service_checks() {
+	check "$1: it runs as uid $SVC_UID" svc_pid_is "$TUN_PID"
+	check "$1: ... with CAP_NET_ADMIN alone" \
+		grep -q '^CapEff:[[:space:]]*0000000000001000$' "/proc/$TUN_PID/status"
+}
+# plugged_in IFACE: the device plugged in after the start gets IFACE.
+plugged_in() {
+	gadget_replug
+	check "the device that came gets $1" wait_for "$VM_WAIT" "$1" iface_up "$1" ||
+		{ cat "$TUN_LOG"; fail "no $1"; }
+	check "cdc_ncm let go of it" wait_for 10 "cdc_ncm release" cdc_ncm_gone
+	check "$1 is up with the device's MAC" \
+		sh -c "$IP link show $1 | grep -q ',UP' && [ \"\$(cat /sys/class/net/$1/address)\" = $VM_HOST_MAC ]"
+}
+# service_stop IFACE WHAT: systemctl stop: the device goes back to cdc_ncm,
+# the interface away, which a process without root must manage too.
+service_stop() {
+	tun_stop TERM "$2"
+	check "cdc_ncm has the function back" wait_for "$VM_WAIT" "cdc_ncm netdev" host_netdevs_up
+	check "$1 is gone" sh -c "! [ -e /sys/class/net/$1 ]"
+}
 
 udevd_start
 gids=$(for g in $groups; do sed -n "s/^$g:[^:]*:\([0-9]*\):.*/\1/p" /etc/group; done | paste -sd, -)
@@ -53,54 +93,48 @@ rule_applied "libncm's rule"
 # gives the TUN/TAP node (without it ncm-tun says how to fix it).
 [ -c /dev/net/tun ] || { mkdir -p /dev/net && mknod /dev/net/tun c 10 200; }
 chmod 0666 /dev/net/tun
-# Started at boot, before any device: nothing plugged in yet.
-gadget_unplug
 
+# As installed: no /etc/default/ncm-tun, every device. Started at boot,
+# before any device: nothing plugged in yet.
+gadget_unplug
 mkdir -p /etc/default
-echo 'NCM_TUN_OPTIONS="--name svc%d"' >/etc/default/ncm-tun
-(
-	# What systemd does with EnvironmentFile= and an unquoted $VAR.
-	. /etc/default/ncm-tun
-	eval "set -- $exec_args"
-	exec "$SETPRIV" --reuid="$SVC_UID" --regid="$SVC_UID" --groups="$gids" \
-		--inh-caps=-all,"$ambient" --ambient-caps=-all,"$ambient" \
-		--bounding-set=-all,"$bounding" --no-new-privs -- \
-		env G_MESSAGES_DEBUG=ncm ncm-tun "$@"
-) >"$TUN_LOG" 2>&1 &
-TUN_PID=$!
+rm -f /etc/default/ncm-tun
+service_start "$VM_OUT/ncm-tun.log"
 check "ncm-tun waits with no device" \
 	wait_for "$VM_WAIT" "0 interfaces running" grep -q '0 interface(s) running' "$TUN_LOG"
-check "it runs as uid $SVC_UID" svc_pid_is "$TUN_PID"
-check "... with CAP_NET_ADMIN alone" \
-	grep -q '^CapEff:[[:space:]]*0000000000001000$' "/proc/$TUN_PID/status"
-
-gadget_replug
-check "the device that came gets an interface" wait_for "$VM_WAIT" "svc0" iface_up svc0 ||
-	{ cat "$TUN_LOG"; fail "no svc0"; }
-check "cdc_ncm let go of it" wait_for 10 "cdc_ncm release" cdc_ncm_gone
-check "svc0 is up with the device's MAC" \
-	sh -c "$IP link show svc0 | grep -q ',UP' && [ \"\$(cat /sys/class/net/svc0/address)\" = $VM_HOST_MAC ]"
+service_checks "by default"
+plugged_in ncm0
 # --all serves any number of devices, so addresses come from the network
-# manager (networkd's Name=svc*), which this stands for; they stay with
+# manager (networkd's Name=ncm*), which this stands for; they stay with
 # the interface through replugs.
-$IP addr add "$(host_ip4)/24" dev svc0
+$IP addr add "$(host_ip4)/24" dev ncm0
 ping_peer "through the service's interface"
 
 # A replug makes a new node; the rule gives it to plugdev again.
 gadget_unplug
-check "ncm-tun keeps svc0 while the device is away" \
-	wait_for 10 "waiting" grep -q 'svc0: .*waiting for it to come back' "$TUN_LOG"
+check "ncm-tun keeps ncm0 while the device is away" \
+	wait_for 10 "waiting" grep -q 'ncm0: .*waiting for it to come back' "$TUN_LOG"
 gadget_replug
 rule_applied "the replugged device"
 check "ncm-tun takes the replugged device" wait_for "$VM_WAIT" "a second attach" attached 2
-carrier_wait svc0
+carrier_wait ncm0
 ping_peer "after the replug"
 check "no open failed on the way" sh -c "! grep -q -E 'Access denied|no permission|skipping' '$TUN_LOG'"
+service_stop ncm0 "ncm-tun as the service"
 
-# systemctl stop: the device goes back to cdc_ncm, the interface away,
-# which a process without root must manage too.
-tun_stop TERM "ncm-tun as the service"
-check "cdc_ncm has the function back" wait_for "$VM_WAIT" "cdc_ncm netdev" host_netdevs_up
-check "svc0 is gone" sh -c "! [ -e /sys/class/net/svc0 ]"
+# /etc/default/ncm-tun for one device with its address: the same start
+# before the device, the address from ncm-tun itself.
+gadget_unplug
+echo "NCM_TUN_OPTIONS=\"--device serial=$VM_SERIAL --name one0 --ipv4 $(host_ip4)/24\"" \
+	>/etc/default/ncm-tun
+service_start "$VM_OUT/ncm-tun-one.log"
+check "ncm-tun -d waits for its device" \
+	wait_for "$VM_WAIT" "waiting" grep -q 'matches the --device filters.*waiting for it (--persist)' "$TUN_LOG"
+service_checks "one device"
+plugged_in one0
+check "one0 has the address from /etc/default/ncm-tun" \
+	sh -c "$IP -4 addr show dev one0 | grep -q 'inet $(host_ip4)/24'"
+ping_peer "through the one device's interface"
+service_stop one0 "ncm-tun -d as the service"
 udevadm control --exit 2>/dev/null || true
 vm_info
