@@ -28,11 +28,11 @@ setup() { # dir, options...
 # -Ddocs=true: the reference manuals are built here, and a missing comment
 # or any gi-docgen warning fails the build. -Dudevrulesdir: the install
 # test checks the udev rule, which a /usr/local prefix leaves out; the same
-# for -Dsystemdsystemunitdir and ncm-tun.service.
+# for -Dsystemd*unitdir and the units.
 setup "$builddir" -Dwerror=true -Db_sanitize=address,undefined -Dtest_hooks=enabled \
 	-Dlwip=enabled -Dlwip_src="$top/.cache/lwip" -Dfuzz=disabled \
 	-Dintrospection=enabled -Ddocs=true -Dudevrulesdir=lib/udev/rules.d \
-	-Dsystemdsystemunitdir=lib/systemd/system
+	-Dsystemdsystemunitdir=lib/systemd/system -Dsystemduserunitdir=lib/systemd/user
 ninja -C "$builddir"
 
 CC=clang setup "$fuzzdir" -Dwerror=true -Dfuzz=enabled -Dlwip=disabled -Dintrospection=disabled

@@ -1,15 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # test-install.sh: `meson install` of this build into a temporary DESTDIR, then programs outside the tree built with `pkg-config --cflags --libs libncm` (and libncm-lwip) alone run.
-# Usage: test-install.sh MESON BUILD_ROOT SANITIZE HAVE_LWIP UDEVRULESDIR UNITDIR CC [CC ARGS...]. Prints TAP.
+# Usage: test-install.sh MESON BUILD_ROOT SANITIZE HAVE_LWIP UDEVRULESDIR UNITDIR USERUNITDIR CC [CC ARGS...]. Prints TAP.
 # UDEVRULESDIR is where 50-libncm.rules goes, UNITDIR where ncm-tun.service
-# goes, each - when the build installs none.
+# goes, USERUNITDIR where ncm-proxy.service goes, each - when the build
+# installs none.
 # SANITIZE is the build's b_sanitize: an instrumented libncm.so needs its
 # runtime in the program too, so the program is built with the same flags.
 set -eu
 
-meson=$1 build=$2 sanitize=$3 have_lwip=$4 rulesdir=$5 unitdir=$6
-shift 6
+meson=$1 build=$2 sanitize=$3 have_lwip=$4 rulesdir=$5 unitdir=$6 userunitdir=$7
+shift 7
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0
@@ -28,26 +29,27 @@ if [ "$rulesdir" != - ]; then
 	ok "50-libncm.rules installed in $rulesdir"
 fi
 
-# The unit starts the ncm-tun this install put in place, and systemd takes
+# Each unit starts the program this install put in place, and systemd takes
 # it as written where systemd-analyze is at hand (a copy naming the binary
-# under DESTDIR: verify checks that it can be executed).
-if [ "$unitdir" != - ]; then
-	unit=$tmp/root$unitdir/ncm-tun.service
+# under DESTDIR: verify checks that it can be executed). A user unit is
+# verified by a user manager of its own (XDG_RUNTIME_DIR in $tmp).
+unit_check() { # DIR NAME [--user]
+	unit=$tmp/root$1/$2
 	exe=$(sed -n 's/^ExecStart=\([^ ]*\) .*/\1/p' "$unit" 2>/dev/null)
 	[ -n "$exe" ] && [ -x "$tmp/root$exe" ] ||
-		not_ok "ncm-tun.service installed in $unitdir, starting the installed ncm-tun ($exe)" "$unit"
-	ok "ncm-tun.service installed in $unitdir, starting $exe"
-	if command -v systemd-analyze >/dev/null; then
-		# Only what it says of this unit: verify also loads the host's
-		# units, whose complaints are not ours.
-		mkdir "$tmp/unit"
-		sed "s|^ExecStart=$exe |ExecStart=$tmp/root$exe |" "$unit" >"$tmp/unit/ncm-tun.service"
-		systemd-analyze verify "$tmp/unit/ncm-tun.service" >"$tmp/verify.log" 2>&1 || true
-		! grep -q 'ncm-tun.service' "$tmp/verify.log" ||
-			not_ok "systemd-analyze verify ncm-tun.service" "$tmp/verify.log"
-		ok "systemd-analyze verify ncm-tun.service"
-	fi
-fi
+		not_ok "$2 installed in $1, starting the installed program ($exe)" "$unit"
+	ok "$2 installed in $1, starting $exe"
+	command -v systemd-analyze >/dev/null || return 0
+	mkdir -p "$tmp/unit" "$tmp/xdg" && chmod 700 "$tmp/xdg"
+	sed "s|^ExecStart=$exe |ExecStart=$tmp/root$exe |" "$unit" >"$tmp/unit/$2"
+	# Only what it says of this unit: verify also loads the host's units,
+	# whose complaints are not ours.
+	XDG_RUNTIME_DIR=$tmp/xdg systemd-analyze ${3:-} verify "$tmp/unit/$2" >"$tmp/verify.log" 2>&1 || true
+	! grep -q "$2" "$tmp/verify.log" || not_ok "systemd-analyze ${3:+$3 }verify $2" "$tmp/verify.log"
+	ok "systemd-analyze ${3:+$3 }verify $2"
+}
+[ "$unitdir" = - ] || unit_check "$unitdir" ncm-tun.service
+[ "$userunitdir" = - ] || unit_check "$userunitdir" ncm-proxy.service --user
 
 pc=$(find "$tmp/root" -name libncm.pc | head -n 1)
 [ -n "$pc" ] || not_ok "libncm.pc installed"

@@ -258,6 +258,29 @@ run_replug() {
 # ncm-proxy --persist started with no device waits for one. Last, that
 # rule takes a device whose NCM sits in configuration 2, and
 # leaves one without NCM alone.
+# user_unit_start: ncm-proxy as /vm/ncm-proxy.service (the built user unit)
+# starts it for uid 65534 in group plugdev: its ExecStart with
+# NCM_PROXY_OPTIONS from the user's ~/.config/ncm-proxy.conf, split into
+# words as systemd does.
+user_unit_start() {
+	local unit=/vm/ncm-proxy.service exec_args conf=/tmp/nobody-home/.config/ncm-proxy.conf
+	[ -f "$unit" ] || fail "no $unit (run-vm.sh --file)"
+	check "the user unit reads ~/.config/ncm-proxy.conf" \
+		grep -qx 'EnvironmentFile=-%E/ncm-proxy.conf' "$unit"
+	exec_args=$(sed -n 's/^ExecStart=[^ ]* //p' "$unit")
+	mkdir -p "${conf%/*}"
+	echo "NCM_PROXY_OPTIONS=\"--device serial=$VM_SERIAL --ipv4 $(host_ip4)/24 --dns $(peer_ip4)\"" >"$conf"
+	: >"$PROXY_LOG"
+	(
+		NCM_PROXY_OPTIONS=$(sed -n 's/^Environment=NCM_PROXY_OPTIONS=//p' "$unit")
+		. "$conf"
+		eval "set -- $exec_args"
+		exec drop-exec "$NOBODY" "$PLUGDEV" ncm-proxy "$@"
+	) >"$PROXY_LOG" 2>&1 &
+	PROXY_PID=$!
+	log "ncm-proxy as the user unit: ncm-proxy $exec_args, $(cat "$conf")"
+}
+
 run_udev_rule() {
 	local rule rc=0 sel
 	[ "${VM_UDEVD:-0}" = 1 ] || fail "run with VM_UDEVD=1"
@@ -312,16 +335,17 @@ run_udev_rule() {
 	fetch "SOCKS by name after the replug" "http://peer.test/big"
 	stop_proxy
 
-	# Started before the device (at login, say): --persist waits for one,
-	# and SOCKS serves once it came.
+	# As the user unit ncm-proxy.service starts it at login, before the
+	# device: --persist waits for one, and SOCKS serves once it came.
 	gadget_unplug
-	: >"$PROXY_LOG"
-	drop-exec "$NOBODY" "$PLUGDEV" ncm-proxy --device "serial=$VM_SERIAL" --persist \
-		--ipv4 "$(host_ip4)/24" --dns "$(peer_ip4)" >"$PROXY_LOG" 2>&1 &
-	PROXY_PID=$!
+	user_unit_start
 	wait_for "$VM_WAIT" "ncm-proxy running" proxy_running || { cat "$PROXY_LOG"; fail "ncm-proxy did not start"; }
 	check "ncm-proxy --persist with no device plugged in waits for one" \
 		grep -q 'waiting for one (--persist)' "$PROXY_LOG"
+	check "meanwhile SOCKS answers 'network unreachable' (3), and ncm-proxy runs on" sh -c \
+		"! curl -sS --max-time 10 --socks5-hostname $SOCKS http://$(peer_ip4)/big -o /dev/null \
+			2>$VM_OUT/early-curl.log && grep -q '(3)' $VM_OUT/early-curl.log && kill -0 $PROXY_PID"
+	cat "$VM_OUT/early-curl.log"
 	gadget_replug
 	check "ncm-proxy took the device plugged in after its start" wait_for "$VM_WAIT" "a session" \
 		sh -c "kill -USR1 $PROXY_PID; sleep 0.5; grep -q '1 session(s)' '$PROXY_LOG'"
