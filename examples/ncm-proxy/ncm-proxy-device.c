@@ -242,22 +242,29 @@ proxy_device_open(NcmLwipStack *stack, const ProxyDeviceConfig *config, ProxyDev
 		self->ctx = ncm_context_new(error);
 		if (!self->ctx || !cli_apple_switch(self->ctx, &config->match, config->usb_fd, error))
 			goto fail;
-		/* --persist: started before the device (at login, at boot), it waits
-		 * for one as for a replug. Anything else (several match, no
-		 * permission) the user must settle first. */
+		/* --persist: started before the device (at login, at boot), or
+		 * before udev gave it to us, it waits for one as for a replug,
+		 * retries included. Several that match the user must settle first. */
 		info = cli_select_function(self->ctx, &config->match, config->usb_fd,
 					   persist ? &none : error);
-		if (!info && !g_error_matches(none, NCM_ERROR, NCM_ERROR_NOT_FOUND)) {
+		if (!info && !g_error_matches(none, NCM_ERROR, NCM_ERROR_NOT_FOUND) &&
+		    !g_error_matches(none, NCM_ERROR, NCM_ERROR_PERMISSION)) {
 			if (none)
 				g_propagate_error(error, g_steal_pointer(&none));
 			goto fail;
 		}
-		if (info && !device_attach(self, info, error))
-			goto fail;
-		if (!info) {
+		if (info && !device_attach(self, info, persist ? &none : error)) {
+			if (!persist)
+				goto fail;
+			g_warning("the function at %s: %s (tried again in 2, 4 ... 60 s, and at once "
+				  "when it is plugged in again)", info->port_path, none->message);
+		} else if (!info && none->code == NCM_ERROR_NOT_FOUND) {
 			g_message("%s; waiting for one (--persist)", none->message);
-			self->description = g_strdup("no device yet");
+		} else if (!info) {
+			g_warning("%s; waiting for that (--persist)", none->message);
 		}
+		if (!self->device)
+			self->description = g_strdup("no device yet");
 		if (persist && !start_persist(self, error))
 			goto fail;
 	}

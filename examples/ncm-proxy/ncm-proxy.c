@@ -141,6 +141,7 @@ static const gchar description[] =
 	"  0  stopped by SIGINT, SIGTERM or SIGHUP\n"
 	"  1  the device went away (without --persist) or failed while running\n"
 	"  2  setup failed: bad options, no matching device, no permission, port in use\n"
+	"     (with --persist a device not plugged in, or not open to it yet, is waited for)\n"
 	"\n"
 	"NOTES\n"
 	"  SOCKS on an address other than loopback lets others use the device's\n"

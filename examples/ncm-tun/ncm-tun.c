@@ -49,7 +49,7 @@ static const GOptionEntry entries[] = {
 	{ "all", 'a', 0, G_OPTION_ARG_NONE, &opt_all,
 	  "Every function --device selects (all without it), an interface each; with --persist "
 	  "also those that arrive later. One that cannot be opened at the start is skipped with "
-	  "a warning (with --persist it is tried again when plugged in again)", NULL },
+	  "a warning (with --persist tried again in 2, 4 ... 60 s, and when plugged in again)", NULL },
 	{ "mtu", 'm', 0, G_OPTION_ARG_INT, &opt_mtu,
 	  "IP MTU (default: the device's, from wMaxSegmentSize - 14, where a wMaxSegmentSize "
 	  "under 1514 counts as 1514)", "MTU" },
@@ -115,7 +115,8 @@ static const gchar description[] =
 	"  0  stopped by SIGINT, SIGTERM or SIGHUP\n"
 	"  1  the device went away (without --persist) or failed while running\n"
 	"  2  setup failed: bad options, no matching device, no permission, busy\n"
-	"     (with --all: every function failed)\n"
+	"     (with --all: every function failed). With --persist a device not\n"
+	"     plugged in, or not open to ncm-tun yet, is waited for instead\n"
 	"\n"
 	"NOTES\n"
 	"  Creating an interface needs CAP_NET_ADMIN; so do setting its MTU, MAC,\n"
@@ -148,7 +149,7 @@ typedef struct {
 	App *app;
 	NcmMatch match;          /* its device */
 	gchar *port_path;        /* --all: the USB port it serves (match.port_path) */
-	NcmTap *tap;
+	NcmTap *tap;             /* NULL until its device first came (--persist) */
 	guint mtu;               /* the interface's, as ncm-tun set it */
 	NcmDevice *device;       /* NULL while waiting for a replug */
 	NcmLink *link;
@@ -169,7 +170,6 @@ struct App {
 	NcmPcap *pcap;
 	guint64 pcap_max;
 	GPtrArray *tuns;         /* Tun, in the order they were made */
-	GArray *pending;         /* NcmMatch: -d devices absent at the start (--persist) */
 	gboolean watching;       /* --persist started: new Tuns persist too */
 	gboolean stopping;       /* the devices were given back: the final statistics */
 	CliSignals signals;
@@ -177,6 +177,7 @@ struct App {
 };
 
 static void tun_detach(Tun *tun, const gchar *why);
+static gboolean tun_make(Tun *tun, const NcmFunctionInfo *info, GError **error);
 
 /* ---- statistics --------------------------------------------------------- */
 
@@ -633,6 +634,12 @@ persist_reopen(gpointer data, const NcmFunctionInfo *info, GError **error)
 {
 	Tun *tun = data;
 
+	if (!tun->tap) {
+		if (!tun_make(tun, info, error))
+			return FALSE;
+		g_message("%s: running", ncm_tap_get_name(tun->tap));
+		return TRUE;
+	}
 	if (!tun_open(tun, info, error) || !tun_start(tun, error))
 		return FALSE;
 	follow_mac(tun);
@@ -706,34 +713,77 @@ tun_free(Tun *tun)
 	g_free(tun);
 }
 
-/* The interface for @info, running; NULL (nothing left behind) on failure. */
+/* Under --all the port (@port_path) is the interface's identity across replugs. */
 static Tun *
-tun_add(App *app, const NcmFunctionInfo *info, const NcmMatch *match, GError **error)
+tun_new(App *app, const NcmMatch *match, const gchar *port_path)
 {
 	Tun *tun = g_new0(Tun, 1);
 
 	tun->app = app;
 	tun->match = *match;
-	/* Under --all the port is the interface's identity across replugs. */
 	if (opt_all) {
-		tun->port_path = g_strdup(info->port_path);
+		tun->port_path = g_strdup(port_path);
 		tun->match.port_path = tun->port_path;
 	}
+	return tun;
+}
+
+/*
+ * The interface, made for @info, its first device, and running; on failure
+ * nothing of it is left (no interface, the device given back).
+ */
+static gboolean
+tun_make(Tun *tun, const NcmFunctionInfo *info, GError **error)
+{
 	tun->tap = ncm_tap_open_full(opt_name, opt_tun ? NCM_TAP_MODE_TUN : NCM_TAP_MODE_TAP,
 				     opt_no_offload ? 0 : NCM_TAP_OFFLOAD, error);
 	if (!tun->tap)
-		goto fail;
-	ncm_tap_set_pcap(tun->tap, app->pcap);
+		return FALSE;
+	ncm_tap_set_pcap(tun->tap, tun->app->pcap);
 	ncm_tap_set_gone_func(tun->tap, on_interface_gone, tun);
-	if (!tun_open(tun, info, error) || !setup_interface(tun, error) || !tun_start(tun, error))
-		goto fail;
-	if (app->watching && !start_persist(tun, error))
-		goto fail;
+	if (tun_open(tun, info, error) && setup_interface(tun, error) && tun_start(tun, error))
+		return TRUE;
+	if (tun->device)
+		tun_detach(tun, NULL);
+	g_clear_pointer(&tun->tap, ncm_tap_free);
+	return FALSE;
+}
+
+/* The interface for @info, running; NULL (nothing left behind) on failure. */
+static Tun *
+tun_add(App *app, const NcmFunctionInfo *info, const NcmMatch *match, GError **error)
+{
+	Tun *tun = tun_new(app, match, info->port_path);
+
+	if (!tun_make(tun, info, error) || (app->watching && !start_persist(tun, error))) {
+		tun_free(tun);
+		return NULL;
+	}
 	g_ptr_array_add(app->tuns, tun);
 	return tun;
-fail:
-	tun_free(tun);
-	return NULL;
+}
+
+/*
+ * --persist: an interface still to be made, for a device not plugged in at
+ * the start or not opened then (busy, its node not yet given to us). Its
+ * watch tries it as it would a replug, retries included, and makes the
+ * interface at the first open.
+ */
+static void
+tun_add_waiting(App *app, const NcmMatch *match, const gchar *port_path)
+{
+	g_ptr_array_add(app->tuns, tun_new(app, match, port_path));
+}
+
+/* Interfaces made so far (waiting ones have none yet). */
+static guint
+tuns_made(App *app)
+{
+	guint n = 0;
+
+	for (guint i = 0; i < app->tuns->len; i++)
+		n += ((Tun *)app->tuns->pdata[i])->tap != NULL;
+	return n;
 }
 
 static gboolean
@@ -774,31 +824,6 @@ on_function_arrived(NcmContext *ctx, NcmFunctionInfo *info, App *app)
 		g_message("%s: running", ncm_tap_get_name(tun->tap));
 }
 
-/*
- * --persist, a -d device absent at the start: its interface is made when it
- * first comes (from then on the interface waits for it, as any other).
- */
-static void
-on_pending_arrived(NcmContext *ctx, NcmFunctionInfo *info, App *app)
-{
-	for (guint i = 0; i < app->pending->len; i++) {
-		NcmMatch match = g_array_index(app->pending, NcmMatch, i);
-		g_autoptr(GError) error = NULL;
-		Tun *tun;
-
-		if (!ncm_match_test(&match, info) || function_taken(app, info))
-			continue;
-		if (!(tun = tun_add(app, info, &match, &error))) {
-			g_warning("the device at %s: %s (tried again when it is plugged in again)",
-				  info->port_path, error->message);
-			return;
-		}
-		g_array_remove_index(app->pending, i);
-		g_message("%s: running", ncm_tap_get_name(tun->tap));
-		return;
-	}
-}
-
 static void
 info_unref0(gpointer info)
 {
@@ -832,15 +857,19 @@ select_functions(App *app, GError **error)
 		NcmFunctionInfo *info = cli_select_function(
 			app->ctx, &g_array_index(app->matches, NcmMatch, i), -1, &local);
 
-		/* Started before the device (at boot, say): under --persist it gets
-		 * its interface when it comes. Several that match, or no
-		 * permission, are for the user to settle first. */
-		if (!info && opt_persist && g_error_matches(local, NCM_ERROR, NCM_ERROR_NOT_FOUND)) {
-			if (app->matches->len > 1)
-				g_message("device %u: %s; waiting for it (--persist)", i + 1,
-					  local->message);
+		/* Started before the device (at boot, say), or before udev gave it
+		 * to us: under --persist it gets its interface when it can be
+		 * opened. Several that match are for the user to settle first. */
+		if (!info && opt_persist && (g_error_matches(local, NCM_ERROR, NCM_ERROR_NOT_FOUND) ||
+					     g_error_matches(local, NCM_ERROR, NCM_ERROR_PERMISSION))) {
+			g_autofree gchar *which = app->matches->len > 1
+							  ? g_strdup_printf("device %u: ", i + 1)
+							  : g_strdup("");
+
+			if (local->code == NCM_ERROR_NOT_FOUND)
+				g_message("%s%s; waiting for it (--persist)", which, local->message);
 			else
-				g_message("%s; waiting for it (--persist)", local->message);
+				g_warning("%s%s; waiting for that (--persist)", which, local->message);
 			g_ptr_array_add(infos, NULL);
 			continue;
 		}
@@ -872,9 +901,6 @@ start_watching(App *app, GError **error)
 	if (opt_all)
 		g_signal_connect_after(app->ctx, "function-added", G_CALLBACK(on_function_arrived),
 				       app);
-	else if (app->pending->len)
-		g_signal_connect_after(app->ctx, "function-added", G_CALLBACK(on_pending_arrived),
-				       app);
 	/* One watch per context: the filters all interfaces share, or each their own. */
 	return ncm_context_watch(app->ctx,
 				 opt_all || app->matches->len == 1
@@ -902,6 +928,17 @@ app_setup(App *app, GError **error)
 			      -1, error) ||
 	    !(infos = select_functions(app, error)))
 		return FALSE;
+	/* Before any device is claimed: refused, it would go back for nothing. */
+	for (guint i = 0; opt_user && i < infos->len; i++) {
+		if (infos->pdata[i])
+			continue;
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--user: a device not plugged in or not open to us yet gets its "
+			    "interface later, which needs CAP_NET_ADMIN then: plug it in before "
+			    "starting ncm-tun, or leave out --user and give ncm-tun CAP_NET_ADMIN "
+			    "alone (ncm-tun.service does)");
+		return FALSE;
+	}
 	if (opt_pcap && !(app->pcap = ncm_pcap_open(opt_pcap, app->pcap_max, error)))
 		return FALSE;
 	for (guint i = 0; i < infos->len; i++) {
@@ -910,27 +947,29 @@ app_setup(App *app, GError **error)
 		g_autoptr(GError) local = NULL;
 
 		if (!info) {
-			g_array_append_val(app->pending, *match);
+			tun_add_waiting(app, match, NULL);
 			continue;
 		}
 		if (tun_add(app, info, match, &local))
 			continue;
-		/* --all: one function another program holds must not keep the
+		/* --persist: tried again as after a replug (its node not given
+		 * to us yet at boot, another program that lets go). Otherwise,
+		 * --all: one function another program holds must not keep the
 		 * others down (as for one that arrives later); unless none opens. */
+		if (opt_persist && !opt_user) {
+			g_warning("skipping the function at %s for now: %s (tried again in 2, 4 ... 60 "
+				  "s, and at once when it is plugged in again)", info->port_path,
+				  local->message);
+			tun_add_waiting(app, match, info->port_path);
+			continue;
+		}
 		if (!opt_all || (i + 1 == infos->len && app->tuns->len == 0)) {
 			g_propagate_error(error, g_steal_pointer(&local));
 			return FALSE;
 		}
 		g_warning("skipping the function at %s: %s%s", info->port_path, local->message,
-			  opt_persist ? " (it gets an interface when it is plugged in again)" : "");
-	}
-	if (opt_user && app->pending->len) {
-		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-			    "--user: a device that is not plugged in yet gets its interface when it "
-			    "comes, which needs CAP_NET_ADMIN then: plug it in before starting "
-			    "ncm-tun, or leave out --user and give ncm-tun CAP_NET_ADMIN alone "
-			    "(ncm-tun.service does)");
-		return FALSE;
+			  opt_persist ? " (after --user it gets no interface later: that needs "
+					"CAP_NET_ADMIN)" : "");
 	}
 	if (opt_user && !drop_privileges(opt_user, error))
 		return FALSE;
@@ -955,7 +994,6 @@ app_cleanup(App *app)
 	ncm_pcap_close(app->pcap);
 	g_clear_object(&app->ctx);
 	g_clear_pointer(&app->matches, g_array_unref);
-	g_clear_pointer(&app->pending, g_array_unref);
 	g_clear_pointer(&app->prefixes, g_array_unref);
 	g_main_context_release(NULL);
 	g_main_loop_unref(app->loop);
@@ -968,12 +1006,10 @@ main(int argc, char **argv)
 	g_autoptr(GError) error = NULL;
 
 	app.tuns = g_ptr_array_new_with_free_func((GDestroyNotify)tun_free);
-	app.pending = g_array_new(FALSE, FALSE, sizeof(NcmMatch));
 	if (!parse_options(&app, &argc, &argv, &error) ||
 	    !(app.prefixes = parse_prefixes(&error))) {
 		fprintf(stderr, "ncm-tun: %s\n", error->message);
 		g_ptr_array_unref(app.tuns);
-		g_array_unref(app.pending);
 		g_clear_pointer(&app.matches, g_array_unref);
 		return EXIT_SETUP;
 	}
@@ -995,12 +1031,16 @@ main(int argc, char **argv)
 		app_cleanup(&app);
 		return app.status;
 	}
-	for (guint i = 0; app.multi && i < app.tuns->len; i++)
-		g_message("%s: running", ncm_tap_get_name(((Tun *)app.tuns->pdata[i])->tap));
+	for (guint i = 0; app.multi && i < app.tuns->len; i++) {
+		Tun *tun = app.tuns->pdata[i];
+
+		if (tun->tap)
+			g_message("%s: running", ncm_tap_get_name(tun->tap));
+	}
 	if (app.multi)
 		g_message("%u interface(s) running (SIGUSR1 prints statistics, SIGINT/SIGTERM stop)",
-			  app.tuns->len);
-	else if (app.tuns->len)
+			  tuns_made(&app));
+	else if (tuns_made(&app))
 		g_message("%s: running (SIGUSR1 prints statistics, SIGINT/SIGTERM stop)",
 			  ncm_tap_get_name(((Tun *)app.tuns->pdata[0])->tap));
 	else

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# tests/vm/guest-tun-service.sh: ncm-tun run as examples/ncm-tun/ncm-tun.service runs it (its user, groups, capabilities, options and their default, read from the unit) under udevd with libncm's udev rule, started before the device is plugged in: by default it takes the device when it comes, keeps the interface through a replug and gives the device back to cdc_ncm at SIGTERM; with /etc/default/ncm-tun naming one device and an address, the same for that device, addressed. All without root.
+# tests/vm/guest-tun-service.sh: ncm-tun run as examples/ncm-tun/ncm-tun.service runs it (its user, groups, capabilities, options and their default, read from the unit) under udevd with libncm's udev rule, started before the device is plugged in: by default it takes the device when it comes, keeps the interface through a replug and gives the device back to cdc_ncm at SIGTERM; started while the device's node is not yet the rule's, it takes the device once it is; with /etc/default/ncm-tun naming one device and an address, the same for that device, addressed. All without root.
 set -eu
 . "$VM_LIB"
 
@@ -22,7 +22,6 @@ unit_value() { sed -n "s/^$1=//p" "$UNIT" | tail -n 1; }
 # CAP_NET_ADMIN CAP_X -> +net_admin,+x (setpriv's spelling)
 caps_arg() { echo "$1" | tr 'A-Z ' 'a-z\n' | sed -n 's/^cap_\(.*\)/+\1/p' | paste -sd, -; }
 svc_pid_is() { [ "$(grep '^Uid:' "/proc/$1/status" | cut -f2)" = "$SVC_UID" ]; }
-iface_up() { [ -e "/sys/class/net/$1" ] && host_carrier "$1"; }
 attached() { [ "$(grep -c ' attached$' "$TUN_LOG")" -ge "$1" ]; }
 cdc_ncm_gone() { ! host_netdev 0 >/dev/null 2>&1; }
 ping_peer() { # WHAT
@@ -69,8 +68,9 @@ service_checks() {
 # plugged_in IFACE: the device plugged in after the start gets IFACE.
 plugged_in() {
 	gadget_replug
-	check "the device that came gets $1" wait_for "$VM_WAIT" "$1" iface_up "$1" ||
+	check "the device that came gets $1" wait_for "$VM_WAIT" "$1" test -e "/sys/class/net/$1" ||
 		{ cat "$TUN_LOG"; fail "no $1"; }
+	carrier_wait "$1"
 	check "cdc_ncm let go of it" wait_for 10 "cdc_ncm release" cdc_ncm_gone
 	check "$1 is up with the device's MAC" \
 		sh -c "$IP link show $1 | grep -q ',UP' && [ \"\$(cat /sys/class/net/$1/address)\" = $VM_HOST_MAC ]"
@@ -119,8 +119,27 @@ rule_applied "the replugged device"
 check "ncm-tun takes the replugged device" wait_for "$VM_WAIT" "a second attach" attached 2
 carrier_wait ncm0
 ping_peer "after the replug"
-check "no open failed on the way" sh -c "! grep -q -E 'Access denied|no permission|skipping' '$TUN_LOG'"
+check "no open failed on the way" sh -c "! grep -q -E 'Access denied|no permission|skipping|reattach' '$TUN_LOG'"
 service_stop ncm0 "ncm-tun as the service"
+
+# At boot udev may not have given the device to plugdev yet when the
+# service starts: it is plugged in, its node still root's. ncm-tun skips
+# it for now and tries again, and takes it once the rule's mode comes.
+chgrp 0 "$(usb_node)" && chmod 0600 "$(usb_node)"
+service_start "$VM_OUT/ncm-tun-late.log"
+check "a device it may not open yet is skipped for now" wait_for "$VM_WAIT" "skipping" \
+	grep -q 'skipping the function at .* for now: .*tried again' "$TUN_LOG"
+check "... and nothing runs yet" grep -q '0 interface(s) running' "$TUN_LOG"
+service_checks "before udev's rule"
+t0=$(uptime_cs)
+chgrp "$PLUGDEV" "$(usb_node)" && chmod 0660 "$(usb_node)"
+check "the device gets ncm0 once its node is plugdev's" \
+	wait_for "$VM_WAIT" "ncm0" test -e /sys/class/net/ncm0 || { cat "$TUN_LOG"; fail "no ncm0"; }
+log "taken $(( ($(uptime_cs) - t0) / 100 )) s after the node's mode changed"
+carrier_wait ncm0
+$IP addr add "$(host_ip4)/24" dev ncm0
+ping_peer "through the device taken late"
+service_stop ncm0 "ncm-tun that took it late"
 
 # /etc/default/ncm-tun for one device with its address: the same start
 # before the device, the address from ncm-tun itself.
