@@ -295,7 +295,8 @@ cli_select_function(NcmContext *ctx, const NcmMatch *match, int usb_fd, GError *
 					       info->mac[3], info->mac[4], info->mac[5]);
 		g_string_append_printf(list, "  interface %u", info->comm_iface);
 	}
-	g_set_error(error, NCM_ERROR, NCM_ERROR_FAILED,
+	/* The user's to settle (an option), not a device's: --persist does not wait. */
+	g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
 		    "%u functions match; pick one with --device:%s", all->len, list->str);
 	return NULL;
 }
@@ -366,7 +367,8 @@ try_reopen(CliPersist *p, const NcmFunctionInfo *info, gboolean arrival)
 	gint64 now = g_get_monotonic_time();
 	guint wait_s;
 
-	if (p->current(p->data) || !ncm_match_test(p->match, info))
+	if (p->current(p->data) || !ncm_match_test(p->match, info) ||
+	    (p->wanted && !p->wanted(p->data, info)))
 		return;
 	/* A replug brings a new address. The same device announced again (its
 	 * interfaces, a rescan) waits its turn like any retry. */
@@ -384,11 +386,13 @@ try_reopen(CliPersist *p, const NcmFunctionInfo *info, gboolean arrival)
 	p->next_try = now + wait_s * G_USEC_PER_SEC;
 	if (p->reopen(p->data, info, &error)) {
 		p->up_since = now;
+		p->opened = TRUE;
 		return;
 	}
 	/* It may still be settling (busy, strings unreadable): the retry timer tries again. */
-	g_message("reattach %s: %s (trying again in %u s%s)", info->port_path, error->message,
-		  wait_s, p->attempts == 1 ? ", then less often while it keeps failing" : "");
+	g_message("%s %s: %s (trying again in %u s%s)", p->opened ? "reattach" : "open",
+		  info->port_path, error->message, wait_s,
+		  p->attempts == 1 ? ", then less often while it keeps failing" : "");
 }
 
 static void
@@ -451,6 +455,21 @@ cli_persist_start(CliPersist *p, GError **error)
 		return FALSE;
 	p->retry_id = g_timeout_add_seconds(2, on_retry, p);
 	return TRUE;
+}
+
+gboolean
+cli_persist_waits_for(const GError *error)
+{
+	if (!error || error->domain != NCM_ERROR)
+		return FALSE;
+	switch (error->code) {
+	case NCM_ERROR_KERNEL_DRIVER:
+	case NCM_ERROR_CONFIG_INACTIVE:
+	case NCM_ERROR_UNSUPPORTED:
+		return FALSE;
+	default:
+		return TRUE;
+	}
 }
 
 void

@@ -86,6 +86,11 @@ typedef struct {
 	/* Several CliPersist on one context: the owner calls ncm_context_watch() once
 	 * (a second call replaces the first), after cli_persist_start(). */
 	gboolean shared_watch;
+	/* Optional: FALSE leaves @info alone (another of the owner's holds it). */
+	gboolean (*wanted)(gpointer data, const NcmFunctionInfo *info);
+	/* A device was open once: a failed open is a reattach, not the first
+	 * open of a device that was waited for. The owner sets it at the start. */
+	gboolean opened;
 	guint retry_id;
 	guint attempts;     /* opens since the last arrival or stable session */
 	guint tried_bus, tried_address; /* the device of the last open (0: none) */
@@ -97,6 +102,14 @@ typedef struct {
 guint cli_persist_backoff_s(guint attempts);
 
 gboolean cli_persist_start(CliPersist *persist, GError **error);
+/*
+ * Whether --persist waits out @error from choosing or opening a device: the
+ * device absent, not open to us yet, held by another program, gone, or
+ * failing while it settles. A wrong option, a missing capability, a kernel
+ * driver that may not be detached or an inactive configuration would fail
+ * the same way every time: those stop the program at the start.
+ */
+gboolean cli_persist_waits_for(const GError *error);
 void cli_persist_stop(CliPersist *persist);
 
 /*

@@ -145,6 +145,7 @@ start_persist(ProxyDevice *self, GError **error)
 		.reopen = persist_reopen,
 		.removed = persist_removed,
 		.data = self,
+		.opened = self->device != NULL,
 	};
 	return cli_persist_start(&self->persist, error);
 }
@@ -247,15 +248,17 @@ proxy_device_open(NcmLwipStack *stack, const ProxyDeviceConfig *config, ProxyDev
 		 * retries included. Several that match the user must settle first. */
 		info = cli_select_function(self->ctx, &config->match, config->usb_fd,
 					   persist ? &none : error);
-		if (!info && !g_error_matches(none, NCM_ERROR, NCM_ERROR_NOT_FOUND) &&
-		    !g_error_matches(none, NCM_ERROR, NCM_ERROR_PERMISSION)) {
+		if (!info && !cli_persist_waits_for(none)) {
 			if (none)
 				g_propagate_error(error, g_steal_pointer(&none));
 			goto fail;
 		}
 		if (info && !device_attach(self, info, persist ? &none : error)) {
-			if (!persist)
+			if (!persist || !cli_persist_waits_for(none)) {
+				if (none)
+					g_propagate_error(error, g_steal_pointer(&none));
 				goto fail;
+			}
 			g_warning("the function at %s: %s (tried again in 2, 4 ... 60 s, and at once "
 				  "when it is plugged in again)", info->port_path, none->message);
 		} else if (!info && none->code == NCM_ERROR_NOT_FOUND) {

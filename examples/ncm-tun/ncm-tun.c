@@ -178,6 +178,8 @@ struct App {
 
 static void tun_detach(Tun *tun, const gchar *why);
 static gboolean tun_make(Tun *tun, const NcmFunctionInfo *info, GError **error);
+static gboolean same_function(const NcmFunctionInfo *a, const NcmFunctionInfo *b);
+static guint tuns_made(App *app);
 
 /* ---- statistics --------------------------------------------------------- */
 
@@ -498,9 +500,11 @@ on_interface_gone(gpointer data)
 	App *app = tun->app;
 
 	if (app->tuns->len > 1) {
+		guint made = tuns_made(app) - 1;
+
 		g_printerr("ncm-tun: the interface %s was deleted; its device is let go, the "
-			   "other %u interface(s) go on\n", ncm_tap_get_name(tun->tap),
-			   app->tuns->len - 1);
+			   "other %u interface(s) go on%s\n", ncm_tap_get_name(tun->tap), made,
+			   app->tuns->len - 1 > made ? ", and devices to come are waited for" : "");
 		g_ptr_array_remove(app->tuns, tun);
 		/* The others may be waiting for devices that went away. */
 		if (!opt_persist && !app_has_device(app)) {
@@ -653,6 +657,22 @@ persist_removed(gpointer data)
 	tun_detach(data, "the device went away");
 }
 
+/* Not a function another interface has: two selectors may match one device. */
+static gboolean
+persist_wanted(gpointer data, const NcmFunctionInfo *info)
+{
+	Tun *tun = data;
+	GPtrArray *tuns = tun->app->tuns;
+
+	for (guint i = 0; i < tuns->len; i++) {
+		Tun *t = tuns->pdata[i];
+
+		if (t != tun && t->device && same_function(ncm_device_get_info(t->device), info))
+			return FALSE;
+	}
+	return TRUE;
+}
+
 static gboolean
 start_persist(Tun *tun, GError **error)
 {
@@ -664,6 +684,8 @@ start_persist(Tun *tun, GError **error)
 		.removed = persist_removed,
 		.data = tun,
 		.shared_watch = TRUE,
+		.wanted = persist_wanted,
+		.opened = tun->tap != NULL,
 	};
 	return cli_persist_start(&tun->persist, error);
 }
@@ -735,13 +757,23 @@ tun_new(App *app, const NcmMatch *match, const gchar *port_path)
 static gboolean
 tun_make(Tun *tun, const NcmFunctionInfo *info, GError **error)
 {
+	/* The device first: a device still waited for (not ours yet, held
+	 * elsewhere) fails here on every retry, and an interface made and
+	 * deleted each time would churn the host's network configuration. */
+	if (!tun_open(tun, info, error))
+		return FALSE;
 	tun->tap = ncm_tap_open_full(opt_name, opt_tun ? NCM_TAP_MODE_TUN : NCM_TAP_MODE_TAP,
 				     opt_no_offload ? 0 : NCM_TAP_OFFLOAD, error);
-	if (!tun->tap)
+	if (!tun->tap) {
+		/* tun_detach() needs the interface: undo tun_open() alone. */
+		g_signal_handlers_disconnect_by_data(tun->device, tun);
+		ncm_device_close(tun->device);
+		g_clear_object(&tun->device);
 		return FALSE;
+	}
 	ncm_tap_set_pcap(tun->tap, tun->app->pcap);
 	ncm_tap_set_gone_func(tun->tap, on_interface_gone, tun);
-	if (tun_open(tun, info, error) && setup_interface(tun, error) && tun_start(tun, error))
+	if (setup_interface(tun, error) && tun_start(tun, error))
 		return TRUE;
 	if (tun->device)
 		tun_detach(tun, NULL);
@@ -769,10 +801,13 @@ tun_add(App *app, const NcmFunctionInfo *info, const NcmMatch *match, GError **e
  * watch tries it as it would a replug, retries included, and makes the
  * interface at the first open.
  */
-static void
+static Tun *
 tun_add_waiting(App *app, const NcmMatch *match, const gchar *port_path)
 {
-	g_ptr_array_add(app->tuns, tun_new(app, match, port_path));
+	Tun *tun = tun_new(app, match, port_path);
+
+	g_ptr_array_add(app->tuns, tun);
+	return tun;
 }
 
 /* Interfaces made so far (waiting ones have none yet). */
@@ -818,10 +853,23 @@ on_function_arrived(NcmContext *ctx, NcmFunctionInfo *info, App *app)
 
 	if (function_taken(app, info))
 		return;
-	if (!(tun = tun_add(app, info, &g_array_index(app->matches, NcmMatch, 0), &error)))
-		g_warning("new device at %s: %s", info->port_path, error->message);
-	else
+	if ((tun = tun_add(app, info, &g_array_index(app->matches, NcmMatch, 0), &error))) {
 		g_message("%s: running", ncm_tap_get_name(tun->tap));
+		return;
+	}
+	/* Still settling, or held for a moment: tried again as a replug would be. */
+	if (opt_persist && !opt_user && cli_persist_waits_for(error)) {
+		g_autoptr(GError) local = NULL;
+
+		g_warning("new device at %s: %s (tried again in 2, 4 ... 60 s)", info->port_path,
+			  error->message);
+		tun = tun_add_waiting(app, &g_array_index(app->matches, NcmMatch, 0),
+				      info->port_path);
+		if (!start_persist(tun, &local))
+			g_warning("new device at %s: %s", info->port_path, local->message);
+		return;
+	}
+	g_warning("new device at %s: %s", info->port_path, error->message);
 }
 
 static void
@@ -860,12 +908,20 @@ select_functions(App *app, GError **error)
 		/* Started before the device (at boot, say), or before udev gave it
 		 * to us: under --persist it gets its interface when it can be
 		 * opened. Several that match are for the user to settle first. */
-		if (!info && opt_persist && (g_error_matches(local, NCM_ERROR, NCM_ERROR_NOT_FOUND) ||
-					     g_error_matches(local, NCM_ERROR, NCM_ERROR_PERMISSION))) {
+		if (!info && opt_persist && cli_persist_waits_for(local)) {
 			g_autofree gchar *which = app->matches->len > 1
 							  ? g_strdup_printf("device %u: ", i + 1)
 							  : g_strdup("");
 
+			if (opt_user) {
+				g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+					    "%s%s; with --user ncm-tun cannot wait for it: its "
+					    "interface would need CAP_NET_ADMIN then. Plug it in (or "
+					    "give it to the user) before starting ncm-tun, or leave out "
+					    "--user and give ncm-tun CAP_NET_ADMIN alone "
+					    "(ncm-tun.service does)", which, local->message);
+				return NULL;
+			}
 			if (local->code == NCM_ERROR_NOT_FOUND)
 				g_message("%s%s; waiting for it (--persist)", which, local->message);
 			else
@@ -928,17 +984,6 @@ app_setup(App *app, GError **error)
 			      -1, error) ||
 	    !(infos = select_functions(app, error)))
 		return FALSE;
-	/* Before any device is claimed: refused, it would go back for nothing. */
-	for (guint i = 0; opt_user && i < infos->len; i++) {
-		if (infos->pdata[i])
-			continue;
-		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-			    "--user: a device not plugged in or not open to us yet gets its "
-			    "interface later, which needs CAP_NET_ADMIN then: plug it in before "
-			    "starting ncm-tun, or leave out --user and give ncm-tun CAP_NET_ADMIN "
-			    "alone (ncm-tun.service does)");
-		return FALSE;
-	}
 	if (opt_pcap && !(app->pcap = ncm_pcap_open(opt_pcap, app->pcap_max, error)))
 		return FALSE;
 	for (guint i = 0; i < infos->len; i++) {
@@ -956,7 +1001,7 @@ app_setup(App *app, GError **error)
 		 * to us yet at boot, another program that lets go). Otherwise,
 		 * --all: one function another program holds must not keep the
 		 * others down (as for one that arrives later); unless none opens. */
-		if (opt_persist && !opt_user) {
+		if (opt_persist && !opt_user && cli_persist_waits_for(local)) {
 			g_warning("skipping the function at %s for now: %s (tried again in 2, 4 ... 60 "
 				  "s, and at once when it is plugged in again)", info->port_path,
 				  local->message);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-cli-devices.c: --device given several times: which selectors combine into one device and which start the next (ncm-cli, issue 20). */
+/* test-cli-devices.c: --device given several times: which selectors combine into one device and which start the next (ncm-cli, issue 20); which errors --persist waits out. */
 #include <string.h>
 
 #include "ncm-cli.h"
@@ -146,6 +146,38 @@ test_apple_switch_implies(void)
 	g_assert_true(options.switch_config);
 }
 
+/* --persist waits out what a device may get over, not what the user must settle. */
+static void
+test_persist_waits_for(void)
+{
+	static const struct {
+		GQuark domain;
+		gint code;
+		gboolean waits;
+	} errors[] = {
+		{ 0, NCM_ERROR_NOT_FOUND, TRUE },  /* not plugged in yet */
+		{ 0, NCM_ERROR_PERMISSION, TRUE }, /* udev has not given it to us yet */
+		{ 0, NCM_ERROR_BUSY, TRUE },       /* another program holds it now */
+		{ 0, NCM_ERROR_GONE, TRUE },
+		{ 0, NCM_ERROR_PROTOCOL, TRUE },   /* still settling */
+		{ 0, NCM_ERROR_FAILED, TRUE },
+		{ 0, NCM_ERROR_KERNEL_DRIVER, FALSE },
+		{ 0, NCM_ERROR_CONFIG_INACTIVE, FALSE },
+		{ 0, NCM_ERROR_UNSUPPORTED, FALSE },
+		{ 1, G_OPTION_ERROR_BAD_VALUE, FALSE }, /* --mtu over the device's, several match */
+		{ 2, G_IO_ERROR_PERMISSION_DENIED, FALSE }, /* no CAP_NET_ADMIN for the TAP */
+	};
+
+	g_assert_false(cli_persist_waits_for(NULL));
+	for (guint i = 0; i < G_N_ELEMENTS(errors); i++) {
+		GQuark domain = errors[i].domain == 0 ? NCM_ERROR
+				: errors[i].domain == 1 ? G_OPTION_ERROR : G_IO_ERROR;
+		g_autoptr(GError) e = g_error_new_literal(domain, errors[i].code, "x");
+
+		g_assert_cmpint(cli_persist_waits_for(e), ==, errors[i].waits);
+	}
+}
+
 typedef struct {
 	const gchar *path;
 	void (*func)(void);
@@ -159,6 +191,7 @@ static const Case cases[] = {
 	{ "/cli-devices/single-refuses-two", test_single_refuses_two },
 	{ "/cli-devices/switch-config", test_switch_config },
 	{ "/cli-devices/apple-switch-implies", test_apple_switch_implies },
+	{ "/cli-devices/persist-waits-for", test_persist_waits_for },
 };
 
 /*

@@ -155,5 +155,13 @@ check "one0 has the address from /etc/default/ncm-tun" \
 	sh -c "$IP -4 addr show dev one0 | grep -q 'inet $(host_ip4)/24'"
 ping_peer "through the one device's interface"
 service_stop one0 "ncm-tun -d as the service"
+
+# What no wait can mend stops it at the start, --persist or not: a wrong
+# option would otherwise claim and give back the device every 60 s.
+rc=0
+timeout 30 ncm-tun --persist --device "serial=$VM_SERIAL" --mtu 9000 >"$VM_OUT/mtu.log" 2>&1 || rc=$?
+cat "$VM_OUT/mtu.log"
+check "--persist with an --mtu the device cannot take exits 2 at once" \
+	sh -c "[ $rc = 2 ] && grep -q 'mtu 9000 is larger' '$VM_OUT/mtu.log'"
 udevadm control --exit 2>/dev/null || true
 vm_info
