@@ -248,24 +248,22 @@ proxy_device_open(NcmLwipStack *stack, const ProxyDeviceConfig *config, ProxyDev
 		 * retries included. Several that match the user must settle first. */
 		info = cli_select_function(self->ctx, &config->match, config->usb_fd,
 					   persist ? &none : error);
-		if (!info && !cli_persist_waits_for(none)) {
-			if (none)
-				g_propagate_error(error, g_steal_pointer(&none));
+		if (info && !device_attach(self, info, persist ? &none : error) && !persist)
+			goto fail;
+		if (!info && !persist)
+			goto fail;
+		/* Under --persist either failure is in @none. */
+		if (none && !cli_persist_waits_for(none)) {
+			g_propagate_error(error, g_steal_pointer(&none));
 			goto fail;
 		}
-		if (info && !device_attach(self, info, persist ? &none : error)) {
-			if (!persist || !cli_persist_waits_for(none)) {
-				if (none)
-					g_propagate_error(error, g_steal_pointer(&none));
-				goto fail;
-			}
+		if (none && info)
 			g_warning("the function at %s: %s (tried again in 2, 4 ... 60 s, and at once "
 				  "when it is plugged in again)", info->port_path, none->message);
-		} else if (!info && none->code == NCM_ERROR_NOT_FOUND) {
+		else if (none && none->code == NCM_ERROR_NOT_FOUND)
 			g_message("%s; waiting for one (--persist)", none->message);
-		} else if (!info) {
+		else if (none)
 			g_warning("%s; waiting for that (--persist)", none->message);
-		}
 		if (!self->device)
 			self->description = g_strdup("no device yet");
 		if (persist && !start_persist(self, error))

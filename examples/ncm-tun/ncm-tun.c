@@ -416,6 +416,15 @@ tun_open(Tun *tun, const NcmFunctionInfo *info, GError **error)
 	return TRUE;
 }
 
+/* Undoes tun_open() (no session started on it). */
+static void
+tun_close_device(Tun *tun)
+{
+	g_signal_handlers_disconnect_by_data(tun->device, tun);
+	ncm_device_close(tun->device);
+	g_clear_object(&tun->device);
+}
+
 /* Starts the data path between the device and the interface: one session. */
 static gboolean
 tun_start(Tun *tun, GError **error)
@@ -426,9 +435,7 @@ tun_start(Tun *tun, GError **error)
 	tun->link = ncm_link_new_for_device(tun->device);
 	if (!ncm_tap_attach(tun->tap, tun->link, error)) {
 		ncm_link_free(g_steal_pointer(&tun->link));
-		g_signal_handlers_disconnect_by_data(tun->device, tun);
-		ncm_device_close(tun->device);
-		g_clear_object(&tun->device);
+		tun_close_device(tun);
 		return FALSE;
 	}
 	tun->sessions++;
@@ -765,10 +772,8 @@ tun_make(Tun *tun, const NcmFunctionInfo *info, GError **error)
 	tun->tap = ncm_tap_open_full(opt_name, opt_tun ? NCM_TAP_MODE_TUN : NCM_TAP_MODE_TAP,
 				     opt_no_offload ? 0 : NCM_TAP_OFFLOAD, error);
 	if (!tun->tap) {
-		/* tun_detach() needs the interface: undo tun_open() alone. */
-		g_signal_handlers_disconnect_by_data(tun->device, tun);
-		ncm_device_close(tun->device);
-		g_clear_object(&tun->device);
+		/* tun_detach() needs the interface. */
+		tun_close_device(tun);
 		return FALSE;
 	}
 	ncm_tap_set_pcap(tun->tap, tun->app->pcap);
@@ -808,6 +813,27 @@ tun_add_waiting(App *app, const NcmMatch *match, const gchar *port_path)
 
 	g_ptr_array_add(app->tuns, tun);
 	return tun;
+}
+
+/*
+ * --persist: @info, which failed to open with @error, waits as an interface
+ * still to be made, if that error can be waited out; FALSE if not.
+ */
+static gboolean
+tun_wait_for(App *app, const NcmMatch *match, const NcmFunctionInfo *info, const GError *error)
+{
+	g_autoptr(GError) local = NULL;
+	Tun *tun;
+
+	if (!opt_persist || opt_user || !cli_persist_waits_for(error))
+		return FALSE;
+	g_warning("skipping the function at %s for now: %s (tried again in 2, 4 ... 60 s, and at "
+		  "once when it is plugged in again)", info->port_path, error->message);
+	tun = tun_add_waiting(app, match, info->port_path);
+	/* Before the watch starts, start_watching() starts it. */
+	if (app->watching && !start_persist(tun, &local))
+		g_warning("the function at %s: %s", info->port_path, local->message);
+	return TRUE;
 }
 
 /* Interfaces made so far (waiting ones have none yet). */
@@ -853,23 +879,11 @@ on_function_arrived(NcmContext *ctx, NcmFunctionInfo *info, App *app)
 
 	if (function_taken(app, info))
 		return;
-	if ((tun = tun_add(app, info, &g_array_index(app->matches, NcmMatch, 0), &error))) {
+	if ((tun = tun_add(app, info, &g_array_index(app->matches, NcmMatch, 0), &error)))
 		g_message("%s: running", ncm_tap_get_name(tun->tap));
-		return;
-	}
 	/* Still settling, or held for a moment: tried again as a replug would be. */
-	if (opt_persist && !opt_user && cli_persist_waits_for(error)) {
-		g_autoptr(GError) local = NULL;
-
-		g_warning("new device at %s: %s (tried again in 2, 4 ... 60 s)", info->port_path,
-			  error->message);
-		tun = tun_add_waiting(app, &g_array_index(app->matches, NcmMatch, 0),
-				      info->port_path);
-		if (!start_persist(tun, &local))
-			g_warning("new device at %s: %s", info->port_path, local->message);
-		return;
-	}
-	g_warning("new device at %s: %s", info->port_path, error->message);
+	else if (!tun_wait_for(app, &g_array_index(app->matches, NcmMatch, 0), info, error))
+		g_warning("new device at %s: %s", info->port_path, error->message);
 }
 
 static void
@@ -995,19 +1009,12 @@ app_setup(App *app, GError **error)
 			tun_add_waiting(app, match, NULL);
 			continue;
 		}
-		if (tun_add(app, info, match, &local))
-			continue;
 		/* --persist: tried again as after a replug (its node not given
 		 * to us yet at boot, another program that lets go). Otherwise,
 		 * --all: one function another program holds must not keep the
 		 * others down (as for one that arrives later); unless none opens. */
-		if (opt_persist && !opt_user && cli_persist_waits_for(local)) {
-			g_warning("skipping the function at %s for now: %s (tried again in 2, 4 ... 60 "
-				  "s, and at once when it is plugged in again)", info->port_path,
-				  local->message);
-			tun_add_waiting(app, match, info->port_path);
+		if (tun_add(app, info, match, &local) || tun_wait_for(app, match, info, local))
 			continue;
-		}
 		if (!opt_all || (i + 1 == infos->len && app->tuns->len == 0)) {
 			g_propagate_error(error, g_steal_pointer(&local));
 			return FALSE;
