@@ -675,6 +675,22 @@ udevd_start() {
 }
 PLUGDEV=46
 
+# unit_exec UNIT VAR ENVFILE COMMAND...: replaces the (sub)shell with
+# COMMAND and then UNIT's ExecStart (its program by name: the one under
+# test, on PATH), as systemd would start it: VAR from the unit's
+# Environment=, ENVFILE's over it, and an unquoted $VAR split into words.
+unit_exec() {
+	local unit=$1 var=$2 envfile=$3 start prog args=
+	shift 3
+	start=$(sed -n 's/^ExecStart=//p' "$unit" | tail -n 1)
+	prog=${start%% *}
+	case $start in *' '*) args=${start#* } ;; esac
+	eval "$var=\$(sed -n 's/^Environment=$var=//p' \"\$unit\")"
+	[ ! -f "$envfile" ] || . "$envfile"
+	eval "set -- \"\$@\" ${prog##*/} $args"
+	exec "$@"
+}
+
 # node_mode: owner:group mode of the device's usbfs node (busybox stat).
 node_mode() { stat -c '%u:%g %a' "$(usb_node)"; }
 # rule_applied WHAT: the node becomes root:plugdev 0660 (udev applies rules

@@ -248,6 +248,22 @@ run_replug() {
 	stop_proxy
 }
 
+# user_unit_start: ncm-proxy as /vm/ncm-proxy.service (the built user unit)
+# starts it for uid 65534 in group plugdev, with NCM_PROXY_OPTIONS from the
+# user's ~/.config/ncm-proxy.conf.
+user_unit_start() {
+	local unit=/vm/ncm-proxy.service conf=/tmp/nobody-home/.config/ncm-proxy.conf
+	[ -f "$unit" ] || fail "no $unit (run-vm.sh --file)"
+	check "the user unit reads ~/.config/ncm-proxy.conf" \
+		grep -qx 'EnvironmentFile=-%E/ncm-proxy.conf' "$unit"
+	mkdir -p "${conf%/*}"
+	echo "NCM_PROXY_OPTIONS=\"--device serial=$VM_SERIAL --ipv4 $(host_ip4)/24 --dns $(peer_ip4)\"" >"$conf"
+	: >"$PROXY_LOG"
+	(unit_exec "$unit" NCM_PROXY_OPTIONS "$conf" drop-exec "$NOBODY" "$PLUGDEV") >"$PROXY_LOG" 2>&1 &
+	PROXY_PID=$!
+	log "ncm-proxy as the user unit: $(grep '^ExecStart=' "$unit"), $(cat "$conf")"
+}
+
 # Under udevd, nothing chowned by hand. First the advice of ncm-proxy's
 # permission error, followed to the letter: its rule in rules.d, the device
 # replugged, ncm-proxy as a member of plugdev (its primary group: drop-exec
@@ -258,29 +274,6 @@ run_replug() {
 # ncm-proxy --persist started with no device waits for one. Last, that
 # rule takes a device whose NCM sits in configuration 2, and
 # leaves one without NCM alone.
-# user_unit_start: ncm-proxy as /vm/ncm-proxy.service (the built user unit)
-# starts it for uid 65534 in group plugdev: its ExecStart with
-# NCM_PROXY_OPTIONS from the user's ~/.config/ncm-proxy.conf, split into
-# words as systemd does.
-user_unit_start() {
-	local unit=/vm/ncm-proxy.service exec_args conf=/tmp/nobody-home/.config/ncm-proxy.conf
-	[ -f "$unit" ] || fail "no $unit (run-vm.sh --file)"
-	check "the user unit reads ~/.config/ncm-proxy.conf" \
-		grep -qx 'EnvironmentFile=-%E/ncm-proxy.conf' "$unit"
-	exec_args=$(sed -n 's/^ExecStart=[^ ]* //p' "$unit")
-	mkdir -p "${conf%/*}"
-	echo "NCM_PROXY_OPTIONS=\"--device serial=$VM_SERIAL --ipv4 $(host_ip4)/24 --dns $(peer_ip4)\"" >"$conf"
-	: >"$PROXY_LOG"
-	(
-		NCM_PROXY_OPTIONS=$(sed -n 's/^Environment=NCM_PROXY_OPTIONS=//p' "$unit")
-		. "$conf"
-		eval "set -- $exec_args"
-		exec drop-exec "$NOBODY" "$PLUGDEV" ncm-proxy "$@"
-	) >"$PROXY_LOG" 2>&1 &
-	PROXY_PID=$!
-	log "ncm-proxy as the user unit: ncm-proxy $exec_args, $(cat "$conf")"
-}
-
 run_udev_rule() {
 	local rule rc=0 sel
 	[ "${VM_UDEVD:-0}" = 1 ] || fail "run with VM_UDEVD=1"

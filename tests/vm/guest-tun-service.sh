@@ -35,27 +35,18 @@ check "... with options from /etc/default/ncm-tun" \
 groups=$(unit_value SupplementaryGroups)
 ambient=$(caps_arg "$(unit_value AmbientCapabilities)")
 bounding=$(caps_arg "$(unit_value CapabilityBoundingSet)")
-default_options=$(sed -n 's/^Environment=NCM_TUN_OPTIONS=//p' "$UNIT")
-# "ExecStart=/usr/bin/ncm-tun --persist $NCM_TUN_OPTIONS": the binary is
-# the one under test; the rest as systemd splits it.
-exec_args=$(unit_value ExecStart | cut -d' ' -f2-)
-log "unit: groups '$groups', ambient $ambient, bounding $bounding, arguments: $exec_args, default options '$default_options'"
-check "the unit names its arguments" [ -n "$exec_args" ]
+log "unit: groups '$groups', ambient $ambient, bounding $bounding, $(grep -E '^(ExecStart|Environment)=' "$UNIT" | paste -sd' ' -)"
+check "the unit starts ncm-tun with its options" \
+	grep -qx 'ExecStart=[^ ]*/ncm-tun .*$NCM_TUN_OPTIONS' "$UNIT"
 
 # service_start LOG: ncm-tun as systemd would start the unit now, in the
 # background ($TUN_PID, its output in $TUN_LOG).
 service_start() {
 	TUN_LOG=$1
-	(
-		# Environment=, then EnvironmentFile= over it; an unquoted $VAR
-		# is split into words, as systemd does.
-		NCM_TUN_OPTIONS=$default_options
-		[ ! -f /etc/default/ncm-tun ] || . /etc/default/ncm-tun
-		eval "set -- $exec_args"
-		exec "$SETPRIV" --reuid="$SVC_UID" --regid="$SVC_UID" --groups="$gids" \
-			--inh-caps=-all,"$ambient" --ambient-caps=-all,"$ambient" \
-			--bounding-set=-all,"$bounding" --no-new-privs -- \
-			env G_MESSAGES_DEBUG=ncm ncm-tun "$@"
+	(unit_exec "$UNIT" NCM_TUN_OPTIONS /etc/default/ncm-tun \
+		"$SETPRIV" --reuid="$SVC_UID" --regid="$SVC_UID" --groups="$gids" \
+		--inh-caps=-all,"$ambient" --ambient-caps=-all,"$ambient" \
+		--bounding-set=-all,"$bounding" --no-new-privs -- env G_MESSAGES_DEBUG=ncm \
 	) >"$TUN_LOG" 2>&1 &
 	TUN_PID=$!
 }
