@@ -336,7 +336,7 @@ NCM_EXPORT void ncm_device_set_writable_batched(NcmDevice *self, gboolean batche
  * round trip in the VM (ncm-tun's TAP backend, whose reader flushes after
  * every burst: tests/bench/RESULTS.md, session 20). With the promise that
  * interrupt is left out; the deadline still counts from the next time the
- * event thread looks (a completion, or its idle ceiling of 100 ms). Call
+ * event thread looks (a completion, or its idle ceiling of 5 s). Call
  * before ncm_device_start(); later it is a programming error (a critical)
  * and changes nothing.
  *

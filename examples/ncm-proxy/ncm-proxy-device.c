@@ -11,10 +11,6 @@
 #include "ncm-link.h"
 #include "ncm-proxy-device.h"
 
-/* How often the netif's addresses and DNS servers are looked at, so that
- * a DHCP lease or an RA is reported when it comes. */
-#define WATCH_INTERVAL_S 1
-
 struct _ProxyDevice {
 	NcmLwipStack *stack;
 	ProxyDeviceConfig config;
@@ -25,13 +21,13 @@ struct _ProxyDevice {
 	NcmLwipNetif *netif;
 	NcmStats past;             /* summed over closed sessions */
 	guint sessions;
-	guint watch_id;
 	CliPersist persist;
 	gchar *seen;               /* the addresses and servers last reported */
 	gchar *description;
 };
 
 static void device_detach(ProxyDevice *self, const gchar *why);
+static void report_addresses(ProxyDevice *self);
 
 /* ---- Choosing and opening -------------------------------------------------------- */
 
@@ -54,6 +50,9 @@ attach_link(ProxyDevice *self, NcmLink *link, GError **error)
 	self->netif = ncm_lwip_netif_add(self->stack, link, &self->config.netif, error);
 	if (!self->netif)
 		return FALSE;
+	/* A DHCP lease or an RA is reported when it comes. */
+	g_signal_connect_swapped(self->netif, "addresses-changed", G_CALLBACK(report_addresses),
+				 self);
 	self->sessions++;
 	return TRUE;
 }
@@ -87,8 +86,11 @@ device_attach(ProxyDevice *self, const NcmFunctionInfo *info, GError **error)
 static void
 netif_clear(ProxyDevice *self)
 {
-	if (self->netif)
-		ncm_lwip_netif_remove(self->netif);
+	if (!self->netif)
+		return;
+	/* An emission already on its way holds the netif, not us. */
+	g_signal_handlers_disconnect_by_data(self->netif, self);
+	ncm_lwip_netif_remove(self->netif);
 	g_clear_object(&self->netif);
 }
 
@@ -203,21 +205,19 @@ describe_addresses(ProxyDevice *self)
 	return g_string_free(s, FALSE);
 }
 
-static gboolean
-on_watch(gpointer data)
+static void
+report_addresses(ProxyDevice *self)
 {
-	ProxyDevice *self = data;
 	g_autofree gchar *now = NULL;
 
 	if (!self->netif)
-		return G_SOURCE_CONTINUE;
+		return;
 	now = describe_addresses(self);
 	if (g_strcmp0(now, self->seen)) {
 		g_message("%s", now);
 		g_free(self->seen);
 		self->seen = g_steal_pointer(&now);
 	}
-	return G_SOURCE_CONTINUE;
 }
 
 /* ---- Life cycle ------------------------------------------------------------------ */
@@ -269,8 +269,7 @@ proxy_device_open(NcmLwipStack *stack, const ProxyDeviceConfig *config, ProxyDev
 		if (persist && !start_persist(self, error))
 			goto fail;
 	}
-	on_watch(self);
-	self->watch_id = g_timeout_add_seconds(WATCH_INTERVAL_S, on_watch, self);
+	report_addresses(self);
 	return self;
 fail:
 	proxy_device_free(self);
@@ -309,8 +308,6 @@ proxy_device_free(ProxyDevice *self)
 {
 	if (!self)
 		return;
-	if (self->watch_id)
-		g_source_remove(self->watch_id);
 	cli_persist_stop(&self->persist);
 	device_detach(self, NULL);
 	/* A TAP's netif, which device_detach() leaves. */

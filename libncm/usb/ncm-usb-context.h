@@ -18,7 +18,7 @@ void ncm_context_set_fresh_scans(NcmContext *self);
  * leaving meanwhile (libusb_exit() it as usual). Any thread, also a libusb
  * callback's (one of ours: NCM_HANDLING_SCOPE()); no libncm lock held. */
 int ncm_context_init_fresh_usb(libusb_context **out);
-/* The event loop's idle ceiling (100 ms): a test raises it to show that
+/* The event loop's idle ceiling (5 s): a test raises it to show that
  * what must wake the event thread does so, by a margin no load undoes. */
 void ncm_context_set_idle_ms(NcmContext *self, gint ms);
 /*

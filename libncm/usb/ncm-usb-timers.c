@@ -227,6 +227,9 @@ ncm_device_timers_start(NcmDevice *self)
 	ncm_mutex_unlock(&self->tx_lock);
 	if (self->info->intr_ep && !g_atomic_int_get(&self->link_known))
 		__atomic_store_n(&self->link_assume_at, now + NCM_LINK_ASSUME_US, __ATOMIC_RELAXED);
+	/* Both are the event thread's to act on, which may sleep for its whole
+	 * idle ceiling (seconds) unless told. */
+	ncm_context_wake(self->context, now);
 }
 
 /* At close, once nothing is in flight. */

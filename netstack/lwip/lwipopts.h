@@ -46,6 +46,10 @@
  * the core lock behind any application call. Costs one hand-over per frame. */
 #define LWIP_TCPIP_CORE_LOCKING_INPUT 0
 
+/* Our timeouts (ncm-lwip-timers.c): lwIP's own run its cyclic timers for
+ * ever, and woke an idle stack ten times a second. */
+#define LWIP_TIMERS_CUSTOM 1
+
 /* The tcpip mbox carries every received frame (see above); it must hold a
  * whole receive window of MSS-sized frames (1 MiB / 1460 = 719) plus ACKs,
  * or frames are dropped when the tcpip thread falls behind a burst. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lwip/dhcp.h"
+#include "lwip/dns.h"
 #include "lwip/etharp.h"
 #include "lwip/ethip6.h"
 #include "lwip/netif.h"
@@ -18,7 +19,9 @@
 #include "ncm-lwip-gro.h"
 #include "ncm-lwip-outq.h"
 #include "ncm-lwip-rxsum.h"
+#include "ncm-lwip-timers.h"
 #include "ncm-lwip-tso.h"
+#include "ncm-sync.h"
 
 /* Frames collected on the link thread before they enter lwIP under one
  * acquisition of the core lock; an NTB rarely carries more. */
@@ -71,12 +74,103 @@ struct _NcmLwipNetif {
 	gboolean have_peer4, have_peer6;
 	guint8 peer4[4], peer6[16];
 	guint8 peer4_mac[6], peer6_mac[6];
+
+	/* ::addresses-changed goes to the context that added the netif; core
+	 * lock: one emission already on its way there. */
+	GMainContext *owner;
+	gboolean addresses_posted;
 };
 
 /* Core lock: every netif we added. */
 static GList *netifs;
 
+/* Core lock: lwIP's one list of status callbacks, ours added once. */
+static netif_ext_callback_t ext_status;
+
+enum { SIGNAL_ADDRESSES_CHANGED, N_SIGNALS };
+static guint signals[N_SIGNALS];
+
 G_DEFINE_TYPE(NcmLwipNetif, ncm_lwip_netif, G_TYPE_OBJECT)
+
+/* ---- Address changes -------------------------------------------------- */
+
+static gboolean
+addresses_dispatch(gpointer data)
+{
+	NcmLwipNetif *n = data;
+
+	ncm_tsan_acquire(n);
+	nlw_core_lock();
+	n->addresses_posted = FALSE;
+	nlw_core_unlock();
+	g_signal_emit(n, signals[SIGNAL_ADDRESSES_CHANGED], 0);
+	return G_SOURCE_REMOVE;
+}
+
+/* Core lock held. */
+static void
+addresses_post(NcmLwipNetif *n)
+{
+	GSource *source;
+
+	if (n->addresses_posted)
+		return;
+	n->addresses_posted = TRUE;
+	source = g_idle_source_new();
+	g_source_set_priority(source, G_PRIORITY_DEFAULT);
+	g_source_set_callback(source, addresses_dispatch, g_object_ref(n), g_object_unref);
+	ncm_tsan_release(n);
+	g_source_attach(source, n->owner);
+	g_source_unref(source);
+}
+
+/*
+ * Core lock held, on whichever thread changed the address (the tcpip
+ * thread for DHCP, SLAAC and duplicate detection). Owners used to poll
+ * ncm_lwip_netif_get_addresses(): a wake-up a second for as long as the
+ * device stayed plugged in. Changes that come together (an address and
+ * its state, DHCP's address, mask and gateway) make one emission.
+ */
+static void
+netif_ext_status(struct netif *netif, netif_nsc_reason_t reason,
+		 const netif_ext_callback_args_t *args)
+{
+	const netif_nsc_reason_t addressing =
+	    LWIP_NSC_IPV4_ADDRESS_CHANGED | LWIP_NSC_IPV4_SETTINGS_CHANGED |
+	    LWIP_NSC_IPV6_SET | LWIP_NSC_IPV6_ADDR_STATE_CHANGED | LWIP_NSC_STATUS_CHANGED;
+	NcmLwipNetif *n = netif->state;
+
+	(void)args;
+	if ((reason & addressing) && g_list_find(netifs, n))
+		addresses_post(n);
+}
+
+/*
+ * The stack's DNS servers, which lwIP changes with no callback (DHCP, a
+ * router advertisement's RDNSS, ncm_lwip_stack_set_dns_server()): looked at
+ * after each round of timers, which runs once a second anyway (the tcpip
+ * thread's own beat, no wake-up of its own), and told to every netif.
+ */
+static ip_addr_t dns_seen[DNS_MAX_SERVERS];
+
+static void
+dns_check(void)
+{
+	gboolean changed = FALSE;
+
+	for (u8_t i = 0; i < DNS_MAX_SERVERS; i++) {
+		const ip_addr_t *now = dns_getserver(i);
+
+		if (!ip_addr_cmp(now, &dns_seen[i])) {
+			ip_addr_copy(dns_seen[i], *now);
+			changed = TRUE;
+		}
+	}
+	if (!changed)
+		return;
+	for (GList *l = netifs; l; l = l->next)
+		addresses_post(l->data);
+}
 
 /* ---- Output ---------------------------------------------------------------- */
 
@@ -587,6 +681,10 @@ netif_add_locked(NcmLwipNetif *n, const NcmLwipNetifConfig *config)
 	add_ip6(n, config);
 	nlw_batch_on_end(NLW_BATCH_FLUSH, netifs_flush);
 	nlw_core_on_unlock(netifs_take_drains, netif_drain_after);
+	if (ext_status.callback_fn == NULL) {
+		netif_add_ext_callback(&ext_status, netif_ext_status);
+		ncm_lwip_timers_after_round(dns_check);
+	}
 	netifs = g_list_append(netifs, n);
 	return TRUE;
 }
@@ -617,6 +715,7 @@ ncm_lwip_netif_add(NcmLwipStack *stack, NcmLink *link, const NcmLwipNetifConfig 
 	}
 	n = g_object_new(NCM_LWIP_TYPE_NETIF, NULL);
 	n->link = link;
+	n->owner = g_main_context_ref_thread_default();
 	nlw_core_lock();
 	added = netif_add_locked(n, config);
 	nlw_core_unlock();
@@ -704,12 +803,14 @@ ncm_lwip_netif_remove(NcmLwipNetif *n)
 	nlw_tcpip_barrier();
 	nlw_core_lock();
 	if (g_list_find(netifs, n) != NULL) {
+		/* First: going down tells netif_ext_status(), which must not
+		 * post a netif that may be finalizing. */
+		netifs = g_list_remove(netifs, n);
 		dhcp_stop(&n->netif);
 		/* dhcp_stop() keeps the client's state for a restart; free it. */
 		dhcp_cleanup(&n->netif);
 		netif_set_down(&n->netif);
 		netif_remove(&n->netif);
-		netifs = g_list_remove(netifs, n);
 	}
 	n->out_pending = FALSE;
 	nlw_core_unlock();
@@ -732,6 +833,8 @@ netif_finalize(GObject *object)
 	nlw_outq_clear(&n->outq, outq_free);
 	g_free(n->tx_flat);
 	g_mutex_clear(&n->peer_lock);
+	if (n->owner)
+		g_main_context_unref(n->owner);
 	G_OBJECT_CLASS(ncm_lwip_netif_parent_class)->finalize(object);
 }
 
@@ -746,6 +849,9 @@ static void
 ncm_lwip_netif_class_init(NcmLwipNetifClass *klass)
 {
 	G_OBJECT_CLASS(klass)->finalize = netif_finalize;
+	signals[SIGNAL_ADDRESSES_CHANGED] =
+	    g_signal_new("addresses-changed", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0,
+			 NULL, NULL, NULL, G_TYPE_NONE, 0);
 }
 
 guint

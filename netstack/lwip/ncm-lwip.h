@@ -179,6 +179,21 @@ void ncm_lwip_stack_set_input_mode(NcmLwipStack *self, NcmLwipInputMode mode);
  * One lwIP Ethernet interface over an #NcmLink. It runs from
  * ncm_lwip_netif_add() until ncm_lwip_netif_remove() or its last unref.
  */
+
+/**
+ * NcmLwipNetif::addresses-changed:
+ * @netif: the #NcmLwipNetif.
+ *
+ * An address of the netif came, went or changed state (DHCP's lease,
+ * SLAAC, duplicate detection over, ncm_lwip_netif_set_ipv4(), the netif
+ * going up or down): read them with ncm_lwip_netif_get_addresses(). Also
+ * emitted, within a second, when the stack's DNS servers changed
+ * (ncm_lwip_stack_get_dns_servers(): DHCP, a router advertisement's
+ * RDNSS, or set by the program). Changes that come together make one
+ * emission. Emitted on the main context that was the thread's default
+ * when the netif was added; watch this instead of polling, which wakes
+ * the process all day long.
+ */
 #define NCM_LWIP_TYPE_NETIF (ncm_lwip_netif_get_type())
 G_DECLARE_FINAL_TYPE(NcmLwipNetif, ncm_lwip_netif, NCM_LWIP, NETIF, GObject)
 

@@ -12,6 +12,7 @@
 #include "lwip/sys.h"
 #include "lwip/tcpip.h"
 
+#include "ncm-lwip-timers.h"
 #include "ncm-sync.h"
 
 struct ncm_lwip_mutex {
@@ -34,8 +35,12 @@ struct ncm_lwip_mbox {
 	guint size;
 	guint head; /* index of the oldest message */
 	guint count;
+	gboolean kicked; /* a timed fetch returns now, as if timed out */
 	void *slots[];
 };
+
+/* The mailbox the timers' thread waits on (atomic), for the kick. */
+static struct ncm_lwip_mbox *timers_mbox;
 
 struct thread_start {
 	lwip_thread_fn fn;
@@ -226,13 +231,31 @@ ncm_lwip_core_lock_waits(uint64_t *waits, uint64_t *wait_us)
 	*wait_us = __atomic_load_n(&core_wait_us, __ATOMIC_RELAXED);
 }
 
+/* The tcpip thread sleeps until its next timer; work for an earlier one
+ * that appeared on another thread (a connect, DHCP started) wakes it. */
+static void
+timers_kick(void)
+{
+	struct ncm_lwip_mbox *mb = g_atomic_pointer_get(&timers_mbox);
+
+	if (!mb)
+		return;
+	ncm_mutex_lock(&mb->lock);
+	mb->kicked = TRUE;
+	g_cond_signal(&mb->not_empty);
+	ncm_mutex_unlock(&mb->lock);
+}
+
 void
 sys_mutex_unlock(sys_mutex_t *mutex)
 {
 	struct ncm_lwip_mutex *m = *mutex;
+	gboolean kick = mutex == &lock_tcpip_core && ncm_lwip_timers_moved_earlier();
 
 	g_atomic_pointer_set(&m->owner, NULL);
 	ncm_mutex_unlock(&m->mutex);
+	if (kick)
+		timers_kick();
 }
 
 void
@@ -430,12 +453,20 @@ sys_arch_mbox_fetch(sys_mbox_t *mbox, void **msg, u32_t timeout)
 	void *m = NULL;
 	gboolean got;
 
+	/* Only a timed wait can be kicked: lwIP takes its end as "look at the
+	 * timers", while an endless one must return a message. */
+	if (timeout && ncm_lwip_timers_is_thread())
+		g_atomic_pointer_set(&timers_mbox, mb);
 	ncm_mutex_lock(&mb->lock);
-	while (mb->count == 0 && wait_until(&mb->not_empty, &mb->lock, deadline))
+	while (mb->count == 0 && !(timeout && mb->kicked) &&
+	       wait_until(&mb->not_empty, &mb->lock, deadline))
 		;
 	got = mb->count > 0;
 	if (got)
 		m = mbox_pop_locked(mb);
+	/* Either way the timers are looked at before the next wait. */
+	if (timeout)
+		mb->kicked = FALSE;
 	ncm_mutex_unlock(&mb->lock);
 	if (msg != NULL)
 		*msg = m;

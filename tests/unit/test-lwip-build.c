@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-lwip-build.c: smoke test of our lwIP build: sys_arch and TCP over two in-memory netifs. */
+#include <stdio.h>
 #include <string.h>
 
 #include <glib.h>
@@ -12,8 +13,10 @@
 #include "lwip/sys.h"
 #include "lwip/tcp.h"
 #include "lwip/tcpip.h"
+#include "lwip/timeouts.h"
 
 #include "ncm-lwip-chunk.h"
+#include "ncm-lwip-timers.h"
 #include "ncm-sync.h"
 
 /* Long enough for TSan on a loaded two-core machine. */
@@ -754,6 +757,111 @@ test_tcp_ipv6_link_local(void)
 	run_transfer(&server, 5002, 1024 * 1024);
 }
 
+/* ---- Timers --------------------------------------------------------------- */
+
+/* Context switches of the thread named @name in this process so far. */
+static guint64
+thread_switches(const gchar *name)
+{
+	g_autoptr(GDir) dir = g_dir_open("/proc/self/task", 0, NULL);
+	const gchar *tid;
+
+	g_assert_nonnull(dir);
+	while ((tid = g_dir_read_name(dir))) {
+		g_autofree gchar *comm_path = g_strdup_printf("/proc/self/task/%s/comm", tid);
+		g_autofree gchar *status_path = g_strdup_printf("/proc/self/task/%s/status", tid);
+		g_autofree gchar *comm = NULL, *status = NULL;
+		g_auto(GStrv) lines = NULL;
+		guint64 sum = 0;
+
+		if (!g_file_get_contents(comm_path, &comm, NULL, NULL) ||
+		    g_strcmp0(g_strstrip(comm), name) != 0 ||
+		    !g_file_get_contents(status_path, &status, NULL, NULL))
+			continue;
+		lines = g_strsplit(status, "\n", -1);
+		for (gchar **l = lines; *l; l++) {
+			guint64 n;
+
+			if (sscanf(*l, "voluntary_ctxt_switches: %" G_GUINT64_FORMAT, &n) == 1 ||
+			    sscanf(*l, "nonvoluntary_ctxt_switches: %" G_GUINT64_FORMAT, &n) == 1)
+				sum += n;
+		}
+		return sum;
+	}
+	g_assert_not_reached();
+}
+
+/*
+ * Two netifs up with IPv4 and IPv6 link-local addresses, nothing sent: once
+ * duplicate detection and the MLD reports are over, the tcpip thread wakes
+ * for lwIP's one-second timers alone. lwIP's own timeouts woke it ten
+ * times a second (mld6_tmr) for ever. In a subprocess: no connection or
+ * TIME_WAIT of another test keeps TCP's timer going.
+ */
+static void
+test_timers_idle(void)
+{
+	guint64 before, woken;
+
+	if (!g_test_subprocess()) {
+		g_test_trap_subprocess(NULL, 60 * G_TIME_SPAN_SECOND, G_TEST_SUBPROCESS_INHERIT_STDERR);
+		g_test_trap_assert_passed();
+		return;
+	}
+	start_link();
+	g_usleep(3 * G_USEC_PER_SEC);
+	before = thread_switches(TCPIP_THREAD_NAME);
+	g_usleep(4 * G_USEC_PER_SEC);
+	woken = thread_switches(TCPIP_THREAD_NAME) - before;
+	g_printerr("tcpip thread: %" G_GUINT64_FORMAT " switches in 4 s idle\n", woken);
+	g_assert_cmpuint(woken, <=, 10);
+}
+
+static void
+raise_timeout(void *arg)
+{
+	flag_raise(arg);
+}
+
+/*
+ * A timeout added on another thread, under the core lock, right after the
+ * tcpip thread went to sleep for the next second's beat: it fires on time,
+ * not at that beat (sys_arch kicks the sleeping thread).
+ */
+static void
+test_timers_kick(void)
+{
+	struct flag fired = { 0 };
+	guint64 rounds;
+	gint64 t0, end = g_get_monotonic_time() + DEADLINE_US;
+
+	if (!g_test_subprocess()) {
+		g_test_trap_subprocess(NULL, 60 * G_TIME_SPAN_SECOND, G_TEST_SUBPROCESS_INHERIT_STDERR);
+		g_test_trap_assert_passed();
+		return;
+	}
+	start_tcpip();
+	g_usleep(500 * 1000);
+	/* Just after a beat: the next is a second away. */
+	LOCK_TCPIP_CORE();
+	rounds = ncm_lwip_timers_rounds();
+	UNLOCK_TCPIP_CORE();
+	for (;;) {
+		LOCK_TCPIP_CORE();
+		if (ncm_lwip_timers_rounds() != rounds)
+			break;
+		UNLOCK_TCPIP_CORE();
+		g_assert_cmpint(g_get_monotonic_time(), <, end);
+		g_usleep(2 * 1000);
+	}
+	sys_timeout(20, raise_timeout, &fired);
+	t0 = g_get_monotonic_time();
+	UNLOCK_TCPIP_CORE();
+	g_assert_true(flag_wait(&fired, DEADLINE_US));
+	g_printerr("the timeout fired after %" G_GINT64_FORMAT " ms\n", (g_get_monotonic_time() - t0) / 1000);
+	g_assert_cmpint(g_get_monotonic_time() - t0, <, 700 * G_TIME_SPAN_MILLISECOND);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -766,5 +874,7 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip/core-lock/waits", test_core_lock_waits);
 	g_test_add_func("/lwip/tcp/ipv4-8MiB", test_tcp_ipv4);
 	g_test_add_func("/lwip/tcp/ipv6-link-local", test_tcp_ipv6_link_local);
+	g_test_add_func("/lwip/timers/idle", test_timers_idle);
+	g_test_add_func("/lwip/timers/kick", test_timers_kick);
 	return g_test_run();
 }

@@ -2338,6 +2338,67 @@ test_set_ipv4(void)
 	g_assert_true(netif_has(LWIP_V4));
 }
 
+static void
+count_emission(NcmLwipNetif *n, gpointer data)
+{
+	(void)n;
+	(*(guint *)data)++;
+}
+
+/* Runs the default context (the netif's owner) until @count passes @from,
+ * for at most @ms; whether it did. */
+static gboolean
+emitted_since(const guint *count, guint from, guint ms)
+{
+	gint64 end = g_get_monotonic_time() + ms * G_TIME_SPAN_MILLISECOND;
+
+	while (*count == from && g_get_monotonic_time() < end)
+		if (!g_main_context_iteration(NULL, FALSE))
+			g_usleep(2 * 1000);
+	return *count != from;
+}
+
+/*
+ * ::addresses-changed, what owners watch instead of polling: an address
+ * set from another thread, and DNS servers changed (which lwIP tells
+ * nobody: the stack looks once a second, on its own beat).
+ */
+static void
+test_addresses_changed(void)
+{
+	g_autoptr(GInetAddress) other = g_inet_address_new_from_string("192.168.78.3");
+	g_autoptr(GInetAddress) v4 = g_inet_address_new_from_string(LWIP_V4);
+	g_autoptr(GInetAddress) server = g_inet_address_new_from_string("192.168.78.53");
+	g_autoptr(GError) error = NULL;
+	guint count = 0, before;
+	gulong id;
+
+	if (!have_tap())
+		return;
+	id = g_signal_connect(netif, "addresses-changed", G_CALLBACK(count_emission), &count);
+	/* Whatever earlier tests left on the way. */
+	while (emitted_since(&count, count, 300))
+		;
+	before = count;
+	g_assert_true(ncm_lwip_netif_set_ipv4(netif, other, 24, NULL, &error));
+	g_assert_true(emitted_since(&count, before, 5000));
+	g_assert_true(netif_has("192.168.78.3"));
+	before = count;
+	g_assert_true(ncm_lwip_netif_set_ipv4(netif, v4, 24, NULL, &error));
+	g_assert_no_error(error);
+	g_assert_true(emitted_since(&count, before, 5000));
+	g_assert_true(netif_has(LWIP_V4));
+	/* Nothing changes: nothing is emitted, beat after beat. */
+	before = count;
+	g_assert_false(emitted_since(&count, before, 2500));
+	ncm_lwip_stack_set_dns_server(stack, 1, server);
+	g_assert_true(emitted_since(&count, before, 5000));
+	before = count;
+	ncm_lwip_stack_set_dns_server(stack, 1, NULL);
+	g_assert_true(emitted_since(&count, before, 5000));
+	g_signal_handler_disconnect(netif, id);
+}
+
 /* set_ipv4() from another thread while the netif is removed: it works,
  * or says the netif was removed; never a link freed under it. */
 static gint set_ipv4_calls; /* atomic */
@@ -2455,6 +2516,7 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-tap/ipv6/slaac", test_slaac);
 	g_test_add_func("/lwip-tap/netif/set-ipv4", test_set_ipv4);
 	g_test_add_func("/lwip-tap/netif/set-ipv4-removed", test_set_ipv4_removed);
+	g_test_add_func("/lwip-tap/netif/addresses-changed", test_addresses_changed);
 #ifdef TCP_RAW_PEER
 	/* Last: its ARP, from an address the kernel does not own, makes the
 	 * netif's peer (test_peer) that address. */
