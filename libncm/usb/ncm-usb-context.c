@@ -131,6 +131,19 @@ event_thread_main(gpointer data)
 		gint64 next = now + g_atomic_int_get(&self->idle_ms) * G_TIME_SPAN_MILLISECOND;
 
 		/*
+		 * Until the new deadline is armed below, any wake interrupts: a
+		 * producer that changes what a timeout reads after that timeout
+		 * has looked (an NTB opened, a transfer parked) would otherwise
+		 * find the old, passed deadline, not interrupt, and wait for the
+		 * idle ceiling. An interrupt is remembered, so the worst is one
+		 * more round. The fence pairs with the wake's: some timeouts read
+		 * their state without a lock (the parked count), so either they
+		 * see the producer's change or the producer sees this store.
+		 */
+		__atomic_store_n(&self->armed_deadline, G_MAXINT64, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+
+		/*
 		 * Under libusb's event lock: a thread doing synchronous libusb I/O
 		 * (enumeration, another device's open) may handle events, and so
 		 * run RX callbacks, while this thread is between event batches.
@@ -554,6 +567,8 @@ ncm_context_wake(NcmContext *self, gint64 deadline_us)
 	 */
 	if (ncm_context_is_event_thread(self))
 		return;
+	/* After the caller's change to what the timeouts read (see the loop). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (deadline_us < __atomic_load_n(&self->armed_deadline, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&self->armed_deadline, deadline_us, __ATOMIC_RELAXED);
 		libusb_interrupt_event_handler(self->usb);

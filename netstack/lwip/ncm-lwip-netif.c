@@ -75,10 +75,11 @@ struct _NcmLwipNetif {
 	guint8 peer4[4], peer6[16];
 	guint8 peer4_mac[6], peer6_mac[6];
 
-	/* ::addresses-changed goes to the context that added the netif; core
-	 * lock: one emission already on its way there. */
+	/* ::addresses-changed goes to the context that added the netif. Core
+	 * lock: one emission already on its way there; none from removal on. */
 	GMainContext *owner;
 	gboolean addresses_posted;
+	gboolean addresses_done;
 };
 
 /* Core lock: every netif we added. */
@@ -94,12 +95,21 @@ G_DEFINE_TYPE(NcmLwipNetif, ncm_lwip_netif, G_TYPE_OBJECT)
 
 /* ---- Address changes -------------------------------------------------- */
 
+/*
+ * The emission on its way holds the netif weakly: a strong reference kept
+ * it, its link and its device open past the owner's last unref until the
+ * owner's context ran (never, for a program with no main loop).
+ */
 static gboolean
 addresses_dispatch(gpointer data)
 {
-	NcmLwipNetif *n = data;
+	GWeakRef *ref = data;
+	g_autoptr(NcmLwipNetif) n = NULL;
 
-	ncm_tsan_acquire(n);
+	ncm_tsan_acquire(ref);
+	n = g_weak_ref_get(ref);
+	if (!n)
+		return G_SOURCE_REMOVE;
 	nlw_core_lock();
 	n->addresses_posted = FALSE;
 	nlw_core_unlock();
@@ -107,21 +117,45 @@ addresses_dispatch(gpointer data)
 	return G_SOURCE_REMOVE;
 }
 
-/* Core lock held. */
+static void
+addresses_ref_free(gpointer data)
+{
+	GWeakRef *ref = data;
+
+	ncm_tsan_acquire(ref);
+	g_weak_ref_clear(ref);
+	g_free(ref);
+}
+
+/* Core lock held. Never once the netif is being removed or disposed
+ * (addresses_done): it may be on its last reference. */
 static void
 addresses_post(NcmLwipNetif *n)
 {
+	GWeakRef *ref;
 	GSource *source;
 
-	if (n->addresses_posted)
+	if (n->addresses_posted || n->addresses_done)
 		return;
 	n->addresses_posted = TRUE;
+	ref = g_new(GWeakRef, 1);
+	g_weak_ref_init(ref, n);
 	source = g_idle_source_new();
 	g_source_set_priority(source, G_PRIORITY_DEFAULT);
-	g_source_set_callback(source, addresses_dispatch, g_object_ref(n), g_object_unref);
-	ncm_tsan_release(n);
+	g_source_set_callback(source, addresses_dispatch, ref, addresses_ref_free);
+	ncm_tsan_release(ref);
 	g_source_attach(source, n->owner);
 	g_source_unref(source);
+}
+
+/* Any thread: no emission from now on. Before the last reference goes
+ * (dispose), since a weak reference may not be taken after. */
+static void
+addresses_stop(NcmLwipNetif *n)
+{
+	nlw_core_lock();
+	n->addresses_done = TRUE;
+	nlw_core_unlock();
 }
 
 /*
@@ -796,6 +830,7 @@ ncm_lwip_netif_remove(NcmLwipNetif *n)
 	g_return_if_fail(NCM_LWIP_IS_NETIF(n));
 	if (n->link == NULL)
 		return;
+	addresses_stop(n);
 	/* No sink callback may run once the netif is gone, and no frame it
 	 * queued to the tcpip thread may wait there. */
 	if (n->started)
@@ -825,6 +860,13 @@ ncm_lwip_netif_remove(NcmLwipNetif *n)
 }
 
 static void
+netif_dispose(GObject *object)
+{
+	addresses_stop(NCM_LWIP_NETIF(object));
+	G_OBJECT_CLASS(ncm_lwip_netif_parent_class)->dispose(object);
+}
+
+static void
 netif_finalize(GObject *object)
 {
 	NcmLwipNetif *n = NCM_LWIP_NETIF(object);
@@ -848,6 +890,7 @@ ncm_lwip_netif_init(NcmLwipNetif *n)
 static void
 ncm_lwip_netif_class_init(NcmLwipNetifClass *klass)
 {
+	G_OBJECT_CLASS(klass)->dispose = netif_dispose;
 	G_OBJECT_CLASS(klass)->finalize = netif_finalize;
 	signals[SIGNAL_ADDRESSES_CHANGED] =
 	    g_signal_new("addresses-changed", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0,

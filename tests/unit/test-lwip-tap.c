@@ -2453,6 +2453,42 @@ test_set_ipv4_removed(void)
 	close(sv[1]);
 }
 
+/*
+ * The owner's last unref removes the netif at once, with an emission of
+ * ::addresses-changed still queued on a context nobody runs (a program
+ * with no main loop): the emission holds no reference. Netif up, DHCP
+ * started and an address set make such emissions.
+ */
+static void
+test_unref_with_emission_queued(void)
+{
+	g_autoptr(GInetAddress) v4 = g_inet_address_new_from_string("192.168.79.1");
+	g_autoptr(GMainContext) owner = g_main_context_new();
+	g_autoptr(GError) error = NULL;
+	NcmLwipNetifConfig config;
+	NcmLwipNetif *n;
+	gpointer weak;
+	int sv[2];
+
+	g_assert_no_errno(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv));
+	ncm_lwip_netif_config_init(&config);
+	g_main_context_push_thread_default(owner);
+	n = ncm_lwip_netif_add(ncm_lwip_stack_get_default(),
+			       ncm_link_new_for_tap_fd(sv[0], lwip_mac, 1514), &config, &error);
+	g_main_context_pop_thread_default(owner);
+	g_assert_no_error(error);
+	g_assert_true(ncm_lwip_netif_set_ipv4(n, v4, 24, NULL, &error));
+	g_assert_true(g_main_context_pending(owner));
+	weak = n;
+	g_object_add_weak_pointer(G_OBJECT(n), &weak);
+	g_object_unref(n);
+	g_assert_null(weak);
+	/* What was queued finds no netif. */
+	while (g_main_context_iteration(owner, FALSE))
+		;
+	close(sv[1]);
+}
+
 static void
 attach_lwip(int fd)
 {
@@ -2517,6 +2553,7 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-tap/netif/set-ipv4", test_set_ipv4);
 	g_test_add_func("/lwip-tap/netif/set-ipv4-removed", test_set_ipv4_removed);
 	g_test_add_func("/lwip-tap/netif/addresses-changed", test_addresses_changed);
+	g_test_add_func("/lwip-tap/netif/unref-with-emission-queued", test_unref_with_emission_queued);
 #ifdef TCP_RAW_PEER
 	/* Last: its ARP, from an address the kernel does not own, makes the
 	 * netif's peer (test_peer) that address. */

@@ -709,6 +709,37 @@ rules_install() { # FILE: the only rule in rules.d, then the device plugged in a
 	gadget_replug
 }
 
+# thread_wakeups PID: "tid comm count" per thread, count being its context
+# switches so far (voluntary or not): what a process costs a host that
+# would rather sleep.
+thread_wakeups() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		echo "${t##*/} $(cat "$t/comm") $(awk '/ctxt_switches:/ { n += $2 } END { print n + 0 }' "$t/status")"
+	done 2>/dev/null
+}
+
+# idle_check LABEL PID [SECS] [MAX]: on a link that carries nothing, the
+# program's other threads than its main one wake at most MAX times in SECS
+# (5, 10): libncm's event loop and lwIP's tcpip thread each woke ten times a
+# second before, all day long for a phone left plugged in. The main thread
+# runs the owner's GLib loop, whose device watch (--persist, --all) polls
+# each second where no udev daemon runs, as in this VM: counted apart. Each
+# thread's count goes to the log.
+idle_check() {
+	local label=$1 pid=$2 secs=${3:-5} max=${4:-10} n
+	thread_wakeups "$pid" >/tmp/idle.before
+	sleep "$secs"
+	thread_wakeups "$pid" >/tmp/idle.after
+	# Threads that came meanwhile count from 0.
+	awk 'NR == FNR { was[$1] = $3; next } { printf "  %s%s: %d\n", $2, $1 == '"$pid"' ? " (main)" : "", $3 - was[$1] }' \
+		/tmp/idle.before /tmp/idle.after
+	n=$(awk 'NR == FNR { was[$1] = $3; next } $1 != '"$pid"' { n += $3 - was[$1] } END { print n + 0 }' \
+		/tmp/idle.before /tmp/idle.after)
+	check "$label on an idle link: its threads but the main one woke $n times in $secs s (at most $max)" \
+		[ "$n" -le "$max" ]
+}
+
 # watch_mode_check LOG: the program's libncm (G_MESSAGES_DEBUG=ncm) watched
 # by hotplug events under udevd, and by polling without it; apart from
 # udevd, by hotplug until a device came or went unannounced, then polling.

@@ -134,6 +134,9 @@ run_main() {
 	done
 	chown "$NOBODY" "$(usb_node)"
 	start_unprivileged
+	# Before any connection: lwIP's one-second beat, and nothing else.
+	sleep 2
+	idle_check ncm-proxy "$PROXY_PID"
 	fetch "SOCKS by IPv4 address" "http://$(peer_ip4)/big"
 	fetch "SOCKS by IPv6 address" "http://[$(peer_ip6)]/big"
 	fetch "SOCKS by name (A)" "http://peer.test/big"

@@ -75,6 +75,10 @@ wait_tun_carrier
 wait_ping "after replug"
 check "ping $(peer_ip4) x3 after replug" ping -c 3 -W 2 "$(peer_ip4)"
 
+# Nothing to carry: neither ncm-tun nor libncm wakes on a timer of its own.
+sleep 2
+idle_check ncm-tun "$TUN_PID"
+
 # Renamed by its owner (down for it, as the kernel wants): the statistics
 # follow the interface, and so does the cleanup at exit.
 ip link set "$TUN" down
