@@ -36,12 +36,21 @@
  * always be answered as a timeout (an endless wait must return a message). */
 #define SLEEP_CAP_MS (60 * 60 * 1000)
 
+/* How often, at most, a resting timer that walks lists to know whether
+ * it has work asks (MLD's groups, DHCP's clients): sys_timeouts_sleeptime()
+ * runs before every message the tcpip thread takes, and the core lock's
+ * release on other threads asks too. Well under MLD's 100 ms tick; TCP's
+ * question is two loads and asked every time. */
+#define DORMANT_LOOK_MS 50
+
 typedef gboolean (*NeededFunc)(void);
 
 typedef struct {
 	gboolean armed;
 	gint64 due;              /* ms, g_get_monotonic_time()'s clock */
 	NeededFunc needed;       /* NULL: always */
+	gboolean walks;          /* needed() walks lists: asked at most every DORMANT_LOOK_MS */
+	gboolean tcp;            /* tcp_tmr: its rest mirrored in tcp_resting */
 } Cyclic;
 
 typedef struct _Timeout Timeout;
@@ -55,6 +64,8 @@ struct _Timeout {
 /* All under the core lock. */
 static Cyclic *cyclic;
 static Timeout *timeouts;          /* by due time; equal ones in order added */
+static gint64 dormant_looked_at = -DORMANT_LOOK_MS;  /* ms: asked first at once */
+static gboolean tcp_resting = TRUE;  /* TCP's timer is not armed */
 static gint64 sleeps_until = G_MAXINT64;  /* what the tcpip thread waits for */
 static GThread *timers_thread;     /* atomic: the one thread that runs the timers */
 static guint64 rounds;             /* sys_check_timeouts() calls that ran a timer */
@@ -131,6 +142,10 @@ sys_timeouts_init(void)
 	cyclic = g_new0(Cyclic, lwip_num_cyclic_timers);
 	for (int i = 0; i < lwip_num_cyclic_timers; i++) {
 		cyclic[i].needed = needed_for(lwip_cyclic_timers[i].handler);
+#if LWIP_TCP
+		cyclic[i].tcp = lwip_cyclic_timers[i].handler == tcp_tmr;
+#endif
+		cyclic[i].walks = cyclic[i].needed && !cyclic[i].tcp;
 		/* The same start for all: equal intervals stay on one beat. */
 		cyclic[i].armed = cyclic[i].needed == NULL;
 		cyclic[i].due = now + lwip_cyclic_timers[i].interval_ms;
@@ -143,12 +158,17 @@ static gint64
 next_due(gint64 now)
 {
 	gint64 next = timeouts ? timeouts->due : G_MAXINT64;
+	gboolean look = now - dormant_looked_at >= DORMANT_LOOK_MS;
 
+	if (look)
+		dormant_looked_at = now;
 	for (int i = 0; cyclic && i < lwip_num_cyclic_timers; i++) {
 		Cyclic *c = &cyclic[i];
 
-		if (!c->armed && c->needed()) {
+		if (!c->armed && (look || !c->walks) && c->needed()) {
 			c->armed = TRUE;
+			if (c->tcp)
+				tcp_resting = FALSE;
 			c->due = now + lwip_cyclic_timers[i].interval_ms;
 		}
 		if (c->armed)
@@ -220,6 +240,8 @@ sys_check_timeouts(void)
 		ran = TRUE;
 		if (c->needed && !c->needed()) {
 			c->armed = FALSE;
+			if (c->tcp)
+				tcp_resting = TRUE;
 			continue;
 		}
 		/* On the beat, unless a late round lost it (as lwIP's own). */
@@ -258,7 +280,9 @@ sys_timeouts_sleeptime(void)
 	u32_t ms;
 
 	LWIP_ASSERT_CORE_LOCKED();
-	g_atomic_pointer_set(&timers_thread, g_thread_self());
+	/* Once: a store per message would be a barrier per message. */
+	if (g_atomic_pointer_get(&timers_thread) != g_thread_self())
+		g_atomic_pointer_set(&timers_thread, g_thread_self());
 	next = next_due(now);
 	if (next <= now)
 		ms = 0;
@@ -268,19 +292,32 @@ sys_timeouts_sleeptime(void)
 	return ms;
 }
 
+/*
+ * On every release of the core lock by another thread, so without a clock
+ * read (a syscall and an emulated timer read in the VM: it cost the lwip
+ * path a tenth of its throughput there) and without walking lists. A
+ * timeout added, or TCP's timer needed by a connection begun: the tcpip
+ * thread wakes and arms it. MLD's and DHCP's timers, whose work a netif or
+ * DHCP started from another thread brings, wait for the thread's next
+ * round (its next message, or the beat a second): their first report or
+ * request went out at once, only the repeats come that late.
+ */
 gboolean
 ncm_lwip_timers_moved_earlier(void)
 {
 	GThread *thread = g_atomic_pointer_get(&timers_thread);
-	gint64 next;
+	gboolean earlier;
 
 	if (!thread || g_thread_self() == thread)
 		return FALSE;
-	next = next_due(now_ms());
-	if (next >= sleeps_until)
+	earlier = timeouts && timeouts->due < sleeps_until;
+#if LWIP_TCP
+	earlier = earlier || (tcp_resting && tcp_needed());
+#endif
+	if (!earlier)
 		return FALSE;
 	/* Once: the tcpip thread reads its deadline afresh when woken. */
-	sleeps_until = next;
+	sleeps_until = G_MININT64;
 	return TRUE;
 }
 

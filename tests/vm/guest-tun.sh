@@ -66,6 +66,11 @@ wait_ping "through ncm-tun"
 check "ping $(peer_ip4) x3 through ncm-tun" ping -c 3 -W 2 "$(peer_ip4)"
 check "ping $(peer_ip6) x3 through ncm-tun" ping -6 -c 3 -W 2 "$(peer_ip6)"
 iperf3_both ncm-tun
+# Nothing to carry: neither ncm-tun nor libncm wakes on a timer of its own.
+# Long after the carrier came, so that the kernel's own router
+# solicitations and MLD reports for the new link are over.
+sleep 2
+idle_check ncm-tun "$TUN_PID"
 
 gadget_unplug
 check "ncm-tun survives the unplug" tun_alive
@@ -74,10 +79,6 @@ gadget_replug
 wait_tun_carrier
 wait_ping "after replug"
 check "ping $(peer_ip4) x3 after replug" ping -c 3 -W 2 "$(peer_ip4)"
-
-# Nothing to carry: neither ncm-tun nor libncm wakes on a timer of its own.
-sleep 2
-idle_check ncm-tun "$TUN_PID"
 
 # Renamed by its owner (down for it, as the kernel wants): the statistics
 # follow the interface, and so does the cleanup at exit.
