@@ -139,6 +139,8 @@ sys_timeouts_init(void)
 {
 	gint64 now = now_ms();
 
+	gboolean beat = FALSE;
+
 	cyclic = g_new0(Cyclic, lwip_num_cyclic_timers);
 	for (int i = 0; i < lwip_num_cyclic_timers; i++) {
 		cyclic[i].needed = needed_for(lwip_cyclic_timers[i].handler);
@@ -149,7 +151,12 @@ sys_timeouts_init(void)
 		/* The same start for all: equal intervals stay on one beat. */
 		cyclic[i].armed = cyclic[i].needed == NULL;
 		cyclic[i].due = now + lwip_cyclic_timers[i].interval_ms;
+		beat = beat || cyclic[i].armed;
 	}
+	/* Resting timers whose work comes from other threads are looked at on
+	 * the tcpip thread's rounds: some timer must always run (lwipopts.h
+	 * keeps ARP and IPv6, whose timers do). */
+	g_assert(beat);
 }
 
 /* Arms a resting timer whose work appeared (as lwIP's tcp_timer_needed()
@@ -165,6 +172,9 @@ next_due(gint64 now)
 	for (int i = 0; cyclic && i < lwip_num_cyclic_timers; i++) {
 		Cyclic *c = &cyclic[i];
 
+		/* A look put off comes back when due, not at the next beat. */
+		if (!c->armed && c->walks && !look)
+			next = MIN(next, dormant_looked_at + DORMANT_LOOK_MS);
 		if (!c->armed && (look || !c->walks) && c->needed()) {
 			c->armed = TRUE;
 			if (c->tcp)
@@ -294,13 +304,15 @@ sys_timeouts_sleeptime(void)
 
 /*
  * On every release of the core lock by another thread, so without a clock
- * read (a syscall and an emulated timer read in the VM: it cost the lwip
- * path a tenth of its throughput there) and without walking lists. A
- * timeout added, or TCP's timer needed by a connection begun: the tcpip
- * thread wakes and arms it. MLD's and DHCP's timers, whose work a netif or
- * DHCP started from another thread brings, wait for the thread's next
- * round (its next message, or the beat a second): their first report or
- * request went out at once, only the repeats come that late.
+ * read and without walking lists (both cost the lwip path a tenth of its
+ * throughput in the VM). A timeout added, or TCP's timer needed by a
+ * connection begun (also by a SYN the link thread put in): the tcpip
+ * thread wakes and arms it. MLD's and DHCP's timers, whose work comes from
+ * another thread (a netif up, DHCP started, an MLD query or a DHCP offer
+ * the link thread put in), wait for the tcpip thread's next round: its
+ * next message, or the beat a second. A report or a retransmission may so
+ * come up to a second late, which both protocols allow (MLD answers a
+ * query after a random delay of up to 10 s by default).
  */
 gboolean
 ncm_lwip_timers_moved_earlier(void)

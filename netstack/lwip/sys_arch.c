@@ -453,11 +453,19 @@ sys_arch_mbox_fetch(sys_mbox_t *mbox, void **msg, u32_t timeout)
 	void *m = NULL;
 	gboolean got;
 
+	gboolean first = FALSE;
+
 	/* Only a timed wait can be kicked: lwIP takes its end as "look at the
-	 * timers", while an endless one must return a message. */
-	if (timeout && ncm_lwip_timers_is_thread())
+	 * timers", while an endless one must return a message. Stored once (a
+	 * store per message would be a barrier per message); a kick that came
+	 * before the mailbox was known is taken as one. */
+	if (timeout && ncm_lwip_timers_is_thread() && g_atomic_pointer_get(&timers_mbox) != mb) {
 		g_atomic_pointer_set(&timers_mbox, mb);
+		first = TRUE;
+	}
 	ncm_mutex_lock(&mb->lock);
+	if (first)
+		mb->kicked = TRUE;
 	while (mb->count == 0 && !(timeout && mb->kicked) &&
 	       wait_until(&mb->not_empty, &mb->lock, deadline))
 		;
