@@ -86,11 +86,8 @@ device_attach(ProxyDevice *self, const NcmFunctionInfo *info, GError **error)
 static void
 netif_clear(ProxyDevice *self)
 {
-	if (!self->netif)
-		return;
-	/* An emission already on its way holds the netif, not us. */
-	g_signal_handlers_disconnect_by_data(self->netif, self);
-	ncm_lwip_netif_remove(self->netif);
+	if (self->netif)
+		ncm_lwip_netif_remove(self->netif);
 	g_clear_object(&self->netif);
 }
 

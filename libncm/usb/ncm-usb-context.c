@@ -12,7 +12,7 @@
  * loop (its return value, or ncm_context_wake() from other threads), so an
  * idle link costs no wake-up but this one: at 100 ms it woke the event
  * thread ten times a second for as long as a phone stayed plugged in
- * (tests/vm/guest-idle.sh). What it still catches is the one clock a
+ * (idle_check in tests/vm/guest-lib.sh). What it still catches is the one clock a
  * producer starts without waking the loop, TX's "sending stopped" watch
  * (NCM_TX_STUCK_US, 10 s): waking for it would cost a syscall per lone
  * datagram, and a ceiling under it finds it in time.

@@ -105,6 +105,7 @@ addresses_dispatch(gpointer data)
 {
 	GWeakRef *ref = data;
 	g_autoptr(NcmLwipNetif) n = NULL;
+	gboolean done;
 
 	ncm_tsan_acquire(ref);
 	n = g_weak_ref_get(ref);
@@ -112,7 +113,11 @@ addresses_dispatch(gpointer data)
 		return G_SOURCE_REMOVE;
 	nlw_core_lock();
 	n->addresses_posted = FALSE;
+	done = n->addresses_done;
 	nlw_core_unlock();
+	/* One posted before the removal, and the netif still held elsewhere. */
+	if (done)
+		return G_SOURCE_REMOVE;
 	g_signal_emit(n, signals[SIGNAL_ADDRESSES_CHANGED], 0);
 	return G_SOURCE_REMOVE;
 }

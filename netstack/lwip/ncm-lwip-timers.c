@@ -18,7 +18,7 @@
  * lwIP's own timeouts.c runs every cyclic timer for ever: mld6_tmr every
  * 100 ms, dhcp_fine_tmr every 500 ms, the rest every second. That woke the
  * tcpip thread ten times a second on a link with no traffic, all day long
- * for a phone left plugged in (tests/vm/guest-idle.sh). Here the timers
+ * for a phone left plugged in (idle_check in tests/vm/guest-lib.sh). Here the timers
  * whose ticks only count down work in hand run while that work exists: TCP
  * while a connection is open or in TIME_WAIT (as lwIP itself does), MLD
  * while a report is pending, DHCP's fine timer while a request awaits its
@@ -38,9 +38,8 @@
 
 /* How often, at most, a resting timer that walks lists to know whether
  * it has work asks (MLD's groups, DHCP's clients): sys_timeouts_sleeptime()
- * runs before every message the tcpip thread takes, and the core lock's
- * release on other threads asks too. Well under MLD's 100 ms tick; TCP's
- * question is two loads and asked every time. */
+ * runs before every message the tcpip thread takes. Well under MLD's 100 ms
+ * tick; TCP's question is two loads and asked every time. */
 #define DORMANT_LOOK_MS 50
 
 typedef gboolean (*NeededFunc)(void);
@@ -138,7 +137,6 @@ void
 sys_timeouts_init(void)
 {
 	gint64 now = now_ms();
-
 	gboolean beat = FALSE;
 
 	cyclic = g_new0(Cyclic, lwip_num_cyclic_timers);

@@ -192,7 +192,8 @@ void ncm_lwip_stack_set_input_mode(NcmLwipStack *self, NcmLwipInputMode mode);
  * RDNSS, or set by the program). Changes that come together make one
  * emission. Emitted on the main context that was the thread's default
  * when the netif was added; watch this instead of polling, which wakes
- * the process all day long.
+ * the process all day long. Not emitted once ncm_lwip_netif_remove() has
+ * begun.
  */
 #define NCM_LWIP_TYPE_NETIF (ncm_lwip_netif_get_type())
 G_DECLARE_FINAL_TYPE(NcmLwipNetif, ncm_lwip_netif, NCM_LWIP, NETIF, GObject)

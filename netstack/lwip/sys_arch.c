@@ -452,7 +452,6 @@ sys_arch_mbox_fetch(sys_mbox_t *mbox, void **msg, u32_t timeout)
 	gint64 deadline = deadline_after(start, timeout);
 	void *m = NULL;
 	gboolean got;
-
 	gboolean first = FALSE;
 
 	/* Only a timed wait can be kicked: lwIP takes its end as "look at the

@@ -2454,21 +2454,18 @@ test_set_ipv4_removed(void)
 }
 
 /*
- * The owner's last unref removes the netif at once, with an emission of
- * ::addresses-changed still queued on a context nobody runs (a program
- * with no main loop): the emission holds no reference. Netif up, DHCP
- * started and an address set make such emissions.
+ * A netif on a socketpair link (@sv, the far end left to the caller to
+ * close), added with @owner as the thread's default context, with an
+ * ::addresses-changed emission queued there (an address set). @count, if
+ * given, counts the emissions.
  */
-static void
-test_unref_with_emission_queued(void)
+static NcmLwipNetif *
+netif_with_emission_queued(GMainContext *owner, int sv[2], guint *count)
 {
 	g_autoptr(GInetAddress) v4 = g_inet_address_new_from_string("192.168.79.1");
-	g_autoptr(GMainContext) owner = g_main_context_new();
 	g_autoptr(GError) error = NULL;
 	NcmLwipNetifConfig config;
 	NcmLwipNetif *n;
-	gpointer weak;
-	int sv[2];
 
 	g_assert_no_errno(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv));
 	ncm_lwip_netif_config_init(&config);
@@ -2477,8 +2474,28 @@ test_unref_with_emission_queued(void)
 			       ncm_link_new_for_tap_fd(sv[0], lwip_mac, 1514), &config, &error);
 	g_main_context_pop_thread_default(owner);
 	g_assert_no_error(error);
+	if (count)
+		g_signal_connect(n, "addresses-changed", G_CALLBACK(count_emission), count);
 	g_assert_true(ncm_lwip_netif_set_ipv4(n, v4, 24, NULL, &error));
 	g_assert_true(g_main_context_pending(owner));
+	return n;
+}
+
+/*
+ * The owner's last unref removes the netif at once, with an emission of
+ * ::addresses-changed still queued on a context nobody runs (a program
+ * with no main loop): the emission holds no reference. Netif up, DHCP
+ * started and an address set make such emissions.
+ */
+static void
+test_unref_with_emission_queued(void)
+{
+	g_autoptr(GMainContext) owner = g_main_context_new();
+	NcmLwipNetif *n;
+	gpointer weak;
+	int sv[2];
+
+	n = netif_with_emission_queued(owner, sv, NULL);
 	weak = n;
 	g_object_add_weak_pointer(G_OBJECT(n), &weak);
 	g_object_unref(n);
@@ -2486,6 +2503,24 @@ test_unref_with_emission_queued(void)
 	/* What was queued finds no netif. */
 	while (g_main_context_iteration(owner, FALSE))
 		;
+	close(sv[1]);
+}
+
+/* Removed while an emission is queued and the netif still held: the
+ * emission does not come (the owner let go of its handlers' data). */
+static void
+test_removed_emits_nothing(void)
+{
+	g_autoptr(GMainContext) owner = g_main_context_new();
+	g_autoptr(NcmLwipNetif) n = NULL;
+	guint count = 0;
+	int sv[2];
+
+	n = netif_with_emission_queued(owner, sv, &count);
+	ncm_lwip_netif_remove(n);
+	while (g_main_context_iteration(owner, FALSE))
+		;
+	g_assert_cmpuint(count, ==, 0);
 	close(sv[1]);
 }
 
@@ -2554,6 +2589,7 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-tap/netif/set-ipv4-removed", test_set_ipv4_removed);
 	g_test_add_func("/lwip-tap/netif/addresses-changed", test_addresses_changed);
 	g_test_add_func("/lwip-tap/netif/unref-with-emission-queued", test_unref_with_emission_queued);
+	g_test_add_func("/lwip-tap/netif/removed-emits-nothing", test_removed_emits_nothing);
 #ifdef TCP_RAW_PEER
 	/* Last: its ARP, from an address the kernel does not own, makes the
 	 * netif's peer (test_peer) that address. */
