@@ -121,11 +121,12 @@ ssize_t
 gadgetfs_read_out(uint8_t *b, size_t n)
 {
 	int flags = fcntl(ep0, F_GETFL), err = 0;
+	unsigned waits = 0;
 	ssize_t r = -1;
 
 	if (flags < 0 || fcntl(ep0, F_SETFL, flags | O_NONBLOCK) < 0)
 		return read(ep0, b, n);
-	for (unsigned i = 0; i < 5000; i++) {
+	for (; waits < 5000; waits++) {
 		r = read(ep0, b, n);
 		if (r >= 0 || errno != EAGAIN)
 			break;
@@ -133,6 +134,8 @@ gadgetfs_read_out(uint8_t *b, size_t n)
 	}
 	if (r < 0)
 		err = errno;
+	trace_ep0("data stage of %zu bytes after %u waits: %zd %s", n, waits, r,
+		  r < 0 ? strerror(err) : "");
 	if (err == EAGAIN)
 		say("gadgetfs: an OUT data stage of %zu bytes did not come in 5 s", n);
 	else if (err == EIDRM)
@@ -151,14 +154,20 @@ ack(void)
 	uint8_t b[1];
 
 	/* A zero-length read is the status stage of a request without data. */
-	if (read(ep0, b, 0) < 0)
+	ssize_t r = read(ep0, b, 0);
+
+	trace_ep0("status stage: %zd %s", r, r < 0 ? strerror(errno) : "");
+	if (r < 0)
 		say("gadgetfs status stage: %s", strerror(errno));
 }
 
 static void
 reply(const struct usb_ctrlrequest *rq, const uint8_t *b, size_t n)
 {
-	if (write(ep0, b, rq->wLength < n ? rq->wLength : n) < 0)
+	ssize_t r = write(ep0, b, rq->wLength < n ? rq->wLength : n);
+
+	trace_ep0("reply 0x%02x: %zd %s", rq->bRequest, r, r < 0 ? strerror(errno) : "");
+	if (r < 0)
 		say("gadgetfs reply to 0x%02x: %s", rq->bRequest, strerror(errno));
 }
 
@@ -338,13 +347,17 @@ answer_stranded(void)
 
 	if (poll(&p, 1, 0) <= 0 || (p.revents & POLLIN))
 		return false;
+	trace_ep0("poll: revents 0x%x", (unsigned)p.revents);
 	/* POLLHUP: gadgetfs reported (and forgot) an abort; look again. */
 	if (p.revents & POLLHUP)
 		return true;
 	if (!(p.revents & POLLOUT))
 		return false;
 	COUNT(st_stranded_requests, 1);
-	if (read(ep0, b, 0) == 0)
+	ssize_t r = read(ep0, b, 0);
+
+	trace_ep0("stranded: %zd %s", r, r < 0 ? strerror(errno) : "");
+	if (r == 0)
 		say("gadgetfs: acked a request without data that came while the last was answered");
 	else if (errno == EL2HLT)
 		say("gadgetfs: stalled an IN request that came while the last was answered");
@@ -364,6 +377,7 @@ serve_events(bool until_configured)
 
 		ssize_t n = read(ep0, ev, sizeof(ev));
 
+		trace_ep0("events: %zd %s", n, n < 0 ? strerror(errno) : "");
 		if (n < 0) {
 			/* EIDRM: the host gave up on a request (a reset); the next one comes. */
 			if (errno == EINTR || errno == EIDRM || errno == EAGAIN)
@@ -390,6 +404,7 @@ serve_events(bool until_configured)
 				set_enabled(false);
 				break;
 			case GADGETFS_SETUP:
+				trace_setup(&ev[i].u.setup);
 				if (prof.ep0_delay_ms)
 					usleep(prof.ep0_delay_ms * 1000u);
 				on_gadgetfs_setup(&ev[i].u.setup);

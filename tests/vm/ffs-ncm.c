@@ -383,15 +383,18 @@ stall(const struct usb_ctrlrequest *rq)
 		r = read(ep0, b, 0);
 	else
 		r = write(ep0, b, 0);
-	(void)r;
+	trace_ep0("stall 0x%02x: %zd %s", rq->bRequest, r, r < 0 ? strerror(errno) : "");
 }
 
 static void
 reply_in(const struct usb_ctrlrequest *rq, const uint8_t *b, size_t n)
 {
 	size_t want = rq->wLength < n ? rq->wLength : n;
+	ssize_t r = write(ep0, b, want);
 
-	if (write(ep0, b, want) < 0)
+	trace_ep0("reply 0x%02x, %zu bytes: %zd %s", rq->bRequest, want, r,
+		  r < 0 ? strerror(errno) : "");
+	if (r < 0)
 		say("ep0 reply to 0x%02x: %s", rq->bRequest, strerror(errno));
 }
 
@@ -402,6 +405,7 @@ read_out(const struct usb_ctrlrequest *rq, uint8_t *b, size_t cap)
 	size_t n = rq->wLength < cap ? rq->wLength : cap;
 	ssize_t r = ep0_gadgetfs && n ? gadgetfs_read_out(b, n) : read(ep0, b, n);
 
+	trace_ep0("read 0x%02x, %zu bytes: %zd %s", rq->bRequest, n, r, r < 0 ? strerror(errno) : "");
 	if (r < 0)
 		say("ep0 data of 0x%02x: %s", rq->bRequest, strerror(errno));
 	return r;
@@ -623,6 +627,7 @@ ep0_loop(void)
 	for (;;) {
 		ssize_t n = read(ep0, ev, sizeof(ev));
 
+		trace_ep0("events: %zd %s", n, n < 0 ? strerror(errno) : "");
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
@@ -643,6 +648,7 @@ ep0_loop(void)
 				set_enabled(false);
 				break;
 			case FUNCTIONFS_SETUP:
+				trace_setup(&ev[i].u.setup);
 				on_setup(&ev[i].u.setup);
 				break;
 			default:
@@ -1192,6 +1198,10 @@ signal_thread(void *arg)
 	for (;;) {
 		if (sigwait(set, &sig))
 			continue;
+		if (sig == SIGHUP) {
+			trace_ep0_print();
+			continue;
+		}
 		if (sig == SIGUSR2)
 			hostile_quiesce();
 		if (prof.hostile_one_in || prof.runt_one_in || prof.zlp_after_ntb)
@@ -1330,7 +1340,7 @@ static const char usage_text[] =
 	"  --self-test              check the NTB checker on packed NTBs and each crafted class\n"
 	"                           against libncm's parser, without a device\n"
 	"SIGUSR1 prints the counters; SIGUSR2 stops crafted transfers and prints them; SIGTERM prints\n"
-	"them and exits 3 if a host NTB broke a rule.\n";
+	"them and exits 3 if a host NTB broke a rule. SIGHUP prints the last ep0 calls.\n";
 
 static void
 parse_speed(const char *s)
@@ -1633,6 +1643,7 @@ main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	pthread_create(&th, NULL, signal_thread, &set);
 

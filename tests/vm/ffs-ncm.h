@@ -153,6 +153,10 @@ void on_setup(const struct usb_ctrlrequest *rq);
 /* --vanish-on: true when the device went away instead of answering rq. */
 bool vanish(const struct usb_ctrlrequest *rq);
 void stall(const struct usb_ctrlrequest *rq);
+/* ffs-ncm-trace.c: each ep0 call, timed, kept in a ring that SIGHUP prints. */
+void trace_ep0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void trace_setup(const struct usb_ctrlrequest *rq);
+void trace_ep0_print(void);
 /* The data path's endpoints are (not) usable: FUNCTIONFS_ENABLE, data alt 1. */
 void set_enabled(bool on);
 

@@ -54,7 +54,11 @@ uptime_cs() {
 }
 
 log() { echo "[$(cut -d' ' -f1 /proc/uptime)] $*"; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fail() {
+	echo "FAIL: $*" >&2
+	ffs_trace_print >&2
+	exit 1
+}
 skip() { echo "SKIP: $*"; exit 77; }
 ok() { echo "ok: $*"; }
 
@@ -1109,6 +1113,19 @@ ffs_apple_switch() {
 	gadget_config 4 "Apple mode 4" ffs.apple
 	gadget_config 5 "Apple NCM" ffs.apple ffs.ncm
 	gadget_replug
+}
+
+# ffs_trace_print: a failure's last words from a running ffs-ncm: its ep0
+# calls, timed (ffs-ncm-trace.c), for a hang that a rerun will not show.
+ffs_trace_print() {
+	local n
+	[ -n "${FFS_PID:-}" ] && [ -n "${FFS_LOG:-}" ] || return 0
+	n=$(grep -c 'ep0 trace: ' "$FFS_LOG" 2>/dev/null || true)
+	kill -HUP "$FFS_PID" 2>/dev/null || return 0
+	wait_for 2 "ffs-ncm's ep0 trace" sh -c "[ \$(grep -c 'ep0 trace: ' '$FFS_LOG') -gt ${n:-0} ]" ||
+		return 0
+	echo "--- ffs-ncm's last ep0 calls (uptime $(cut -d' ' -f1 /proc/uptime))"
+	grep 'ep0 trace: ' "$FFS_LOG" | tail -n +$(( ${n:-0} + 1 ))
 }
 
 # ffs_gadget_stop: stops ffs-ncm, prints its log and keeps its last counters
