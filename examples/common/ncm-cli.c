@@ -414,36 +414,59 @@ on_device_removed(NcmContext *ctx, guint bus, guint address, CliPersist *p)
 		p->removed(p->data);
 }
 
+/*
+ * Runs only while the owner has no device: a device's session ends by a
+ * call to cli_persist_lost(), so nothing wakes an owner whose device works,
+ * all day long for a phone left plugged in.
+ */
 static gboolean
 on_retry(gpointer data)
 {
 	CliPersist *p = data;
 	g_autoptr(GPtrArray) all = NULL;
 
-	if (p->current(p->data)) {
-		if (p->up_since &&
-		    g_get_monotonic_time() - p->up_since >= CLI_PERSIST_STABLE_S * G_USEC_PER_SEC) {
-			p->attempts = 0;
-			p->next_try = p->up_since = 0;
-		}
-		return G_SOURCE_CONTINUE;
-	}
-	/* A phone plugged in again comes back without NCM: ask again. Devices
-	 * in NCM mode already are only read (GET_MODE), and only while ours is
-	 * away; what appears is taken on "function-added". */
-	if (opt_apple_switch) {
-		g_autoptr(GError) e = NULL;
-		guint n = ncm_context_switch_apple_devices_matching(p->ctx, p->match, &e);
+	if (!p->current(p->data)) {
+		/* A phone plugged in again comes back without NCM: ask again.
+		 * Devices in NCM mode already are only read (GET_MODE), and only
+		 * while ours is away; what appears is taken on "function-added". */
+		if (opt_apple_switch) {
+			g_autoptr(GError) e = NULL;
+			guint n = ncm_context_switch_apple_devices_matching(p->ctx, p->match, &e);
 
-		if (n)
-			g_message("asked %u Apple device(s) for their NCM function again", n);
+			if (n)
+				g_message("asked %u Apple device(s) for their NCM function again", n);
+		}
+		if (g_get_monotonic_time() < p->next_try)
+			return G_SOURCE_CONTINUE;
+		all = ncm_context_enumerate(p->ctx, p->match, NULL);
+		for (guint i = 0; all && i < all->len && !p->current(p->data); i++)
+			try_reopen(p, all->pdata[i], FALSE);
 	}
-	if (g_get_monotonic_time() < p->next_try)
+	if (!p->current(p->data))
 		return G_SOURCE_CONTINUE;
-	all = ncm_context_enumerate(p->ctx, p->match, NULL);
-	for (guint i = 0; all && i < all->len && !p->current(p->data); i++)
-		try_reopen(p, all->pdata[i], FALSE);
-	return G_SOURCE_CONTINUE;
+	p->retry_id = 0;
+	return G_SOURCE_REMOVE;
+}
+
+static void
+retry_arm(CliPersist *p)
+{
+	if (!p->retry_id)
+		p->retry_id = g_timeout_add_seconds(2, on_retry, p);
+}
+
+void
+cli_persist_lost(CliPersist *p)
+{
+	/* Not started yet: cli_persist_start() arms it for an owner without a device. */
+	if (!p->ctx)
+		return;
+	/* A session that lasted lets the next open come at once. */
+	if (p->up_since &&
+	    g_get_monotonic_time() - p->up_since >= CLI_PERSIST_STABLE_S * G_USEC_PER_SEC)
+		p->attempts = 0, p->next_try = 0;
+	p->up_since = 0;
+	retry_arm(p);
 }
 
 gboolean
@@ -453,7 +476,8 @@ cli_persist_start(CliPersist *p, GError **error)
 	g_signal_connect(p->ctx, "device-removed", G_CALLBACK(on_device_removed), p);
 	if (!p->shared_watch && !ncm_context_watch(p->ctx, p->match, 0, error))
 		return FALSE;
-	p->retry_id = g_timeout_add_seconds(2, on_retry, p);
+	if (!p->current(p->data))
+		retry_arm(p);
 	return TRUE;
 }
 

@@ -102,6 +102,8 @@ typedef struct {
 guint cli_persist_backoff_s(guint attempts);
 
 gboolean cli_persist_start(CliPersist *persist, GError **error);
+/* The owner's device session ended (unplugged, failed): retries begin. */
+void cli_persist_lost(CliPersist *persist);
 /*
  * Whether --persist waits out @error from choosing or opening a device: the
  * device absent, not open to us yet, held by another program, gone, or

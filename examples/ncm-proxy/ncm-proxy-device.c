@@ -109,6 +109,7 @@ device_detach(ProxyDevice *self, const gchar *why)
 		return;
 	if (self->config.persist && self->config.usb_fd < 0) {
 		g_message("%s; waiting for it to come back", why);
+		cli_persist_lost(&self->persist);
 		return;
 	}
 	self->gone(why, self->gone_data);

@@ -483,6 +483,7 @@ tun_detach(Tun *tun, const gchar *why)
 		return;
 	if (opt_persist) {
 		g_message("%s: %s; waiting for it to come back", ncm_tap_get_name(tun->tap), why);
+		cli_persist_lost(&tun->persist);
 		return;
 	}
 	if (tun->app->multi)

@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ncm-usb-watch.c: reporting NCM functions that arrive and devices that leave: libusb hotplug, else polling. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/inotify.h>
+#include <glib-unix.h>
+#endif
 
 #include "ncm-error.h"
 #include "ncm-usb-context.h"
@@ -27,12 +33,18 @@ typedef struct {
 	 * container with the host's /run/udev but a network namespace of its
 	 * own: libudev hears udevd over netlink). The usbfs nodes say when
 	 * devices come or go; with no event for them, the watch polls. */
-	GSource *deaf_source;
+	GSource *deaf_source;      /* a look every DEAF_CHECK_MS, where inotify is not */
+	int nodes_fd;              /* inotify on /dev/bus/usb and its buses; -1: none */
+	GSource *nodes_source;     /* ... which looks when a node comes or goes */
+	int nodes_top_wd;          /* inotify's watch of /dev/bus/usb itself */
+	GSource *grace_source;     /* ... and once more when a change's grace ends */
 	gchar *nodes;              /* the usbfs nodes at the last look */
 	guint events_at_look;      /* hotplug callbacks by then (counted on libusb's thread) */
 	guint events_before;       /* ... at the look before a change; valid while changed_at */
 	gint64 changed_at;         /* a look first saw the change; 0: no change pending */
 } NcmWatch;
+
+static void deaf_sources_drop(NcmWatch *self);
 
 static void
 source_drop(GSource **source)
@@ -52,7 +64,7 @@ watch_free(gpointer data)
 	if (w->hotplug)
 		libusb_hotplug_deregister_callback(ncm_context_get_usb(w->context), w->hotplug_handle);
 	source_drop(&w->poll_source);
-	source_drop(&w->deaf_source);
+	deaf_sources_drop(w);
 	g_free(w->nodes);
 	g_hash_table_unref(w->known);
 	g_hash_table_unref(w->recheck);
@@ -262,10 +274,38 @@ poll_start(NcmWatch *self)
 	self->poll_source = owner_timer_new(self, self->poll_ms, rescan_cb);
 }
 
+/* Where inotify cannot watch the nodes: a look every DEAF_CHECK_MS. */
 #define DEAF_CHECK_MS 2000
 /* udevd's rules run between the node's creation and the event: a loaded
  * host takes a while, and a false alarm costs only the switch to polling. */
 #define DEAF_GRACE_S 5
+
+/* The inotify source's data: the fd, to drain it when the watch is not
+ * (yet) attached, which would otherwise spin the owner's loop. */
+typedef struct {
+	GWeakRef context;
+	int fd;
+} NodesRef;
+
+G_STATIC_ASSERT(G_STRUCT_OFFSET(NodesRef, context) == 0); /* weak_ref_free() frees it */
+
+static void
+nodes_watch_stop(NcmWatch *self)
+{
+	source_drop(&self->nodes_source);
+	source_drop(&self->grace_source);
+	if (self->nodes_fd >= 0) {
+		close(self->nodes_fd);
+		self->nodes_fd = -1;
+	}
+}
+
+static void
+deaf_sources_drop(NcmWatch *self)
+{
+	source_drop(&self->deaf_source);
+	nodes_watch_stop(self);
+}
 
 /*
  * TRUE while hotplug is trusted; FALSE once the watch polls instead. Events
@@ -274,7 +314,7 @@ poll_start(NcmWatch *self)
  * for silence. The grace runs from the look that saw the change.
  */
 static gboolean
-deaf_tick(NcmWatch *self)
+deaf_look(NcmWatch *self)
 {
 	g_autofree gchar *nodes = usbfs_nodes();
 	guint events = ncm_context_get_hotplug_events(self->context);
@@ -309,8 +349,63 @@ deaf_tick(NcmWatch *self)
 	return FALSE;
 }
 
+static gboolean grace_cb(gpointer data);
+
+/* A change that inotify showed is looked at again when its grace ends:
+ * nothing else would wake the owner for it. */
+static void
+grace_arm(NcmWatch *self)
+{
+	gint64 left;
+
+	if (self->nodes_fd < 0 || !self->changed_at || self->grace_source)
+		return;
+	left = self->changed_at + DEAF_GRACE_S * G_USEC_PER_SEC - g_get_monotonic_time();
+	self->grace_source = owner_timer_new(self, (guint)MAX(left / 1000 + 1, 1), grace_cb);
+}
+
+/*
+ * A look from one of the deaf check's sources. FALSE: the watch switched
+ * to polling and its deaf sources are gone, the caller's too (its
+ * dispatch may finish: GLib holds it meanwhile).
+ */
+static gboolean
+deaf_look_from_source(NcmWatch *self)
+{
+	if (deaf_look(self)) {
+		grace_arm(self);
+		return TRUE;
+	}
+	deaf_sources_drop(self);
+	/* Report now what came unannounced. Its signals' handlers may
+	 * replace the watch: self is not used after, unless it emitted
+	 * nothing; then polling's next tick is told to look. */
+	if (!rescan(self)) {
+		g_debug("rescan after switching to polling failed");
+		g_clear_pointer(&self->fingerprint, g_free);
+	}
+	return FALSE;
+}
+
 static gboolean
 deaf_cb(gpointer data)
+{
+	g_autoptr(NcmContext) context = g_weak_ref_get(data);
+	NcmWatch *self;
+	gboolean go_on;
+
+	if (!context)
+		return G_SOURCE_REMOVE;
+	self = ncm_context_get_attached(context, NCM_WATCH_KEY);
+	if (!self || self->deaf_source != g_main_current_source())
+		return G_SOURCE_CONTINUE;
+	go_on = deaf_look_from_source(self);
+	ncm_tsan_release(context);
+	return go_on ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
+}
+
+static gboolean
+grace_cb(gpointer data)
 {
 	g_autoptr(NcmContext) context = g_weak_ref_get(data);
 	NcmWatch *self;
@@ -318,31 +413,152 @@ deaf_cb(gpointer data)
 	if (!context)
 		return G_SOURCE_REMOVE;
 	self = ncm_context_get_attached(context, NCM_WATCH_KEY);
-	if (!self || self->deaf_source != g_main_current_source())
-		return G_SOURCE_CONTINUE;
-	if (!deaf_tick(self)) {
-		/* Returning REMOVE destroys it; the watch lets go of it first. */
-		g_clear_pointer(&self->deaf_source, g_source_unref);
-		/* Report now what came unannounced. Its signals' handlers may
-		 * replace the watch: self is not used after, unless it emitted
-		 * nothing; then polling's next tick is told to look. */
-		if (!rescan(self)) {
-			g_debug("rescan after switching to polling failed");
-			g_clear_pointer(&self->fingerprint, g_free);
-		}
-		ncm_tsan_release(context);
+	if (!self || self->grace_source != g_main_current_source())
 		return G_SOURCE_REMOVE;
-	}
+	/* A one-shot: gone before the look, which may arm the next. */
+	g_clear_pointer(&self->grace_source, g_source_unref);
+	deaf_look_from_source(self);
 	ncm_tsan_release(context);
-	return G_SOURCE_CONTINUE;
+	return G_SOURCE_REMOVE;
+}
+
+/* Where inotify stopped working (the buses' directory went, or a new bus
+ * cannot be watched): the clock's looks from now on. */
+static void
+nodes_watch_fall_back(NcmWatch *self, const gchar *why)
+{
+	g_debug("watch: %s: looking at /dev/bus/usb every %u ms", why, DEAF_CHECK_MS);
+	nodes_watch_stop(self);
+	self->deaf_source = owner_timer_new(self, DEAF_CHECK_MS, deaf_cb);
+}
+
+#ifdef __linux__
+#define NODES_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
+
+static gboolean
+nodes_watch_bus(NcmWatch *self, const gchar *bus)
+{
+	g_autofree gchar *path = g_build_filename("/dev/bus/usb", bus, NULL);
+
+	if (inotify_add_watch(self->nodes_fd, path, NODES_MASK | IN_ONLYDIR) >= 0)
+		return TRUE;
+	g_debug("watch: cannot watch %s: %s", path, g_strerror(errno));
+	return FALSE;
+}
+
+/* Reads what inotify has; FALSE, with @why, when it can no longer tell. */
+static gboolean
+nodes_drain(int fd, NcmWatch *self, const gchar **why)
+{
+	/* inotify's own alignment for its events, as its manual page asks. */
+	gchar buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	gboolean ok = TRUE;
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (gchar *p = buf; p + sizeof(struct inotify_event) <= buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			p += sizeof(*ev) + ev->len;
+			if (!self || ev->wd != self->nodes_top_wd)
+				continue;
+			if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
+				*why = "/dev/bus/usb went away";
+				ok = FALSE;
+			} else if ((ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)) &&
+				   ev->len && ok && !nodes_watch_bus(self, ev->name)) {
+				*why = "a new bus cannot be watched";
+				ok = FALSE;
+			}
+		}
+	}
+	return ok;
+}
+
+static gboolean
+nodes_cb(gint fd, GIOCondition condition, gpointer data)
+{
+	NodesRef *ref = data;
+	g_autoptr(NcmContext) context = g_weak_ref_get(&ref->context);
+	NcmWatch *self = context ? ncm_context_get_attached(context, NCM_WATCH_KEY) : NULL;
+	const gchar *why = NULL;
+	gboolean go_on = TRUE;
+
+	if (!context)
+		return G_SOURCE_REMOVE;
+	if (!self || self->nodes_source != g_main_current_source()) {
+		nodes_drain(ref->fd, NULL, &why);
+		return G_SOURCE_CONTINUE;
+	}
+	if (!nodes_drain(ref->fd, self, &why)) {
+		nodes_watch_fall_back(self, why);
+		go_on = FALSE;
+	}
+	/* The fall-back's clock looks too, but the change is news now. */
+	if (!deaf_look_from_source(self))
+		go_on = FALSE;
+	ncm_tsan_release(context);
+	return go_on ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
+}
+#endif
+
+/*
+ * Where it can, the check sleeps until a usbfs node comes or goes
+ * (inotify on /dev/bus/usb and each bus under it), so an idle owner
+ * wakes for nothing; else it looks every DEAF_CHECK_MS.
+ */
+static gboolean
+nodes_watch_start(NcmWatch *self)
+{
+#ifdef __linux__
+	g_autoptr(GDir) buses = NULL;
+	const gchar *bus;
+	NodesRef *ref;
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	if (fd < 0)
+		return FALSE;
+	self->nodes_fd = fd;
+	self->nodes_top_wd = inotify_add_watch(fd, "/dev/bus/usb",
+					       NODES_MASK | IN_ONLYDIR | IN_DELETE_SELF | IN_MOVE_SELF);
+	buses = self->nodes_top_wd >= 0 ? g_dir_open("/dev/bus/usb", 0, NULL) : NULL;
+	if (!buses) {
+		nodes_watch_stop(self);
+		return FALSE;
+	}
+	while ((bus = g_dir_read_name(buses))) {
+		if (!nodes_watch_bus(self, bus)) {
+			nodes_watch_stop(self);
+			return FALSE;
+		}
+	}
+	ref = g_new0(NodesRef, 1);
+	g_weak_ref_init(&ref->context, self->context);
+	ref->fd = fd;
+	self->nodes_source = g_unix_fd_source_new(fd, G_IO_IN);
+	g_source_set_callback(self->nodes_source, G_SOURCE_FUNC(nodes_cb), ref, weak_ref_free);
+	g_source_attach(self->nodes_source, ncm_context_get_owner(self->context));
+	return TRUE;
+#else
+	return FALSE;
+#endif
 }
 
 static void
 deaf_start(NcmWatch *self)
 {
+	/* Watched before the first look: a node between the two is seen. */
+	gboolean watched = nodes_watch_start(self);
+
 	self->nodes = usbfs_nodes();
 	self->events_at_look = ncm_context_get_hotplug_events(self->context);
-	self->deaf_source = owner_timer_new(self, DEAF_CHECK_MS, deaf_cb);
+	if (watched) {
+		g_debug("watch: inotify on /dev/bus/usb tells when to check that hotplug events come");
+	} else {
+		g_debug("watch: looking at /dev/bus/usb every %u ms to check that hotplug events come",
+			DEAF_CHECK_MS);
+		self->deaf_source = owner_timer_new(self, DEAF_CHECK_MS, deaf_cb);
+	}
 }
 
 /* libusb thread: hand the event to the owner, where enumeration may do I/O. */
@@ -459,6 +675,7 @@ ncm_context_watch(NcmContext *context, const NcmMatch *match, guint poll_ms, GEr
 	ncm_context_attach(context, NCM_WATCH_KEY, NULL, NULL);
 	self = g_new0(NcmWatch, 1);
 	self->context = context;
+	self->nodes_fd = -1;
 	self->known = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	self->recheck = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	self->rechecked = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);

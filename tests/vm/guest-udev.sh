@@ -65,6 +65,12 @@ carrier_wait "$TUN"
 ping_peer "after a quick replug"
 
 check "ncm-tun is alive" tun_alive
+# Idle under udevd, once the replug's grace (5 s) is over: the watch's
+# check that udev's events still come sleeps until a usbfs node comes or
+# goes (inotify), so the main loop does not wake by the clock (it looked
+# at /dev/bus/usb every 2 s before).
+sleep 6
+idle_check "ncm-tun --persist under udevd" "$TUN_PID" 10 2 main
 watch_mode_check "$TUN_LOG"
 tun_stats
 check "ncm-tun counted four device sessions" grep -q "^ncm-tun: $TUN, 4 device session" "$TUN_LOG"
