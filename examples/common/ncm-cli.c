@@ -504,6 +504,8 @@ cli_persist_stop(CliPersist *p)
 	p->retry_id = 0;
 	if (p->ctx)
 		g_signal_handlers_disconnect_by_data(p->ctx, p);
+	/* cli_persist_lost() does nothing after this. */
+	p->ctx = NULL;
 }
 
 /* ---- Signals ------------------------------------------------------------------------- */

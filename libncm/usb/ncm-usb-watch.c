@@ -37,6 +37,7 @@ typedef struct {
 	int nodes_fd;              /* inotify on /dev/bus/usb and its buses; -1: none */
 	GSource *nodes_source;     /* ... which looks when a node comes or goes */
 	int nodes_top_wd;          /* inotify's watch of /dev/bus/usb itself */
+	gboolean nodes_could;      /* inotify watched once: the clock tries it again */
 	GSource *grace_source;     /* ... and once more when a change's grace ends */
 	gchar *nodes;              /* the usbfs nodes at the last look */
 	guint events_at_look;      /* hotplug callbacks by then (counted on libusb's thread) */
@@ -358,7 +359,12 @@ grace_arm(NcmWatch *self)
 {
 	gint64 left;
 
-	if (self->nodes_fd < 0 || !self->changed_at || self->grace_source)
+	if (!self->changed_at) {
+		/* The events came: nothing left for the grace to check. */
+		source_drop(&self->grace_source);
+		return;
+	}
+	if (self->nodes_fd < 0 || self->grace_source)
 		return;
 	left = self->changed_at + DEAF_GRACE_S * G_USEC_PER_SEC - g_get_monotonic_time();
 	self->grace_source = owner_timer_new(self, (guint)MAX(left / 1000 + 1, 1), grace_cb);
@@ -387,19 +393,29 @@ deaf_look_from_source(NcmWatch *self)
 	return FALSE;
 }
 
+static gboolean nodes_watch_start(NcmWatch *self, gboolean attach);
+
 static gboolean
 deaf_cb(gpointer data)
 {
 	g_autoptr(NcmContext) context = g_weak_ref_get(data);
 	NcmWatch *self;
-	gboolean go_on;
+	gboolean go_on, watched = FALSE;
 
 	if (!context)
 		return G_SOURCE_REMOVE;
 	self = ncm_context_get_attached(context, NCM_WATCH_KEY);
 	if (!self || self->deaf_source != g_main_current_source())
 		return G_SOURCE_CONTINUE;
-	go_on = deaf_look_from_source(self);
+	/* The clock stands in for inotify only while inotify cannot watch
+	 * (/dev/bus/usb went with the last bus): each tick tries again,
+	 * before the look, so that nothing between the two goes unseen. */
+	if (self->nodes_could && nodes_watch_start(self, TRUE)) {
+		g_debug("watch: inotify watches /dev/bus/usb again");
+		g_clear_pointer(&self->deaf_source, g_source_unref);
+		watched = TRUE;
+	}
+	go_on = deaf_look_from_source(self) && !watched;
 	ncm_tsan_release(context);
 	return go_on ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
 }
@@ -422,8 +438,9 @@ grace_cb(gpointer data)
 	return G_SOURCE_REMOVE;
 }
 
-/* Where inotify stopped working (the buses' directory went, or a new bus
- * cannot be watched): the clock's looks from now on. */
+#ifdef __linux__
+/* Where inotify stopped working (the buses' directory went, or a bus
+ * cannot be watched): the clock's looks until it works again. */
 static void
 nodes_watch_fall_back(NcmWatch *self, const gchar *why)
 {
@@ -432,7 +449,6 @@ nodes_watch_fall_back(NcmWatch *self, const gchar *why)
 	self->deaf_source = owner_timer_new(self, DEAF_CHECK_MS, deaf_cb);
 }
 
-#ifdef __linux__
 #define NODES_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
 
 static gboolean
@@ -440,10 +456,26 @@ nodes_watch_bus(NcmWatch *self, const gchar *bus)
 {
 	g_autofree gchar *path = g_build_filename("/dev/bus/usb", bus, NULL);
 
-	if (inotify_add_watch(self->nodes_fd, path, NODES_MASK | IN_ONLYDIR) >= 0)
+	/* ENOENT: the bus went again before it was watched; its nodes too. */
+	if (inotify_add_watch(self->nodes_fd, path, NODES_MASK | IN_ONLYDIR) >= 0 || errno == ENOENT)
 		return TRUE;
 	g_debug("watch: cannot watch %s: %s", path, g_strerror(errno));
 	return FALSE;
+}
+
+/* Each bus under /dev/bus/usb; one watched already keeps its watch. */
+static gboolean
+nodes_watch_buses(NcmWatch *self)
+{
+	g_autoptr(GDir) buses = g_dir_open("/dev/bus/usb", 0, NULL);
+	const gchar *bus;
+
+	if (!buses)
+		return FALSE;
+	while ((bus = g_dir_read_name(buses)))
+		if (!nodes_watch_bus(self, bus))
+			return FALSE;
+	return TRUE;
 }
 
 /* Reads what inotify has; FALSE, with @why, when it can no longer tell. */
@@ -452,7 +484,7 @@ nodes_drain(int fd, NcmWatch *self, const gchar **why)
 {
 	/* inotify's own alignment for its events, as its manual page asks. */
 	gchar buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	gboolean ok = TRUE;
+	gboolean ok = TRUE, overflow = FALSE;
 	ssize_t n;
 
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
@@ -460,6 +492,9 @@ nodes_drain(int fd, NcmWatch *self, const gchar **why)
 			const struct inotify_event *ev = (const struct inotify_event *)p;
 
 			p += sizeof(*ev) + ev->len;
+			/* Events were lost, a new bus's among them, perhaps. */
+			if (ev->mask & IN_Q_OVERFLOW)
+				overflow = TRUE;
 			if (!self || ev->wd != self->nodes_top_wd)
 				continue;
 			if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
@@ -471,6 +506,10 @@ nodes_drain(int fd, NcmWatch *self, const gchar **why)
 				ok = FALSE;
 			}
 		}
+	}
+	if (self && ok && overflow && !nodes_watch_buses(self)) {
+		*why = "after inotify's queue overflowed, the buses cannot be watched";
+		ok = FALSE;
 	}
 	return ok;
 }
@@ -507,12 +546,15 @@ nodes_cb(gint fd, GIOCondition condition, gpointer data)
  * (inotify on /dev/bus/usb and each bus under it), so an idle owner
  * wakes for nothing; else it looks every DEAF_CHECK_MS.
  */
+/*
+ * @attach FALSE: the caller attaches nodes_source once the watch is
+ * attached to its context; until then the kernel keeps the events (a
+ * source that fired before would have to drop them).
+ */
 static gboolean
-nodes_watch_start(NcmWatch *self)
+nodes_watch_start(NcmWatch *self, gboolean attach)
 {
 #ifdef __linux__
-	g_autoptr(GDir) buses = NULL;
-	const gchar *bus;
 	NodesRef *ref;
 	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 
@@ -521,23 +563,18 @@ nodes_watch_start(NcmWatch *self)
 	self->nodes_fd = fd;
 	self->nodes_top_wd = inotify_add_watch(fd, "/dev/bus/usb",
 					       NODES_MASK | IN_ONLYDIR | IN_DELETE_SELF | IN_MOVE_SELF);
-	buses = self->nodes_top_wd >= 0 ? g_dir_open("/dev/bus/usb", 0, NULL) : NULL;
-	if (!buses) {
+	if (self->nodes_top_wd < 0 || !nodes_watch_buses(self)) {
 		nodes_watch_stop(self);
 		return FALSE;
 	}
-	while ((bus = g_dir_read_name(buses))) {
-		if (!nodes_watch_bus(self, bus)) {
-			nodes_watch_stop(self);
-			return FALSE;
-		}
-	}
+	self->nodes_could = TRUE;
 	ref = g_new0(NodesRef, 1);
 	g_weak_ref_init(&ref->context, self->context);
 	ref->fd = fd;
 	self->nodes_source = g_unix_fd_source_new(fd, G_IO_IN);
 	g_source_set_callback(self->nodes_source, G_SOURCE_FUNC(nodes_cb), ref, weak_ref_free);
-	g_source_attach(self->nodes_source, ncm_context_get_owner(self->context));
+	if (attach)
+		g_source_attach(self->nodes_source, ncm_context_get_owner(self->context));
 	return TRUE;
 #else
 	return FALSE;
@@ -548,7 +585,7 @@ static void
 deaf_start(NcmWatch *self)
 {
 	/* Watched before the first look: a node between the two is seen. */
-	gboolean watched = nodes_watch_start(self);
+	gboolean watched = nodes_watch_start(self, FALSE);
 
 	self->nodes = usbfs_nodes();
 	self->events_at_look = ncm_context_get_hotplug_events(self->context);
@@ -711,5 +748,7 @@ ncm_context_watch(NcmContext *context, const NcmMatch *match, guint poll_ms, GEr
 		return FALSE;
 	}
 	ncm_context_attach(context, NCM_WATCH_KEY, self, watch_free);
+	if (self->nodes_source)
+		g_source_attach(self->nodes_source, ncm_context_get_owner(context));
 	return TRUE;
 }
