@@ -254,16 +254,23 @@ rescan_once_cb(gpointer data)
 	return G_SOURCE_REMOVE;
 }
 
-/* A timer on the owner's context whose @func gets a GWeakRef to the context
- * (see rescan_cb()). */
+/* @source's @func gets a GWeakRef to the context (see rescan_cb()). */
 static GSource *
-owner_timer_new(NcmWatch *self, guint ms, GSourceFunc func)
+owner_source_prepare(NcmWatch *self, GSource *source, GSourceFunc func)
 {
 	GWeakRef *ref = g_new0(GWeakRef, 1);
-	GSource *source = g_timeout_source_new(ms);
 
 	g_weak_ref_init(ref, self->context);
 	g_source_set_callback(source, func, ref, weak_ref_free);
+	return source;
+}
+
+/* A timer on the owner's context, its @func as owner_source_prepare() says. */
+static GSource *
+owner_timer_new(NcmWatch *self, guint ms, GSourceFunc func)
+{
+	GSource *source = owner_source_prepare(self, g_timeout_source_new(ms), func);
+
 	g_source_attach(source, ncm_context_get_owner(self->context));
 	return source;
 }
@@ -280,15 +287,6 @@ poll_start(NcmWatch *self)
 /* udevd's rules run between the node's creation and the event: a loaded
  * host takes a while, and a false alarm costs only the switch to polling. */
 #define DEAF_GRACE_S 5
-
-/* The inotify source's data: the fd, to drain it when the watch is not
- * (yet) attached, which would otherwise spin the owner's loop. */
-typedef struct {
-	GWeakRef context;
-	int fd;
-} NodesRef;
-
-G_STATIC_ASSERT(G_STRUCT_OFFSET(NodesRef, context) == 0); /* weak_ref_free() frees it */
 
 static void
 nodes_watch_stop(NcmWatch *self)
@@ -480,14 +478,14 @@ nodes_watch_buses(NcmWatch *self)
 
 /* Reads what inotify has; FALSE, with @why, when it can no longer tell. */
 static gboolean
-nodes_drain(int fd, NcmWatch *self, const gchar **why)
+nodes_drain(NcmWatch *self, const gchar **why)
 {
 	/* inotify's own alignment for its events, as its manual page asks. */
 	gchar buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	gboolean ok = TRUE, overflow = FALSE;
 	ssize_t n;
 
-	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+	while ((n = read(self->nodes_fd, buf, sizeof(buf))) > 0) {
 		for (gchar *p = buf; p + sizeof(struct inotify_event) <= buf + n;) {
 			const struct inotify_event *ev = (const struct inotify_event *)p;
 
@@ -495,7 +493,7 @@ nodes_drain(int fd, NcmWatch *self, const gchar **why)
 			/* Events were lost, a new bus's among them, perhaps. */
 			if (ev->mask & IN_Q_OVERFLOW)
 				overflow = TRUE;
-			if (!self || ev->wd != self->nodes_top_wd)
+			if (ev->wd != self->nodes_top_wd)
 				continue;
 			if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
 				*why = "/dev/bus/usb went away";
@@ -507,29 +505,26 @@ nodes_drain(int fd, NcmWatch *self, const gchar **why)
 			}
 		}
 	}
-	if (self && ok && overflow && !nodes_watch_buses(self)) {
+	if (ok && overflow && !nodes_watch_buses(self)) {
 		*why = "after inotify's queue overflowed, the buses cannot be watched";
 		ok = FALSE;
 	}
 	return ok;
 }
 
+/* Attached only once the watch is (ncm_context_watch()), and destroyed
+ * with it: a source that is not the watch's own is a stale one. */
 static gboolean
 nodes_cb(gint fd, GIOCondition condition, gpointer data)
 {
-	NodesRef *ref = data;
-	g_autoptr(NcmContext) context = g_weak_ref_get(&ref->context);
+	g_autoptr(NcmContext) context = g_weak_ref_get(data);
 	NcmWatch *self = context ? ncm_context_get_attached(context, NCM_WATCH_KEY) : NULL;
 	const gchar *why = NULL;
 	gboolean go_on = TRUE;
 
-	if (!context)
+	if (!self || self->nodes_source != g_main_current_source())
 		return G_SOURCE_REMOVE;
-	if (!self || self->nodes_source != g_main_current_source()) {
-		nodes_drain(ref->fd, NULL, &why);
-		return G_SOURCE_CONTINUE;
-	}
-	if (!nodes_drain(ref->fd, self, &why)) {
+	if (!nodes_drain(self, &why)) {
 		nodes_watch_fall_back(self, why);
 		go_on = FALSE;
 	}
@@ -544,18 +539,14 @@ nodes_cb(gint fd, GIOCondition condition, gpointer data)
 /*
  * Where it can, the check sleeps until a usbfs node comes or goes
  * (inotify on /dev/bus/usb and each bus under it), so an idle owner
- * wakes for nothing; else it looks every DEAF_CHECK_MS.
- */
-/*
- * @attach FALSE: the caller attaches nodes_source once the watch is
- * attached to its context; until then the kernel keeps the events (a
- * source that fired before would have to drop them).
+ * wakes for nothing; else it looks every DEAF_CHECK_MS. @attach FALSE:
+ * the caller attaches nodes_source once the watch is attached to its
+ * context; until then the kernel keeps the events.
  */
 static gboolean
 nodes_watch_start(NcmWatch *self, gboolean attach)
 {
 #ifdef __linux__
-	NodesRef *ref;
 	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 
 	if (fd < 0)
@@ -568,11 +559,8 @@ nodes_watch_start(NcmWatch *self, gboolean attach)
 		return FALSE;
 	}
 	self->nodes_could = TRUE;
-	ref = g_new0(NodesRef, 1);
-	g_weak_ref_init(&ref->context, self->context);
-	ref->fd = fd;
-	self->nodes_source = g_unix_fd_source_new(fd, G_IO_IN);
-	g_source_set_callback(self->nodes_source, G_SOURCE_FUNC(nodes_cb), ref, weak_ref_free);
+	self->nodes_source = owner_source_prepare(self, g_unix_fd_source_new(fd, G_IO_IN),
+						  G_SOURCE_FUNC(nodes_cb));
 	if (attach)
 		g_source_attach(self->nodes_source, ncm_context_get_owner(self->context));
 	return TRUE;

@@ -134,8 +134,7 @@ gadgetfs_read_out(uint8_t *b, size_t n)
 	}
 	if (r < 0)
 		err = errno;
-	trace_ep0("data stage of %zu bytes after %u waits: %zd %s", n, waits, r,
-		  r < 0 ? strerror(err) : "");
+	trace_ep0_call(r, "data stage of %zu bytes after %u waits", n, waits);
 	if (err == EAGAIN)
 		say("gadgetfs: an OUT data stage of %zu bytes did not come in 5 s", n);
 	else if (err == EIDRM)
@@ -156,7 +155,7 @@ ack(void)
 	/* A zero-length read is the status stage of a request without data. */
 	ssize_t r = read(ep0, b, 0);
 
-	trace_ep0("status stage: %zd %s", r, r < 0 ? strerror(errno) : "");
+	trace_ep0_call(r, "status stage");
 	if (r < 0)
 		say("gadgetfs status stage: %s", strerror(errno));
 }
@@ -166,7 +165,7 @@ reply(const struct usb_ctrlrequest *rq, const uint8_t *b, size_t n)
 {
 	ssize_t r = write(ep0, b, rq->wLength < n ? rq->wLength : n);
 
-	trace_ep0("reply 0x%02x: %zd %s", rq->bRequest, r, r < 0 ? strerror(errno) : "");
+	trace_ep0_call(r, "reply 0x%02x", rq->bRequest);
 	if (r < 0)
 		say("gadgetfs reply to 0x%02x: %s", rq->bRequest, strerror(errno));
 }
@@ -356,7 +355,7 @@ answer_stranded(void)
 	COUNT(st_stranded_requests, 1);
 	ssize_t r = read(ep0, b, 0);
 
-	trace_ep0("stranded: %zd %s", r, r < 0 ? strerror(errno) : "");
+	trace_ep0_call(r, "stranded");
 	if (r == 0)
 		say("gadgetfs: acked a request without data that came while the last was answered");
 	else if (errno == EL2HLT)
@@ -377,7 +376,7 @@ serve_events(bool until_configured)
 
 		ssize_t n = read(ep0, ev, sizeof(ev));
 
-		trace_ep0("events: %zd %s", n, n < 0 ? strerror(errno) : "");
+		trace_ep0_call(n, "events");
 		if (n < 0) {
 			/* EIDRM: the host gave up on a request (a reset); the next one comes. */
 			if (errno == EINTR || errno == EIDRM || errno == EAGAIN)

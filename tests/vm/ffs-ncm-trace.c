@@ -8,9 +8,11 @@
  * timed, in a ring; SIGHUP prints it (guest-lib.sh's fail() does), and a
  * passing run prints nothing.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -23,11 +25,15 @@ static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
 static char ring[TRACE_LINES][TRACE_WIDTH];
 static unsigned long written;
 
-void
-trace_ep0(const char *fmt, ...)
+static void trace_line(const char *fmt, va_list ap, const char *result)
+	__attribute__((format(printf, 1, 0)));
+
+/* errno is kept: the callers go on to look at their call's. */
+static void
+trace_line(const char *fmt, va_list ap, const char *result)
 {
+	int saved = errno;
 	struct timespec t;
-	va_list ap;
 	char *line;
 	int n;
 
@@ -37,10 +43,36 @@ trace_ep0(const char *fmt, ...)
 	n = snprintf(line, TRACE_WIDTH, "%ld.%03ld ", (long)t.tv_sec, t.tv_nsec / 1000000);
 	if (n < 0 || n >= TRACE_WIDTH)
 		n = 0;
-	va_start(ap, fmt);
 	vsnprintf(line + n, TRACE_WIDTH - (size_t)n, fmt, ap);
-	va_end(ap);
+	if (result) {
+		size_t len = strlen(line);
+
+		snprintf(line + len, TRACE_WIDTH - len, ": %s", result);
+	}
 	pthread_mutex_unlock(&trace_lock);
+	errno = saved;
+}
+
+void
+trace_ep0(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	trace_line(fmt, ap, NULL);
+	va_end(ap);
+}
+
+void
+trace_ep0_call(ssize_t r, const char *fmt, ...)
+{
+	char result[64];
+	va_list ap;
+
+	snprintf(result, sizeof(result), "%zd %s", r, r < 0 ? strerror(errno) : "");
+	va_start(ap, fmt);
+	trace_line(fmt, ap, result);
+	va_end(ap);
 }
 
 void

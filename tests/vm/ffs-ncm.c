@@ -383,7 +383,7 @@ stall(const struct usb_ctrlrequest *rq)
 		r = read(ep0, b, 0);
 	else
 		r = write(ep0, b, 0);
-	trace_ep0("stall 0x%02x: %zd %s", rq->bRequest, r, r < 0 ? strerror(errno) : "");
+	trace_ep0_call(r, "stall 0x%02x", rq->bRequest);
 }
 
 static void
@@ -392,8 +392,7 @@ reply_in(const struct usb_ctrlrequest *rq, const uint8_t *b, size_t n)
 	size_t want = rq->wLength < n ? rq->wLength : n;
 	ssize_t r = write(ep0, b, want);
 
-	trace_ep0("reply 0x%02x, %zu bytes: %zd %s", rq->bRequest, want, r,
-		  r < 0 ? strerror(errno) : "");
+	trace_ep0_call(r, "reply 0x%02x, %zu bytes", rq->bRequest, want);
 	if (r < 0)
 		say("ep0 reply to 0x%02x: %s", rq->bRequest, strerror(errno));
 }
@@ -405,7 +404,7 @@ read_out(const struct usb_ctrlrequest *rq, uint8_t *b, size_t cap)
 	size_t n = rq->wLength < cap ? rq->wLength : cap;
 	ssize_t r = ep0_gadgetfs && n ? gadgetfs_read_out(b, n) : read(ep0, b, n);
 
-	trace_ep0("read 0x%02x, %zu bytes: %zd %s", rq->bRequest, n, r, r < 0 ? strerror(errno) : "");
+	trace_ep0_call(r, "read 0x%02x, %zu bytes", rq->bRequest, n);
 	if (r < 0)
 		say("ep0 data of 0x%02x: %s", rq->bRequest, strerror(errno));
 	return r;
@@ -627,7 +626,7 @@ ep0_loop(void)
 	for (;;) {
 		ssize_t n = read(ep0, ev, sizeof(ev));
 
-		trace_ep0("events: %zd %s", n, n < 0 ? strerror(errno) : "");
+		trace_ep0_call(n, "events");
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;

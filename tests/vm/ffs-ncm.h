@@ -155,6 +155,8 @@ bool vanish(const struct usb_ctrlrequest *rq);
 void stall(const struct usb_ctrlrequest *rq);
 /* ffs-ncm-trace.c: each ep0 call, timed, kept in a ring that SIGHUP prints. */
 void trace_ep0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* ... a call's, with its result @r (and errno's meaning when negative). */
+void trace_ep0_call(ssize_t r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void trace_setup(const struct usb_ctrlrequest *rq);
 void trace_ep0_print(void);
 /* The data path's endpoints are (not) usable: FUNCTIONFS_ENABLE, data alt 1. */
