@@ -37,7 +37,7 @@ typedef struct {
 	int nodes_fd;              /* inotify on /dev/bus/usb and its buses; -1: none */
 	GSource *nodes_source;     /* ... which looks when a node comes or goes */
 	int nodes_top_wd;          /* inotify's watch of /dev/bus/usb itself */
-	gboolean nodes_could;      /* inotify watched once: the clock tries it again */
+	gboolean nodes_could;      /* inotify works here: the clock tries it again */
 	GSource *grace_source;     /* ... and once more when a change's grace ends */
 	gchar *nodes;              /* the usbfs nodes at the last look */
 	guint events_at_look;      /* hotplug callbacks by then (counted on libusb's thread) */
@@ -406,10 +406,12 @@ deaf_cb(gpointer data)
 	if (!self || self->deaf_source != g_main_current_source())
 		return G_SOURCE_CONTINUE;
 	/* The clock stands in for inotify only while inotify cannot watch
-	 * (/dev/bus/usb went with the last bus): each tick tries again,
-	 * before the look, so that nothing between the two goes unseen. */
+	 * (/dev/bus/usb went with the last bus, or was not there yet: a
+	 * service started before the USB controllers' drivers): each tick
+	 * tries again, before the look, so that nothing between the two
+	 * goes unseen. */
 	if (self->nodes_could && nodes_watch_start(self, TRUE)) {
-		g_debug("watch: inotify watches /dev/bus/usb again");
+		g_debug("watch: inotify watches /dev/bus/usb now");
 		g_clear_pointer(&self->deaf_source, g_source_unref);
 		watched = TRUE;
 	}
@@ -551,6 +553,7 @@ nodes_watch_start(NcmWatch *self, gboolean attach)
 
 	if (fd < 0)
 		return FALSE;
+	self->nodes_could = TRUE;
 	self->nodes_fd = fd;
 	self->nodes_top_wd = inotify_add_watch(fd, "/dev/bus/usb",
 					       NODES_MASK | IN_ONLYDIR | IN_DELETE_SELF | IN_MOVE_SELF);
@@ -558,7 +561,6 @@ nodes_watch_start(NcmWatch *self, gboolean attach)
 		nodes_watch_stop(self);
 		return FALSE;
 	}
-	self->nodes_could = TRUE;
 	self->nodes_source = owner_source_prepare(self, g_unix_fd_source_new(fd, G_IO_IN),
 						  G_SOURCE_FUNC(nodes_cb));
 	if (attach)
