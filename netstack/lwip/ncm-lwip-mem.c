@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-lwip-mem.c: lwIP's heap (mem_clib_*) on malloc, with a bounded cache of frame-sized blocks. */
+/* ncm-lwip-mem.c: lwIP's heap (mem_clib_*) on malloc, with bounded caches of frame- and segment-sized blocks. */
 
 /*
  * Why: every segment lwIP sends and every frame it receives is a pbuf of
@@ -9,8 +9,15 @@
  * of them took the arena's lock, searched its bins and coalesced on free:
  * 5.6 % of the lwip path's upload samples (tests/bench/PERF.md, session
  * 15). Blocks of that size now come back to a stack under one mutex,
- * at most NLW_MEM_CACHE_MAX of them (2 MiB); everything else, and what
- * overflows, is plain malloc()/free().
+ * at most NLW_MEM_CACHE_MAX of them (2 MiB).
+ *
+ * The large segments a bulk upload's tcp_write() fills (ncm-lwip-tso.h,
+ * ~11.8 KB) went the other way: freed on the event thread when acked,
+ * glibc gave the top of the writer's arena back (madvise) and the
+ * writer's next segments faulted their pages in again, zeroed (about 2 %
+ * of lwip's upload samples, tests/bench/RESULTS.md, session 37). They
+ * have a stack of their own, at most NLW_MEM_SEGMENT_CACHE_MAX blocks
+ * (2 MiB). Everything else, and what overflows, is plain malloc()/free().
  *
  * A cached block's payload is poisoned under AddressSanitizer, so a use
  * after lwIP's free is still reported (its header stays readable: it links
@@ -47,27 +54,46 @@
  * head asks for no more than malloc() gives. */
 typedef union NlwMemHead {
 	union NlwMemHead *next; /* while cached */
-	guint cached_size;      /* while in use: NLW_MEM_BLOCK, or 0 for malloc()'s */
+	guint cached_size;      /* while in use: its class's block, or 0 for malloc()'s */
 	_Alignas(max_align_t) char pad[16];
 } NlwMemHead;
 
 G_STATIC_ASSERT(sizeof(NlwMemHead) == 16);
 
-static GMutex cache_lock;
-static NlwMemHead *cache;
-static guint cache_len;
+/* The sizes a class serves: (min, block - head]. */
+typedef struct {
+	gsize block, min;
+	guint max;
+	NlwMemHead *top;
+	guint len;
+} NlwMemClass;
 
-static void *
-take_cached(void)
+static GMutex cache_lock;
+static NlwMemClass classes[] = {
+	{NLW_MEM_BLOCK, NLW_MEM_CACHED_MIN, NLW_MEM_CACHE_MAX, NULL, 0},
+	{NLW_MEM_SEGMENT_BLOCK, NLW_MEM_SEGMENT_MIN, NLW_MEM_SEGMENT_CACHE_MAX, NULL, 0},
+};
+
+static NlwMemClass *
+class_of(size_t size)
+{
+	for (guint i = 0; i < G_N_ELEMENTS(classes); i++)
+		if (size > classes[i].min && size <= classes[i].block - sizeof(NlwMemHead))
+			return &classes[i];
+	return NULL;
+}
+
+static NlwMemHead *
+take_cached(NlwMemClass *c)
 {
 	NlwMemHead *h;
 
 	ncm_mutex_lock(&cache_lock);
-	h = cache;
+	h = c->top;
 	if (h != NULL) {
-		unpoison(h + 1, NLW_MEM_BLOCK - sizeof(*h));
-		cache = h->next;
-		cache_len--;
+		unpoison(h + 1, c->block - sizeof(*h));
+		c->top = h->next;
+		c->len--;
 	}
 	ncm_mutex_unlock(&cache_lock);
 	return h;
@@ -76,17 +102,17 @@ take_cached(void)
 void *
 nlw_mem_malloc(size_t size)
 {
-	gboolean fits = size > NLW_MEM_CACHED_MIN && size <= NLW_MEM_BLOCK - sizeof(NlwMemHead);
+	NlwMemClass *c = class_of(size);
 	NlwMemHead *h;
 
 	if (size > G_MAXSIZE - sizeof(NlwMemHead))
 		return NULL;
-	h = fits ? take_cached() : NULL;
+	h = c != NULL ? take_cached(c) : NULL;
 	if (h == NULL)
-		h = malloc(fits ? NLW_MEM_BLOCK : sizeof(NlwMemHead) + size);
+		h = malloc(c != NULL ? c->block : sizeof(NlwMemHead) + size);
 	if (h == NULL)
 		return NULL;
-	h->cached_size = fits ? NLW_MEM_BLOCK : 0;
+	h->cached_size = c != NULL ? (guint)c->block : 0;
 	return h + 1;
 }
 
@@ -107,17 +133,19 @@ void
 nlw_mem_free(void *mem)
 {
 	NlwMemHead *h;
+	NlwMemClass *c;
 
 	if (mem == NULL)
 		return;
 	h = (NlwMemHead *)mem - 1;
-	if (h->cached_size == NLW_MEM_BLOCK) {
+	c = h->cached_size ? class_of(h->cached_size - sizeof(*h)) : NULL;
+	if (c != NULL) {
 		ncm_mutex_lock(&cache_lock);
-		if (cache_len < NLW_MEM_CACHE_MAX) {
-			h->next = cache;
-			cache = h;
-			cache_len++;
-			poison(h + 1, NLW_MEM_BLOCK - sizeof(*h));
+		if (c->len < c->max) {
+			h->next = c->top;
+			c->top = h;
+			c->len++;
+			poison(h + 1, c->block - sizeof(*h));
 			h = NULL;
 		}
 		ncm_mutex_unlock(&cache_lock);
@@ -126,12 +154,15 @@ nlw_mem_free(void *mem)
 }
 
 guint
-nlw_mem_cached(void)
+nlw_mem_cached(size_t size)
 {
+	NlwMemClass *c = class_of(size);
 	guint n;
 
+	if (c == NULL)
+		return 0;
 	ncm_mutex_lock(&cache_lock);
-	n = cache_len;
+	n = c->len;
 	ncm_mutex_unlock(&cache_lock);
 	return n;
 }

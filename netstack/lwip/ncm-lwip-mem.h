@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ncm-lwip-mem.h: lwIP's heap (mem_clib_*) on malloc, with a bounded cache of frame-sized blocks. */
+/* ncm-lwip-mem.h: lwIP's heap (mem_clib_*) on malloc, with bounded caches of frame- and segment-sized blocks. */
 #ifndef NCM_LWIP_MEM_H
 #define NCM_LWIP_MEM_H
 
@@ -12,13 +12,25 @@
 #define NLW_MEM_CACHED_MIN 1024
 #define NLW_MEM_CACHE_MAX 1024
 
+/* A cached block for one of lwIP's large TCP segments (TCP_MSS, up to
+ * NCM_LWIP_TSO_SEGS link frames' payload, lwipopts.h) with its pbuf and
+ * header room: 11784 bytes at the defaults. Sizes over half a block
+ * take one, so none wastes more than it uses; -D may change it with
+ * TCP_MSS (unit lwip-mem checks that a segment's pbuf fits). */
+#ifndef NLW_MEM_SEGMENT_BLOCK
+#define NLW_MEM_SEGMENT_BLOCK 12288
+#endif
+#define NLW_MEM_SEGMENT_MIN (NLW_MEM_SEGMENT_BLOCK / 2)
+#define NLW_MEM_SEGMENT_CACHE_MAX ((2u << 20) / NLW_MEM_SEGMENT_BLOCK)
+
 /* malloc(), calloc() and free() for lwIP (lwipopts.h): any thread; sizes
- * in (NLW_MEM_CACHED_MIN, NLW_MEM_BLOCK - 16] reuse freed blocks. */
+ * in (NLW_MEM_CACHED_MIN, NLW_MEM_BLOCK - 16] and (NLW_MEM_SEGMENT_MIN,
+ * NLW_MEM_SEGMENT_BLOCK - 16] reuse freed blocks of their class. */
 void *nlw_mem_malloc(size_t size);
 void *nlw_mem_calloc(size_t count, size_t size);
 void nlw_mem_free(void *mem);
 
-/* Blocks waiting in the cache. */
-guint nlw_mem_cached(void);
+/* Blocks waiting in the cache that serves @size (0 if none does). */
+guint nlw_mem_cached(size_t size);
 
 #endif /* NCM_LWIP_MEM_H */

@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-lwip-mem.c: lwIP's heap with the frame-sized block cache (ncm-lwip-mem.c): sizes, reuse, the bound, threads. */
+/* test-lwip-mem.c: lwIP's heap with its frame- and segment-sized block caches (ncm-lwip-mem.c): sizes, reuse, the bounds, threads. */
 #include <stddef.h>
 #include <string.h>
 #include <glib.h>
 
+#include "lwip/pbuf.h"
 #include "ncm-lwip-mem.h"
 #include "ncm-sync.h"
 
 #define HEAD 16
+
+static gboolean
+is_cached_size(gsize n)
+{
+	return (n > NLW_MEM_CACHED_MIN && n <= NLW_MEM_BLOCK - HEAD) ||
+	       (n > NLW_MEM_SEGMENT_MIN && n <= NLW_MEM_SEGMENT_BLOCK - HEAD);
+}
 
 /* Every size around the cached range gets usable, aligned memory of its
  * own, and only the cached range comes back from the cache. */
@@ -15,7 +23,10 @@ static void
 test_sizes(void)
 {
 	static const gsize sizes[] = {0, 1, 40, NLW_MEM_CACHED_MIN, NLW_MEM_CACHED_MIN + 1, 1514,
-				      1560, NLW_MEM_BLOCK - HEAD, NLW_MEM_BLOCK - HEAD + 1, 65536};
+				      1560, NLW_MEM_BLOCK - HEAD, NLW_MEM_BLOCK - HEAD + 1,
+				      NLW_MEM_SEGMENT_MIN, NLW_MEM_SEGMENT_MIN + 1, 11784,
+				      NLW_MEM_SEGMENT_BLOCK - HEAD, NLW_MEM_SEGMENT_BLOCK - HEAD + 1,
+				      65536};
 
 	for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
 		gsize n = sizes[i];
@@ -26,10 +37,10 @@ test_sizes(void)
 		/* malloc()'s alignment: 16 bytes on x86-64 and i386, 8 on armhf. */
 		g_assert_cmpuint((guintptr)a % G_ALIGNOF(max_align_t), ==, 0);
 		memset(a, 0x5A, n);
-		before = nlw_mem_cached();
+		before = nlw_mem_cached(n);
 		nlw_mem_free(a);
-		gboolean cached = n > NLW_MEM_CACHED_MIN && n <= NLW_MEM_BLOCK - HEAD;
-		g_assert_cmpuint(nlw_mem_cached(), ==, before + (cached ? 1 : 0));
+		gboolean cached = is_cached_size(n);
+		g_assert_cmpuint(nlw_mem_cached(n), ==, before + (cached ? 1 : 0));
 		b = nlw_mem_calloc(1, n);
 		g_assert_nonnull(b);
 		/* A cached block comes back (the same one: a stack), zeroed by calloc. */
@@ -54,10 +65,49 @@ test_bound(void)
 
 	for (guint i = 0; i < n; i++)
 		p[i] = nlw_mem_malloc(1514);
-	g_assert_cmpuint(nlw_mem_cached(), ==, 0);
+	g_assert_cmpuint(nlw_mem_cached(1514), ==, 0);
 	for (guint i = 0; i < n; i++)
 		nlw_mem_free(p[i]);
-	g_assert_cmpuint(nlw_mem_cached(), ==, NLW_MEM_CACHE_MAX);
+	g_assert_cmpuint(nlw_mem_cached(1514), ==, NLW_MEM_CACHE_MAX);
+}
+
+/* The segments' cache has a bound of its own, and the frames' cache is
+ * not spent on them. */
+static void
+test_segment_bound(void)
+{
+	guint n = NLW_MEM_SEGMENT_CACHE_MAX + 20, frames = nlw_mem_cached(1514);
+	g_autofree void **p = g_new(void *, n);
+
+	for (guint i = 0; i < n; i++)
+		p[i] = nlw_mem_malloc(11784);
+	g_assert_cmpuint(nlw_mem_cached(11784), ==, 0);
+	for (guint i = 0; i < n; i++)
+		nlw_mem_free(p[i]);
+	g_assert_cmpuint(nlw_mem_cached(11784), ==, NLW_MEM_SEGMENT_CACHE_MAX);
+	g_assert_cmpuint(nlw_mem_cached(1514), ==, frames);
+}
+
+/* What the segments' cache is for: the pbuf tcp_write() allocates for a
+ * full large segment (TCP_MSS bytes and room for the TCP, IP and
+ * Ethernet headers in front) is one of its blocks. Fails when a -D moves
+ * TCP_MSS past NLW_MEM_SEGMENT_BLOCK. */
+static void
+test_segment_fits(void)
+{
+	struct pbuf *p = pbuf_alloc(PBUF_TRANSPORT, TCP_MSS, PBUF_RAM);
+	guint before = nlw_mem_cached(11784);
+
+	g_assert_nonnull(p);
+	g_assert_cmpuint(p->len, ==, TCP_MSS);
+	memset(p->payload, 0xA5, p->len);
+	pbuf_free(p);
+	g_assert_cmpuint(nlw_mem_cached(11784), ==, before + 1);
+	/* And the next one reuses it. */
+	p = pbuf_alloc(PBUF_TRANSPORT, TCP_MSS, PBUF_RAM);
+	g_assert_nonnull(p);
+	g_assert_cmpuint(nlw_mem_cached(11784), ==, before);
+	pbuf_free(p);
 }
 
 /* Allocated on one thread, freed on another, as pbufs are: blocks keep
@@ -135,7 +185,7 @@ test_threads(void)
 		g_mutex_clear(&pipes[j].lock);
 		g_cond_clear(&pipes[j].cond);
 	}
-	g_assert_cmpuint(nlw_mem_cached(), <=, NLW_MEM_CACHE_MAX);
+	g_assert_cmpuint(nlw_mem_cached(1514), <=, NLW_MEM_CACHE_MAX);
 }
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -163,6 +213,8 @@ main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/lwip-mem/sizes", test_sizes);
 	g_test_add_func("/lwip-mem/bound", test_bound);
+	g_test_add_func("/lwip-mem/segment-bound", test_segment_bound);
+	g_test_add_func("/lwip-mem/segment-fits", test_segment_fits);
 	g_test_add_func("/lwip-mem/threads", test_threads);
 #if defined(__SANITIZE_ADDRESS__)
 	g_test_add_func("/lwip-mem/poisoned", test_poisoned);
