@@ -10,7 +10,6 @@ SECS=${VM_FAULT_SECS:-10}
 TUN=ncmf0
 TUN_LOG=$VM_OUT/ncm-tun.log
 
-tun_iface() { [ -e "/sys/class/net/$TUN" ]; }
 tun_carrier() { host_carrier "$TUN"; }
 
 # iperf3_received_bytes FILE: what the receiver counted; 0 when the run broke.

@@ -167,7 +167,6 @@ check_closed() { # the driver exited 0 and its close took at most 5 s
 TUN=ncmf0
 TUN_LOG=$VM_OUT/ncm-tun.log
 TUN_PID=
-tun_iface() { [ -e "/sys/class/net/$TUN" ]; }
 tun_carrier() { host_carrier "$TUN"; }
 
 tun_start() { # ncm-tun options: up, with carrier and a path to the peer

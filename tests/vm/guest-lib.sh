@@ -503,8 +503,18 @@ gadget_bounce() {
 	peer_addr_setup "${1:-0}"
 }
 
-# carrier_wait IF: waits for the carrier of ncm-tun's IF. Like host_addr_setup:
-# f_ncm sends its link notifications back to back; bounce if none stuck.
+# ncm-tun's state, for the scripts that run one: its interface $TUN, its
+# process $TUN_PID, its log $TUN_LOG (each script sets them).
+tun_iface() { [ -e "/sys/class/net/$TUN" ]; }
+tun_alive() { kill -0 "$TUN_PID" 2>/dev/null; }
+attached() { [ "$(grep -c ' attached$' "$TUN_LOG")" -ge "$1" ]; } # N: at least N sessions
+cdc_ncm_gone() { ! host_netdev 0 >/dev/null 2>&1; }
+reset_device() { vm-usb-claim --reset "$(usb_node)" || fail "the reset failed"; }
+ping_peer() { # WHAT: the peer answers through the host's interface, a check
+	check "ping $(peer_ip4) $1" \
+		wait_for "$VM_WAIT" "reply from $(peer_ip4) $1" ping -c 3 -W 2 "$(peer_ip4)"
+}
+
 # tun_stats: SIGUSR1 to the ncm-tun at $TUN_PID; waits for its statistics in $TUN_LOG.
 tun_stats() {
 	kill -USR1 "$TUN_PID"
@@ -521,6 +531,8 @@ tun_stop() {
 	check "$2 exits 0 on SIG$1" [ "$rc" = 0 ]
 }
 
+# carrier_wait IF: waits for the carrier of ncm-tun's IF. Like host_addr_setup:
+# f_ncm sends its link notifications back to back; bounce if none stuck.
 carrier_wait() {
 	local try
 	for try in 1 2 3; do

@@ -25,7 +25,6 @@ tun_of() {
 }
 tun_count() { ls -d /sys/class/net/mt* 2>/dev/null | wc -l; }
 all_tuns() { [ "$(tun_count)" -ge "$n" ]; }
-tun_alive() { kill -0 "$TUN_PID" 2>/dev/null; }
 carrier_up() { [ "$(cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]; }
 pings() { ping -c 1 -W 1 "$(multi_peer_ip4 "$1")" >/dev/null 2>&1; }
 

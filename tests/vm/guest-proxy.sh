@@ -23,7 +23,6 @@ IPERF_S=${VM_PROXY_IPERF_S:-3}
 
 proxy_alive() { kill -0 "$PROXY_PID" 2>/dev/null; }
 proxy_running() { grep -q "running on" "$PROXY_LOG"; }
-cdc_ncm_gone() { ! host_netdev 0 >/dev/null 2>&1; }
 cdc_ncm_back() { host_netdevs_up; }
 md5() { md5sum "$1" | cut -d' ' -f1; }
 

@@ -12,7 +12,6 @@ TUN=ncmfl0
 TUN_LOG=$VM_OUT/ncm-tun.log
 RSS_LOG=$VM_OUT/flood-rss.txt
 
-tun_iface() { [ -e "/sys/class/net/$TUN" ]; }
 tun_rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$TUN_PID/status"; }
 tun_sanitized() { grep -q 'libasan' "/proc/$TUN_PID/maps"; }
 peer_answers() { ping -c 1 -W 2 "$(peer_ip4)"; }

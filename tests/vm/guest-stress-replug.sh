@@ -19,8 +19,6 @@ TUN_LOG=$VM_OUT/ncm-tun.log
 CSV=$VM_OUT/stress-replug.csv
 LOAD_DIR=/tmp/stress-load
 
-tun_iface() { [ -e "/sys/class/net/$TUN" ]; }
-tun_alive() { kill -0 "$TUN_PID" 2>/dev/null; }
 # The fewest of a few looks: without udevd, libncm polls for replugs with a
 # short-lived libusb context, whose fds come and go (13 vs 15 seen between
 # two looks); that is no leak.

@@ -10,7 +10,6 @@ set -eu
 # but libncm must still size its queue for the bus the device reports.
 TUN=ncmt0
 TUN_LOG=$VM_OUT/ncm-tun.log
-tun_iface() { [ -e "/sys/class/net/$TUN" ]; }
 rtt_under() { # LABEL IPERF3-ARGS...: ping's round trips beside a TCP stream
 	local label=$1 ip
 	shift

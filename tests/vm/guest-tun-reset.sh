@@ -10,11 +10,6 @@ set -eu
 # node and the device stay: no hotplug event says it left or came back.
 TUN=ncmt0
 TUN_LOG=$VM_OUT/ncm-tun.log
-tun_iface() { [ -e "/sys/class/net/$TUN" ]; }
-tun_alive() { kill -0 "$TUN_PID" 2>/dev/null; }
-attached() { [ "$(grep -c ' attached$' "$TUN_LOG")" -ge "$1" ]; }
-cdc_ncm_gone() { ! host_netdev 0 >/dev/null 2>&1; }
-reset_device() { vm-usb-claim --reset "$(usb_node)" || fail "the reset failed"; }
 
 gadget_setup ncm
 host_use_kernel

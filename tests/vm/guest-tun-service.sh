@@ -22,12 +22,6 @@ unit_value() { sed -n "s/^$1=//p" "$UNIT" | tail -n 1; }
 # CAP_NET_ADMIN CAP_X -> +net_admin,+x (setpriv's spelling)
 caps_arg() { echo "$1" | tr 'A-Z ' 'a-z\n' | sed -n 's/^cap_\(.*\)/+\1/p' | paste -sd, -; }
 svc_pid_is() { [ "$(grep '^Uid:' "/proc/$1/status" | cut -f2)" = "$SVC_UID" ]; }
-attached() { [ "$(grep -c ' attached$' "$TUN_LOG")" -ge "$1" ]; }
-cdc_ncm_gone() { ! host_netdev 0 >/dev/null 2>&1; }
-ping_peer() { # WHAT
-	check "ping $(peer_ip4) $1" \
-		wait_for "$VM_WAIT" "reply from $(peer_ip4) $1" ping -c 3 -W 2 "$(peer_ip4)"
-}
 
 check "the unit runs it as a user of its own" [ "$(unit_value DynamicUser)" = yes ]
 check "... with options from /etc/default/ncm-tun" \

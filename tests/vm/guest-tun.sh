@@ -28,12 +28,9 @@ iperf3_both() {
 	done
 }
 
-tun_alive() { kill -0 "$TUN_PID" 2>/dev/null; }
-tun_iface() { [ -e "/sys/class/net/$TUN" ]; }
 tun_carrier() { host_carrier "$TUN"; }
 tun_mac_is() { [ "$(cat "/sys/class/net/$TUN/address")" = "$1" ]; }
 cdc_ncm_back() { host_netdevs_up; }
-cdc_ncm_gone() { ! host_netdev 0 >/dev/null 2>&1; }
 
 wait_tun_carrier() { carrier_wait "$TUN"; }
 

@@ -10,15 +10,6 @@ set -eu
 # list libusb keeps is then updated by those events alone.
 TUN=ncmu0
 TUN_LOG=$VM_OUT/ncm-tun.log
-tun_iface() { [ -e "/sys/class/net/$TUN" ]; }
-tun_alive() { kill -0 "$TUN_PID" 2>/dev/null; }
-attached() { [ "$(grep -c ' attached$' "$TUN_LOG")" -ge "$1" ]; }
-cdc_ncm_gone() { ! host_netdev 0 >/dev/null 2>&1; }
-reset_device() { vm-usb-claim --reset "$(usb_node)" || fail "the reset failed"; }
-ping_peer() { # WHAT
-	check "ping $(peer_ip4) $1" \
-		wait_for "$VM_WAIT" "reply from $(peer_ip4) $1" ping -c 3 -W 2 "$(peer_ip4)"
-}
 secs_since() { echo $(( ($(uptime_cs) - $1 + 50) / 100 )); }
 
 [ "${VM_UDEVD:-0}" = 1 ] || fail "run with VM_UDEVD=1 (tests/vm/meson.build)"
