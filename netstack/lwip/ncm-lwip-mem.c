@@ -74,11 +74,24 @@ static NlwMemClass classes[] = {
 	{NLW_MEM_SEGMENT_BLOCK, NLW_MEM_SEGMENT_MIN, NLW_MEM_SEGMENT_CACHE_MAX, NULL, 0},
 };
 
+/* The classes' ranges do not overlap, so a block's size names its class. */
+G_STATIC_ASSERT(NLW_MEM_SEGMENT_MIN >= NLW_MEM_BLOCK - sizeof(NlwMemHead));
+
 static NlwMemClass *
 class_of(size_t size)
 {
 	for (guint i = 0; i < G_N_ELEMENTS(classes); i++)
-		if (size > classes[i].min && size <= classes[i].block - sizeof(NlwMemHead))
+		if (classes[i].max > 0 && size > classes[i].min &&
+		    size <= classes[i].block - sizeof(NlwMemHead))
+			return &classes[i];
+	return NULL;
+}
+
+static NlwMemClass *
+class_of_block(gsize block)
+{
+	for (guint i = 0; i < G_N_ELEMENTS(classes); i++)
+		if (classes[i].max > 0 && classes[i].block == block)
 			return &classes[i];
 	return NULL;
 }
@@ -113,6 +126,10 @@ nlw_mem_malloc(size_t size)
 	if (h == NULL)
 		return NULL;
 	h->cached_size = c != NULL ? (guint)c->block : 0;
+	/* The block's tail past @size stays poisoned: a write past what
+	 * lwIP asked for is still a report. */
+	if (c != NULL)
+		poison((guint8 *)(h + 1) + size, c->block - sizeof(*h) - size);
 	return h + 1;
 }
 
@@ -138,7 +155,7 @@ nlw_mem_free(void *mem)
 	if (mem == NULL)
 		return;
 	h = (NlwMemHead *)mem - 1;
-	c = h->cached_size ? class_of(h->cached_size - sizeof(*h)) : NULL;
+	c = h->cached_size ? class_of_block(h->cached_size) : NULL;
 	if (c != NULL) {
 		ncm_mutex_lock(&cache_lock);
 		if (c->len < c->max) {

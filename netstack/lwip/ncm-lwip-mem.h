@@ -6,22 +6,24 @@
 #include <stddef.h>
 #include <glib.h>
 
+#include "lwip/opt.h"
+
 /* A cached block, header included: a 1514-byte frame's pbuf with lwIP's
  * headers in front fits, a 1 KiB request would waste half of one. */
 #define NLW_MEM_BLOCK 2048
 #define NLW_MEM_CACHED_MIN 1024
 #define NLW_MEM_CACHE_MAX 1024
 
-/* A cached block for one of lwIP's large TCP segments (TCP_MSS, up to
- * NCM_LWIP_TSO_SEGS link frames' payload, lwipopts.h) with its pbuf and
- * header room: 11784 bytes at the defaults. Sizes over half a block
- * take one, so none wastes more than it uses; -D may change it with
- * TCP_MSS (unit lwip-mem checks that a segment's pbuf fits). */
-#ifndef NLW_MEM_SEGMENT_BLOCK
-#define NLW_MEM_SEGMENT_BLOCK 12288
-#endif
-#define NLW_MEM_SEGMENT_MIN (NLW_MEM_SEGMENT_BLOCK / 2)
-#define NLW_MEM_SEGMENT_CACHE_MAX ((2u << 20) / NLW_MEM_SEGMENT_BLOCK)
+/* A cached block for one of lwIP's large TCP segments: TCP_MSS bytes (up
+ * to NCM_LWIP_TSO_SEGS link frames' payload, lwipopts.h) behind the pbuf
+ * and its TCP, IP and Ethernet header room, 11784 bytes at the defaults,
+ * rounded up to 1 KiB with the block's head. Sizes over half a block take
+ * one, so none wastes more than it holds. Where a segment fits a frame's
+ * block (-DNCM_LWIP_TSO_SEGS=1) the class is off. */
+#define NLW_MEM_SEGMENT_BLOCK ((((gsize)TCP_MSS + 128 + 16) + 1023) / 1024 * 1024)
+#define NLW_MEM_SEGMENT_MIN MAX(NLW_MEM_SEGMENT_BLOCK / 2, (gsize)NLW_MEM_BLOCK - 16)
+#define NLW_MEM_SEGMENT_CACHE_MAX \
+	(NLW_MEM_SEGMENT_BLOCK > NLW_MEM_BLOCK ? (guint)((2u << 20) / NLW_MEM_SEGMENT_BLOCK) : 0u)
 
 /* malloc(), calloc() and free() for lwIP (lwipopts.h): any thread; sizes
  * in (NLW_MEM_CACHED_MIN, NLW_MEM_BLOCK - 16] and (NLW_MEM_SEGMENT_MIN,

@@ -10,11 +10,23 @@
 
 #define HEAD 16
 
+/* A size of each class: a frame, and the largest a segment's block takes. */
+#define FRAME 1514
+#define SEGMENT (NLW_MEM_SEGMENT_BLOCK - HEAD)
+
 static gboolean
 is_cached_size(gsize n)
 {
 	return (n > NLW_MEM_CACHED_MIN && n <= NLW_MEM_BLOCK - HEAD) ||
-	       (n > NLW_MEM_SEGMENT_MIN && n <= NLW_MEM_SEGMENT_BLOCK - HEAD);
+	       (NLW_MEM_SEGMENT_CACHE_MAX > 0 && n > NLW_MEM_SEGMENT_MIN &&
+		n <= NLW_MEM_SEGMENT_BLOCK - HEAD);
+}
+
+static guint
+cached_all(void)
+{
+	/* Without a segments' class, SEGMENT is a frame's size. */
+	return nlw_mem_cached(FRAME) + (NLW_MEM_SEGMENT_CACHE_MAX > 0 ? nlw_mem_cached(SEGMENT) : 0);
 }
 
 /* Every size around the cached range gets usable, aligned memory of its
@@ -25,8 +37,7 @@ test_sizes(void)
 	static const gsize sizes[] = {0, 1, 40, NLW_MEM_CACHED_MIN, NLW_MEM_CACHED_MIN + 1, 1514,
 				      1560, NLW_MEM_BLOCK - HEAD, NLW_MEM_BLOCK - HEAD + 1,
 				      NLW_MEM_SEGMENT_MIN, NLW_MEM_SEGMENT_MIN + 1, 11784,
-				      NLW_MEM_SEGMENT_BLOCK - HEAD, NLW_MEM_SEGMENT_BLOCK - HEAD + 1,
-				      65536};
+				      SEGMENT, SEGMENT + 1, 65536};
 
 	for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
 		gsize n = sizes[i];
@@ -37,10 +48,13 @@ test_sizes(void)
 		/* malloc()'s alignment: 16 bytes on x86-64 and i386, 8 on armhf. */
 		g_assert_cmpuint((guintptr)a % G_ALIGNOF(max_align_t), ==, 0);
 		memset(a, 0x5A, n);
-		before = nlw_mem_cached(n);
+		before = cached_all();
 		nlw_mem_free(a);
 		gboolean cached = is_cached_size(n);
-		g_assert_cmpuint(nlw_mem_cached(n), ==, before + (cached ? 1 : 0));
+		/* Into its own class's cache, or into none. */
+		g_assert_cmpuint(cached_all(), ==, before + (cached ? 1 : 0));
+		if (cached)
+			g_assert_cmpuint(nlw_mem_cached(n), >=, 1);
 		b = nlw_mem_calloc(1, n);
 		g_assert_nonnull(b);
 		/* A cached block comes back (the same one: a stack), zeroed by calloc. */
@@ -76,37 +90,41 @@ test_bound(void)
 static void
 test_segment_bound(void)
 {
-	guint n = NLW_MEM_SEGMENT_CACHE_MAX + 20, frames = nlw_mem_cached(1514);
+	guint n = NLW_MEM_SEGMENT_CACHE_MAX + 20, frames = nlw_mem_cached(FRAME);
 	g_autofree void **p = g_new(void *, n);
 
+	if (NLW_MEM_SEGMENT_CACHE_MAX == 0) {
+		g_test_skip("segments fit a frame's block in this build");
+		return;
+	}
 	for (guint i = 0; i < n; i++)
-		p[i] = nlw_mem_malloc(11784);
-	g_assert_cmpuint(nlw_mem_cached(11784), ==, 0);
+		p[i] = nlw_mem_malloc(SEGMENT);
+	g_assert_cmpuint(nlw_mem_cached(SEGMENT), ==, 0);
 	for (guint i = 0; i < n; i++)
 		nlw_mem_free(p[i]);
-	g_assert_cmpuint(nlw_mem_cached(11784), ==, NLW_MEM_SEGMENT_CACHE_MAX);
-	g_assert_cmpuint(nlw_mem_cached(1514), ==, frames);
+	g_assert_cmpuint(nlw_mem_cached(SEGMENT), ==, NLW_MEM_SEGMENT_CACHE_MAX);
+	g_assert_cmpuint(nlw_mem_cached(FRAME), ==, frames);
 }
 
 /* What the segments' cache is for: the pbuf tcp_write() allocates for a
  * full large segment (TCP_MSS bytes and room for the TCP, IP and
- * Ethernet headers in front) is one of its blocks. Fails when a -D moves
- * TCP_MSS past NLW_MEM_SEGMENT_BLOCK. */
+ * Ethernet headers in front) is a cached block, whatever TCP_MSS a -D
+ * gives (a frame's block when segments are link-sized). */
 static void
 test_segment_fits(void)
 {
 	struct pbuf *p = pbuf_alloc(PBUF_TRANSPORT, TCP_MSS, PBUF_RAM);
-	guint before = nlw_mem_cached(11784);
+	guint before = cached_all();
 
 	g_assert_nonnull(p);
 	g_assert_cmpuint(p->len, ==, TCP_MSS);
 	memset(p->payload, 0xA5, p->len);
 	pbuf_free(p);
-	g_assert_cmpuint(nlw_mem_cached(11784), ==, before + 1);
+	g_assert_cmpuint(cached_all(), ==, before + 1);
 	/* And the next one reuses it. */
 	p = pbuf_alloc(PBUF_TRANSPORT, TCP_MSS, PBUF_RAM);
 	g_assert_nonnull(p);
-	g_assert_cmpuint(nlw_mem_cached(11784), ==, before);
+	g_assert_cmpuint(cached_all(), ==, before);
 	pbuf_free(p);
 }
 
@@ -185,17 +203,19 @@ test_threads(void)
 		g_mutex_clear(&pipes[j].lock);
 		g_cond_clear(&pipes[j].cond);
 	}
-	g_assert_cmpuint(nlw_mem_cached(1514), <=, NLW_MEM_CACHE_MAX);
+	g_assert_cmpuint(nlw_mem_cached(FRAME), <=, NLW_MEM_CACHE_MAX);
 }
 
 #if defined(__SANITIZE_ADDRESS__)
 /* A cached block is poisoned: lwIP writing to a pbuf it freed is still
  * an AddressSanitizer report, cache or not. */
 static void
-test_poisoned(void)
+test_poisoned(gconstpointer data)
 {
+	gsize size = GPOINTER_TO_SIZE(data);
+
 	if (g_test_subprocess()) {
-		volatile guint8 *p = nlw_mem_malloc(1514);
+		volatile guint8 *p = nlw_mem_malloc(size);
 
 		nlw_mem_free((void *)p);
 		p[100] = 1;
@@ -204,6 +224,28 @@ test_poisoned(void)
 	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
 	g_test_trap_assert_failed();
 	g_test_trap_assert_stderr("*use-after-poison*");
+}
+
+/* A block's tail past the size asked for is poisoned too, fresh or
+ * reused: lwIP writing past its pbuf is a report. */
+static void
+test_tail_poisoned(gconstpointer data)
+{
+	gsize size = GPOINTER_TO_SIZE(data);
+
+	if (g_test_subprocess()) {
+		volatile guint8 *p = nlw_mem_malloc(size);
+
+		nlw_mem_free((void *)p);
+		p = nlw_mem_malloc(size); /* the same block, from the cache */
+		p[size - 1] = 1;
+		g_printerr("the last byte asked for is writable\n");
+		p[size + 8] = 1;
+		return;
+	}
+	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+	g_test_trap_assert_failed();
+	g_test_trap_assert_stderr("*the last byte asked for is writable*use-after-poison*");
 }
 #endif
 
@@ -217,7 +259,13 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-mem/segment-fits", test_segment_fits);
 	g_test_add_func("/lwip-mem/threads", test_threads);
 #if defined(__SANITIZE_ADDRESS__)
-	g_test_add_func("/lwip-mem/poisoned", test_poisoned);
+	g_test_add_data_func("/lwip-mem/poisoned/frame", GSIZE_TO_POINTER(FRAME), test_poisoned);
+	g_test_add_data_func("/lwip-mem/poisoned/segment", GSIZE_TO_POINTER(11784),
+			     test_poisoned);
+	g_test_add_data_func("/lwip-mem/tail-poisoned/frame", GSIZE_TO_POINTER(1100),
+			     test_tail_poisoned);
+	g_test_add_data_func("/lwip-mem/tail-poisoned/segment", GSIZE_TO_POINTER(7000),
+			     test_tail_poisoned);
 #endif
 	return g_test_run();
 }
