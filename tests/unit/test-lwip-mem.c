@@ -208,44 +208,42 @@ test_threads(void)
 
 #if defined(__SANITIZE_ADDRESS__)
 /* A cached block is poisoned: lwIP writing to a pbuf it freed is still
- * an AddressSanitizer report, cache or not. */
+ * an AddressSanitizer report, cache or not (@tail FALSE). And a block's
+ * tail past the size asked for is poisoned too, fresh or reused: lwIP
+ * writing past its pbuf is a report (@tail TRUE). */
+static void
+poison_case(gsize size, gboolean tail)
+{
+	if (g_test_subprocess()) {
+		volatile guint8 *p = nlw_mem_malloc(size);
+
+		nlw_mem_free((void *)p);
+		if (tail) {
+			p = nlw_mem_malloc(size); /* the same block, from the cache */
+			p[size - 1] = 1;
+			g_printerr("the last byte asked for is writable\n");
+			p[size + 8] = 1;
+		} else {
+			p[100] = 1;
+		}
+		return;
+	}
+	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+	g_test_trap_assert_failed();
+	g_test_trap_assert_stderr(tail ? "*the last byte asked for is writable*use-after-poison*"
+				       : "*use-after-poison*");
+}
+
 static void
 test_poisoned(gconstpointer data)
 {
-	gsize size = GPOINTER_TO_SIZE(data);
-
-	if (g_test_subprocess()) {
-		volatile guint8 *p = nlw_mem_malloc(size);
-
-		nlw_mem_free((void *)p);
-		p[100] = 1;
-		return;
-	}
-	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
-	g_test_trap_assert_failed();
-	g_test_trap_assert_stderr("*use-after-poison*");
+	poison_case(GPOINTER_TO_SIZE(data), FALSE);
 }
 
-/* A block's tail past the size asked for is poisoned too, fresh or
- * reused: lwIP writing past its pbuf is a report. */
 static void
 test_tail_poisoned(gconstpointer data)
 {
-	gsize size = GPOINTER_TO_SIZE(data);
-
-	if (g_test_subprocess()) {
-		volatile guint8 *p = nlw_mem_malloc(size);
-
-		nlw_mem_free((void *)p);
-		p = nlw_mem_malloc(size); /* the same block, from the cache */
-		p[size - 1] = 1;
-		g_printerr("the last byte asked for is writable\n");
-		p[size + 8] = 1;
-		return;
-	}
-	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
-	g_test_trap_assert_failed();
-	g_test_trap_assert_stderr("*the last byte asked for is writable*use-after-poison*");
+	poison_case(GPOINTER_TO_SIZE(data), TRUE);
 }
 #endif
 
