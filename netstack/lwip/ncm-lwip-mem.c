@@ -52,21 +52,23 @@
 /* In front of every block: where free() sends it. 16 bytes keep the
  * payload as aligned as malloc()'s (16 on x86-64, 8 on armhf), and the
  * head asks for no more than malloc() gives. */
+typedef struct NlwMemClass NlwMemClass;
+
 typedef union NlwMemHead {
 	union NlwMemHead *next; /* while cached */
-	guint cached_size;      /* while in use: its class's block, or 0 for malloc()'s */
+	NlwMemClass *cls;       /* while in use: its class, or NULL for malloc()'s */
 	_Alignas(max_align_t) char pad[16];
 } NlwMemHead;
 
 G_STATIC_ASSERT(sizeof(NlwMemHead) == 16);
 
 /* The sizes a class serves: (min, block - head]. */
-typedef struct {
+struct NlwMemClass {
 	gsize block, min;
 	guint max;
 	NlwMemHead *top;
 	guint len;
-} NlwMemClass;
+};
 
 static GMutex cache_lock;
 static NlwMemClass classes[] = {
@@ -74,7 +76,7 @@ static NlwMemClass classes[] = {
 	{NLW_MEM_SEGMENT_BLOCK, NLW_MEM_SEGMENT_MIN, NLW_MEM_SEGMENT_CACHE_MAX, NULL, 0},
 };
 
-/* The classes' ranges do not overlap, so a block's size names its class. */
+/* The classes' ranges do not overlap: each size has one place to go. */
 G_STATIC_ASSERT(NLW_MEM_SEGMENT_MIN >= NLW_MEM_BLOCK - sizeof(NlwMemHead));
 
 static NlwMemClass *
@@ -83,15 +85,6 @@ class_of(size_t size)
 	for (guint i = 0; i < G_N_ELEMENTS(classes); i++)
 		if (classes[i].max > 0 && size > classes[i].min &&
 		    size <= classes[i].block - sizeof(NlwMemHead))
-			return &classes[i];
-	return NULL;
-}
-
-static NlwMemClass *
-class_of_block(gsize block)
-{
-	for (guint i = 0; i < G_N_ELEMENTS(classes); i++)
-		if (classes[i].max > 0 && classes[i].block == block)
 			return &classes[i];
 	return NULL;
 }
@@ -125,7 +118,7 @@ nlw_mem_malloc(size_t size)
 		h = malloc(c != NULL ? c->block : sizeof(NlwMemHead) + size);
 	if (h == NULL)
 		return NULL;
-	h->cached_size = c != NULL ? (guint)c->block : 0;
+	h->cls = c;
 	/* The block's tail past @size stays poisoned: a write past what
 	 * lwIP asked for is still a report. */
 	if (c != NULL)
@@ -155,7 +148,7 @@ nlw_mem_free(void *mem)
 	if (mem == NULL)
 		return;
 	h = (NlwMemHead *)mem - 1;
-	c = h->cached_size ? class_of_block(h->cached_size) : NULL;
+	c = h->cls;
 	if (c != NULL) {
 		ncm_mutex_lock(&cache_lock);
 		if (c->len < c->max) {

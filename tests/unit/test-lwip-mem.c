@@ -258,12 +258,12 @@ main(int argc, char **argv)
 	g_test_add_func("/lwip-mem/threads", test_threads);
 #if defined(__SANITIZE_ADDRESS__)
 	g_test_add_data_func("/lwip-mem/poisoned/frame", GSIZE_TO_POINTER(FRAME), test_poisoned);
-	g_test_add_data_func("/lwip-mem/poisoned/segment", GSIZE_TO_POINTER(11784),
+	g_test_add_data_func("/lwip-mem/poisoned/segment", GSIZE_TO_POINTER(SEGMENT),
 			     test_poisoned);
 	g_test_add_data_func("/lwip-mem/tail-poisoned/frame", GSIZE_TO_POINTER(1100),
 			     test_tail_poisoned);
-	g_test_add_data_func("/lwip-mem/tail-poisoned/segment", GSIZE_TO_POINTER(7000),
-			     test_tail_poisoned);
+	g_test_add_data_func("/lwip-mem/tail-poisoned/segment",
+			     GSIZE_TO_POINTER(NLW_MEM_SEGMENT_MIN + 1), test_tail_poisoned);
 #endif
 	return g_test_run();
 }
